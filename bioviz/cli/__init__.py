@@ -1,0 +1,69 @@
+"""``python -m bioviz``: the command line of the library.
+
+Each sub-command lives in its own module with ``register(subparsers)``; its handler takes
+the parsed arguments and returns a JSON-serialisable dict (printed as one JSON object with
+``--json``, as readable text otherwise). Bad input raises :class:`BiovizError`: the CLI
+prints ``error: <reason>`` on one line to stderr and exits with code 2. Progress goes to
+stderr so stdout stays machine-readable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import sys
+
+from bioviz.errors import BiovizError
+
+# Sub-command modules, in the order ``--help`` lists them.
+COMMAND_MODULES = ("sources", "levels")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits with code 2 and one line, like every other bad input."""
+
+    def error(self, message: str) -> None:  # noqa: D102 - argparse hook
+        sys.stderr.write(f"error: {message}\n")
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser, with every sub-command registered."""
+    parser = _Parser(prog="python -m bioviz", description="Explore and train representations of biomedical names.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
+    subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"bioviz.cli.{name}").register(subparsers)
+    return parser
+
+
+def print_result(result: dict, as_json: bool) -> None:
+    """Print a handler's result: one JSON object, or ``key: value`` lines."""
+    if as_json:
+        sys.stdout.write(json.dumps(result, default=str) + "\n")
+        return
+    for key, value in result.items():
+        if isinstance(value, list) and value and isinstance(value[0], dict):
+            sys.stdout.write(f"{key}:\n")
+            for row in value:
+                sys.stdout.write("  " + "  ".join(f"{k}={v}" for k, v in row.items()) + "\n")
+        else:
+            sys.stdout.write(f"{key}: {value}\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        result = args.handler(args)
+    except BiovizError as error:
+        sys.stderr.write(f"error: {error}\n")
+        return 2
+    if result is not None:
+        print_result(result, getattr(args, "json", False))
+    return 0

@@ -1,0 +1,6 @@
+"""Plotly figure builders. Each returns a ``go.Figure`` and never shows it."""
+
+from bioviz.figures.levels import class_size_bar
+from bioviz.figures.theme import apply_theme, class_colour, class_colours, export_config, theme
+
+__all__ = ["apply_theme", "class_colour", "class_colours", "class_size_bar", "export_config", "theme"]

@@ -1,0 +1,400 @@
+"""Concept levels: an ontology cut at a root and a depth (higher-level-semantics §4.1).
+
+Classes are the concepts ``depth`` IS-A steps below the root. Each class gets the names of
+all concepts below it (deeper than ``depth``); the class concepts' own names are kept
+apart as *hypernym names*. Before cutting, cyclic edges are removed (the naive approach of
+Mougin and Bodenreider) and so are shortcut edges, which jump over intermediate levels, so
+the taxonomy is consistent. Concepts above the level that have no path down to it are dead
+ends and contribute nothing. A name found under several classes is ambiguous: it is
+reported and, by default, dropped.
+
+The synonym-set mode (conceptual-grounding §4-5.1) makes every concept under the root its
+own class, with its synonyms as members.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+from dataclasses import dataclass, field
+
+import networkx as nx
+import numpy as np
+
+from bioviz.errors import LevelError
+from bioviz.ontology.model import Ontology, normalise_name
+
+logger = logging.getLogger(__name__)
+
+
+def cyclic_edges(graph: nx.DiGraph) -> list[tuple[str, str]]:
+    """Edges whose removal makes ``graph`` acyclic: the back edges of a depth-first search.
+
+    Only strongly connected components with a cycle are searched, so the cost on a
+    (nearly) acyclic ontology is one linear pass.
+
+    Parameters
+    ----------
+    graph : networkx.DiGraph
+        Parent -> child IS-A graph.
+
+    Returns
+    -------
+    list of (parent, child)
+        Sorted back edges, self-loops included.
+    """
+    removed: list[tuple[str, str]] = [(u, v) for u, v in nx.selfloop_edges(graph)]
+    for component in nx.strongly_connected_components(graph):
+        if len(component) < 2:
+            continue
+        sub = graph.subgraph(component)
+        state: dict[str, int] = {}  # 1 = on the stack, 2 = finished
+        for start in sorted(component):
+            if start in state:
+                continue
+            state[start] = 1
+            stack = [(start, iter(sorted(sub.successors(start))))]
+            while stack:
+                node, children = stack[-1]
+                for child in children:
+                    if child == node:
+                        continue
+                    if state.get(child) == 1:
+                        removed.append((node, child))
+                    elif child not in state:
+                        state[child] = 1
+                        stack.append((child, iter(sorted(sub.successors(child)))))
+                        break
+                else:
+                    state[node] = 2
+                    stack.pop()
+    return sorted(set(removed))
+
+
+def shortcut_edges(graph: nx.DiGraph) -> list[tuple[str, str]]:
+    """Edges ``u -> v`` where ``v`` is also reachable from ``u`` through a longer path.
+
+    Such an edge jumps over intermediate levels. Only concepts with several parents can
+    have one: ``u -> v`` is a shortcut when ``u`` is an ancestor of another parent of ``v``.
+    ``graph`` must be acyclic.
+
+    Returns
+    -------
+    list of (parent, child)
+    """
+    ancestors_of: dict[str, set[str]] = {}
+
+    def ancestors(node: str) -> set[str]:
+        if node not in ancestors_of:
+            ancestors_of[node] = nx.ancestors(graph, node)
+        return ancestors_of[node]
+
+    shortcuts = []
+    for child in graph.nodes:
+        parents = list(graph.predecessors(child))
+        if len(parents) < 2:
+            continue
+        for parent in parents:
+            if any(parent in ancestors(other) for other in parents if other != parent):
+                shortcuts.append((parent, child))
+    return sorted(shortcuts)
+
+
+def consistent_taxonomy(graph: nx.DiGraph) -> tuple[nx.DiGraph, list, list]:
+    """Copy of ``graph`` without cyclic and shortcut edges.
+
+    Returns
+    -------
+    (graph, cyclic, shortcuts)
+        The cleaned graph and the removed edges of each kind.
+    """
+    cleaned = graph.copy()
+    cycles = cyclic_edges(cleaned)
+    cleaned.remove_edges_from(cycles)
+    shortcuts = shortcut_edges(cleaned)
+    cleaned.remove_edges_from(shortcuts)
+    return cleaned, cycles, shortcuts
+
+
+@dataclass
+class LevelView:
+    """Names grouped into classes: an ontology cut at ``root`` and ``depth``.
+
+    Attributes
+    ----------
+    source : str
+        Ontology label (for titles).
+    root : str
+        Root concept id.
+    depth : int
+        Levels below the root (0 in synonym-set mode).
+    mode : str
+        ``"level"`` or ``"synonyms"``.
+    classes : list of str
+        Class concept ids, in the order used by ``labels``.
+    class_labels : list of str
+        Preferred names of the classes (same order).
+    names : list of str
+        Every kept name once, grouped by class.
+    labels : numpy.ndarray
+        ``int64`` class index of each name.
+    name_concepts : list of str
+        The concept each name was taken from (the first one when several under one class).
+    hypernym_names : dict
+        ``class id -> names of the class concept itself`` (not used as members).
+    ambiguous : list of str
+        Names found under several classes (dropped unless ``keep_ambiguous``).
+    empty_classes : list of str
+        Concepts at the level with no names below them (dead ends, left out of ``classes``).
+    removed_cycles, removed_shortcuts : list
+        Edges removed to make the taxonomy consistent.
+    """
+
+    source: str
+    root: str
+    depth: int
+    mode: str
+    classes: list[str]
+    class_labels: list[str]
+    names: list[str]
+    labels: np.ndarray
+    name_concepts: list[str]
+    hypernym_names: dict[str, list[str]]
+    ambiguous: list[str] = field(default_factory=list)
+    ambiguous_dropped: bool = True
+    empty_classes: list[str] = field(default_factory=list)
+    removed_cycles: list = field(default_factory=list)
+    removed_shortcuts: list = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        """Short description for figure titles, e.g. ``icd10 2019 · ICD10 depth 1``."""
+        if self.mode == "synonyms":
+            return f"{self.source} · synonym sets under {self.root}"
+        return f"{self.source} · {self.root} depth {self.depth}"
+
+    def class_sizes(self) -> np.ndarray:
+        """Number of names per class, aligned with ``classes``."""
+        return np.bincount(self.labels, minlength=len(self.classes))
+
+    def class_of(self, name: str) -> int | None:
+        """Class index of a name in the view (normalised comparison), or None."""
+        if not hasattr(self, "_row_of"):
+            self._row_of = {normalise_name(n): i for i, n in enumerate(self.names)}
+        row = self._row_of.get(normalise_name(name))
+        return None if row is None else int(self.labels[row])
+
+    def stats(self) -> dict:
+        """Descriptive statistics as in Tables 2-3 of higher-level-semantics.
+
+        Returns
+        -------
+        dict
+            source, root, depth, mode, classes, names, hypernym_names, ambiguous_names,
+            ambiguous_dropped, empty_classes, removed_cycles, removed_shortcuts and
+            names_per_class {min, max, mean, stdev}.
+        """
+        sizes = [int(s) for s in self.class_sizes()]
+        return {
+            "source": self.source,
+            "root": self.root,
+            "depth": self.depth,
+            "mode": self.mode,
+            "classes": len(self.classes),
+            "names": len(self.names),
+            "hypernym_names": sum(len(v) for v in self.hypernym_names.values()),
+            "ambiguous_names": len(self.ambiguous),
+            "ambiguous_dropped": len(self.ambiguous) if self.ambiguous_dropped else 0,
+            "empty_classes": len(self.empty_classes),
+            "removed_cycles": len(self.removed_cycles),
+            "removed_shortcuts": len(self.removed_shortcuts),
+            "names_per_class": {
+                "min": min(sizes) if sizes else 0,
+                "max": max(sizes) if sizes else 0,
+                "mean": round(statistics.fmean(sizes), 2) if sizes else 0.0,
+                "stdev": round(statistics.pstdev(sizes), 2) if sizes else 0.0,
+            },
+        }
+
+    def class_table(self) -> list[dict]:
+        """One row per class: id, label, names, hypernym names."""
+        sizes = self.class_sizes()
+        return [
+            {
+                "class": cid,
+                "label": label,
+                "names": int(sizes[i]),
+                "hypernym_names": len(self.hypernym_names.get(cid, [])),
+            }
+            for i, (cid, label) in enumerate(zip(self.classes, self.class_labels))
+        ]
+
+
+def concepts_at_depth(graph: nx.DiGraph, root: str, depth: int) -> tuple[list[str], int]:
+    """Concepts whose shortest IS-A distance below ``root`` is ``depth``.
+
+    Returns
+    -------
+    (ids, max_depth)
+        Sorted ids and the deepest level found under the root.
+    """
+    distances = nx.single_source_shortest_path_length(graph, root)
+    deepest = max(distances.values())
+    return sorted(n for n, d in distances.items() if d == depth), deepest
+
+
+def _group_names(
+    ontology: Ontology,
+    members: dict[str, list[str]],
+    keep_ambiguous: bool,
+) -> tuple[list[str], list[int], list[str], list[str], list[str]]:
+    """Collect names per class; returns kept classes, names, labels, concepts, ambiguous."""
+    owners: dict[str, set[str]] = {}
+    first: dict[tuple[str, str], tuple[str, str]] = {}  # (class, key) -> (text, concept)
+    for cid, concept_ids in members.items():
+        for concept_id in concept_ids:
+            for text in ontology.concepts[concept_id].names:
+                key = normalise_name(text)
+                owners.setdefault(key, set()).add(cid)
+                first.setdefault((cid, key), (text, concept_id))
+    ambiguous = sorted(k for k, cls in owners.items() if len(cls) > 1)
+    drop = set() if keep_ambiguous else set(ambiguous)
+    per_class: dict[str, list[tuple[str, str]]] = {cid: [] for cid in members}
+    for (cid, key), value in first.items():
+        if key not in drop:
+            per_class[cid].append(value)
+    classes = [cid for cid in members if per_class[cid]]
+    names, labels, concepts = [], [], []
+    for index, cid in enumerate(classes):
+        for text, concept_id in sorted(per_class[cid], key=lambda tc: normalise_name(tc[0])):
+            names.append(text)
+            labels.append(index)
+            concepts.append(concept_id)
+    return classes, names, labels, concepts, ambiguous
+
+
+def level_view(
+    ontology: Ontology,
+    depth: int,
+    root: str | None = None,
+    keep_ambiguous: bool = False,
+) -> LevelView:
+    """Cut ``ontology`` at ``depth`` levels below ``root``.
+
+    Parameters
+    ----------
+    ontology : Ontology
+        The loaded source.
+    depth : int
+        1 = the root's children are the classes.
+    root : str, optional
+        Root concept id; the ontology's default root when omitted.
+    keep_ambiguous : bool
+        Keep names that occur under several classes (in each of them) instead of dropping.
+
+    Returns
+    -------
+    LevelView
+
+    Raises
+    ------
+    UnknownConceptError
+        If ``root`` is not a concept.
+    LevelError
+        If ``depth < 1``, the tree under the root is not that deep, or no names remain.
+    """
+    root = root or ontology.default_root
+    ontology.concept(root)
+    if depth < 1:
+        raise LevelError(f"depth must be at least 1 (got {depth})")
+    graph, cycles, shortcuts = consistent_taxonomy(ontology.graph)
+    level, deepest = concepts_at_depth(graph, root, depth)
+    if depth >= deepest:
+        raise LevelError(
+            f"depth {depth} is too deep under {root}: the deepest concepts are {deepest} "
+            f"levels down, and classes need names below them (choose depth <= {deepest - 1})"
+        )
+    level_set = set(level)
+    members = {
+        cid: sorted(d for d in nx.descendants(graph, cid) if d not in level_set) for cid in level
+    }
+    classes, names, labels, concepts, ambiguous = _group_names(ontology, members, keep_ambiguous)
+    if not names:
+        raise LevelError(f"no names below depth {depth} under {root}")
+    empty = sorted(set(level) - set(classes))
+    hypernyms = {cid: list(ontology.concepts[cid].names) for cid in classes}
+    logger.info(
+        "level view %s root=%s depth=%d: %d classes, %d names, %d ambiguous",
+        ontology.source, root, depth, len(classes), len(names), len(ambiguous),
+    )
+    return LevelView(
+        source=ontology.label,
+        root=root,
+        depth=depth,
+        mode="level",
+        classes=classes,
+        class_labels=[ontology.concepts[c].name for c in classes],
+        names=names,
+        labels=np.asarray(labels, dtype=np.int64),
+        name_concepts=concepts,
+        hypernym_names=hypernyms,
+        ambiguous=ambiguous,
+        ambiguous_dropped=not keep_ambiguous,
+        empty_classes=empty,
+        removed_cycles=cycles,
+        removed_shortcuts=shortcuts,
+    )
+
+
+def synonym_view(
+    ontology: Ontology,
+    root: str | None = None,
+    keep_ambiguous: bool = False,
+    min_names: int = 1,
+) -> LevelView:
+    """Every concept under ``root`` (inclusive) is its own class of synonyms.
+
+    Parameters
+    ----------
+    ontology : Ontology
+    root : str, optional
+        Only concepts under this root (default: the whole ontology).
+    keep_ambiguous : bool
+        Keep names shared by several concepts instead of dropping them.
+    min_names : int
+        Leave out concepts with fewer names (after dropping ambiguous ones).
+    """
+    if root is None:
+        concept_ids = sorted(ontology.concepts)
+        root_label = ontology.default_root
+    else:
+        ontology.concept(root)
+        concept_ids = sorted({root} | nx.descendants(ontology.graph, root))
+        root_label = root
+    members = {cid: [cid] for cid in concept_ids if cid in ontology.concepts}
+    classes, names, labels, concepts, ambiguous = _group_names(ontology, members, keep_ambiguous)
+    sizes = np.bincount(labels, minlength=len(classes)) if labels else np.zeros(0, int)
+    keep = [i for i, s in enumerate(sizes) if s >= min_names]
+    if len(keep) < len(classes):
+        remap = {old: new for new, old in enumerate(keep)}
+        rows = [r for r, lab in enumerate(labels) if lab in remap]
+        names = [names[r] for r in rows]
+        concepts = [concepts[r] for r in rows]
+        labels = [remap[labels[r]] for r in rows]
+        classes = [classes[i] for i in keep]
+    if not names:
+        raise LevelError(f"no synonym sets with at least {min_names} names under {root_label}")
+    return LevelView(
+        source=ontology.label,
+        root=root_label,
+        depth=0,
+        mode="synonyms",
+        classes=classes,
+        class_labels=[ontology.concepts[c].name for c in classes],
+        names=names,
+        labels=np.asarray(labels, dtype=np.int64),
+        name_concepts=concepts,
+        hypernym_names={},
+        ambiguous=ambiguous,
+        ambiguous_dropped=not keep_ambiguous,
+    )

