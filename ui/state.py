@@ -12,16 +12,25 @@ import streamlit as st
 from bioviz.errors import BiovizError
 from bioviz.ontology import list_sources
 from bioviz.ontology.levels import LevelView
+from bioviz.runs import list_runs
 from ui import cache
 
 BUNDLED = [s["name"] for s in list_sources() if s["kind"] == "bundled"]
-DEFAULTS = {"source": "icd10", "root": "", "depth": 1, "synonyms": False, "keep_ambiguous": False}
+DEFAULTS = {"source": "icd10", "root": "", "depth": 1, "synonyms": False, "keep_ambiguous": False,
+            "model_a": "minilm", "model_b": "char-tfidf"}
+PRESET_MODELS = ["minilm", "char-tfidf"]
+SHARED_KEYS = ("source", "root", "depth", "synonyms", "keep_ambiguous", "model_a", "model_b")
 DEFAULT_ROOTS = {s["name"]: s["default_root"] for s in list_sources() if s["kind"] == "bundled"}
 
 
 def init_state() -> None:
     """Initialise the shared keys once per session, from the URL when it has them."""
     if st.session_state.get("_bioviz_init"):
+        # Re-assigning detaches the keys from the previous page's widgets, which Streamlit
+        # would otherwise forget on a page switch.
+        for key in SHARED_KEYS:
+            if key in st.session_state:
+                st.session_state[key] = st.session_state[key]
         return
     params = st.query_params
     st.session_state["source"] = params.get("source", DEFAULTS["source"])
@@ -32,6 +41,8 @@ def init_state() -> None:
         st.session_state["depth"] = DEFAULTS["depth"]
     st.session_state["synonyms"] = params.get("synonyms", "0") == "1"
     st.session_state["keep_ambiguous"] = params.get("keep_ambiguous", "0") == "1"
+    st.session_state["model_a"] = params.get("model_a", DEFAULTS["model_a"])
+    st.session_state["model_b"] = params.get("model_b", DEFAULTS["model_b"])
     st.session_state["_bioviz_init"] = True
 
 
@@ -47,6 +58,9 @@ def sync_url(**extra: str) -> None:
         values["synonyms"] = "1"
     if st.session_state.get("keep_ambiguous"):
         values["keep_ambiguous"] = "1"
+    for key in ("model_a", "model_b"):
+        if st.session_state.get(key):
+            values[key] = st.session_state[key]
     values.update({k: v for k, v in extra.items() if v not in (None, "")})
     for key, value in values.items():
         if st.query_params.get(key) != value:
@@ -84,3 +98,43 @@ def current_view() -> LevelView | None:
     except BiovizError as error:
         st.error(str(error))
         return None
+
+
+def model_choices() -> dict[str, str]:
+    """``label -> MODEL string`` for the pickers: presets, then trained runs (newest first)."""
+    choices = {name: name for name in PRESET_MODELS}
+    for run in list_runs():
+        choices[run.label] = str(run.path)
+    for key in ("model_a", "model_b"):  # a model from the URL or typed earlier stays selectable
+        value = st.session_state.get(key)
+        if value and value not in choices.values():
+            choices[value] = value
+    return choices
+
+
+def model_pickers(two: bool = True) -> tuple[str, str | None]:
+    """Sidebar pickers for the baseline model (``model_a``) and the compared one (``model_b``).
+
+    Returns
+    -------
+    (model_a, model_b)
+        MODEL strings; ``model_b`` is None when ``two`` is False.
+    """
+    init_state()
+    choices = model_choices()
+    labels = list(choices)
+    by_value = {v: k for k, v in choices.items()}
+    with st.sidebar:
+        st.header("Models")
+        for key, title in (("model_a", "Baseline model"), ("model_b", "Compared model (e.g. a trained run)"))[: 2 if two else 1]:
+            current = by_value.get(st.session_state.get(key), labels[0])
+            picked = st.selectbox(title, labels, index=labels.index(current), key=f"_{key}_label")
+            st.session_state[key] = choices[picked]
+        with st.popover("Other model…"):
+            custom = st.text_input("Sentence-transformers directory or hub id", key="_custom_model",
+                                   placeholder="FremyCompany/BioLORD-2023")
+            slot = st.radio("Use as", ["Baseline", "Compared"], horizontal=True, key="_custom_slot")
+            if st.button("Use model", disabled=not custom.strip()):
+                st.session_state["model_a" if slot == "Baseline" else "model_b"] = custom.strip()
+                st.rerun()
+    return st.session_state["model_a"], (st.session_state["model_b"] if two else None)
