@@ -24,7 +24,10 @@ DEFAULT_ROOTS = {s["name"]: s["default_root"] for s in list_sources() if s["kind
 
 
 def init_state() -> None:
-    """Initialise the shared keys once per session, from the URL when it has them."""
+    """Initialise the shared keys once per session, from the URL when it has them.
+
+    Call it first thing on every page, before any widget is created.
+    """
     if st.session_state.get("_bioviz_init"):
         # Re-assigning detaches the keys from the previous page's widgets, which Streamlit
         # would otherwise forget on a page switch.
@@ -44,6 +47,12 @@ def init_state() -> None:
     st.session_state["model_a"] = params.get("model_a", DEFAULTS["model_a"])
     st.session_state["model_b"] = params.get("model_b", DEFAULTS["model_b"])
     st.session_state["_bioviz_init"] = True
+
+
+def _ensure_init() -> None:
+    """Initialise if a page forgot to; never re-binds keys (widgets may exist already)."""
+    if not st.session_state.get("_bioviz_init"):
+        init_state()
 
 
 def sync_url(**extra: str) -> None:
@@ -69,7 +78,7 @@ def sync_url(**extra: str) -> None:
 
 def selection_sidebar() -> None:
     """Sidebar widgets for source, root and depth, bound to the shared session keys."""
-    init_state()
+    _ensure_init()
     with st.sidebar:
         st.header("Ontology")
         choices = BUNDLED + ([st.session_state["source"]] if st.session_state["source"] not in BUNDLED else [])
@@ -86,7 +95,7 @@ def selection_sidebar() -> None:
 
 def current_view() -> LevelView | None:
     """The level view for the shared selection, or None after showing a one-line error."""
-    init_state()
+    _ensure_init()
     try:
         return cache.view(
             st.session_state["source"],
@@ -120,7 +129,7 @@ def model_pickers(two: bool = True) -> tuple[str, str | None]:
     (model_a, model_b)
         MODEL strings; ``model_b`` is None when ``two`` is False.
     """
-    init_state()
+    _ensure_init()
     choices = model_choices()
     labels = list(choices)
     by_value = {v: k for k, v in choices.items()}

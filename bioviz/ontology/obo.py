@@ -82,8 +82,8 @@ def load_obo(
     try:
         raw = _read_obo(path)
     except Exception as error:  # obonet raises bare exceptions on malformed stanzas
-        first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise SourceError(f"malformed OBO file {path.name}: {first_line}") from None
+        reason = " ".join(str(error).split())[:200] or type(error).__name__
+        raise SourceError(f"malformed OBO file {path.name}: {reason}") from None
     concepts: dict[str, Concept] = {}
     for node, data in raw.nodes(data=True):
         if str(data.get("is_obsolete", "false")).lower() == "true" or "name" not in data:
