@@ -1,0 +1,130 @@
+"""Ranking metrics against hand-computed cases and scikit-learn's tie-aware LRAP."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import label_ranking_average_precision_score
+
+from bioviz import metrics
+
+
+def at_angles(degrees) -> np.ndarray:
+    """Unit 2-D vectors; the query [1, 0] has cosine cos(angle) with each."""
+    radians = np.deg2rad(np.asarray(degrees, dtype=float))
+    return np.stack([np.cos(radians), np.sin(radians)], axis=1).astype(np.float32)
+
+
+QUERY = at_angles([0])
+
+
+def test_perfect_ranking_scores_one():
+    refs = at_angles([10, 20, 30, 40])
+    result = metrics.synonym_metrics(QUERY, [1], refs, [1, 1, 0, 0])
+    assert result["map"] == pytest.approx(1.0)
+    assert result["mrr"] == pytest.approx(1.0)
+    assert result["acc1"] == pytest.approx(1.0)
+    assert result["queries"] == 1 and result["skipped"] == 0 and result["references"] == 4
+
+
+def test_reversed_ranking_known_value():
+    # Relevant references at ranks 3 and 4 of 4: AP = (1/3 + 2/4) / 2 = 5/12, RR = 1/3.
+    refs = at_angles([10, 20, 30, 40])
+    result = metrics.synonym_metrics(QUERY, [1], refs, [0, 0, 1, 1])
+    assert result["map"] == pytest.approx(5 / 12)
+    assert result["mrr"] == pytest.approx(1 / 3)
+    assert result["acc1"] == 0.0
+
+
+def test_all_tied_counts_against_the_query():
+    # Every score equal: AP = n_relevant / n_references, first rank = 1 + non-relevant.
+    refs = at_angles([30, 30, 30, 30, 30])
+    result = metrics.synonym_metrics(QUERY, [1], refs, [1, 0, 1, 0, 0])
+    assert result["map"] == pytest.approx(2 / 5)
+    assert result["mrr"] == pytest.approx(1 / 4)
+    assert result["acc1"] == 0.0
+
+
+def test_relevant_tied_with_relevant_does_not_hurt():
+    refs = at_angles([10, 10, 50])
+    result = metrics.synonym_metrics(QUERY, [1], refs, [1, 1, 0])
+    assert result["map"] == pytest.approx(1.0)
+    assert result["mrr"] == pytest.approx(1.0)
+
+
+def test_tie_between_relevant_and_irrelevant():
+    # Ranks: rel@10deg first, then {rel, irr} tied at 20deg: precision of the tied relevant = 2/3.
+    refs = at_angles([10, 20, 20, 60])
+    ap = metrics.average_precisions(QUERY, [1], refs, [1, 1, 0, 0])
+    assert ap[0] == pytest.approx((1 + 2 / 3) / 2)
+    result = metrics.synonym_metrics(QUERY, [1], at_angles([20, 20, 60]), [1, 0, 0])
+    assert result["mrr"] == pytest.approx(1 / 2)
+    assert result["acc1"] == 0.0
+
+
+def test_matches_sklearn_lrap_with_ties():
+    rng = np.random.default_rng(3)
+    queries = rng.normal(size=(40, 6)).astype(np.float32)
+    refs = rng.normal(size=(30, 6)).astype(np.float32)
+    refs[5] = refs[4]  # exact duplicate references tie for every query
+    refs[12] = refs[4]
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    refs /= np.linalg.norm(refs, axis=1, keepdims=True)
+    q_labels = rng.integers(0, 4, size=40)
+    r_labels = rng.integers(0, 4, size=30)
+    ap = metrics.average_precisions(queries, q_labels, refs, r_labels)
+    truth = q_labels[:, None] == r_labels[None, :]
+    scores = queries @ refs.T
+    expected = [label_ranking_average_precision_score(truth[i:i + 1], scores[i:i + 1]) for i in range(40)]
+    np.testing.assert_allclose(ap, expected, rtol=1e-6)
+
+
+def test_chunking_gives_same_result(monkeypatch):
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(50, 4)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    labels = rng.integers(0, 5, size=50)
+    whole = metrics.ranking_stats(vectors, vectors, metrics.label_relevance(labels, labels), exclude_self=True)
+    monkeypatch.setattr(metrics, "_CHUNK_ENTRIES", 120)  # 2 queries per chunk
+    chunked = metrics.ranking_stats(vectors, vectors, metrics.label_relevance(labels, labels), exclude_self=True)
+    np.testing.assert_allclose(whole[0], chunked[0])
+    np.testing.assert_allclose(whole[1], chunked[1])
+
+
+def test_exclude_self_and_queries_without_relevant():
+    refs = at_angles([0, 5, 90])
+    # Row 0's only classmate is row 1; row 2 is alone in its class once itself is excluded.
+    result = metrics.synonym_metrics(refs, [0, 0, 1], refs, [0, 0, 1], exclude_self=True)
+    assert result["map"] == pytest.approx(1.0)
+    assert result["queries"] == 2 and result["skipped"] == 1
+    # Without exclusion each query finds itself first.
+    assert metrics.class_retrieval_map(refs, [0, 0, 1], refs, [0, 0, 1]) == pytest.approx(1.0)
+    with pytest.raises(ValueError):
+        metrics.ranking_stats(refs[:2], refs, metrics.label_relevance([0, 0], [0, 0, 1]), exclude_self=True)
+
+
+def test_nothing_scored_is_nan():
+    assert np.isnan(metrics.class_retrieval_map(QUERY, [7], at_angles([10]), [1]))
+
+
+def test_hypernym_mrr():
+    # Query 0 (class 0): its hypernym is ranked 2nd; query 1 (class 1): 1st. MRR = (1/2 + 1)/2.
+    queries = at_angles([0, 90])
+    hypernyms = at_angles([10, 30, 80])
+    assert metrics.hypernym_mrr(queries, [0, 1], hypernyms, [2, 0, 1]) == pytest.approx(0.75)
+
+
+def test_matrix_relevance_several_parents():
+    refs = at_angles([10, 20, 30])
+    relevance = np.array([[False, True, True]])
+    dense = metrics.ranking_metrics(QUERY, refs, metrics.matrix_relevance(relevance))
+    from scipy import sparse
+    sparse_result = metrics.ranking_metrics(QUERY, refs, metrics.matrix_relevance(sparse.csr_matrix(relevance)))
+    assert dense["mrr"] == pytest.approx(0.5)
+    assert dense["map"] == pytest.approx((1 / 2 + 2 / 3) / 2)
+    assert sparse_result == dense
+
+
+def test_per_class_map():
+    ap = np.array([1.0, 0.5, np.nan, 0.25])
+    assert metrics.per_class_map(ap, [0, 0, 1, 2]) == {0: 0.75, 2: 0.25}
