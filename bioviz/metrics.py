@@ -42,6 +42,7 @@ import logging
 
 import numpy as np
 from scipy import sparse
+from scipy.stats import rankdata
 
 logger = logging.getLogger(__name__)
 
@@ -89,14 +90,20 @@ def matrix_relevance(relevance) -> "callable":
     return lambda start, stop: dense[start:stop]
 
 
-def _chunk_stats(scores: np.ndarray, relevant: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _chunk_stats(scores: np.ndarray, relevant: np.ndarray, with_ap: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Per-query AP and first-relevant rank for one chunk (see the module's tie rules)."""
+    if relevant.shape != scores.shape:
+        raise ValueError(f"relevance has shape {relevant.shape}, scores {scores.shape}")
     n_rel = relevant.sum(axis=1)
+    missing = n_rel == 0
     # Rank of the first relevant reference: 1 + non-relevant references scoring at least as
     # high as the best relevant one.
     best_relevant = np.where(relevant, scores, -np.inf).max(axis=1)
     beaten_by = ((scores >= best_relevant[:, None]) & ~relevant).sum(axis=1)
     first_rank = 1.0 + beaten_by
+    first_rank[missing] = np.nan
+    if not with_ap:
+        return np.full(len(n_rel), np.nan), first_rank
     # AP: sort descending, then give every member of a tie group the group's end position.
     order = np.argsort(-scores, axis=1, kind="stable")
     s_sorted = np.take_along_axis(scores, order, axis=1)
@@ -113,13 +120,12 @@ def _chunk_stats(scores: np.ndarray, relevant: np.ndarray) -> tuple[np.ndarray, 
     precision = relevant_in_reach / (group_end + 1.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         ap = (precision * r_sorted).sum(axis=1) / n_rel
-    missing = n_rel == 0
     ap[missing] = np.nan
-    first_rank[missing] = np.nan
     return ap, first_rank
 
 
-def ranking_stats(query_vectors, reference_vectors, relevance, exclude_self: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def ranking_stats(query_vectors, reference_vectors, relevance, exclude_self: bool = False,
+                  reference_groups=None, with_ap: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Per-query average precision and rank of the first relevant reference.
 
     Parameters
@@ -134,6 +140,13 @@ def ranking_stats(query_vectors, reference_vectors, relevance, exclude_self: boo
     exclude_self : bool
         Queries are the references themselves (same rows, ``n == m``): query ``i`` does not
         rank reference ``i`` (the papers' "a single training name at a time as test item").
+    reference_groups : array (m,), optional
+        Candidate index of each reference row, non-decreasing (rows of one candidate
+        together). A candidate with several names (a concept) scores the maximum similarity
+        of its names and is ranked once; ``relevance`` is then over candidates.
+    with_ap : bool
+        Compute AP (a row-wise sort); False skips it (NaN) when only ranks are needed,
+        which costs one comparison pass instead of a sort.
 
     Returns
     -------
@@ -143,20 +156,28 @@ def ranking_stats(query_vectors, reference_vectors, relevance, exclude_self: boo
     queries = _as_matrix(query_vectors)
     references = _as_matrix(reference_vectors)
     n, m = len(queries), len(references)
-    if exclude_self and n != m:
-        raise ValueError(f"exclude_self needs the queries to be the references ({n} != {m})")
+    if exclude_self and (n != m or reference_groups is not None):
+        raise ValueError(f"exclude_self needs the queries to be the references ({n} != {m}), ungrouped")
+    group_starts = None
+    if reference_groups is not None:
+        groups = np.asarray(reference_groups, dtype=np.int64)
+        if len(groups) != m or (m and np.any(np.diff(groups) < 0)):
+            raise ValueError("reference_groups must give one non-decreasing group per reference")
+        group_starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]]) if m else groups
     ap = np.full(n, np.nan)
     first_rank = np.full(n, np.nan)
     if n == 0 or m == 0:
         return ap, first_rank
     for start, stop in _chunks(n, m):
         scores = queries[start:stop] @ references.T
+        if group_starts is not None:
+            scores = np.maximum.reduceat(scores, group_starts, axis=1)
         relevant = np.array(relevance(start, stop), dtype=bool, copy=True)
         if exclude_self:
             rows = np.arange(stop - start)
             scores[rows, rows + start] = -np.inf  # ranked after everything, never counted
             relevant[rows, rows + start] = False
-        ap[start:stop], first_rank[start:stop] = _chunk_stats(scores, relevant)
+        ap[start:stop], first_rank[start:stop] = _chunk_stats(scores, relevant, with_ap)
     return ap, first_rank
 
 
@@ -239,8 +260,9 @@ def hypernym_mrr(query_vectors, query_labels, hypernym_vectors, hypernym_labels)
     return _nanmean(1.0 / rank)
 
 
-def ranking_metrics(query_vectors, reference_vectors, relevance, exclude_self: bool = False) -> dict:
-    """mAP, Acc@1 and MRR of one ranking task, with the number of scored queries.
+def ranking_metrics(query_vectors, reference_vectors, relevance, exclude_self: bool = False,
+                    reference_groups=None, with_ap: bool = True, n_boot: int = 1000, seed: int = 0) -> dict:
+    """mAP, Acc@1 and MRR of one ranking task, with bootstrap intervals and sample sizes.
 
     Parameters
     ----------
@@ -248,25 +270,50 @@ def ranking_metrics(query_vectors, reference_vectors, relevance, exclude_self: b
         L2-normalised vectors.
     relevance : callable
         From :func:`label_relevance` or :func:`matrix_relevance`.
-    exclude_self : bool
+    exclude_self, reference_groups, with_ap : optional
         See :func:`ranking_stats`.
+    n_boot : int
+        Bootstrap resamples of the queries for the 95% intervals (0: no intervals).
+    seed : int
+        Seed of the bootstrap.
 
     Returns
     -------
     dict
-        ``map``, ``acc1``, ``mrr`` (floats, NaN when nothing could be scored), ``queries``
-        (scored), ``skipped`` (queries without a relevant reference), ``references``.
+        ``map``, ``acc1``, ``mrr`` (floats, NaN when nothing could be scored; ``map`` absent
+        without ``with_ap``), ``ci`` (``metric -> [low, high]``), ``queries`` (scored),
+        ``skipped`` (queries without a relevant reference), ``references`` (candidates).
     """
-    ap, rank = ranking_stats(query_vectors, reference_vectors, relevance, exclude_self)
-    scored = ~np.isnan(ap)
-    return {
-        "map": _nanmean(ap),
-        "acc1": _nanmean(np.where(scored, rank == 1, np.nan)),
-        "mrr": _nanmean(1.0 / rank),
-        "queries": int(scored.sum()),
-        "skipped": int((~scored).sum()),
-        "references": int(len(np.asarray(reference_vectors))),
-    }
+    ap, rank = ranking_stats(query_vectors, reference_vectors, relevance, exclude_self,
+                             reference_groups, with_ap)
+    scored = ~np.isnan(rank)
+    per_query = {"acc1": (rank[scored] == 1).astype(float), "mrr": 1.0 / rank[scored]}
+    if with_ap:
+        per_query = {"map": ap[scored], **per_query}
+    n_refs = len(np.asarray(reference_vectors)) if reference_groups is None else len(np.unique(reference_groups))
+    result: dict = {name: _nanmean(values) for name, values in per_query.items()}
+    result["ci"] = {name: bootstrap_mean_ci(values, n_boot, seed) for name, values in per_query.items()}
+    result.update(queries=int(scored.sum()), skipped=int((~scored).sum()), references=int(n_refs))
+    return result
+
+
+def bootstrap_mean_ci(values, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> list[float]:
+    """Percentile bootstrap interval of a mean (resampling the values with replacement).
+
+    Returns
+    -------
+    list of two floats
+        ``[low, high]``; NaNs when there are no values or ``n_boot`` is 0.
+    """
+    values = np.asarray(values, dtype=float)
+    values = values[~np.isnan(values)]
+    if not len(values) or n_boot <= 0:
+        return [float("nan"), float("nan")]
+    rng = np.random.default_rng(seed)
+    means = values[rng.integers(0, len(values), size=(n_boot, len(values)))].mean(axis=1)
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return [float(low), float(high)]
 
 
 def synonym_metrics(query_vectors, query_labels, reference_vectors, reference_labels,
@@ -286,3 +333,108 @@ def _nanmean(values: np.ndarray) -> float:
     values = np.asarray(values, dtype=float)
     values = values[~np.isnan(values)]
     return float(values.mean()) if len(values) else float("nan")
+
+
+def roc_auc(positive_scores, negative_scores) -> float:
+    """ROC-AUC of scores separating positives from negatives (Mann-Whitney form).
+
+    The probability that a random positive scores higher than a random negative; a tie
+    counts one half (as in ``sklearn.metrics.roc_auc_score``). NaN when a side is empty.
+    """
+    return float(_auc_rows(np.asarray(positive_scores, float)[None, :],
+                           np.asarray(negative_scores, float)[None, :])[0])
+
+
+def _auc_rows(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
+    """Row-wise AUC of ``pos`` (b, p) against ``neg`` (b, q) by average ranks."""
+    n_pos, n_neg = pos.shape[1], neg.shape[1]
+    if n_pos == 0 or n_neg == 0:
+        return np.full(pos.shape[0], np.nan)
+    ranks = rankdata(np.concatenate([pos, neg], axis=1), axis=1)  # ties get average ranks
+    u = ranks[:, :n_pos].sum(axis=1) - n_pos * (n_pos + 1) / 2
+    return u / (n_pos * n_neg)
+
+
+def hierarchy_auc(similarities, distances, n_boot: int = 1000, seed: int = 0) -> dict:
+    """ROC-AUC of cosine similarity separating pairs at distance i from pairs at distance j.
+
+    HiPrBERT §4.2 (Table 3): distances are 0 synonyms, 1 siblings, 2 parent-child,
+    3 other; for every ``i < j`` the closer pairs are the positives. Intervals resample the
+    pairs of each distance separately (stratified percentile bootstrap).
+
+    Parameters
+    ----------
+    similarities : array (n,)
+        Cosine similarity of each pair.
+    distances : array (n,)
+        Distance class of each pair.
+
+    Returns
+    -------
+    dict
+        ``auc`` (``"i-j" -> AUC`` for pairs of distances present), ``ci`` (``"i-j" ->
+        [low, high]``), ``mean_auc`` over the pairs of distances, ``pairs``
+        (``distance -> count``).
+    """
+    sims = np.asarray(similarities, dtype=float)
+    dist = np.asarray(distances)
+    present = sorted(int(d) for d in np.unique(dist))
+    rng = np.random.default_rng(seed)
+    auc, ci = {}, {}
+    for a_index, i in enumerate(present):
+        for j in present[a_index + 1:]:
+            pos, neg = sims[dist == i], sims[dist == j]
+            key = f"{i}-{j}"
+            auc[key] = roc_auc(pos, neg)
+            if n_boot > 0:
+                boot = _auc_rows(pos[rng.integers(0, len(pos), (n_boot, len(pos)))],
+                                 neg[rng.integers(0, len(neg), (n_boot, len(neg)))])
+                ci[key] = [float(v) for v in np.percentile(boot, [2.5, 97.5])]
+            else:
+                ci[key] = [float("nan"), float("nan")]
+    return {
+        "auc": auc,
+        "ci": ci,
+        "mean_auc": float(np.mean(list(auc.values()))) if auc else float("nan"),
+        "pairs": {int(d): int((dist == d).sum()) for d in present},
+    }
+
+
+def spearman(x, y) -> float:
+    """Spearman's rank correlation (average ranks for ties); NaN with fewer than 3 pairs."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if len(x) < 3:
+        return float("nan")
+    return float(_spearman_rows(x[None, :], y[None, :])[0])
+
+
+def _spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Row-wise Spearman correlation: Pearson correlation of average ranks."""
+    rx = rankdata(x, axis=1)
+    ry = rankdata(y, axis=1)
+    rx -= rx.mean(axis=1, keepdims=True)
+    ry -= ry.mean(axis=1, keepdims=True)
+    denominator = np.sqrt((rx * rx).sum(axis=1) * (ry * ry).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (rx * ry).sum(axis=1) / denominator
+
+
+def spearman_bootstrap_ci(x, y, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> list[float]:
+    """Percentile bootstrap interval of Spearman's rho, resampling pairs with replacement.
+
+    Resamples where every value ties (rho undefined) are left out.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if len(x) < 3 or n_boot <= 0:
+        return [float("nan"), float("nan")]
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(0, len(x), size=(n_boot, len(x)))
+    rhos = _spearman_rows(x[rows], y[rows])
+    rhos = rhos[~np.isnan(rhos)]
+    if not len(rhos):
+        return [float("nan"), float("nan")]
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(rhos, [tail, 100 - tail])
+    return [float(low), float(high)]

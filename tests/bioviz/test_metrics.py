@@ -128,3 +128,56 @@ def test_matrix_relevance_several_parents():
 def test_per_class_map():
     ap = np.array([1.0, 0.5, np.nan, 0.25])
     assert metrics.per_class_map(ap, [0, 0, 1, 2]) == {0: 0.75, 2: 0.25}
+
+
+def test_grouped_references_rank_concepts_once():
+    # Candidate 0 has names at 10 and 70 degrees (max = cos 10), candidate 1 at 20, candidate 2 at 30.
+    refs = at_angles([10, 70, 20, 30])
+    groups = [0, 0, 1, 2]
+    relevance = metrics.matrix_relevance(np.array([[False, False, True]]))
+    result = metrics.ranking_metrics(QUERY, refs, relevance, reference_groups=groups, with_ap=False)
+    assert result["mrr"] == pytest.approx(1 / 3)  # candidate 2 is third, not fourth
+    assert result["references"] == 3 and "map" not in result
+    with pytest.raises(ValueError):
+        metrics.ranking_stats(QUERY, refs, relevance, reference_groups=[1, 0, 0, 2])
+
+
+def test_bootstrap_interval_contains_the_mean():
+    values = np.random.default_rng(1).random(200)
+    low, high = metrics.bootstrap_mean_ci(values, n_boot=500, seed=0)
+    assert low < values.mean() < high
+    assert metrics.bootstrap_mean_ci(values, n_boot=500, seed=0) == [low, high]  # seeded
+    assert np.isnan(metrics.bootstrap_mean_ci([], n_boot=10)[0])
+
+
+def test_roc_auc_matches_sklearn_with_ties():
+    from sklearn.metrics import roc_auc_score
+    pos = np.array([0.9, 0.5, 0.5, 0.3])
+    neg = np.array([0.5, 0.2, 0.1])
+    expected = roc_auc_score([1] * 4 + [0] * 3, np.r_[pos, neg])
+    assert metrics.roc_auc(pos, neg) == pytest.approx(expected)
+    assert metrics.roc_auc([1.0, 2.0], [0.0]) == 1.0
+    assert metrics.roc_auc([0.0], [1.0, 2.0]) == 0.0
+
+
+def test_hierarchy_auc_perfect_and_reversed():
+    sims = np.array([0.9, 0.8, 0.6, 0.5, 0.3, 0.2])
+    result = metrics.hierarchy_auc(sims, [0, 0, 1, 1, 3, 3], n_boot=50)
+    assert result["auc"] == {"0-1": 1.0, "0-3": 1.0, "1-3": 1.0}
+    assert result["pairs"] == {0: 2, 1: 2, 3: 2}
+    assert result["mean_auc"] == 1.0
+    reversed_result = metrics.hierarchy_auc(sims[::-1], [0, 0, 1, 1, 3, 3], n_boot=0)
+    assert reversed_result["auc"]["0-3"] == 0.0
+    assert np.isnan(reversed_result["ci"]["0-3"][0])
+
+
+def test_spearman_matches_scipy():
+    from scipy.stats import spearmanr
+    rng = np.random.default_rng(2)
+    x = rng.random(30)
+    y = np.round(x + rng.normal(scale=0.3, size=30), 1)  # with ties
+    assert metrics.spearman(x, y) == pytest.approx(spearmanr(x, y).statistic)
+    assert metrics.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    low, high = metrics.spearman_bootstrap_ci(x, y, n_boot=300)
+    assert low < metrics.spearman(x, y) < high
+    assert np.isnan(metrics.spearman([1, 2], [1, 2]))
