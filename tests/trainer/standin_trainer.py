@@ -1,0 +1,83 @@
+"""A stand-in for ``python -m trainer train`` that keeps the trainer's job contract, fast.
+
+Used only by the job tests: it writes the same progress events, stops between "batches"
+on SIGTERM with exit code 130, and writes its run directory to a temporary folder renamed
+at the end. ``--epochs``, ``--epoch-s`` (seconds per epoch), ``--fail-at`` (raise at that
+epoch) and ``--wait-file`` (do not finish while that file is missing) steer it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+stop = False
+
+
+def on_term(signum, frame):
+    global stop
+    stop = True
+
+
+def emit(path: Path, event: dict) -> None:
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(event) + "\n")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("command", choices=["train"])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--progress-file", required=True)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--epoch-s", type=float, default=0.05)
+    parser.add_argument("--fail-at", type=int, default=0)
+    parser.add_argument("--wait-file", default=None)
+    parser.add_argument("--source", default="mini")
+    args, _ = parser.parse_known_args(argv)
+    signal.signal(signal.SIGTERM, on_term)
+    progress = Path(args.progress_file)
+    out = Path(args.out)
+    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
+    tmp.mkdir(parents=True)
+    (tmp / "weights.bin").write_bytes(b"0" * 16)
+    emit(progress, {"event": "start", "max_epochs": args.epochs, "device": args.device})
+    print(f"standin: training {args.epochs} epochs on {args.device}", flush=True)
+    start = time.time()
+    for epoch in range(1, args.epochs + 1):
+        for _batch in range(10):
+            if stop:
+                print("standin: stopped by SIGTERM", flush=True)
+                return 130
+            time.sleep(args.epoch_s / 10)
+        if epoch == args.fail_at:
+            emit(progress, {"event": "error", "message": f"loss became NaN at epoch {epoch}"})
+            print(f"error: loss became NaN at epoch {epoch}", file=sys.stderr, flush=True)
+            return 1
+        elapsed = time.time() - start
+        emit(progress, {"event": "epoch", "epoch": epoch, "max_epochs": args.epochs,
+                        "losses": {"total": 1.0 / epoch, "triplet": 0.5 / epoch}, "val_metric": 0.5 + epoch / 100,
+                        "val_name": "mAP", "elapsed_s": elapsed, "eta_s": elapsed / epoch * (args.epochs - epoch)})
+    while args.wait_file and not Path(args.wait_file).exists():
+        if stop:
+            print("standin: stopped by SIGTERM", flush=True)
+            return 130
+        time.sleep(0.05)
+    (tmp / "run.json").write_text(json.dumps({"run_id": out.name, "config": {"source": args.source},
+                                              "metrics": {"baseline": {"mAP": 0.5}, "trained": {"mAP": 0.6}}}))
+    os.replace(tmp, out)
+    emit(progress, {"event": "done", "run_dir": str(out), "summary": {"mAP": 0.6}})
+    if args.json:
+        print(json.dumps({"run_dir": str(out)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
