@@ -1,0 +1,198 @@
+"""Training configuration: one dataclass with the papers' defaults, and its validation.
+
+:func:`validate` refuses an impossible configuration with a one-line
+:class:`~bioviz.errors.BiovizError` *before* anything is trained (the command line and the
+job queue both call it), and fills the defaults that depend on the encoder type.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bioviz.errors import BiovizError, ModelError, SplitError
+
+ENCODERS = ("residual", "dan", "cca", "hierarchical", "definitions")
+STOP_ON = ("auto", "loss", "mAP")
+DEVICES = ("auto", "cpu", "cuda")
+
+# Per-encoder defaults from the papers: batch size, learning rate, max epochs, stopping criterion.
+_DEFAULTS = {
+    "residual": {"batch_size": 16, "lr": 1e-3, "epochs": 100, "stop_on": "loss"},  # fewshot §3.2
+    "dan": {"batch_size": 64, "lr": 1e-3, "epochs": 100, "stop_on": "mAP"},  # higher-level §5.2
+    "cca": {"batch_size": 64, "lr": 1e-3, "epochs": 100, "stop_on": "mAP"},  # grounding §5.3
+    "hierarchical": {"batch_size": 64, "lr": 1e-3, "epochs": 100, "stop_on": "mAP"},  # HiPrBERT §3.5 head
+    "definitions": {"batch_size": 64, "lr": 2e-5, "epochs": 1, "stop_on": "mAP"},  # BioLORD §3.2, App. A
+}
+
+
+@dataclass
+class TrainConfig:
+    """Everything needed to reproduce a training run.
+
+    ``None`` fields take the encoder type's default in :func:`validate`.
+    """
+
+    source: str  # SOURCE: icd10, icd10cm, hpo, or a path (.obo, UMLS META dir, .tsv/.csv)
+    depth: int = 1  # levels below the root whose concepts are the classes
+    root: str | None = None  # root concept id (None: the source's default root)
+    synonyms: bool = False  # synonym-set mode: every concept is its own class (depth ignored)
+    keep_ambiguous: bool = False  # keep names found under several classes
+    shots: int | None = 15  # training (and validation) names per class; None = all names
+    test_per_class: int = 1  # held-out test names per class
+    zero_shot_classes: float = 0  # classes held out entirely (count, or fraction when < 1)
+    encoder: str = "residual"  # residual | dan | cca | hierarchical | definitions
+    base: str = "minilm"  # MODEL whose vectors are the input (a run directory works too)
+    init: str | None = None  # continual learning: train on the outputs of this earlier run
+    seed: int = 0  # seed of weights, sampling and dropout
+    split_seed: int | None = None  # seed of the few-shot split (None: same as seed)
+    epochs: int | None = None  # maximum epochs (100 for heads, 1 for definitions)
+    hidden: int = 9600  # hidden layer width (fewshot §3.3 tunes 9,600)
+    lr: float | None = None  # learning rate (Adam 1e-3; AdamW 2e-5 for fine-tuning)
+    batch_size: int | None = None  # 16 residual, 64 dan/cca/hierarchical/definitions
+    margin: float = 0.1  # triplet margin
+    dropout: float = 0.5  # dropout on the hidden layer
+    synonym_dropout: float = 0.5  # cca: names left out of each prototype mean
+    patience: int = 10  # epochs without validation improvement before stopping
+    stop_on: str = "auto"  # early-stopping criterion: loss (few-shot) or mAP (level training)
+    ms_alpha: float = 2.0  # hierarchical: multi-similarity alpha
+    ms_beta: float = 2.0  # hierarchical: multi-similarity beta
+    ms_lambda: float = 0.5  # hierarchical: multi-similarity lambda
+    weight_decay: float = 0.01  # definitions: AdamW weight decay (BioLORD App. A)
+    warmup_ratio: float = 0.05  # definitions: linear warm-up share of the steps
+    definition_scope: str = "train"  # definitions: pairs from "train" names or "all" names but val/test
+    max_pairs: int = 20000  # definitions: cap on (name, definition) pairs
+    device: str = "auto"  # auto (CUDA when present) | cpu | cuda
+    source_options: dict = field(default_factory=dict)  # loader options (UMLS sab, semantic_group)
+
+    def to_dict(self) -> dict:
+        """Plain dict for run.json."""
+        return dataclasses.asdict(self)
+
+    @property
+    def effective_split_seed(self) -> int:
+        """The seed the split is drawn with."""
+        return self.seed if self.split_seed is None else self.split_seed
+
+    @property
+    def input_model(self) -> str:
+        """The MODEL whose vectors the encoder reads: the ``init`` run if given, else ``base``."""
+        return self.init or self.base
+
+
+def _check_numbers(c: TrainConfig) -> None:
+    if c.encoder not in ENCODERS:
+        raise BiovizError(f"unknown encoder {c.encoder!r}: choose one of {', '.join(ENCODERS)}")
+    if c.stop_on not in STOP_ON:
+        raise BiovizError(f"unknown stopping criterion {c.stop_on!r}: choose one of {', '.join(STOP_ON)}")
+    if c.device not in DEVICES:
+        raise BiovizError(f"unknown device {c.device!r}: choose one of {', '.join(DEVICES)}")
+    if c.definition_scope not in ("train", "all"):
+        raise BiovizError(f"definition_scope must be train or all (got {c.definition_scope!r})")
+    checks = [
+        (c.shots is None or c.shots >= 1, f"shots must be at least 1 (got {c.shots})"),
+        (c.synonyms or c.depth >= 1, f"depth must be at least 1 (got {c.depth})"),
+        (c.epochs >= 1, f"epochs must be at least 1 (got {c.epochs})"),
+        (c.hidden >= 1, f"hidden must be at least 1 (got {c.hidden})"),
+        (c.lr > 0, f"learning rate must be positive (got {c.lr})"),
+        (c.batch_size >= 2, f"batch size must be at least 2 (got {c.batch_size})"),
+        (c.margin >= 0, f"margin must be >= 0 (got {c.margin})"),
+        (0 <= c.dropout < 1, f"dropout must be in [0, 1) (got {c.dropout})"),
+        (0 <= c.synonym_dropout < 1, f"synonym dropout must be in [0, 1) (got {c.synonym_dropout})"),
+        (c.patience >= 1, f"patience must be at least 1 (got {c.patience})"),
+        (c.max_pairs >= 1, f"max_pairs must be at least 1 (got {c.max_pairs})"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise BiovizError(message)
+
+
+def _check_models(c: TrainConfig) -> None:
+    from bioviz.embeddings import resolve
+    from bioviz.runs import is_run_dir
+
+    ref = resolve(c.base)  # raises ModelError with a one-line reason
+    if ref.kind == "char-tfidf" and c.init is None:
+        raise ModelError("char-tfidf cannot be a training base: a run must be a sentence-transformers "
+                         "model (use minilm, a model directory or a hub id)")
+    if ref.kind in ("bundled", "directory", "run") and ref.path is not None and not Path(ref.path).is_dir():
+        raise ModelError(f"base model {c.base} not found")
+    if c.init is not None:
+        if not is_run_dir(c.init):
+            raise ModelError(f"--init {c.init} is not a complete trained run (no run.json)")
+        if c.encoder == "definitions":
+            raise BiovizError("--init continues a head-based run; definitions fine-tunes a base model "
+                              "(pass the run as --base instead)")
+
+
+def check_split_feasible(sizes, shots: int | None, test_per_class: int) -> None:
+    """Refuse ``shots`` that (almost) no class can provide.
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Names per class of the level view.
+
+    Raises
+    ------
+    SplitError
+        When fewer than two classes hold ``test_per_class + shots + 1`` names (the shots,
+        a test name and at least one validation name), since nothing can be learnt.
+    """
+    if shots is None:
+        return
+    need = test_per_class + shots + 1
+    able = sum(1 for s in sizes if s >= need)
+    if able < 2:
+        raise SplitError(
+            f"shots {shots} is larger than the classes allow: {able} of {len(sizes)} classes have the "
+            f"{need} names needed (largest class: {max(sizes) if len(sizes) else 0} names)"
+        )
+
+
+def validate(config: TrainConfig, check_data: bool = True) -> TrainConfig:
+    """Fill encoder defaults and refuse impossible settings before any training.
+
+    Parameters
+    ----------
+    config : TrainConfig
+    check_data : bool
+        Also load the source, cut the level and check that the shots fit the classes
+        (seconds for large sources; cached after the first call).
+
+    Returns
+    -------
+    TrainConfig
+        A copy with every ``None`` default resolved.
+
+    Raises
+    ------
+    BiovizError
+        With a one-line reason (unknown encoder, bad numbers, missing model or source,
+        level too deep, shots larger than the classes allow).
+    """
+    if config.encoder not in ENCODERS:
+        raise BiovizError(f"unknown encoder {config.encoder!r}: choose one of {', '.join(ENCODERS)}")
+    defaults = _DEFAULTS[config.encoder]
+    c = dataclasses.replace(
+        config,
+        batch_size=config.batch_size or defaults["batch_size"],
+        lr=config.lr or defaults["lr"],
+        epochs=config.epochs or defaults["epochs"],
+        stop_on=defaults["stop_on"] if config.stop_on == "auto" else config.stop_on,
+        source_options=dict(config.source_options or {}),
+    )
+    _check_numbers(c)
+    if c.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise BiovizError("device cuda requested but no CUDA GPU is available (use --device auto or cpu)")
+    _check_models(c)
+    if check_data:
+        from trainer.data import load_view
+
+        view = load_view(c)
+        check_split_feasible(view.class_sizes(), c.shots, c.test_per_class)
+    return c

@@ -1,0 +1,204 @@
+"""The papers' encoders as heads over base-model vectors, and the CCA constraint.
+
+- :class:`ResidualEncoder` (fewshot-biomedical-names §2.1): ``f(n) = (enc(u_n) + u_n) / 2``.
+- :class:`DANEncoder` (higher-level-semantics §3.1): ``f(n) = enc(u_n)``.
+- :class:`LinearMap` holding a fitted CCA projection (conceptual-grounding §3.2); a CCA+DAN
+  encoder is a ``LinearMap`` followed by a DAN.
+
+``enc`` is one hidden ReLU layer with dropout. Each head can be rewritten exactly as
+sentence-transformers ``Dense`` modules (:meth:`to_dense_modules`), so an exported run is
+an ordinary sentence-transformers model that loads without ``trust_remote_code``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import torch
+from torch import nn
+
+logger = logging.getLogger(__name__)
+
+
+def _dense(in_features: int, out_features: int, weight: torch.Tensor, bias: torch.Tensor, relu: bool):
+    """A sentence-transformers Dense module with the given weights."""
+    from sentence_transformers.sentence_transformer.modules import Dense
+
+    module = Dense(in_features, out_features, activation_function=nn.ReLU() if relu else nn.Identity())
+    with torch.no_grad():
+        module.linear.weight.copy_(weight.detach().float().cpu())
+        module.linear.bias.copy_(bias.detach().float().cpu())
+    return module
+
+
+class FeedForward(nn.Module):
+    """``enc``: Linear -> ReLU -> Dropout -> Linear (one hidden layer, as all papers use)."""
+
+    def __init__(self, dim: int, hidden: int, dropout: float = 0.5, out_dim: int | None = None):
+        super().__init__()
+        self.hidden_layer = nn.Linear(dim, hidden)
+        self.dropout = nn.Dropout(dropout)
+        self.output_layer = nn.Linear(hidden, out_dim or dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.output_layer(self.dropout(torch.relu(self.hidden_layer(x))))
+
+
+class ResidualEncoder(nn.Module):
+    """``f(n) = (enc(u_n) + u_n) / 2``: the encoder updates rather than replaces ``u_n``.
+
+    Parameters
+    ----------
+    dim : int
+        Dimensionality of the base vectors (and of the output).
+    hidden : int
+        Width of the hidden layer (the fewshot paper tunes it to 9,600).
+    dropout : float
+        Dropout on the hidden layer (0.5 in the papers).
+    """
+
+    kind = "residual"
+
+    def __init__(self, dim: int, hidden: int = 9600, dropout: float = 0.5):
+        super().__init__()
+        self.dim, self.hidden = dim, hidden
+        self.enc = FeedForward(dim, hidden, dropout)
+
+    def forward(self, u: torch.Tensor) -> torch.Tensor:
+        return (self.enc(u) + u) / 2.0
+
+    def to_dense_modules(self) -> list:
+        """Two Dense modules computing exactly the same function (at inference).
+
+        The identity path is carried through the hidden layer as ``relu(u)`` and
+        ``relu(-u)`` (their difference is ``u``), so the averaging needs no custom module.
+        """
+        d, h = self.dim, self.hidden
+        eye = torch.eye(d)
+        w1 = torch.cat([self.enc.hidden_layer.weight, eye, -eye])
+        b1 = torch.cat([self.enc.hidden_layer.bias, torch.zeros(2 * d)])
+        w2 = torch.cat([self.enc.output_layer.weight, eye, -eye], dim=1) / 2.0
+        b2 = self.enc.output_layer.bias / 2.0
+        return [_dense(d, h + 2 * d, w1, b1, relu=True), _dense(h + 2 * d, d, w2, b2, relu=False)]
+
+
+class DANEncoder(nn.Module):
+    """``f(n) = enc(u_n)`` (higher-level-semantics §3.1), output as wide as the input."""
+
+    kind = "dan"
+
+    def __init__(self, dim: int, hidden: int = 9600, dropout: float = 0.5):
+        super().__init__()
+        self.dim, self.hidden = dim, hidden
+        self.enc = FeedForward(dim, hidden, dropout)
+
+    def forward(self, u: torch.Tensor) -> torch.Tensor:
+        return self.enc(u)
+
+    def to_dense_modules(self) -> list:
+        """The two layers as Dense modules."""
+        d, h = self.dim, self.hidden
+        return [
+            _dense(d, h, self.enc.hidden_layer.weight, self.enc.hidden_layer.bias, relu=True),
+            _dense(h, d, self.enc.output_layer.weight, self.enc.output_layer.bias, relu=False),
+        ]
+
+
+class LinearMap(nn.Module):
+    """A fixed affine map ``x @ weight + bias`` (a fitted CCA projection); not trained."""
+
+    kind = "linear"
+
+    def __init__(self, weight: np.ndarray, bias: np.ndarray):
+        super().__init__()
+        self.register_buffer("weight", torch.as_tensor(np.asarray(weight), dtype=torch.float32))
+        self.register_buffer("bias", torch.as_tensor(np.asarray(bias), dtype=torch.float32))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x @ self.weight + self.bias
+
+    def to_dense_modules(self) -> list:
+        """One Dense module without activation."""
+        d_in, d_out = self.weight.shape
+        return [_dense(d_in, d_out, self.weight.T, self.bias, relu=False)]
+
+
+class Stack(nn.Module):
+    """Modules applied in order (CCA then DAN); exported as the concatenation of their Dense modules."""
+
+    def __init__(self, *parts: nn.Module):
+        super().__init__()
+        self.parts = nn.ModuleList(parts)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for part in self.parts:
+            x = part(x)
+        return x
+
+    def to_dense_modules(self) -> list:
+        """Dense modules of every part, in order."""
+        return [module for part in self.parts for module in part.to_dense_modules()]
+
+
+def class_prototypes(vectors: np.ndarray, labels: np.ndarray, n_classes: int) -> np.ndarray:
+    """Mean vector of each class (``u_c``/``u_p`` of the papers); zero rows for absent classes."""
+    sums = np.zeros((n_classes, vectors.shape[1]), dtype=np.float64)
+    np.add.at(sums, labels, vectors)
+    counts = np.bincount(labels, minlength=n_classes)[:, None]
+    return (sums / np.maximum(counts, 1)).astype(np.float32)
+
+
+def fit_cca(vectors: np.ndarray, labels: np.ndarray, seed: int = 0) -> tuple[LinearMap, LinearMap, int]:
+    """Fit the CCA constraint between training names and their class prototypes.
+
+    scikit-learn's :class:`~sklearn.cross_decomposition.CCA` is fitted on pairs
+    ``(u_n, u_p(n))`` with prototypes built from the same training names
+    (conceptual-grounding §5.3). Prototypes of ``C`` classes span at most ``C - 1``
+    centred directions, so at most that many canonical pairs exist; to keep the paper's
+    "same dimensionality as the input" the remaining dimensions carry the part of the
+    (standardised) input orthogonal to the canonical directions. Canonical variates are
+    scaled to unit variance on the training names.
+
+    Returns
+    -------
+    (names_map, prototypes_map, n_components)
+        ``names_map`` projects name vectors (the "CCA" model alone), ``prototypes_map``
+        projects prototype vectors (the grounding targets), both ``dim -> dim``.
+    """
+    from sklearn.cross_decomposition import CCA
+
+    x = np.asarray(vectors, dtype=np.float64)
+    n, d = x.shape
+    n_classes = int(labels.max()) + 1
+    y = class_prototypes(x, labels, n_classes).astype(np.float64)[labels]
+    k = int(max(1, min(d, len(np.unique(labels)) - 1, n - 1)))
+    cca = CCA(n_components=k, scale=True, max_iter=1000)
+    cca.fit(x, y)
+    x_mean, x_std = cca._x_mean, cca._x_std
+    y_mean, y_std = cca._y_mean, cca._y_std
+    rx, ry = cca.x_rotations_, cca.y_rotations_
+    xs = (x - x_mean) / x_std
+    ys = (y - y_mean) / y_std
+    sx = np.maximum((xs @ rx).std(axis=0), 1e-8)
+    sy = np.maximum((ys @ ry).std(axis=0), 1e-8)
+    # Orthonormal complement of the canonical directions in the standardised input space.
+    from scipy.linalg import null_space
+
+    basis, _ = np.linalg.qr(rx)
+    comp = null_space(basis.T) if d > k else np.zeros((d, 0))
+    wx = np.concatenate([rx / sx, comp], axis=1) / x_std[:, None]
+    bx = -(x_mean / x_std) @ np.concatenate([rx / sx, comp], axis=1)
+    wy = np.concatenate([ry / sy / y_std[:, None], comp / x_std[:, None]], axis=1)
+    by = np.concatenate([-(y_mean / y_std) @ (ry / sy), -(x_mean / x_std) @ comp])
+    logger.info("CCA: %d canonical components of %d dimensions", k, d)
+    return LinearMap(wx, bx), LinearMap(wy, by), k
+
+
+def build_head(kind: str, dim: int, hidden: int, dropout: float) -> nn.Module:
+    """A fresh trainable head for an encoder type (``hierarchical`` uses the residual head)."""
+    if kind in ("residual", "hierarchical"):
+        return ResidualEncoder(dim, hidden, dropout)
+    if kind in ("dan", "cca"):
+        return DANEncoder(dim, hidden, dropout)
+    raise ValueError(f"no head for encoder {kind!r}")

@@ -1,0 +1,342 @@
+"""The training loop: heads over base vectors (residual, dan, cca, hierarchical) and the
+dispatch to definition fine-tuning.
+
+:class:`Trainer.run` trains one configuration and reports through callbacks: each callback
+receives event dicts (``start``, ``epoch``) so the command line, the progress file and the
+job runner show the same figures. A :class:`CancelFlag` is checked between batches.
+Writing the run to disk is kept out of the loop (:mod:`trainer.runs`).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import torch
+
+from trainer import encoders, losses, sampling
+from trainer.config import TrainConfig, validate  # noqa: F401  (TrainConfig is re-exported here)
+from trainer.data import TrainingData
+
+logger = logging.getLogger(__name__)
+
+Callback = Callable[[dict], None]
+
+
+class Cancelled(Exception):
+    """Training stopped because the cancel flag was set."""
+
+
+class CancelFlag:
+    """A flag another thread or a signal handler sets to stop training between batches."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def set(self) -> None:
+        """Ask the loop to stop at the next batch boundary."""
+        self._event.set()
+
+    def is_set(self) -> bool:
+        """Whether cancellation was requested."""
+        return self._event.is_set()
+
+    def check(self) -> None:
+        """Raise :class:`Cancelled` if the flag is set."""
+        if self._event.is_set():
+            raise Cancelled("training cancelled")
+
+
+def resolve_device(name: str) -> torch.device:
+    """``auto`` -> CUDA when present (else MPS, else CPU); ``cpu``/``cuda`` as given."""
+    if name == "auto":
+        from bioviz.embeddings import device
+
+        return torch.device(device())
+    return torch.device(name)
+
+
+@dataclass
+class TrainResult:
+    """What a finished training hands to the exporter.
+
+    Attributes
+    ----------
+    head : torch.nn.Module or None
+        The trained head (CPU, eval mode); None for ``definitions``.
+    model : object or None
+        The fine-tuned SentenceTransformer for ``definitions``.
+    projection : encoders.LinearMap or None
+        The CCA projection alone (``cca``).
+    vectors : numpy.ndarray
+        Trained vectors of every name of the view (L2-normalised).
+    history : list of dict
+        One record per epoch (losses, validation figures, seconds).
+    metrics : dict
+        ``baseline``/``trained`` (and ``cca_projection``) -> ``validation``/``test`` figures.
+    """
+
+    head: torch.nn.Module | None
+    model: object | None
+    projection: encoders.LinearMap | None
+    vectors: np.ndarray
+    history: list[dict]
+    best_epoch: int
+    stopped_early: bool
+    training_s: float
+    per_epoch_s: list[float]
+    device: str
+    metrics: dict = field(default_factory=dict)
+
+
+def _normalise(x: np.ndarray) -> np.ndarray:
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+
+def retrieval_figures(vectors: np.ndarray, data: TrainingData) -> dict:
+    """Class-retrieval mAP (higher-level-semantics §4.3) of validation, test and zero-shot names.
+
+    Validation and test names rank the training names; zero-shot names rank each other.
+    """
+    from bioviz.metrics import class_retrieval_map
+
+    split, labels = data.split, data.view.labels
+    out = {}
+    train_v, train_l = vectors[split.train], labels[split.train]
+    for part in ("validation", "test"):
+        rows = getattr(split, part)
+        out[part] = {"mAP": float(class_retrieval_map(vectors[rows], labels[rows], train_v, train_l)),
+                     "names": int(len(rows))} if len(rows) else {"mAP": None, "names": 0}
+    if len(split.zero_shot):
+        rows = split.zero_shot
+        out["zero_shot"] = {"mAP": float(class_retrieval_map(vectors[rows], labels[rows], vectors[rows], labels[rows],
+                                                            exclude_self=True)), "names": int(len(rows))}
+    return out
+
+
+class Trainer:
+    """Train one configuration on prepared data.
+
+    Parameters
+    ----------
+    config : TrainConfig
+        A validated configuration (:func:`trainer.config.validate`).
+    data : TrainingData
+        View, split and input vectors (:func:`trainer.data.prepare`).
+    callbacks : sequence of callable
+        Each receives event dicts: ``{"event": "start", ...}`` then one
+        ``{"event": "epoch", ...}`` per epoch.
+    cancel : CancelFlag, optional
+        Checked between batches; :meth:`run` raises :class:`Cancelled` when set.
+    """
+
+    def __init__(self, config: TrainConfig, data: TrainingData, callbacks=(), cancel: CancelFlag | None = None):
+        self.config = config
+        self.data = data
+        self.callbacks = list(callbacks)
+        self.cancel = cancel or CancelFlag()
+        self.device = resolve_device(config.device)
+
+    # ----------------------------------------------------------------- reporting
+    def _emit(self, event: dict) -> None:
+        for callback in self.callbacks:
+            callback(event)
+
+    # ----------------------------------------------------------------- entry point
+    def run(self) -> TrainResult:
+        """Train, stop early on the validation criterion, and evaluate baseline and trained vectors."""
+        c = self.config
+        torch.manual_seed(c.seed)
+        self.generator = torch.Generator().manual_seed(c.seed)
+        self._emit({"event": "start", "max_epochs": c.epochs, "device": str(self.device),
+                    "train_names": int(len(self.data.split.train)), "encoder": c.encoder,
+                    "validation_names": int(len(self.data.split.validation))})
+        baseline = retrieval_figures(self.data.vectors, self.data)
+        if c.encoder == "definitions":
+            from trainer.definitions import fine_tune
+
+            result = fine_tune(self)
+        else:
+            result = self._train_head()
+        result.metrics = {"baseline": baseline, "trained": retrieval_figures(result.vectors, self.data),
+                          **result.metrics}
+        return result
+
+    # ----------------------------------------------------------------- heads
+    def _encode(self, model: torch.nn.Module, x: torch.Tensor, chunk: int = 4096) -> torch.Tensor:
+        """Eval-mode encodings of ``x`` in chunks (bounded memory at wide hidden layers)."""
+        was_training = model.training
+        model.eval()
+        with torch.no_grad():
+            out = torch.cat([model(x[s : s + chunk]) for s in range(0, len(x), chunk)]) if len(x) else x
+        model.train(was_training)
+        return out
+
+    def _train_head(self) -> TrainResult:
+        c, data, dev = self.config, self.data, self.device
+        split, labels_np = data.split, data.view.labels
+        n_classes = len(data.view.classes)
+        u_all = torch.from_numpy(data.vectors)
+        train_rows, val_rows = split.train, split.validation
+        projection = prototype_map = None
+        x_all = u_all
+        if c.encoder == "cca":
+            projection, prototype_map, k = encoders.fit_cca(data.vectors[train_rows], labels_np[train_rows], c.seed)
+            x_all = projection(u_all)
+        model = encoders.build_head(c.encoder, data.dim, c.hidden, c.dropout).to(dev)
+        optimiser = torch.optim.Adam(model.parameters(), lr=c.lr)
+
+        prototypes = encoders.class_prototypes(data.vectors[train_rows], labels_np[train_rows], n_classes)
+        proto_t = torch.from_numpy(prototypes)
+        labels_t = torch.from_numpy(labels_np)
+        # Fixed per-name targets of the grounding objectives (computed once, on the device).
+        targets = {
+            "residual": {"ground": (proto_t[labels_t] + u_all) / 2},
+            "dan": {"context": u_all, "ground": (proto_t[labels_t] + u_all) / 2},
+            "cca": {"proto": prototype_map(proto_t) if prototype_map is not None else None},
+            "hierarchical": {},
+        }[c.encoder]
+        targets = {k: v.to(dev) for k, v in targets.items() if v is not None}
+        x_dev = x_all.to(dev)
+        categories = val_categories = None
+        if c.encoder == "hierarchical":
+            parents = data.parents()
+            concepts = data.view.name_concepts
+            categories = sampling.hierarchy_categories([concepts[i] for i in train_rows], labels_np[train_rows], parents)
+            if len(val_rows):
+                val_categories = sampling.hierarchy_categories([concepts[i] for i in val_rows], labels_np[val_rows],
+                                                               parents)
+
+        loss_fns = {
+            "triplet": losses.TripletLoss(c.margin),
+            "ground": losses.GroundingLoss(),
+            "proto": losses.PrototypeLoss(c.synonym_dropout),
+            "ms": losses.MultiSimilarityLoss(c.ms_alpha, c.ms_beta, c.ms_lambda),
+        }
+
+        def batch_losses(rows: torch.Tensor, pos: torch.Tensor | None, neg: torch.Tensor | None,
+                         cats: torch.Tensor | None = None, training: bool = True) -> dict:
+            """Loss terms for anchor rows (global indices); pos/neg are global indices too."""
+            if c.encoder == "hierarchical":
+                out = model(x_dev[rows])
+                return {"ms": loss_fns["ms"](out, cats.to(dev).long())}
+            out = model(x_dev[torch.cat([rows, pos, neg])])
+            a, p, n = out.split(len(rows))
+            terms = {"triplet": loss_fns["triplet"](a, p, n)}
+            if c.encoder == "residual":
+                terms["ground"] = loss_fns["ground"](a, targets["ground"][rows])
+            elif c.encoder == "dan":
+                terms["context"] = loss_fns["ground"](a, targets["context"][rows])
+                terms["ground"] = loss_fns["ground"](a, targets["ground"][rows])
+            elif c.encoder == "cca":
+                proto_loss = loss_fns["proto"].train(training)
+                names = torch.cat([a, p])
+                name_labels = labels_t[torch.cat([rows, pos])].to(dev)
+                terms["ground"] = proto_loss(names, name_labels, targets["proto"], generator=self.generator)
+            return terms
+
+        def sample_tuples(rows: np.ndarray, generator: torch.Generator):
+            """Global indices of a random positive and a distance-weighted negative per row."""
+            rows_t = torch.from_numpy(rows)
+            lab = labels_t[rows_t]
+            encoded = self._encode(model, x_dev[rows_t]).cpu()
+            pos_local = sampling.random_positives(lab, generator)
+            neg_local = sampling.distance_weighted_negatives(encoded, lab, encoded, lab, generator)
+            return rows_t[pos_local], rows_t[neg_local]
+
+        def validation_loss() -> float:
+            if not len(val_rows):
+                return float("nan")
+            gen = torch.Generator().manual_seed(c.seed + 1)
+            model.eval()
+            with torch.no_grad():
+                rows_t = torch.from_numpy(val_rows)
+                if c.encoder == "hierarchical":
+                    terms = batch_losses(rows_t, None, None, val_categories, training=False)
+                else:
+                    pos, neg = sample_tuples(val_rows, gen)
+                    terms = batch_losses(rows_t, pos, neg, training=False)
+            model.train()
+            return float(sum(t.item() for t in terms.values()))
+
+        def validation_map() -> float:
+            from bioviz.metrics import class_retrieval_map
+
+            if not len(val_rows):
+                return float("nan")
+            enc = self._encode(model, x_dev[torch.from_numpy(np.concatenate([train_rows, val_rows]))]).cpu().numpy()
+            return float(class_retrieval_map(enc[len(train_rows):], labels_np[val_rows], enc[: len(train_rows)],
+                                             labels_np[train_rows]))
+
+        history: list[dict] = []
+        per_epoch: list[float] = []
+        best_value, best_epoch, best_state = None, 0, copy.deepcopy(model.state_dict())
+        higher_is_better = c.stop_on == "mAP"
+        stopped_early = False
+        started = time.perf_counter()
+        n_train = len(train_rows)
+        for epoch in range(1, c.epochs + 1):
+            epoch_started = time.perf_counter()
+            model.train()
+            if c.encoder == "hierarchical":
+                batches = sampling.hierarchy_batches(categories, c.batch_size, self.generator)
+                pos_all = neg_all = None
+            else:
+                pos_all, neg_all = sample_tuples(train_rows, self.generator)
+                order = torch.randperm(n_train, generator=self.generator)
+                batches = [order[s : s + c.batch_size] for s in range(0, n_train, c.batch_size)]
+            sums: dict[str, float] = {}
+            seen = 0
+            for local in batches:
+                self.cancel.check()
+                rows = torch.from_numpy(train_rows)[local]
+                if c.encoder == "hierarchical":
+                    terms = batch_losses(rows, None, None, categories[local][:, local])
+                else:
+                    terms = batch_losses(rows, pos_all[local], neg_all[local])
+                total = sum(terms.values())
+                optimiser.zero_grad(set_to_none=True)
+                total.backward()
+                optimiser.step()
+                for name, value in terms.items():
+                    sums[name] = sums.get(name, 0.0) + float(value.detach()) * len(local)
+                sums["total"] = sums.get("total", 0.0) + float(total.detach()) * len(local)
+                seen += len(local)
+            self.cancel.check()
+            epoch_losses = {k: v / max(seen, 1) for k, v in sums.items()}
+            val_map = validation_map()
+            val_loss = validation_loss() if c.stop_on == "loss" else None
+            value = val_map if higher_is_better else val_loss
+            improved = best_value is None or (value > best_value if higher_is_better else value < best_value)
+            if improved and value == value:  # NaN never improves
+                best_value, best_epoch, best_state = value, epoch, copy.deepcopy(model.state_dict())
+            elapsed = time.perf_counter() - started
+            per_epoch.append(time.perf_counter() - epoch_started)
+            record = {"epoch": epoch, "losses": epoch_losses, "val_mAP": val_map, "val_loss": val_loss,
+                      "seconds": per_epoch[-1]}
+            history.append(record)
+            self._emit({"event": "epoch", "epoch": epoch, "max_epochs": c.epochs, "losses": epoch_losses,
+                        "val_metric": value, "val_name": c.stop_on, "val_mAP": val_map,
+                        "elapsed_s": elapsed, "eta_s": elapsed / epoch * (c.epochs - epoch)})
+            if epoch - best_epoch >= c.patience and best_epoch > 0:
+                stopped_early = epoch < c.epochs
+                break
+            if best_epoch == 0 and epoch >= c.patience:  # no usable validation figure: keep the last
+                best_state, best_epoch = copy.deepcopy(model.state_dict()), epoch
+        training_s = time.perf_counter() - started
+        model.load_state_dict(best_state)
+        model = model.cpu().eval()
+        head = encoders.Stack(projection, model) if projection is not None else model
+        vectors = _normalise(self._encode(head, u_all).numpy())
+        extra = {}
+        if projection is not None:
+            extra["cca_projection"] = retrieval_figures(_normalise(x_all.numpy()), data)
+            extra["cca_components"] = k
+        logger.info("trained %s: best epoch %d of %d in %.1fs", c.encoder, best_epoch, len(history), training_s)
+        return TrainResult(head, None, projection, vectors, history, best_epoch, stopped_early, training_s,
+                           per_epoch, str(self.device), metrics=extra)

@@ -1,0 +1,164 @@
+"""Writing a run directory: train, export, then ``run.json`` last, then one rename.
+
+Everything is written into a temporary sibling of the target (``.<name>.partial-*``) and
+renamed onto it at the very end, so a killed or cancelled job never leaves a directory
+that looks complete (``run.json`` is the completeness marker, see :mod:`bioviz.runs`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from bioviz.errors import BiovizError
+
+from trainer.config import TrainConfig, validate
+from trainer.export import save_fine_tuned, save_head_model
+from trainer.loop import CancelFlag, Trainer, TrainResult
+
+logger = logging.getLogger(__name__)
+
+RUN_FILE = "run.json"
+SPLIT_FILE = "split.json"
+
+
+def check_out_dir(out: str | Path) -> Path:
+    """Refuse an output directory that already holds something.
+
+    Raises
+    ------
+    BiovizError
+        If ``out`` exists and is not an empty directory.
+    """
+    out = Path(out).expanduser()
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise BiovizError(f"output directory {out} already exists and is not empty: choose another --out")
+    return out
+
+
+def _round(value):
+    if isinstance(value, float):
+        return round(value, 6)
+    if isinstance(value, dict):
+        return {k: _round(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_round(v) for v in value]
+    return value
+
+
+def run_record(config: TrainConfig, data, result: TrainResult, run_id: str, export_s: float) -> dict:
+    """The content of ``run.json``: config, metrics and timings."""
+    split = data.split
+    return _round({
+        "run_id": run_id,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "config": {
+            **config.to_dict(),
+            "base_fingerprint": data.input_fingerprint,
+            "input_model": config.input_model,
+            "input_label": data.input_label,
+            "dim": data.dim,
+            "split": {"seed": split.seed, "shots": split.shots, "test_per_class": split.test_per_class,
+                      "zero_shot_classes": list(split.zero_shot_classes), "sizes": split.sizes()},
+            "view": data.view.stats(),
+        },
+        "metrics": {
+            "history": result.history,
+            "best_epoch": result.best_epoch,
+            "stopped_early": result.stopped_early,
+            **result.metrics,
+        },
+        "timings": {
+            "embedding_s": data.embedding_s,
+            "training_s": result.training_s,
+            "per_epoch_s": result.per_epoch_s,
+            "export_s": export_s,
+        },
+        "device": result.device,
+    })
+
+
+def summary(record: dict, run_dir: Path) -> dict:
+    """The one-line JSON summary the command line prints."""
+    metrics = record["metrics"]
+    out = {
+        "run_dir": str(run_dir),
+        "run_id": record["run_id"],
+        "encoder": record["config"]["encoder"],
+        "epochs": len(metrics["history"]),
+        "best_epoch": metrics["best_epoch"],
+        "seconds": round(record["timings"]["training_s"] + record["timings"]["embedding_s"]
+                         + record["timings"]["export_s"], 2),
+        "baseline": metrics["baseline"],
+        "trained": metrics["trained"],
+    }
+    if "cca_projection" in metrics:
+        out["cca_projection"] = metrics["cca_projection"]
+    return out
+
+
+def _split_names(data) -> dict:
+    names = data.view.names
+    return {part: [names[i] for i in getattr(data.split, part)]
+            for part in ("train", "validation", "test", "zero_shot")}
+
+
+def train_run(config: TrainConfig, out: str | Path, callbacks=(), cancel: CancelFlag | None = None,
+              progress=None, validated: bool = False) -> dict:
+    """Validate, train, export and atomically publish one run directory.
+
+    Parameters
+    ----------
+    config : TrainConfig
+    out : path-like
+        The run directory to create (must not exist, or be empty).
+    callbacks : sequence of callable
+        Receive ``start``/``epoch`` events from the loop and a final ``done`` event.
+    cancel : CancelFlag, optional
+        Set it (e.g. from a SIGTERM handler) to stop between batches; :class:`Cancelled`
+        propagates and nothing is left at ``out``.
+    progress : callable, optional
+        ``progress(done, total)`` while the names are embedded.
+    validated : bool
+        Skip :func:`validate` when the caller already did it.
+
+    Returns
+    -------
+    dict
+        The summary (run_dir, epochs, seconds, baseline and trained figures).
+    """
+    from trainer.data import prepare
+
+    config = config if validated else validate(config)
+    out = check_out_dir(out)
+    data = prepare(config, progress=progress)
+    result = Trainer(config, data, callbacks, cancel).run()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    try:
+        started = time.perf_counter()
+        if result.head is not None:
+            save_head_model(result.head, config.input_model, partial)
+            if result.projection is not None:
+                save_head_model(result.projection, config.input_model, partial / "cca_projection")
+        else:
+            save_fine_tuned(result.model, partial)
+        (partial / SPLIT_FILE).write_text(json.dumps(_split_names(data)), encoding="utf-8")
+        record = run_record(config, data, result, out.name, time.perf_counter() - started)
+        (partial / RUN_FILE).write_text(json.dumps(record, indent=1, default=str), encoding="utf-8")
+        if out.exists():
+            out.rmdir()  # empty (checked above); os.replace cannot replace a directory otherwise
+        os.replace(partial, out)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    result_summary = summary(record, out)
+    for callback in callbacks:
+        callback({"event": "done", "run_dir": str(out), "summary": result_summary})
+    return result_summary
