@@ -513,3 +513,54 @@ def _group_alive(pgid: int) -> bool:
 def python_command(*args: str) -> list[str]:
     """``[sys.executable, *args]``: jobs run with the interpreter of the app or CLI."""
     return [sys.executable, *args]
+
+
+# -- presentation ----------------------------------------------------------------------
+def _clock(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
+def describe_config(config: dict) -> str:
+    """``residual on icd10 d1 · 15 shots · base minilm`` for tables and titles."""
+    level = "synonym sets" if config.get("synonyms") else f"d{config.get('depth', 1)}"
+    root = f" under {config['root']}" if config.get("root") else ""
+    source = Path(str(config.get("source", "?"))).name
+    shots = "all names" if config.get("shots", 15) is None else f"{config.get('shots', 15)} shots"
+    start = f"init {Path(str(config['init'])).name}" if config.get("init") else f"base {config.get('base', 'minilm')}"
+    return f"{config.get('encoder', 'residual')} on {source}{root} {level} · {shots} · {start}"
+
+
+def queue_position(jobs: list[Job], job: Job) -> int | None:
+    """1-based place of a queued ``job`` among the queued ``jobs`` (oldest first), else None."""
+    queued = sorted((j for j in jobs if j.status == QUEUED), key=lambda j: (j.created_at, j.id))
+    ids = [j.id for j in queued]
+    return ids.index(job.id) + 1 if job.id in ids else None
+
+
+def job_row(job: Job, jobs: list[Job] | None = None, now: float | None = None) -> dict:
+    """One line of the job table: status, progress, device, duration, key metric, ETA, what."""
+    p = job.progress or {}
+    if job.status == QUEUED:
+        place = queue_position(jobs or [job], job)
+        progress = f"waiting (#{place} in queue)" if place else "waiting"
+    elif p.get("max_epochs"):
+        progress = f"epoch {p.get('epoch', 0)}/{p['max_epochs']}"
+    else:
+        progress = "starting" if job.status == RUNNING else ""
+    metric = ""
+    if p.get("val_metric") is not None:
+        metric = f"{p.get('val_name', 'val')} {p['val_metric']:.4g}"
+    return {
+        "job": job.id,
+        "status": job.status,
+        "progress": progress,
+        "device": job.device or job.requested_device,
+        "duration": _clock(job.duration_s(now)),
+        "metric": metric,
+        "eta": _clock(p.get("eta_s")) if job.status == RUNNING else "",
+        "what": describe_config(job.config),
+    }

@@ -371,17 +371,30 @@ class Worker:
         return code
 
 
-def validate_config(config: dict) -> None:
+def validate_config(config: dict) -> dict:
     """Refuse a config the trainer would reject (unknown encoder, too many shots, missing base).
+
+    Returns
+    -------
+    dict
+        The config with the encoder's defaults filled in (what the run will use).
 
     Raises
     ------
     BiovizError
         With the trainer's one-line reason.
     """
-    from trainer.config import validate
+    import dataclasses
 
-    validate(config)
+    from trainer.config import TrainConfig, validate
+
+    known = {f.name for f in dataclasses.fields(TrainConfig)}
+    unknown = sorted(set(config) - known)
+    if unknown:
+        raise JobError(f"unknown training option(s): {', '.join(unknown)}")
+    if "source" not in config:
+        raise JobError("a training job needs a source")
+    return dataclasses.asdict(validate(TrainConfig(**config)))
 
 
 def main(argv: list[str] | None = None) -> int:

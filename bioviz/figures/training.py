@@ -1,0 +1,100 @@
+"""Figures of a training run: loss and validation curves, and baseline vs trained scores.
+
+Both read plain data (the trainer's progress events, the metrics of ``run.json``) so they
+work for a job still running as well as for a finished run.
+"""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from bioviz.figures.theme import apply_theme, theme
+
+
+def training_curves(events: list[dict], title: str, caption: str | None = None) -> go.Figure:
+    """Loss components (left) and the validation metric (right) per epoch.
+
+    Parameters
+    ----------
+    events : list of dict
+        Progress events (``{"event": "epoch", "epoch": i, "losses": {...}, "val_metric": x,
+        "val_name": "mAP"}``); other events are ignored.
+    title : str
+        What is trained (encoder, source, level, job).
+    caption : str, optional
+        One line of parameters.
+    """
+    epochs = [e for e in events if e.get("event") == "epoch" and "epoch" in e]
+    val_name = next((e["val_name"] for e in reversed(epochs) if e.get("val_name")), "validation")
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("Training loss", f"Validation {val_name}"),
+                        horizontal_spacing=0.12)
+    palette = theme()["qualitative"]
+    names: list[str] = []
+    for e in epochs:
+        names += [k for k in (e.get("losses") or {}) if k not in names]
+    for i, name in enumerate(names):
+        points = [(e["epoch"], e["losses"][name]) for e in epochs if name in (e.get("losses") or {})]
+        fig.add_trace(go.Scatter(x=[p[0] for p in points], y=[p[1] for p in points], mode="lines+markers",
+                                 name=name, line={"color": palette[i % len(palette)]},
+                                 hovertemplate=f"{name}<br>epoch %{{x}}<br>%{{y:.4g}}<extra></extra>"), row=1, col=1)
+    val = [(e["epoch"], e["val_metric"]) for e in epochs if e.get("val_metric") is not None]
+    fig.add_trace(go.Scatter(x=[p[0] for p in val], y=[p[1] for p in val], mode="lines+markers",
+                             name=f"validation {val_name}", line={"color": "#1f2933", "dash": "dot"},
+                             hovertemplate=f"{val_name}<br>epoch %{{x}}<br>%{{y:.4g}}<extra></extra>"), row=1, col=2)
+    if val:
+        best = max(val, key=lambda p: p[1]) if val_name.lower() != "loss" else min(val, key=lambda p: p[1])
+        fig.add_trace(go.Scatter(x=[best[0]], y=[best[1]], mode="markers", name=f"best {val_name}",
+                                 marker={"size": 12, "symbol": "star", "color": "#e4572e"},
+                                 hovertemplate=f"best {val_name} %{{y:.4g}} at epoch %{{x}}<extra></extra>"),
+                      row=1, col=2)
+    fig.update_xaxes(title_text="epoch")
+    if not epochs:
+        fig.add_annotation(text="waiting for the first epoch…", xref="paper", yref="paper", x=0.5, y=0.5,
+                           showarrow=False)
+    return apply_theme(fig, title, caption, height=380)
+
+
+def _flatten(metrics: dict, prefix: str = "", exclude: tuple[str, ...] = ()) -> dict[str, float]:
+    flat = {}
+    for key, value in metrics.items():
+        if key in exclude:
+            continue
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key} ", exclude))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            flat[f"{prefix}{key}"] = float(value)
+    return flat
+
+
+def baseline_vs_trained(baseline: dict, trained: dict, title: str, caption: str | None = None,
+                        labels: tuple[str, str] = ("baseline", "trained"),
+                        exclude: tuple[str, ...] = ("names",)) -> go.Figure:
+    """Grouped bars of the scores both models share (nested dicts are flattened).
+
+    Parameters
+    ----------
+    baseline, trained : dict
+        ``metric -> value`` (e.g. ``{"test": {"mAP": 0.41, "acc@1": 0.52}}``).
+    title : str
+        Names the two models, the run, the source and the level.
+    caption : str, optional
+        One line of parameters.
+    labels : (str, str)
+        Legend names of the two bars.
+    exclude : tuple of str
+        Keys that are not scores (e.g. ``names``, the number of names scored).
+    """
+    a, b = _flatten(baseline, exclude=exclude), _flatten(trained, exclude=exclude)
+    shared = [k for k in b if k in a]
+    palette = theme()["qualitative"]
+    fig = go.Figure()
+    for name, values, colour in ((labels[0], a, "#9aa5b1"), (labels[1], b, palette[0])):
+        fig.add_trace(go.Bar(x=shared, y=[values[k] for k in shared], name=name, marker_color=colour,
+                             text=[f"{values[k]:.3f}" for k in shared], textposition="outside",
+                             hovertemplate=f"{name}<br>%{{x}}: %{{y:.4f}}<extra></extra>"))
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(title_text="score")
+    if not shared:
+        fig.add_annotation(text="no scores in common", xref="paper", yref="paper", x=0.5, y=0.5, showarrow=False)
+    return apply_theme(fig, title, caption, height=380)

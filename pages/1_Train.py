@@ -1,0 +1,217 @@
+"""Train: launch few-shot training runs in the background and follow them while exploring.
+
+Jobs run as their own processes (trainer.worker); this page only submits, lists and reads
+them, so a reload, another tab or an app restart shows the same jobs and their history.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from bioviz.errors import BiovizError
+from bioviz.figures import baseline_vs_trained, export_config, training_curves
+from bioviz.runs import is_run_dir, list_runs, read_run
+from trainer.config import ENCODERS, STOP_ON
+from trainer.job_options import encoder_defaults, estimate_sizes, field_help, hyperparameters
+from trainer.jobs import ACTIVE, CANCELLED, QUEUED, RUNNING, SUCCEEDED, describe_config, job_row, queue_position, \
+    read_progress, tail
+from trainer.worker import DEVICE_CHOICES, Worker, gpu_count
+from ui import state
+
+NEIGHBOURS_PAGE = "pages/4_Neighbours.py"
+NEIGHBOURS_FILE = Path(__file__).resolve().parent / "4_Neighbours.py"
+ENCODER_HELP = {
+    "residual": "residual head, f(u) = (enc(u) + u) / 2, triplet loss (few-shot biomedical names)",
+    "dan": "deep averaging head, f(u) = enc(u), trained on the level's classes (higher-level semantics)",
+    "cca": "CCA projection onto class prototypes, then a DAN head (conceptual grounding)",
+    "hierarchical": "head trained with a multi-similarity loss over the hierarchy (HiPrBERT)",
+    "definitions": "fine-tunes the base model on name-definition pairs (BioLORD)",
+}
+CHOICES = {"stop_on": STOP_ON, "definition_scope": ("train", "all")}
+
+st.set_page_config(page_title="Train · bioviz", page_icon="🧬", layout="wide")
+state.init_state()
+if "train_job" not in st.session_state and st.query_params.get("job"):
+    st.session_state["train_job"] = st.query_params["job"]
+state.selection_sidebar()
+view = state.current_view()
+state.sync_url(job=st.session_state.get("train_job"))
+
+st.title("Train")
+st.caption("Launch a training run on the selected ontology level; it runs in the background while you "
+           "explore the other pages. Jobs wait in a queue (one per GPU, one on the CPU).")
+
+# -- the form ----------------------------------------------------------------------------
+helps = field_help()
+left, middle, right = st.columns(3)
+with left:
+    all_names = st.toggle("Train on all names", key="train_all_names", help=helps["shots"])
+    shots = None if all_names else int(st.number_input("Shots per class", min_value=1, max_value=1000, value=15,
+                                                       key="train_shots", help=helps["shots"]))
+    encoder = st.selectbox("Encoder", ENCODERS, key="train_encoder", help=helps["encoder"],
+                           format_func=lambda e: f"{e} — {ENCODER_HELP.get(e, '')}")
+with middle:
+    runs = list_runs()
+    start = st.radio("Start from", ["Base model", "Earlier run (continual learning)"], key="train_start",
+                     horizontal=True, help=helps["init"], disabled=not runs)
+    init = None
+    if start.startswith("Earlier") and runs:
+        by_label = {r.label: str(r.path) for r in runs}
+        init = by_label[st.selectbox("Earlier run", list(by_label), key="train_init", help=helps["init"])]
+        base = encoder_defaults(encoder)["base"]
+    else:
+        base_choices = {"minilm (bundled)": "minilm", **{f"run {r.label}": str(r.path) for r in runs}}
+        base_label = st.selectbox("Base model", [*base_choices, "other…"], key="train_base", help=helps["base"])
+        base = base_choices.get(base_label) or st.text_input(
+            "Sentence-transformers directory or hub id", key="train_base_other",
+            placeholder="FremyCompany/BioLORD-2023").strip()
+with right:
+    gpus = gpu_count()
+    device = st.selectbox("Device", DEVICE_CHOICES, key="train_device",
+                          help=f"auto = a GPU when present, else the CPU ({gpus} CUDA devices here)")
+
+defaults = encoder_defaults(encoder)
+values: dict = {}
+with st.expander("Hyperparameters (the papers' defaults for this encoder)"):
+    columns = st.columns(4)
+    shown = [h for h in hyperparameters() if h["name"] != "shots"
+             # encoder-specific settings ("cca: ...", "definitions: ...") only for that encoder
+             and (":" not in h["help"].split(" ")[0] or h["help"].startswith(f"{encoder}:"))]
+    for i, h in enumerate(shown):
+        name, default = h["name"], defaults.get(h["name"], h["default"])
+        key = f"train_hp_{encoder}_{name}" if h["per_encoder"] else f"train_hp_{name}"
+        with columns[i % 4]:
+            if name in CHOICES:
+                options = [c for c in CHOICES[name] if c != "auto"]
+                values[name] = st.selectbox(name, options, index=options.index(default), key=key, help=h["help"])
+            elif "float" in h["type"]:
+                values[name] = st.number_input(name, value=float(default), key=key, help=h["help"], format="%g")
+            elif default is None:  # optional integer (split_seed): empty = derived from another field
+                values[name] = st.number_input(name, value=None, min_value=0, step=1, key=key, help=h["help"])
+            else:
+                values[name] = int(st.number_input(name, value=int(default), min_value=0, step=1, key=key,
+                                                   help=h["help"]))
+
+if view is not None:
+    seed = values.get("split_seed") if values.get("split_seed") is not None else values.get("seed", 0)
+    try:
+        sizes = estimate_sizes(view, shots, seed=int(seed), test_per_class=int(values.get("test_per_class", 1)),
+                               zero_shot_classes=values.get("zero_shot_classes", 0))
+        cols = st.columns(5)
+        cols[0].metric("Classes trained on", f"{sizes['classes']:,}")
+        cols[1].metric("Training names", f"{sizes['train']:,}")
+        cols[2].metric("Validation names", f"{sizes['validation']:,}")
+        cols[3].metric("Test names", f"{sizes['test']:,}")
+        cols[4].metric("Zero-shot names", f"{sizes['zero_shot']:,}")
+        if sizes["short_classes"]:
+            st.caption(f"{sizes['short_classes']} classes have fewer names than asked for; they give what they have.")
+    except BiovizError as error:
+        st.error(str(error))
+
+if st.button("Launch training", type="primary", disabled=view is None or not base):
+    config = {
+        "source": st.session_state["source"], "root": st.session_state["root"].strip() or None,
+        "depth": int(st.session_state["depth"]), "synonyms": bool(st.session_state["synonyms"]),
+        "keep_ambiguous": bool(st.session_state["keep_ambiguous"]), "shots": shots, "encoder": encoder,
+        "base": base, "init": init, **{k: v for k, v in values.items() if v is not None},
+    }
+    try:
+        with st.spinner("Checking the configuration…"):
+            job = Worker().submit(config, device=device)
+        st.session_state["train_job"] = job.id
+        st.success(f"Job {job.id} {'started' if job.status == RUNNING else 'queued'}: {describe_config(job.config)}")
+    except BiovizError as error:
+        st.error(str(error))
+
+
+# -- the jobs ----------------------------------------------------------------------------
+def _cancel(job_id: str) -> None:
+    try:
+        Worker().cancel(job_id)
+    except BiovizError as error:
+        st.session_state["train_message"] = str(error)
+
+
+def _delete(job_id: str) -> None:
+    try:
+        Worker().delete(job_id, remove_run=bool(st.session_state.get("train_delete_run")))
+        st.session_state.pop("train_job", None)
+    except BiovizError as error:
+        st.session_state["train_message"] = str(error)
+
+
+def show_job(job, jobs) -> None:
+    """Status, actions, live curves, final figures and log of one job."""
+    st.markdown(f"**{job.id}** · {describe_config(job.config)}")
+    if job.status == QUEUED:
+        st.info(f"Waiting in the queue (#{queue_position(jobs, job)}): it starts when a "
+                f"{'GPU' if job.requested_device != 'cpu' and gpu_count() else 'CPU'} slot is free.")
+    elif job.status == RUNNING:
+        p = job.progress
+        done = (p.get("epoch", 0) / p["max_epochs"]) if p.get("max_epochs") else 0.0
+        st.progress(min(1.0, done), text=job_row(job)["progress"] + (f" · ETA {job_row(job)['eta']}" if p.get(
+            "eta_s") else ""))
+    elif job.status == SUCCEEDED:
+        st.success(f"Finished in {job_row(job)['duration']}: run directory {job.run_dir}")
+    elif job.status == CANCELLED:
+        st.warning(job.error or "cancelled")
+    else:
+        st.error(f"{job.status}: {job.error}")
+
+    actions = st.columns([1, 1, 2, 2])
+    if job.status in ACTIVE:
+        actions[0].button("Cancel", key=f"train_cancel_{job.id}", on_click=_cancel, args=(job.id,))
+    else:
+        actions[0].button("Delete", key=f"train_delete_{job.id}", on_click=_delete, args=(job.id,))
+        actions[1].checkbox("with its run", key="train_delete_run", help="also delete the trained run directory")
+    if job.status == SUCCEEDED and is_run_dir(job.run_dir) and NEIGHBOURS_FILE.exists():
+        if actions[2].button("Open in views", type="primary", key=f"train_open_{job.id}",
+                             help="Compare this run with its base model on the other pages"):
+            st.session_state["model_b"] = job.run_dir
+            st.session_state["model_a"] = job.config.get("init") or job.config.get("base", "minilm")
+            st.switch_page(NEIGHBOURS_PAGE)
+
+    title = f"Training curves · {describe_config(job.config)} · job {job.id}"
+    caption = " · ".join(f"{k} {job.config[k]}" for k in ("lr", "batch_size", "epochs", "hidden", "margin", "seed")
+                         if job.config.get(k) is not None)
+    st.plotly_chart(training_curves(read_progress(job.progress_path), title, caption or None), width="stretch",
+                    config=export_config(f"training-curves-{job.id}"), key=f"train_curves_{job.id}")
+    if job.status == SUCCEEDED and is_run_dir(job.run_dir):
+        run = read_run(job.run_dir)
+        base = run.config.get("input_label") or run.config.get("input_model") or job.config.get("base", "base")
+        metrics = run.metrics
+        if isinstance(metrics.get("baseline"), dict) and isinstance(metrics.get("trained"), dict):
+            fig = baseline_vs_trained(metrics["baseline"], metrics["trained"],
+                                      f"Class retrieval · {base} vs run {run.run_id} · {describe_config(run.config)}",
+                                      f"best epoch {metrics.get('best_epoch')} · stopped early "
+                                      f"{metrics.get('stopped_early')}", labels=(f"baseline ({base})", "trained"))
+            st.plotly_chart(fig, width="stretch", config=export_config(f"baseline-vs-trained-{job.id}"),
+                            key=f"train_scores_{job.id}")
+    with st.expander("Log", expanded=job.status not in (SUCCEEDED, QUEUED)):
+        st.code(tail(job.log_path, 60) or "(empty)", language=None)
+
+
+@st.fragment(run_every=2)
+def jobs_panel() -> None:
+    """The job table and the selected job; refreshes itself every two seconds."""
+    st.subheader("Jobs")
+    if message := st.session_state.pop("train_message", None):
+        st.error(message)
+    jobs = Worker().reconcile()[::-1]  # newest first; reconcile reaps dead jobs, starts queued ones
+    if not jobs:
+        st.info("No training jobs yet: set the options above and launch one.")
+        return
+    st.dataframe(pd.DataFrame([job_row(j, jobs) for j in jobs]), hide_index=True, width="stretch")
+    by_id = {j.id: j for j in jobs}
+    if st.session_state.get("train_job") not in by_id:
+        st.session_state["train_job"] = jobs[0].id
+    selected = st.selectbox("Selected job", list(by_id), key="train_job",
+                            format_func=lambda i: f"{i} · {by_id[i].status} · {describe_config(by_id[i].config)}")
+    state.sync_url(job=selected)
+    show_job(by_id[selected], jobs)
+
+
+jobs_panel()

@@ -1,0 +1,73 @@
+"""What a training form needs to know: each option's default, the papers' per-encoder
+defaults, one line of help, and the size of the training set a setting gives.
+
+The help lines are the comments of :class:`trainer.config.TrainConfig` (one per field), so
+the page, the command line and the config never disagree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+from functools import lru_cache
+
+from bioviz.ontology import make_split
+from bioviz.ontology.levels import LevelView
+from trainer.config import ENCODERS, TrainConfig, validate
+
+# Fields the job system or the shared selection sets, not the hyperparameter form.
+SELECTION_FIELDS = ("source", "root", "depth", "synonyms", "keep_ambiguous", "source_options")
+MODEL_FIELDS = ("encoder", "base", "init")
+# Settings whose default depends on the encoder type (filled by trainer.config.validate).
+ENCODER_DEPENDENT = ("epochs", "lr", "batch_size", "stop_on")
+
+_FIELD_COMMENT = re.compile(r"^\s+(\w+)\s*:[^#]*#\s*(.+?)\s*$")
+
+
+@lru_cache(maxsize=1)
+def field_help() -> dict[str, str]:
+    """``field -> one-line help`` from the comments in ``TrainConfig``'s source."""
+    return {m.group(1): m.group(2) for line in inspect.getsource(TrainConfig).splitlines()
+            if (m := _FIELD_COMMENT.match(line))}
+
+
+@lru_cache(maxsize=len(ENCODERS))
+def encoder_defaults(encoder: str) -> dict:
+    """The papers' defaults for ``encoder``: every field of a resolved config (no data loaded)."""
+    config = validate(TrainConfig(source="icd10", encoder=encoder), check_data=False)
+    return dataclasses.asdict(config)
+
+
+def hyperparameters() -> list[dict]:
+    """The tunable fields, in declaration order: name, default, type and help.
+
+    Selection fields (source, level), model choice (encoder, base, init) and the device are
+    left to the caller's own widgets.
+    """
+    skip = set(SELECTION_FIELDS) | set(MODEL_FIELDS) | {"device"}
+    helps = field_help()
+    out = []
+    for f in dataclasses.fields(TrainConfig):
+        if f.name in skip:
+            continue
+        default = None if f.default is dataclasses.MISSING else f.default
+        out.append({"name": f.name, "default": default, "type": str(f.type), "help": helps.get(f.name, ""),
+                    "per_encoder": f.name in ENCODER_DEPENDENT})
+    return out
+
+
+def estimate_sizes(view: LevelView, shots: int | None, seed: int = 0, test_per_class: int = 1,
+                   zero_shot_classes: float = 0) -> dict:
+    """Names in each part of the split a job with these settings will draw.
+
+    Returns
+    -------
+    dict
+        :meth:`bioviz.ontology.Split.sizes` plus ``classes`` (classes trained on).
+    """
+    split = make_split(view, shots=shots, seed=seed, test_per_class=test_per_class,
+                       zero_shot_classes=zero_shot_classes)
+    sizes = split.sizes()
+    sizes["classes"] = len(view.classes) - sizes["zero_shot_classes"]
+    return sizes
