@@ -261,7 +261,8 @@ def hypernym_mrr(query_vectors, query_labels, hypernym_vectors, hypernym_labels)
 
 
 def ranking_metrics(query_vectors, reference_vectors, relevance, exclude_self: bool = False,
-                    reference_groups=None, with_ap: bool = True, n_boot: int = 1000, seed: int = 0) -> dict:
+                    reference_groups=None, with_ap: bool = True, n_boot: int = 1000, seed: int = 0,
+                    per_query: bool = False) -> dict:
     """mAP, Acc@1 and MRR of one ranking task, with bootstrap intervals and sample sizes.
 
     Parameters
@@ -276,6 +277,8 @@ def ranking_metrics(query_vectors, reference_vectors, relevance, exclude_self: b
         Bootstrap resamples of the queries for the 95% intervals (0: no intervals).
     seed : int
         Seed of the bootstrap.
+    per_query : bool
+        Also return ``per_query``: ``{"ap": (n,), "rank": (n,)}`` arrays (NaN = not scored).
 
     Returns
     -------
@@ -294,6 +297,8 @@ def ranking_metrics(query_vectors, reference_vectors, relevance, exclude_self: b
     result: dict = {name: _nanmean(values) for name, values in per_query.items()}
     result["ci"] = {name: bootstrap_mean_ci(values, n_boot, seed) for name, values in per_query.items()}
     result.update(queries=int(scored.sum()), skipped=int((~scored).sum()), references=int(n_refs))
+    if per_query:
+        result["per_query"] = {"ap": ap, "rank": rank}
     return result
 
 
