@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
 import shutil
@@ -72,19 +73,36 @@ def parse_slots(text: str | None) -> dict[str, int]:
     return slots
 
 
-def config_to_argv(config: dict) -> list[str]:
+def _config_defaults() -> dict:
+    """Field defaults of the trainer's config (None where the encoder type decides)."""
+    import dataclasses
+
+    from trainer.config import TrainConfig
+
+    return {f.name: (None if f.default is dataclasses.MISSING else f.default) for f in dataclasses.fields(TrainConfig)}
+
+
+def config_to_argv(config: dict, defaults: dict | None = None) -> list[str]:
     """Turn a job config into ``train`` options: ``{"shots": 15, "x_y": True}`` -> ``--shots 15 --x-y``.
 
-    False and None leave an option out (its default applies); lists give one value each.
+    False, empty dicts and None leave an option out (its default applies), except None for
+    a field whose default is not None (``shots=None`` = all names), which is spelt ``none``.
+    Dicts go as JSON, lists as one value each.
     """
+    defaults = _config_defaults() if defaults is None else defaults
     argv: list[str] = []
     for key in sorted(config):
         value = config[key]
         flag = "--" + key.replace("_", "-")
-        if value is None or value is False:
+        if value is None:
+            if defaults.get(key) is not None:
+                argv += [flag, "none"]
+        elif value is False or value == {}:
             continue
-        if value is True:
+        elif value is True:
             argv.append(flag)
+        elif isinstance(value, dict):
+            argv += [flag, json.dumps(value, sort_keys=True)]
         elif isinstance(value, (list, tuple)):
             argv += [flag, *(str(v) for v in value)]
         else:
@@ -227,12 +245,16 @@ class Worker:
         BiovizError
             If the config is invalid or the device is not available here.
         """
+        device = config.get("device") or device
         if device not in DEVICE_CHOICES and not (device.startswith("cuda:") and device[5:].isdigit()):
             raise JobError(f"unknown device {device!r}: use auto, cpu, cuda or cuda:N")
         if device.startswith("cuda") and device not in self.capacity() and not (device == "cuda" and gpu_count()):
             raise JobError(f"device {device!r} is not available here ({gpu_count()} CUDA devices)")
+        config = dict(config)
+        device = config.pop("device", None) or device
         if validate:
-            validate_config(config)
+            config = validate_config(config)
+            config.pop("device", None)
         job = self.store.create(config, requested_device=device, executor=self.executor.name, module=self.module)
         self.reconcile()
         return self.store.get(job.id)
