@@ -209,11 +209,13 @@ def hierarchy_pairs(ontology: Ontology, root: str, exclude_names=(), per_distanc
     parent (siblings); 2 a concept's name and its parent's name; 3 any other two concepts.
     Only concepts under ``root`` and names not in ``exclude_names`` (the split's training
     and validation names, compared normalised) take part, so trained models are scored on
-    held-out pairs. Up to ``per_distance`` distinct pairs per distance; a distance the
+    held-out pairs; names carried by several concepts are left out too. Up to ``per_distance`` distinct pairs per distance; a distance the
     ontology cannot supply (ICD-10 has one name per concept: no synonyms) has none.
     """
     rng = np.random.default_rng(seed)
     excluded = {normalise_name(n) for n in exclude_names}
+    # A name carried by several concepts has no single distance to another name.
+    excluded |= {key for key, ids in ontology.name_index.items() if len(set(ids)) > 1}
     graph = ontology.graph
     pool = sorted(c for c in _subtree(ontology, root) if c in ontology.concepts)
     names = {c: [n for n in ontology.concepts[c].names if normalise_name(n) not in excluded] for c in pool}
