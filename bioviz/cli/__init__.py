@@ -18,7 +18,7 @@ import sys
 from bioviz.errors import BiovizError
 
 # Sub-command modules, in the order ``--help`` lists them.
-COMMAND_MODULES = ("sources", "levels")
+COMMAND_MODULES = ("sources", "levels", "embed", "neighbours", "evaluate")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,80 @@
+"""``python -m bioviz neighbours "text" --source SOURCE --model MODEL -k 10 --json``.
+
+The nearest names of a query among the names of a concept level, with their concept,
+class, cosine score, and whether they share the query's class or concept.
+"""
+
+from __future__ import annotations
+
+import time
+
+from bioviz.cli.common import add_json, add_level_options, source_options
+from bioviz.cli.progress import progress_bar
+from bioviz.errors import BiovizError
+from bioviz.index import NeighbourIndex
+from bioviz.neighbours import find_query, level_space, query_vector, rank_neighbours
+from bioviz.ontology import level_view, load_source, synonym_view
+
+
+def register(subparsers) -> None:
+    """Add the ``neighbours`` sub-command."""
+    parser = subparsers.add_parser("neighbours", help="nearest names of a query text in a concept level")
+    parser.add_argument("text", help="the query: any text, e.g. an ontology name")
+    parser.add_argument("--source", default="icd10", help="icd10, icd10cm, hpo, or a path")
+    parser.add_argument("--model", default="minilm",
+                        help="minilm, char-tfidf, a sentence-transformers directory or hub id, or a run directory")
+    parser.add_argument("--compare", default=None, metavar="MODEL",
+                        help="a second model: each neighbour also gets its rank under it")
+    parser.add_argument("-k", type=int, default=10, help="number of neighbours")
+    parser.add_argument("--restrict-class", default=None, metavar="CLASS_ID",
+                        help="rank only names of this class (a concept id at the level)")
+    add_level_options(parser)
+    parser.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    add_json(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args) -> dict:
+    """Rank the level view's names by cosine similarity to the query."""
+    if args.k < 1:
+        raise BiovizError(f"-k must be at least 1 (got {args.k})")
+    if not args.text.strip():
+        raise BiovizError("empty query text")
+    started = time.perf_counter()
+    ontology = load_source(args.source, **source_options(args))
+    if args.synonyms:
+        view = synonym_view(ontology, root=args.root, keep_ambiguous=args.keep_ambiguous)
+    else:
+        view = level_view(ontology, depth=args.depth, root=args.root, keep_ambiguous=args.keep_ambiguous)
+    query = find_query(args.text, view, ontology)
+    models = [args.model] + ([args.compare] if args.compare else [])
+    indexes, vectors, infos = [], [], []
+    for model in models:
+        with progress_bar(f"encoding {len(view.names)} names ({model})", disable=args.quiet) as progress:
+            space, info = level_space(view, model, progress=progress)
+        indexes.append(NeighbourIndex.from_view(space, view))
+        vectors.append(query_vector(args.text, model))
+        infos.append(info)
+    other = (indexes[1], vectors[1]) if args.compare else None
+    rows = rank_neighbours(indexes[0], vectors[0], query, k=args.k, restrict_class=args.restrict_class, other=other)
+    for row in rows:
+        row.pop("row", None)
+    result = {
+        "query": args.text,
+        "model": indexes[0].space.model_id,
+        "source": view.source,
+        "level": view.title,
+        "k": args.k,
+        "query_in_ontology": query.in_ontology,
+        "query_class": query.class_id,
+        "query_class_label": query.class_label,
+        "query_concepts": list(query.concept_ids),
+        "names": len(view.names),
+        "cache_hits": infos[0]["cache_hits"],
+        "index": indexes[0].kind,
+        "neighbours": rows,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    if args.compare:
+        result["compared_model"] = indexes[1].space.model_id
+    return result

@@ -1,0 +1,244 @@
+"""Nearest names by cosine similarity, with faiss.
+
+Vectors in a :class:`~bioviz.space.Space` have unit length, so inner product is cosine
+similarity. The index is exact (``IndexFlatIP``) by default; above
+:data:`APPROXIMATE_ABOVE` names it switches to HNSW (graph search), whose recall@10 against
+exact search is measured by ``benchmarks/bench_index.py``. Searches restricted to one class
+use a small exact index over that class's rows, built on first use.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from bioviz.errors import BiovizError
+from bioviz.space import Space
+
+logger = logging.getLogger(__name__)
+
+# Exact search over 100k x 384 answers a query in a few ms on two cores; only well above
+# that does a graph index pay for its build time and lost recall.
+APPROXIMATE_ABOVE = 250_000
+KINDS = ("auto", "exact", "hnsw", "ivf")
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """One ranked hit.
+
+    Attributes
+    ----------
+    rank : int
+        1 = nearest.
+    name : str
+    concept_id : str or None
+        Concept the name belongs to.
+    class_id : str or None
+        Class (concept level or synonym set) of the name.
+    class_label : str or None
+        Readable name of the class.
+    score : float
+        Cosine similarity to the query.
+    row : int
+        Row of the name in the indexed Space.
+    """
+
+    rank: int
+    name: str
+    concept_id: str | None
+    class_id: str | None
+    class_label: str | None
+    score: float
+    row: int
+
+    def as_dict(self) -> dict:
+        """Plain dict (for JSON and tables)."""
+        return asdict(self)
+
+
+def _as_list(values, n: int, what: str) -> list | None:
+    if values is None:
+        return None
+    values = list(values)
+    if len(values) != n:
+        raise ValueError(f"{len(values)} {what} for {n} names")
+    return values
+
+
+class NeighbourIndex:
+    """Top-k search over the rows of a Space.
+
+    Parameters
+    ----------
+    space : Space
+        Names and unit-length vectors to search.
+    concept_ids : sequence of str, optional
+        Concept of each row.
+    classes : sequence of str, optional
+        Class id of each row (what ``restrict_class`` selects on).
+    class_labels : sequence of str, optional
+        Readable class name of each row.
+    kind : str
+        ``exact``, ``hnsw``, ``ivf``, or ``auto`` (exact up to ``approximate_above`` rows).
+    approximate_above : int
+        Row count above which ``auto`` builds an HNSW index.
+    hnsw_m, ef_search, nprobe : int
+        HNSW graph degree and search breadth; IVF lists probed per query.
+
+    Examples
+    --------
+    >>> index = NeighbourIndex.from_view(space, view)        # doctest: +SKIP
+    >>> index.search(query_vector, k=10)[0].name             # doctest: +SKIP
+    'urinary hesitancy'
+    """
+
+    def __init__(self, space: Space, concept_ids=None, classes=None, class_labels=None, kind: str = "auto",
+                 approximate_above: int = APPROXIMATE_ABOVE, hnsw_m: int = 32, ef_search: int = 128,
+                 nprobe: int = 16) -> None:
+        import faiss
+
+        if kind not in KINDS:
+            raise BiovizError(f"unknown index kind {kind!r}: use one of {', '.join(KINDS)}")
+        n = len(space)
+        self.space = space
+        self.vectors = np.ascontiguousarray(space.vectors, dtype=np.float32)
+        self.concept_ids = _as_list(concept_ids, n, "concept ids")
+        self.classes = _as_list(classes, n, "classes")
+        self.class_labels = _as_list(class_labels, n, "class labels")
+        self.kind = ("hnsw" if n > approximate_above else "exact") if kind == "auto" else kind
+        dim = space.dim or 1
+        if self.kind == "hnsw":
+            index = faiss.IndexHNSWFlat(dim, hnsw_m, faiss.METRIC_INNER_PRODUCT)
+            index.hnsw.efConstruction = max(40, 2 * hnsw_m)
+            index.hnsw.efSearch = ef_search
+        elif self.kind == "ivf":
+            nlist = max(1, min(int(4 * np.sqrt(n)), n // 39 or 1))  # faiss wants >= 39 points per list
+            index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
+            index.train(self.vectors)
+            index.nprobe = min(nprobe, nlist)
+        else:
+            index = faiss.IndexFlatIP(dim)
+        if n:
+            index.add(self.vectors)
+        self.index = index
+        self._class_rows: dict[str, tuple[np.ndarray, object]] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_view(cls, space: Space, view, **kwargs) -> "NeighbourIndex":
+        """Index a Space over a level view's names, with its concepts and classes.
+
+        Parameters
+        ----------
+        space : Space
+            Vectors of ``view.names`` in the same order.
+        view : bioviz.ontology.levels.LevelView
+        """
+        if len(space) != len(view.names):
+            raise ValueError(f"space has {len(space)} names, view {len(view.names)}")
+        classes = [view.classes[i] for i in view.labels]
+        labels = [view.class_labels[i] for i in view.labels]
+        return cls(space, concept_ids=view.name_concepts, classes=classes, class_labels=labels, **kwargs)
+
+    def __len__(self) -> int:
+        return len(self.space)
+
+    def _class_index(self, class_id: str):
+        """Exact index over one class's rows (built once)."""
+        import faiss
+
+        if self.classes is None:
+            raise BiovizError("this index has no classes to restrict to")
+        with self._lock:
+            if class_id not in self._class_rows:
+                rows = np.array([i for i, c in enumerate(self.classes) if c == class_id], dtype=np.int64)
+                if not len(rows):
+                    raise BiovizError(f"unknown class {class_id!r}: no indexed name belongs to it")
+                index = faiss.IndexFlatIP(self.vectors.shape[1])
+                index.add(self.vectors[rows])
+                self._class_rows[class_id] = (rows, index)
+            return self._class_rows[class_id]
+
+    def _hit(self, rank: int, row: int, score: float) -> Neighbour:
+        return Neighbour(
+            rank=rank,
+            name=self.space.names[row],
+            concept_id=self.concept_ids[row] if self.concept_ids is not None else None,
+            class_id=self.classes[row] if self.classes is not None else None,
+            class_label=self.class_labels[row] if self.class_labels is not None else None,
+            score=float(score),
+            row=int(row),
+        )
+
+    def search(self, query_vectors: np.ndarray, k: int = 10, restrict_class: str | None = None,
+               exclude_rows=None):
+        """The ``k`` nearest rows of one query or of each query in a batch.
+
+        Parameters
+        ----------
+        query_vectors : numpy.ndarray
+            ``(dim,)`` for one query, ``(n, dim)`` for a batch; unit length.
+        k : int
+            Hits per query.
+        restrict_class : str, optional
+            Only rows of this class id.
+        exclude_rows : iterable of int, optional
+            Rows never returned (e.g. the query's own name when it is indexed).
+
+        Returns
+        -------
+        list of Neighbour, or list of lists
+            Ranked hits (fewer than ``k`` when fewer rows qualify).
+        """
+        queries = np.asarray(query_vectors, dtype=np.float32)
+        single = queries.ndim == 1
+        queries = np.ascontiguousarray(queries.reshape(1, -1) if single else queries)
+        if queries.shape[1] != self.vectors.shape[1]:
+            raise BiovizError(f"query has {queries.shape[1]} dimensions, index {self.vectors.shape[1]}: "
+                              "encode the query with the model that built the index")
+        if k < 1:
+            raise BiovizError(f"k must be at least 1 (got {k})")
+        exclude = set(int(r) for r in exclude_rows) if exclude_rows is not None else set()
+        if restrict_class is not None:
+            rows, index = self._class_index(restrict_class)
+        else:
+            rows, index = None, self.index
+        fetch = min(k + len(exclude), index.ntotal)
+        results: list[list[Neighbour]] = []
+        if fetch == 0:
+            results = [[] for _ in range(len(queries))]
+        else:
+            scores, ids = index.search(queries, fetch)
+            for q_scores, q_ids in zip(scores, ids):
+                hits: list[Neighbour] = []
+                for score, local in zip(q_scores, q_ids):
+                    if local < 0:
+                        continue  # fewer candidates than asked (approximate indexes)
+                    row = int(rows[local]) if rows is not None else int(local)
+                    if row in exclude:
+                        continue
+                    hits.append(self._hit(len(hits) + 1, row, score))
+                    if len(hits) == k:
+                        break
+                results.append(hits)
+        return results[0] if single else results
+
+    def ranks(self, query_vector: np.ndarray, rows, exclude_rows=None) -> np.ndarray:
+        """Exact 1-based rank of each of ``rows`` for one query (over every indexed row).
+
+        Used to show how far a name moved between two models: the rank a name has in
+        the other model's full ranking, not only whether it is in that model's top k.
+        """
+        query = np.asarray(query_vector, dtype=np.float32).reshape(-1)
+        scores = self.vectors @ query
+        if exclude_rows is not None:
+            scores = scores.copy()
+            scores[np.asarray(list(exclude_rows), dtype=np.int64)] = -np.inf
+        rows = np.asarray(list(rows), dtype=np.int64)
+        ordered = np.sort(scores)
+        # rank = 1 + number of rows scoring strictly higher
+        return (len(scores) - np.searchsorted(ordered, scores[rows], side="right") + 1).astype(np.int64)
