@@ -1,0 +1,157 @@
+"""``python -m bioviz eval``: the papers' evaluations of one or more models, side by side.
+
+    python -m bioviz eval --model MODEL --benchmark mayosrs|umnsrs-sim|umnsrs-rel|all|PATH --json
+    python -m bioviz eval --model MODEL --source SOURCE [--root ID] --depth K \\
+        --task ranking|hypernym|synonym|leaf2parent|hierarchy-auc|all --json
+
+Several ``--model`` options are evaluated on the same split. For a trained run the split
+defaults to the one it was trained with (from its ``run.json``), so its test names are
+truly held out. One JSON object: the models, the view and split, every result with its
+figures, intervals and sample sizes, and any warnings.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from bioviz import evaluation
+from bioviz.cli.common import add_json, add_level_options, source_options, view_from_args
+from bioviz.evaluation import EvalSettings, EvaluationError, SplitSpec
+from bioviz.ontology import load_source
+
+
+def register(subparsers) -> None:
+    """Add the ``eval`` sub-command."""
+    parser = subparsers.add_parser(
+        "eval", help="score models on relatedness benchmarks and the papers' ontology protocols",
+        description="Score one or more models; several --model options are compared on the same split.")
+    parser.add_argument("--model", action="append", required=True,
+                        help="minilm, char-tfidf, a sentence-transformers directory or hub id, or a run "
+                             "directory (repeat to compare)")
+    parser.add_argument("--benchmark", action="append", default=[],
+                        help="mayosrs, umnsrs-sim, umnsrs-rel, all, or a .tsv/.csv file of term1, term2, score")
+    parser.add_argument("--source", help="icd10, icd10cm, hpo, or a path: run the ontology protocols")
+    add_level_options(parser)
+    parser.add_argument("--task", action="append", default=[],
+                        help=f"{', '.join(evaluation.TASKS)} or all (repeatable; default all with --source)")
+    parser.add_argument("--cross-level", default=None, metavar="DEPTHS",
+                        help="also the ranking mAP on each of these levels, e.g. 1,2,3,4 (Table 4)")
+    split = parser.add_argument_group("split (default: a run's own split, else 15 shots, seed 0)")
+    split.add_argument("--shots", type=int, default=None, help="training names per class")
+    split.add_argument("--seed", type=int, default=None, help="split seed")
+    split.add_argument("--test-per-class", type=int, default=None, help="held-out test names per class")
+    split.add_argument("--zero-shot", type=float, default=None,
+                       help="classes held out entirely (count, or fraction when < 1)")
+    sample = parser.add_argument_group("samples")
+    sample.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples for the 95%% intervals")
+    sample.add_argument("--leaf-queries", type=int, default=2000, help="leaf-to-parent: leaf concepts sampled")
+    sample.add_argument("--pairs", type=int, default=1000, help="hierarchy AUC: pairs per distance")
+    sample.add_argument("--sample-seed", type=int, default=0, help="seed of the samples and the bootstrap")
+    parser.add_argument("--no-cache", action="store_true", help="recompute, neither reading nor writing cached results")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_json(parser)
+    parser.set_defaults(handler=run)
+
+
+def _progress(quiet: bool):
+    if quiet:
+        return None
+    return lambda message: sys.stderr.write(f"evaluating {message}\n")
+
+
+def choose_split(args, models: list[str]) -> tuple[SplitSpec, list[str]]:
+    """The split settings: explicit options, else a run's own split, else the defaults.
+
+    Returns
+    -------
+    (spec, warnings)
+
+    Raises
+    ------
+    EvaluationError
+        If several runs were trained on different splits and no split was given.
+    """
+    explicit = {k: v for k, v in {"shots": args.shots, "seed": args.seed, "test_per_class": args.test_per_class,
+                                  "zero_shot_classes": args.zero_shot}.items() if v is not None}
+    run_specs = {m: s for m in models if (s := evaluation.split_spec_for_run(m)) is not None}
+    warnings = []
+    if explicit:
+        spec = SplitSpec(**{**SplitSpec().__dict__, **explicit})
+        for model, own in run_specs.items():
+            if own != spec:
+                warnings.append(f"{model} was trained on another split ({own}); its training names may be "
+                                "among the test names")
+        return spec, warnings
+    distinct = set(run_specs.values())
+    if len(distinct) > 1:
+        raise EvaluationError("the runs were trained on different splits; choose one with --shots/--seed/"
+                              "--test-per-class/--zero-shot")
+    return (distinct.pop() if distinct else SplitSpec()), warnings
+
+
+def _run_level_warnings(models: list[str], args) -> list[str]:
+    """Warn when a run was trained on another source or level than the one evaluated."""
+    from bioviz.runs import is_run_dir, read_run
+
+    warnings = []
+    for model in models:
+        if not is_run_dir(model):
+            continue
+        config = read_run(model).config
+        trained = (config.get("source"), config.get("root"), config.get("depth"))
+        asked = (args.source, args.root, args.depth)
+        if config.get("source") and (trained[0] != asked[0] or (trained[1] or None) != (asked[1] or None)
+                                     or (not args.synonyms and trained[2] != asked[2])):
+            warnings.append(f"{model} was trained on {trained[0]} root={trained[1]} depth={trained[2]}: "
+                            "names held out here may have been training names there")
+    return warnings
+
+
+def run(args) -> dict:
+    """Evaluate the models; one dict with every figure and sample size."""
+    started = time.perf_counter()
+    if not args.benchmark and not args.source:
+        raise EvaluationError("nothing to evaluate: give --benchmark NAME|PATH and/or --source SOURCE")
+    settings = EvalSettings(n_boot=args.n_boot, leaf_queries=args.leaf_queries,
+                            pairs_per_distance=args.pairs, sample_seed=args.sample_seed)
+    progress = _progress(args.quiet)
+    models = args.model
+    out: dict = {"settings": settings.__dict__, "warnings": []}
+    results: list[dict] = []
+    if args.benchmark:
+        results += evaluation.evaluate_benchmarks(models, args.benchmark, settings, not args.no_cache, progress)
+    if args.source:
+        spec, warnings = choose_split(args, models)
+        out["warnings"] += warnings + _run_level_warnings(models, args)
+        ontology = load_source(args.source, **source_options(args))
+        view = view_from_args(args.source, args)
+        split = spec.make(view)
+        tasks = evaluation.expand_tasks(args.task or "all")
+        results += evaluation.evaluate(view, split, models, tasks, ontology, settings, not args.no_cache, progress)
+        out["view"] = {k: v for k, v in view.stats().items() if k != "names_per_class"}
+        out["split"] = {**spec.__dict__, **split.sizes()}
+        if args.cross_level:
+            try:
+                depths = [int(d) for d in args.cross_level.split(",") if d.strip()]
+            except ValueError:
+                raise EvaluationError(f"--cross-level takes depths like 1,2,3,4 (got {args.cross_level!r})") from None
+            table = evaluation.cross_level(ontology, models, depths, args.root, spec, args.keep_ambiguous,
+                                           settings, not args.no_cache, progress)
+            table.pop("results")
+            out["cross_level"] = table
+    out["models"] = list(dict.fromkeys((r["model"], r["model_spec"], r["fingerprint"]) for r in results))
+    out["models"] = [{"label": m[0], "spec": m[1], "fingerprint": m[2]} for m in out["models"]]
+    out["seconds"] = round(time.perf_counter() - started, 2)
+    if args.json:
+        out["results"] = results
+        return out
+    # Readable form: one line per figure.
+    out.pop("settings")
+    out["table"] = [
+        {"model": r["model"], "task": r["task"], "metric": r["metric"],
+         "value": "-" if r["value"] is None else f"{r['value']:.3f}",
+         "95% CI": "-" if r["ci_low"] is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]", "n": r["n"]}
+        for r in evaluation.results_table(results)
+    ]
+    return out
