@@ -108,6 +108,19 @@ def _run_level_warnings(models: list[str], args) -> list[str]:
     return warnings
 
 
+def _depths(text: str | None) -> list[int]:
+    """``"1,2,3"`` -> ``[1, 2, 3]``; checked before any work starts."""
+    if not text:
+        return []
+    try:
+        depths = [int(d) for d in text.split(",") if d.strip()]
+    except ValueError:
+        depths = []
+    if not depths or min(depths) < 1:
+        raise EvaluationError(f"--cross-level takes depths of at least 1 like 1,2,3,4 (got {text!r})")
+    return depths
+
+
 def run(args) -> dict:
     """Evaluate the models; one dict with every figure and sample size."""
     started = time.perf_counter()
@@ -116,6 +129,7 @@ def run(args) -> dict:
     settings = EvalSettings(n_boot=args.n_boot, leaf_queries=args.leaf_queries,
                             pairs_per_distance=args.pairs, sample_seed=args.sample_seed)
     progress = _progress(args.quiet)
+    depths = _depths(args.cross_level)
     models = args.model
     out: dict = {"settings": settings.__dict__, "warnings": []}
     results: list[dict] = []
@@ -131,11 +145,7 @@ def run(args) -> dict:
         results += evaluation.evaluate(view, split, models, tasks, ontology, settings, not args.no_cache, progress)
         out["view"] = {k: v for k, v in view.stats().items() if k != "names_per_class"}
         out["split"] = {**spec.__dict__, **split.sizes()}
-        if args.cross_level:
-            try:
-                depths = [int(d) for d in args.cross_level.split(",") if d.strip()]
-            except ValueError:
-                raise EvaluationError(f"--cross-level takes depths like 1,2,3,4 (got {args.cross_level!r})") from None
+        if depths:
             table = evaluation.cross_level(ontology, models, depths, args.root, spec, args.keep_ambiguous,
                                            settings, not args.no_cache, progress)
             table.pop("results")

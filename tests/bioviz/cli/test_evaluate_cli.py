@@ -1,0 +1,87 @@
+"""``python -m bioviz eval``: JSON contract, several models side by side, exit codes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bioviz.cli import main
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_two_models_on_a_source_and_a_benchmark_file(capsys, data_dir, tmp_home):
+    import torch
+    torch.set_num_threads(1)
+    code, out, err = run_cli(
+        capsys, "eval", "--model", "minilm", "--model", "minilm",
+        "--benchmark", str(data_dir / "benchmarks" / "pairs.csv"),
+        "--source", str(data_dir / "mini.obo"), "--depth", "1", "--shots", "2",
+        "--task", "ranking", "--task", "hypernym", "--n-boot", "50", "--json",
+    )
+    assert code == 0, err
+    result = json.loads(out)
+    assert [(r["task"], r["model"]) for r in result["results"]] == [
+        ("pairs.csv", "minilm"), ("pairs.csv", "minilm"),
+        ("ranking", "minilm"), ("hypernym", "minilm"), ("ranking", "minilm"), ("hypernym", "minilm")]
+    bench = result["results"][0]
+    assert bench["sizes"] == {"pairs": 3, "covered": 3} and "spearman" in bench["ci"]
+    ranking = result["results"][2]
+    assert ranking["sizes"]["queries"] == result["split"]["test"] == 2
+    assert result["split"]["shots"] == 2 and result["view"]["classes"] == 2
+    assert result["results"][4]["cached"]  # the same model again: served from the result cache
+    assert result["models"][0]["label"] == "minilm"
+    assert "evaluating" in err  # progress on stderr, stdout stays one JSON object
+
+
+def test_text_output_is_a_table(capsys, data_dir, tmp_home, monkeypatch):
+    from tests.bioviz.test_evaluation import TrigramModel
+    from bioviz import evaluation
+    monkeypatch.setattr(evaluation, "_load_model", lambda spec: TrigramModel(spec))
+    code, out, _ = run_cli(capsys, "eval", "--model", "x", "--benchmark", "mayosrs", "--n-boot", "20", "--quiet")
+    assert code == 0
+    assert "model=tri-x  task=MayoSRS  metric=Spearman" in out and "n=101" in out
+
+
+@pytest.mark.parametrize("argv, reason", [
+    (["eval", "--model", "minilm"], "nothing to evaluate"),
+    (["eval", "--model", "minilm", "--benchmark", "nope"], "unknown benchmark 'nope'"),
+    (["eval", "--model", "minilm", "--benchmark", "{bad}"], "bad_score.tsv line 2: score 'high' is not a number"),
+    (["eval", "--model", "minilm", "--source", "{obo}", "--depth", "1", "--task", "nope"], "unknown task 'nope'"),
+    (["eval", "--model", "/no/such/model", "--benchmark", "mayosrs"], "not found"),
+    (["eval", "--model", "minilm", "--source", "{obo}", "--depth", "1", "--cross-level", "a,b"], "--cross-level"),
+])
+def test_bad_input_exits_2_with_one_line(capsys, data_dir, tmp_home, monkeypatch, argv, reason):
+    from tests.bioviz.test_evaluation import TrigramModel
+    from bioviz import evaluation
+    if "/no/such/model" not in argv:
+        monkeypatch.setattr(evaluation, "_load_model", lambda spec: TrigramModel(spec))
+    argv = [a.format(obo=data_dir / "mini.obo", bad=data_dir / "benchmarks" / "bad_score.tsv") for a in argv]
+    code, _, err = run_cli(capsys, *argv)
+    assert code == 2
+    assert reason in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_runs_on_different_splits_need_an_explicit_split(capsys, data_dir, tmp_home, tmp_path, monkeypatch):
+    from tests.bioviz.test_evaluation import TrigramModel
+    from bioviz import evaluation
+    monkeypatch.setattr(evaluation, "_load_model", lambda spec: TrigramModel(spec))
+    runs = []
+    for seed in (0, 1):
+        run = tmp_path / f"run{seed}"
+        run.mkdir()
+        (run / "run.json").write_text(json.dumps({"run_id": run.name, "config": {
+            "source": str(data_dir / "mini.obo"), "depth": 1, "shots": 2, "seed": seed, "test_per_class": 1}}))
+        runs += ["--model", str(run)]
+    base = ["eval", *runs, "--source", str(data_dir / "mini.obo"), "--depth", "1", "--task", "ranking", "--json"]
+    code, _, err = run_cli(capsys, *base)
+    assert code == 2 and "different splits" in err
+    code, out, _ = run_cli(capsys, *base, "--seed", "0", "--shots", "2")
+    assert code == 0
+    warnings = json.loads(out)["warnings"]
+    assert len(warnings) == 1 and "run1 was trained on another split" in warnings[0]
