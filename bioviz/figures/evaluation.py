@@ -1,0 +1,85 @@
+"""Figures of evaluation results: grouped bars per metric and the cross-level heatmap."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from bioviz.figures.theme import apply_theme, theme
+
+
+def model_colours(models: list[str]) -> dict[str, str]:
+    """Stable colour per model, in the order given (the theme's qualitative palette)."""
+    palette = theme()["qualitative"]
+    return {model: palette[i % len(palette)] for i, model in enumerate(models)}
+
+
+def metric_bars(rows: list[dict], title: str, caption: str | None = None) -> go.Figure:
+    """Grouped bars: one group per metric, one bar per model, 95% intervals as error bars.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Long-form rows (:func:`bioviz.evaluation.results_table`) of one or more tasks.
+    title : str
+        States the models, the source and level.
+    caption : str, optional
+        Parameters line (split, samples).
+    """
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    groups = list(dict.fromkeys((r["task"], r["metric"]) for r in rows))
+    several_tasks = len({task for task, _ in groups}) > 1
+    x_labels = [f"{task}<br>{metric}" if several_tasks else metric for task, metric in groups]
+    colours = model_colours(models)
+    fig = go.Figure()
+    for model in models:
+        by_group = {(r["task"], r["metric"]): r for r in rows if r["model"] == model}
+        values, plus, minus, sizes = [], [], [], []
+        for group in groups:
+            row = by_group.get(group, {})
+            value = row.get("value")
+            values.append(value)
+            low, high = row.get("ci_low"), row.get("ci_high")
+            plus.append(None if value is None or high is None else high - value)
+            minus.append(None if value is None or low is None else value - low)
+            sizes.append(row.get("n"))
+        fig.add_trace(go.Bar(
+            name=model, x=x_labels, y=values, marker_color=colours[model],
+            error_y={"type": "data", "array": plus, "arrayminus": minus, "visible": True, "thickness": 1.2,
+                     "color": "#52606d"},
+            customdata=sizes,
+            hovertemplate=f"{model}<br>%{{x}}: %{{y:.3f}}<br>n = %{{customdata}}<extra></extra>",
+        ))
+    fig.update_layout(barmode="group", bargap=0.25, legend={"orientation": "h", "y": 1.02, "yanchor": "bottom",
+                                                             "x": 1, "xanchor": "right"})
+    low_values = [r["value"] for r in rows if r.get("value") is not None]
+    fig.update_yaxes(title_text="score", range=[min(0.0, min(low_values, default=0.0)), 1.0])
+    return apply_theme(fig, title, caption, height=420)
+
+
+def cross_level_heatmap(table: dict, title: str, caption: str | None = None) -> go.Figure:
+    """Models x levels heatmap of semantic similarity ranking mAP (higher-level-semantics Table 4).
+
+    Parameters
+    ----------
+    table : dict
+        From :func:`bioviz.evaluation.cross_level` (``models``, ``depths``, ``map``, ``ci``).
+    """
+    z = [[None if v is None else float(v) for v in row] for row in table["map"]]
+    text = []
+    for row, ci_row in zip(z, table.get("ci") or [[None] * len(table["depths"])] * len(z)):
+        cells = []
+        for value, ci in zip(row, ci_row):
+            if value is None:
+                cells.append("–")
+            elif ci and ci[0] is not None:
+                cells.append(f"{value:.3f}<br><span style='font-size:10px'>[{ci[0]:.2f}, {ci[1]:.2f}]</span>")
+            else:
+                cells.append(f"{value:.3f}")
+        text.append(cells)
+    fig = go.Figure(go.Heatmap(
+        z=z, x=[f"level {d}" for d in table["depths"]], y=table["models"], text=text, texttemplate="%{text}",
+        colorscale=theme()["sequential"], zmin=0, zmax=1, colorbar={"title": "mAP"},
+        hovertemplate="%{y} on %{x}<br>mAP %{z:.3f}<extra></extra>",
+    ))
+    fig.update_yaxes(autorange="reversed", automargin=True)
+    return apply_theme(fig, title, caption, height=max(260, 70 * len(table["models"]) + 160))

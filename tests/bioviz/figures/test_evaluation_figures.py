@@ -1,0 +1,26 @@
+"""Evaluation figures: grouped bars with intervals, cross-level heatmap."""
+
+from __future__ import annotations
+
+from bioviz.figures import cross_level_heatmap, metric_bars
+from tests.bioviz.test_result_tables import ROWS
+
+
+def test_metric_bars_one_trace_per_model_with_intervals():
+    fig = metric_bars(ROWS, "Evaluation · minilm vs char_tfidf · icd10 depth 1", "seed 0")
+    assert [t.name for t in fig.data] == ["minilm", "char_tfidf"]
+    minilm = fig.data[0]
+    assert list(minilm.y) == [0.36, 0.455]
+    assert abs(minilm.error_y.array[0] - 0.10) < 1e-9 and abs(minilm.error_y.arrayminus[0] - 0.09) < 1e-9
+    assert fig.data[1].error_y.array[1] is None  # no interval, no error bar
+    assert fig.layout.barmode == "group" and "minilm vs" in fig.layout.title.text
+    assert fig.data[0].marker.color != fig.data[1].marker.color
+
+
+def test_cross_level_heatmap():
+    table = {"models": ["minilm", "run-1"], "depths": [1, 2], "map": [[0.3, None], [0.5, 0.6]],
+             "ci": [[[0.2, 0.4], None], [[0.4, 0.6], [0.5, 0.7]]]}
+    fig = cross_level_heatmap(table, "Cross-level mAP")
+    heat = fig.data[0]
+    assert list(heat.x) == ["level 1", "level 2"] and list(heat.y) == ["minilm", "run-1"]
+    assert heat.text[0][1] == "–" and heat.text[1][0].startswith("0.500")
