@@ -102,6 +102,43 @@ def split_spec_for_run(run_dir: str | Path) -> SplitSpec | None:
     )
 
 
+def choose_split(models, shots=None, seed=None, test_per_class=None,
+                 zero_shot_classes=None) -> tuple[SplitSpec, list[str]]:
+    """The split to evaluate on: given settings, else the runs' own split, else the defaults.
+
+    Parameters
+    ----------
+    models : list of str
+        MODEL strings; run directories among them bring the split they were trained with.
+    shots, seed, test_per_class, zero_shot_classes : optional
+        Explicit settings (any given one overrides the runs' split).
+
+    Returns
+    -------
+    (SplitSpec, warnings)
+        ``warnings`` names runs evaluated on a split other than their own (their training
+        names may then be among the test names).
+
+    Raises
+    ------
+    EvaluationError
+        If runs trained on different splits are compared and no setting is given.
+    """
+    explicit = {k: v for k, v in {"shots": shots, "seed": seed, "test_per_class": test_per_class,
+                                  "zero_shot_classes": zero_shot_classes}.items() if v is not None}
+    run_specs = {m: s for m in models if (s := split_spec_for_run(m)) is not None}
+    if explicit:
+        spec = SplitSpec(**{**asdict(SplitSpec()), **explicit})
+        warnings = [f"{model} was trained on another split ({own}); its training names may be among the "
+                    "test names" for model, own in run_specs.items() if own != spec]
+        return spec, warnings
+    distinct = set(run_specs.values())
+    if len(distinct) > 1:
+        raise EvaluationError("the runs were trained on different splits; choose one with --shots/--seed/"
+                              "--test-per-class/--zero-shot")
+    return (distinct.pop() if distinct else SplitSpec()), []
+
+
 # ---------------------------------------------------------------------------- keys & cache
 
 

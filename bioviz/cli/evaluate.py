@@ -61,33 +61,10 @@ def _progress(quiet: bool):
 
 
 def choose_split(args, models: list[str]) -> tuple[SplitSpec, list[str]]:
-    """The split settings: explicit options, else a run's own split, else the defaults.
-
-    Returns
-    -------
-    (spec, warnings)
-
-    Raises
-    ------
-    EvaluationError
-        If several runs were trained on different splits and no split was given.
-    """
-    explicit = {k: v for k, v in {"shots": args.shots, "seed": args.seed, "test_per_class": args.test_per_class,
-                                  "zero_shot_classes": args.zero_shot}.items() if v is not None}
-    run_specs = {m: s for m in models if (s := evaluation.split_spec_for_run(m)) is not None}
-    warnings = []
-    if explicit:
-        spec = SplitSpec(**{**SplitSpec().__dict__, **explicit})
-        for model, own in run_specs.items():
-            if own != spec:
-                warnings.append(f"{model} was trained on another split ({own}); its training names may be "
-                                "among the test names")
-        return spec, warnings
-    distinct = set(run_specs.values())
-    if len(distinct) > 1:
-        raise EvaluationError("the runs were trained on different splits; choose one with --shots/--seed/"
-                              "--test-per-class/--zero-shot")
-    return (distinct.pop() if distinct else SplitSpec()), warnings
+    """The split from the options, else a run's own split, else the defaults (see
+    :func:`bioviz.evaluation.choose_split`)."""
+    return evaluation.choose_split(models, shots=args.shots, seed=args.seed, test_per_class=args.test_per_class,
+                                   zero_shot_classes=args.zero_shot)
 
 
 def _run_level_warnings(models: list[str], args) -> list[str]:
