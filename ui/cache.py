@@ -27,3 +27,37 @@ def view(source: str, root: str | None, depth: int, synonyms: bool = False, keep
     if synonyms:
         return synonym_view(onto, root=root, keep_ambiguous=keep_ambiguous)
     return level_view(onto, depth=depth, root=root, keep_ambiguous=keep_ambiguous)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def evaluation_results(selection: tuple, models: tuple, tasks: tuple, split: tuple, settings: tuple) -> list[dict]:
+    """Results of the ontology protocols (:func:`bioviz.evaluation.evaluate`) for the selected view.
+
+    ``split`` and ``settings`` are the fields of ``SplitSpec`` and ``EvalSettings``; results
+    also live in the disk result cache (``BIOVIZ_HOME/eval``) and, for runs, in the run.
+    """
+    from bioviz.evaluation import EvalSettings, SplitSpec, evaluate
+
+    v = view(*selection)
+    return evaluate(v, SplitSpec(*split).make(v), list(models), list(tasks), ontology(selection[0]),
+                    EvalSettings(*settings))
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def benchmark_results(models: tuple, benchmarks: tuple, settings: tuple) -> list[dict]:
+    """Spearman's rho of the models on relatedness benchmarks (names or stored upload paths)."""
+    from bioviz.evaluation import EvalSettings, evaluate_benchmarks
+
+    return evaluate_benchmarks(list(models), list(benchmarks), EvalSettings(*settings))
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def cross_level_table(selection: tuple, models: tuple, depths: tuple, split: tuple, settings: tuple) -> dict:
+    """Ranking mAP of the models on each level under the selected root (higher-level-semantics Table 4)."""
+    from bioviz.evaluation import EvalSettings, SplitSpec, cross_level
+
+    source, root, _, _, keep_ambiguous = selection
+    table = cross_level(ontology(source), list(models), list(depths), root, SplitSpec(*split), keep_ambiguous,
+                        EvalSettings(*settings))
+    table.pop("results")
+    return table
