@@ -1,0 +1,213 @@
+"""Evaluation: the papers' benchmarks and protocols for several models, as tables and figures."""
+
+from __future__ import annotations
+
+from dataclasses import astuple
+
+import pandas as pd
+import streamlit as st
+
+from bioviz import result_tables
+from bioviz.benchmarks import BUNDLED as BUNDLED_BENCHMARKS
+from bioviz.benchmarks import load_benchmark
+from bioviz.errors import BiovizError
+from bioviz.evaluation import TASK_LABELS, TASKS, EvalSettings, choose_split, results_table
+from bioviz.figures import cross_level_heatmap, export_config, metric_bars
+from bioviz.uploads import store_upload
+from ui import cache, state
+
+st.set_page_config(page_title="Evaluation · bioviz", page_icon="🧬", layout="wide")
+state.init_state()
+state.selection_sidebar()
+view = state.current_view()
+model_a, model_b = state.model_pickers()
+
+RESULTS = "_eval_results"  # last evaluation: its parameters and results, kept across reruns
+PARAMS = {"eval_tasks": ",".join(TASKS), "eval_bench": ",".join(BUNDLED_BENCHMARKS), "eval_shots": 15,
+          "eval_seed": 0, "eval_tpc": 1, "eval_own": True, "eval_cross": "", "eval_boot": 1000}
+
+# Page keys from the URL once per session, so a shared link reopens the same evaluation.
+for key, default in PARAMS.items():
+    if key in st.session_state:
+        continue
+    raw = st.query_params.get(key)
+    try:
+        value = default if raw is None else (raw == "1" if isinstance(default, bool) else type(default)(raw))
+    except ValueError:
+        value = default
+    st.session_state[key] = value
+
+choices = state.model_choices()
+labels = list(choices)
+by_spec = {spec: label for label, spec in choices.items()}
+if "eval_models" not in st.session_state:
+    wanted = [m for m in st.query_params.get("eval_models", "").split("|") if m] or [model_a, model_b]
+    st.session_state["eval_models"] = [by_spec[m] for m in wanted if m in by_spec] or labels[:1]
+
+st.title("Evaluation")
+st.caption("Figures computed as the papers compute them: relatedness benchmarks (Spearman's rho with a bootstrap "
+           "95% interval), and on the selected level: semantic similarity ranking (mAP), hypernym detection (MRR), "
+           "synonym retrieval and concept mapping (mAP, Acc@1, MRR), leaf-to-parent mapping (MRR, Acc@1) and "
+           "hierarchy distance discrimination (ROC-AUC). ★ marks the best model per column; differences inside "
+           "the intervals are not findings.")
+
+left, right = st.columns([1.3, 1])
+left.multiselect("Models", labels, key="eval_models", help="Base models and trained runs, evaluated on the same split")
+task_keys = [t for t in st.session_state["eval_tasks"].split(",") if t in TASKS]
+bench_keys = [b for b in st.session_state["eval_bench"].split(",") if b in BUNDLED_BENCHMARKS]
+tasks = right.multiselect("Ontology tasks", list(TASKS), default=task_keys, format_func=TASK_LABELS.get,
+                          key="_eval_tasks_pick")
+benches = right.multiselect("Relatedness benchmarks", list(BUNDLED_BENCHMARKS), default=bench_keys,
+                            format_func=lambda b: BUNDLED_BENCHMARKS[b][1], key="_eval_bench_pick")
+st.session_state["eval_tasks"] = ",".join(tasks)
+st.session_state["eval_bench"] = ",".join(benches)
+upload = right.file_uploader("Your own benchmark (term1, term2, score; .tsv or .csv)", type=["tsv", "csv"],
+                             key="_eval_upload")
+
+with st.expander("Split and samples"):
+    cols = st.columns(5)
+    cols[0].toggle("Runs' own split", key="eval_own",
+                   help="Evaluate trained runs on the split they were trained with, so test names are held out")
+    own = st.session_state["eval_own"]
+    cols[1].number_input("Shots", min_value=1, max_value=1000, key="eval_shots", disabled=own)
+    cols[2].number_input("Split seed", min_value=0, max_value=10_000, key="eval_seed", disabled=own)
+    cols[3].number_input("Test names per class", min_value=1, max_value=50, key="eval_tpc", disabled=own)
+    cols[4].number_input("Bootstrap resamples", min_value=0, max_value=10_000, step=100, key="eval_boot")
+    st.text_input("Cross-level table: levels (e.g. 1,2,3,4; empty = none)", key="eval_cross",
+                  help="Ranking mAP of each model on each of these levels under the same root (Table 4)")
+with st.sidebar:
+    st.header("Export")
+    image_format = st.radio("Camera button saves", ["png", "svg"], horizontal=True, key="_eval_image_format",
+                            format_func=lambda f: "PNG (2x)" if f == "png" else "SVG")
+
+models = [choices[label] for label in st.session_state["eval_models"]]
+state.sync_url(eval_models="|".join(models), **{k: ("1" if v is True else "0" if v is False else str(v))
+                                                  for k in PARAMS if (v := st.session_state[k]) != PARAMS[k]})
+
+
+def figure_config(name: str) -> dict:
+    """Toolbar export of a figure in the chosen format (PNG at 2x, or SVG)."""
+    config = export_config(name)
+    config["toImageButtonOptions"] = {**config["toImageButtonOptions"], "format": image_format}
+    return config
+
+
+def depths_wanted() -> tuple[int, ...]:
+    text = st.session_state["eval_cross"].strip()
+    if not text:
+        return ()
+    try:
+        depths = tuple(int(d) for d in text.split(",") if d.strip())
+    except ValueError:
+        raise BiovizError(f"cross-level levels must be numbers like 1,2,3,4 (got {text!r})") from None
+    if not depths or min(depths) < 1:
+        raise BiovizError(f"cross-level levels must be at least 1 (got {text!r})")
+    return depths
+
+
+if view is None:
+    st.stop()
+if not models:
+    st.info("Choose at least one model.")
+    st.stop()
+
+try:
+    depths = depths_wanted()
+    if own:
+        split_spec, warnings = choose_split(models)
+    else:
+        split_spec, warnings = choose_split(models, shots=int(st.session_state["eval_shots"]),
+                                            seed=int(st.session_state["eval_seed"]),
+                                            test_per_class=int(st.session_state["eval_tpc"]))
+    user_bench = None
+    if upload is not None:
+        user_bench = str(store_upload(upload.name, upload.getvalue()))
+        load_benchmark(user_bench)  # a malformed file fails here with its line number
+except BiovizError as error:
+    st.error(str(error))
+    st.stop()
+
+selection = (st.session_state["source"], st.session_state["root"].strip() or None, int(st.session_state["depth"]),
+             bool(st.session_state["synonyms"]), bool(st.session_state["keep_ambiguous"]))
+settings = EvalSettings(n_boot=int(st.session_state["eval_boot"]))
+request = (selection, tuple(models), tuple(tasks), tuple(benches) + ((user_bench,) if user_bench else ()),
+           astuple(split_spec), astuple(settings), depths)
+
+for warning in warnings:
+    st.warning(warning)
+st.caption(f"Split: {split_spec.shots} shots, seed {split_spec.seed}, {split_spec.test_per_class} test name(s) per "
+           f"class · {settings.n_boot} bootstrap resamples · leaf-to-parent on {settings.leaf_queries} sampled "
+           f"leaves · {settings.pairs_per_distance} pairs per hierarchy distance")
+
+if st.button("Run evaluation", type="primary", disabled=not (tasks or benches or user_bench or depths)):
+    try:
+        with st.spinner("Evaluating (embeddings and results are cached, so a second run is quick)…"):
+            results = []
+            if request[3]:
+                results += cache.benchmark_results(request[1], request[3], request[5])
+            if tasks:
+                results += cache.evaluation_results(selection, request[1], request[2], request[4], request[5])
+            cross = cache.cross_level_table(selection, request[1], depths, request[4], request[5]) if depths else None
+        st.session_state[RESULTS] = {"request": request, "results": results, "cross": cross}
+    except BiovizError as error:
+        st.error(str(error))
+        st.stop()
+
+stored = st.session_state.get(RESULTS)
+if not stored:
+    st.info("Choose models and tasks, then run the evaluation.")
+    st.stop()
+if stored["request"] != request:
+    st.info("The choices changed since the results below were computed: run the evaluation again to update them.")
+
+results, cross = stored["results"], stored["cross"]
+rows = results_table(results)
+model_names = list(dict.fromkeys(r["model"] for r in results))
+where = f"{view.title}" if any(r["task"] in TASKS for r in results) else "relatedness benchmarks"
+title_models = " vs ".join(model_names) if len(model_names) <= 4 else f"{len(model_names)} models"
+caption = (f"split {split_spec.shots} shots, seed {split_spec.seed} · 95% bootstrap intervals "
+           f"({settings.n_boot} resamples)")
+
+st.subheader("Results")
+values, lows, highs = result_tables.wide_tables(rows)
+show_ci = st.toggle("Show intervals", value=True, key="_eval_show_ci")
+st.dataframe(result_tables.display_table(values, lows, highs, show_ci=show_ci), width="stretch")
+sizes = pd.DataFrame([{"model": r["model"], "task": TASK_LABELS.get(r["task"], r["task"]), **r["sizes"]}
+                      for r in results])
+with st.expander("Sample sizes"):
+    st.dataframe(sizes, width="stretch", hide_index=True)
+
+name = "-".join(["evaluation", *model_names, view.source.split()[0], f"d{view.depth}"]).replace("/", "_")
+cols = st.columns(2)
+cols[0].download_button("Download CSV", result_tables.to_csv(rows), f"{name}.csv", "text/csv")
+latex = result_tables.to_latex(values, lows if show_ci else None, highs if show_ci else None,
+                               caption=f"{title_models} on {where}; {caption}.", label="tab:evaluation")
+cols[1].download_button("Download LaTeX (booktabs)", latex, f"{name}.tex", "text/x-tex")
+with st.expander("LaTeX"):
+    st.code(latex, language="latex")
+
+st.subheader("Figures")
+groups: dict[str, list[dict]] = {}
+for row in rows:
+    is_bench = row["task"] not in TASK_LABELS.values()
+    groups.setdefault("Relatedness benchmarks" if is_bench else row["task"], []).append(row)
+for group, group_rows in groups.items():
+    fig = metric_bars(group_rows, f"{group} · {title_models}"
+                      + ("" if group == "Relatedness benchmarks" else f" · {view.title}"), caption)
+    st.plotly_chart(fig, width="stretch", config=figure_config(f"{name}-{group}".replace(" ", "_")),
+                    key=f"bars-{group}")
+
+if cross:
+    fig = cross_level_heatmap(cross, f"Semantic similarity ranking mAP per level · {title_models} · {view.source}",
+                              f"{caption} · levels under {view.root}")
+    st.plotly_chart(fig, width="stretch", config=figure_config(f"{name}-cross-level"), key="cross-level")
+    for depth, reason in cross["skipped"].items():
+        st.caption(f"level {depth} skipped: {reason}")
+
+per_class = {r["model"]: r["per_class"] for r in results if r["task"] == "ranking" and r.get("per_class")}
+if per_class:
+    with st.expander("Ranking mAP per class"):
+        names = dict(zip(view.classes, view.class_labels))
+        frame = pd.DataFrame(per_class)
+        frame.insert(0, "class", [f"{names.get(c, c)} ({c})" for c in frame.index])
+        st.dataframe(frame, width="stretch", hide_index=True)

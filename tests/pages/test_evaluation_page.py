@@ -1,0 +1,76 @@
+"""AppTest of the Evaluation page (pages/6_Evaluation.py) on the tiny mini.obo ontology.
+
+Models are replaced by a deterministic trigram encoder (the page and the library run in
+this process), so the test checks the page's flow, not a model's figures.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from bioviz import evaluation
+from tests.bioviz.test_evaluation import TrigramModel
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = ROOT / "pages" / "6_Evaluation.py"
+
+
+@pytest.fixture
+def app(tmp_home, monkeypatch, data_dir):
+    monkeypatch.setattr(evaluation, "_load_model", lambda spec: TrigramModel(spec))
+    at = AppTest.from_file(str(PAGE), default_timeout=120)
+    at.query_params["source"] = str(data_dir / "mini.obo")
+    at.query_params["depth"] = "1"
+    at.query_params["eval_boot"] = "50"
+    return at
+
+
+def run_button(at):
+    return next(b for b in at.button if b.label == "Run evaluation")
+
+
+def test_evaluate_two_models_on_every_task_and_benchmark(app):
+    at = app.run()
+    assert not at.exception and not at.error
+    assert "Choose models and tasks" in at.info[0].value
+    run_button(at).click().run()
+    assert not at.exception and not at.error
+    table = at.dataframe[0].value
+    assert list(table.index) == ["tri-minilm", "tri-char-tfidf"]
+    assert "Semantic similarity ranking · mAP" in table.columns and "MayoSRS · Spearman" in table.columns
+    assert all(any(cell.startswith("★") for cell in table[c]) for c in table.columns)  # best marked per column
+    labels = [b.label for b in at.get("download_button")]
+    assert labels == ["Download CSV", "Download LaTeX (booktabs)"]
+    assert any(r"\toprule" in c.value for c in at.code)
+    assert len(at.get("plotly_chart")) == 1 + len(evaluation.TASKS)  # benchmarks + one per task
+
+
+def test_url_chooses_tasks_and_cross_level(app):
+    app.query_params["eval_tasks"] = "ranking"
+    app.query_params["eval_bench"] = ""
+    app.query_params["eval_cross"] = "1,2"
+    at = app.run()
+    run_button(at).click().run()
+    assert not at.exception and not at.error
+    table = at.dataframe[0].value
+    assert list(table.columns) == ["Semantic similarity ranking · mAP"]
+    charts = at.get("plotly_chart")
+    assert len(charts) == 2  # ranking bars + cross-level heatmap
+
+
+def test_bad_cross_level_is_a_one_line_error(app):
+    at = app.run()
+    at.text_input(key="eval_cross").set_value("one,two").run()
+    assert not at.exception
+    assert "cross-level levels must be numbers" in at.error[0].value
+
+
+def test_changed_choices_say_results_are_stale(app):
+    at = app.run()
+    run_button(at).click().run()
+    at.number_input(key="eval_boot").set_value(20).run()
+    assert any("choices changed" in i.value for i in at.info)
+    assert at.dataframe  # previous results stay visible
