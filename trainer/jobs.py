@@ -49,6 +49,9 @@ FINISHED = (SUCCEEDED, FAILED, CANCELLED, INTERRUPTED)
 DB_FILE = "jobs.sqlite"
 # Exit code of a trainer stopped by SIGTERM between batches (128 + SIGINT, by convention).
 CANCEL_EXIT_CODE = 130
+# Seconds a cancelled trainer gets to stop cleanly before it is killed (it stops between
+# batches, then the interpreter tears torch down: seconds on a busy machine).
+CANCEL_GRACE_S = 30.0
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS jobs (
@@ -384,8 +387,11 @@ class Executor:
         """Whether the process behind ``handle`` is still alive."""
         raise NotImplementedError
 
-    def cancel(self, handle: str, grace_s: float = 10.0) -> None:
-        """Ask the process and its children to stop; force them after ``grace_s`` seconds."""
+    def cancel(self, handle: str, grace_s: float = CANCEL_GRACE_S, wait: bool = True) -> None:
+        """Ask the process and its children to stop; force them after ``grace_s`` seconds.
+
+        With ``wait=False`` return once asked; the job's runner forces its trainer itself.
+        """
         raise NotImplementedError
 
 
@@ -467,26 +473,34 @@ class LocalProcessExecutor(Executor):
             if child.poll() is not None:
                 cls._children.pop(pid, None)
 
-    def cancel(self, handle: str, grace_s: float = 10.0) -> None:
-        """SIGTERM the process group (the trainer stops between batches), SIGKILL after ``grace_s``."""
+    def cancel(self, handle: str, grace_s: float = CANCEL_GRACE_S, wait: bool = True) -> None:
+        """SIGTERM the process group (the trainer stops between batches), SIGKILL after ``grace_s``.
+
+        With ``wait=False`` only the SIGTERM is sent: the runner kills its trainer after
+        the same grace period, so a page need not block on a slow shutdown.
+        """
         info = json.loads(handle)
         pid = int(info["pid"])
         if not self.poll(handle).alive:
             return
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGTERM)  # pid == pgid: the process leads its own session
+        if not wait:
+            return
         deadline = time.monotonic() + grace_s
         while time.monotonic() < deadline:
-            if not self.poll(handle).alive and not _group_alive(pid):
+            if not self.poll(handle).alive and not group_alive(pid):
                 return
             time.sleep(0.1)
         logger.warning("job process group %s ignored SIGTERM for %.0f s: killing it", pid, grace_s)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
-        self.poll(handle)
+        deadline = time.monotonic() + 5.0  # SIGKILL cannot be refused; wait for the kernel
+        while (self.poll(handle).alive or group_alive(pid)) and time.monotonic() < deadline:
+            time.sleep(0.05)
 
 
-def _group_alive(pgid: int) -> bool:
+def group_alive(pgid: int) -> bool:
     """True while any process of group ``pgid`` is alive (zombies do not count)."""
     try:
         os.killpg(pgid, 0)

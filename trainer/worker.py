@@ -36,7 +36,7 @@ from pathlib import Path
 
 from bioviz.runs import is_run_dir
 from trainer.jobs import (
-    ACTIVE, CANCEL_EXIT_CODE, CANCELLED, FAILED, INTERRUPTED, QUEUED, RUNNING, SUCCEEDED, Executor, Job, JobError,
+    ACTIVE, CANCEL_EXIT_CODE, CANCEL_GRACE_S, CANCELLED, FAILED, INTERRUPTED, QUEUED, RUNNING, SUCCEEDED, Executor, Job, JobError,
     JobStore, LocalProcessExecutor, ProcessState, python_command, read_progress, summarise_progress, tail,
 )
 
@@ -308,8 +308,16 @@ class Worker:
         self.store.update(job.id, conn, status=RUNNING, device=slot, handle=handle, started_at=time.time())
         logger.info("job %s started on %s", job.id, slot)
 
-    def cancel(self, job_id: str, grace_s: float = 10.0) -> Job:
+    def cancel(self, job_id: str, grace_s: float = CANCEL_GRACE_S, wait: bool = True) -> Job:
         """Cancel a queued or running job; a running one is stopped with its children.
+
+        Parameters
+        ----------
+        job_id : str
+        grace_s : float
+            Seconds the trainer gets to stop cleanly before it is killed.
+        wait : bool
+            Wait until the processes are gone (False: return at once; the runner makes sure).
 
         Raises
         ------
@@ -323,8 +331,9 @@ class Worker:
             reason = "cancelled before it started" if job.status == QUEUED else "cancelled by user"
             self.store.update(job_id, conn, status=CANCELLED, error=reason, finished_at=time.time())
         if job.status == RUNNING and job.handle:
-            self.executor.cancel(job.handle, grace_s)
-            discard_incomplete_run(job)
+            self.executor.cancel(job.handle, grace_s, wait=wait)
+            if wait:
+                discard_incomplete_run(job)
         self.reconcile()  # the freed slot goes to the next queued job
         return self.store.get(job_id)
 
@@ -350,14 +359,14 @@ class Worker:
             The trainer's exit code.
         """
         job = self.store.get(job_id)
-        cancel_requested = False
+        cancel_requested: float | bool = False  # monotonic time of the first SIGTERM
         child: subprocess.Popen | None = None
 
         def on_term(signum, frame):  # noqa: ARG001 - signal handler signature
             # The trainer got the same signal when it came to the whole group; forward it when
             # only this process was signalled. Then keep waiting, to record the end.
             nonlocal cancel_requested
-            cancel_requested = True
+            cancel_requested = cancel_requested or time.monotonic()
             if child is not None and child.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     child.send_signal(signal.SIGTERM)
@@ -375,8 +384,15 @@ class Worker:
                                   error=f"could not start the trainer: {error}")
                 self.reconcile()
                 return 1
-            code = child.wait()
-            status, reason = outcome(job, code, cancel_requested)
+            code = None
+            while code is None:
+                try:
+                    code = child.wait(timeout=0.5)
+                except subprocess.TimeoutExpired:
+                    if cancel_requested and time.monotonic() - cancel_requested > CANCEL_GRACE_S:
+                        logger.warning("trainer ignored SIGTERM for %.0f s: killing it", CANCEL_GRACE_S)
+                        child.kill()
+            status, reason = outcome(job, code, bool(cancel_requested))
             log.write((f"[job {job.id}] {status}" + (f": {reason}" if reason else "") + "\n").encode())
         progress = summarise_progress(read_progress(job.progress_path))
         if not self.store.update(job.id, only_if=(RUNNING,), status=status, error=reason, exit_code=code,

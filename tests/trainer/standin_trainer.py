@@ -3,7 +3,8 @@
 Used only by the job tests: it writes the same progress events, stops between "batches"
 on SIGTERM with exit code 130, and writes its run directory to a temporary folder renamed
 at the end. ``--epochs``, ``--epoch-s`` (seconds per epoch), ``--fail-at`` (raise at that
-epoch) and ``--wait-file`` (do not finish while that file is missing) steer it.
+epoch), ``--wait-file`` (do not finish while that file is missing) and ``--ignore-term``
+(a trainer that does not stop when asked) steer it.
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ def main(argv=None) -> int:
     parser.add_argument("--fail-at", type=int, default=0)
     parser.add_argument("--wait-file", default=None)
     parser.add_argument("--source", default="mini")
+    parser.add_argument("--ignore-term", action="store_true")
     args, _ = parser.parse_known_args(argv)
-    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN if args.ignore_term else on_term)
     progress = Path(args.progress_file)
     out = Path(args.out)
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"

@@ -21,6 +21,7 @@ from trainer.jobs import (
     CANCELLED, FAILED, INTERRUPTED, QUEUED, RUNNING, SUCCEEDED, JobError, JobStore, LocalProcessExecutor,
     read_progress, summarise_progress,
 )
+from trainer.jobs import group_alive
 from trainer.worker import Worker, config_to_argv, parse_slots
 
 STANDIN = "tests.trainer.standin_trainer"
@@ -124,6 +125,27 @@ def test_cancel_while_running_stops_the_process_group(worker, tmp_path):
         worker.cancel(job.id)
 
 
+def test_cancel_without_waiting_returns_at_once_and_the_runner_records_the_end(worker, tmp_path):
+    job = worker.submit({"epochs": 1, "wait_file": str(tmp_path / "never")}, validate=False)
+    job = wait_for(worker, job.id, lambda j: j.progress.get("epoch") == 1)
+    assert worker.cancel(job.id, wait=False).status == CANCELLED
+    ended = wait_for(worker, job.id, lambda j: j.exit_code is not None)
+    assert ended.status == CANCELLED and ended.exit_code == 130
+    deadline = time.monotonic() + 30
+    while leftovers(ended) and time.monotonic() < deadline:  # the runner tidies up after recording
+        time.sleep(0.1)
+    assert leftovers(ended) == []
+
+
+def test_trainer_ignoring_sigterm_is_killed_after_the_grace_period(worker, tmp_path):
+    job = worker.submit({"epochs": 1, "ignore_term": True, "wait_file": str(tmp_path / "never")}, validate=False)
+    job = wait_for(worker, job.id, lambda j: j.progress.get("epoch") == 1)
+    cancelled = worker.cancel(job.id, grace_s=1.0)
+    assert cancelled.status == CANCELLED
+    assert not group_alive(json.loads(job.handle)["pid"])  # killed: zombies at most, until init reaps them
+    assert leftovers(cancelled) == []
+
+
 def test_killed_worker_is_marked_interrupted_and_the_next_job_still_runs(worker, tmp_path):
     first = worker.submit({"epochs": 2, "wait_file": str(tmp_path / "never")}, validate=False)
     second = worker.submit({"epochs": 2}, validate=False)
@@ -194,3 +216,76 @@ def test_cancel_queued_job_and_delete(worker, tmp_path):
 def test_recycled_pid_is_not_mistaken_for_the_job(tmp_path):
     handle = json.dumps({"pid": os.getpid(), "start": "0"})  # alive pid, different start time
     assert LocalProcessExecutor().poll(handle).alive is False
+
+
+# -- the real trainer ------------------------------------------------------------------
+def tiny_config(data_dir, **overrides) -> dict:
+    """A real training config that trains in seconds: the mini ontology, minilm, a small head."""
+    return {"source": str(data_dir / "mini.obo"), "depth": 1, "shots": 1, "encoder": "residual",
+            "base": "minilm", "epochs": 2, "hidden": 32, **overrides}
+
+
+@pytest.mark.slow
+def test_real_trainer_job_from_cli_submit_to_succeeded(tmp_home, data_dir, capsys):
+    from trainer.cli import main
+
+    assert main(["jobs", "submit", "--source", str(data_dir / "mini.obo"), "--shots", "1", "--epochs", "2",
+                 "--hidden", "32", "--device", "cpu"]) == 0
+    job_id = capsys.readouterr().out.strip()
+    worker = Worker()
+    done = wait_for(worker, job_id, finished, timeout=300)
+    assert done.status == SUCCEEDED, f"{done.error}\n{Path(done.log_path).read_text()}"
+    assert is_run_dir(done.run_dir) and leftovers(done) == [job_id]
+    assert done.config["epochs"] == 2 and done.config["stop_on"] == "loss"  # the papers' defaults filled in
+    assert done.progress["max_epochs"] == 2 and done.progress["val_name"] == "loss"
+
+    assert main(["jobs", "status", job_id, "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert status["status"] == SUCCEEDED and status["run_dir"] == done.run_dir and status["exit_code"] == 0
+    assert main(["jobs", "list"]) == 0
+    listing = capsys.readouterr().out
+    assert job_id in listing and "epoch 2/2" in listing and "residual on mini.obo d1" in listing
+    assert main(["jobs", "logs", job_id]) == 0
+    assert "epoch 2/2" in capsys.readouterr().out
+    assert main(["jobs", "cancel", job_id]) == 2
+    assert "already succeeded" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_real_trainer_cancelled_mid_training_leaves_no_run(tmp_home, data_dir):
+    worker = Worker()
+    job = worker.submit(tiny_config(data_dir, epochs=1_000_000, patience=1_000_000), device="cpu")
+    job = wait_for(worker, job.id, lambda j: j.progress.get("epoch", 0) >= 1 or j.finished, timeout=300)
+    assert job.status == RUNNING, job.error
+    cancelled = worker.cancel(job.id)
+    assert cancelled.status == CANCELLED and cancelled.exit_code == 130
+    assert leftovers(cancelled) == []  # no run directory, no .partial- temp dir
+    events = read_progress(job.progress_path)
+    assert events[-1]["event"] == "error" and events[-1].get("cancelled") is True
+
+
+@pytest.mark.parametrize("overrides, reason", [
+    ({"encoder": "transformer-xl"}, "unknown encoder 'transformer-xl'"),
+    ({"shots": 50}, "shots 50 is larger than the classes allow"),
+    ({"base": "/no/such/model"}, "not found"),
+    ({"init": "/no/such/run"}, "not a complete trained run"),
+    ({"learning_rate": 0.1}, "unknown training option(s): learning_rate"),
+])
+def test_invalid_config_is_refused_before_a_job_exists(tmp_home, data_dir, overrides, reason):
+    worker = Worker()
+    with pytest.raises(BiovizError) as error:
+        worker.submit(tiny_config(data_dir, **overrides))
+    assert reason in str(error.value)
+    assert worker.store.list() == [] and not list((tmp_home / "jobs").glob("*"))
+
+
+def test_cli_refuses_bad_input_with_one_line(tmp_home, data_dir, capsys):
+    from trainer.cli import main
+
+    assert main(["jobs", "submit", "--source", str(data_dir / "mini.obo"), "--encoder", "nope"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "error: unknown encoder 'nope': choose one of residual, dan, cca, hierarchical, definitions"]
+    assert main(["jobs", "status", "20990101-000000-dead"]) == 2
+    assert "no job '20990101-000000-dead'" in capsys.readouterr().err
+    assert main(["jobs", "list", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"jobs": []}
