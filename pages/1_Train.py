@@ -130,7 +130,7 @@ if st.button("Launch training", type="primary", disabled=view is None or not bas
 # -- the jobs ----------------------------------------------------------------------------
 def _cancel(job_id: str) -> None:
     try:
-        Worker().cancel(job_id)
+        Worker().cancel(job_id, wait=False)  # the runner stops the trainer; the page stays responsive
     except BiovizError as error:
         st.session_state["train_message"] = str(error)
 

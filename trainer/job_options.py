@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from bioviz.ontology import make_split
 from bioviz.ontology.levels import LevelView
-from trainer.config import ENCODERS, TrainConfig, validate
+from trainer.config import ENCODERS, TrainConfig, check_split_feasible, validate
 
 # Fields the job system or the shared selection sets, not the hyperparameter form.
 SELECTION_FIELDS = ("source", "root", "depth", "synonyms", "keep_ambiguous", "source_options")
@@ -65,7 +65,13 @@ def estimate_sizes(view: LevelView, shots: int | None, seed: int = 0, test_per_c
     -------
     dict
         :meth:`bioviz.ontology.Split.sizes` plus ``classes`` (classes trained on).
+
+    Raises
+    ------
+    SplitError
+        When the trainer would refuse these shots (the same check it runs).
     """
+    check_split_feasible(view.class_sizes(), shots, test_per_class)
     split = make_split(view, shots=shots, seed=seed, test_per_class=test_per_class,
                        zero_shot_classes=zero_shot_classes)
     sizes = split.sizes()

@@ -1,0 +1,141 @@
+"""AppTest of the Train page (pages/1_Train.py): form, estimate, job table, live progress, reload."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from trainer.jobs import QUEUED, RUNNING, SUCCEEDED
+from trainer.worker import Worker
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = ROOT / "pages" / "1_Train.py"
+STANDIN = "tests.trainer.standin_trainer"
+
+
+def wait_for(worker: Worker, job_id: str, predicate, timeout: float = 300.0):
+    """Reconcile until ``predicate(job)`` holds (the timeout only guards against a hang)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        worker.reconcile()
+        job = worker.store.get(job_id)
+        if predicate(job):
+            return job
+        assert time.monotonic() < deadline, f"job {job_id} stuck in {job.status}: {job.error}"
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def page(tmp_home, data_dir):
+    """A fresh session of the Train page on the tiny fixture ontology."""
+
+    def open_page() -> AppTest:
+        at = AppTest.from_file(str(PAGE), default_timeout=120)
+        at.query_params["source"] = str(data_dir / "mini.obo")
+        return at
+
+    return open_page
+
+
+def table(at) -> list[dict]:
+    return at.dataframe[0].value.to_dict("records") if at.dataframe else []
+
+
+def metrics(at) -> dict:
+    return {m.label: m.value for m in at.metric}
+
+
+def test_form_shows_the_training_set_estimate_and_encoder_defaults(page):
+    at = page().run()
+    assert not at.exception
+    assert "shots 15 is larger than the classes allow" in at.error[0].value  # 15 is the default
+    at.number_input(key="train_shots").set_value(1).run()
+    assert not at.error
+    assert metrics(at)["Classes trained on"] == "2"
+    assert int(metrics(at)["Test names"]) == 2
+    assert at.number_input(key="train_hp_residual_batch_size").value == 16  # fewshot §3.2
+    at.selectbox(key="train_encoder").set_value("dan").run()
+    assert at.number_input(key="train_hp_dan_batch_size").value == 64  # higher-level semantics §5.2
+    assert at.selectbox(key="train_hp_dan_stop_on").value == "mAP"
+    assert at.number_input(key="train_hp_hidden").help.startswith("hidden layer width")
+    assert "No training jobs yet" in at.info[0].value
+
+
+def test_invalid_config_is_refused_with_one_line_and_no_job(page):
+    at = page().run()
+    at.number_input(key="train_shots").set_value(50).run()
+    assert any("shots 50 is larger" in e.value for e in at.error)  # the estimate already says so
+    at.button[0].click().run()
+    assert not at.exception
+    assert any("larger than the classes allow" in e.value for e in at.error)
+    assert Worker().store.list() == []
+
+
+def test_reload_mid_training_shows_the_same_job_and_progress(page, tmp_path):
+    worker = Worker(module=STANDIN)
+    gate = tmp_path / "go"
+    job = worker.submit({"source": "mini", "epochs": 2, "wait_file": str(gate)}, validate=False)
+    wait_for(worker, job.id, lambda j: j.progress.get("epoch") == 2)
+    for _ in range(2):  # first visit, then a reload (a new session) while it still runs
+        at = page().run()
+        assert not at.exception
+        [row] = table(at)
+        assert row["job"] == job.id and row["status"] == RUNNING and row["progress"] == "epoch 2/2"
+        assert at.selectbox(key="train_job").value == job.id
+        assert at.query_params["job"] in (job.id, [job.id])
+        assert any(b.label == "Cancel" for b in at.button)
+        assert "standin: training 2 epochs" in at.code[0].value  # the log tail
+    gate.touch()
+    wait_for(worker, job.id, lambda j: j.finished)
+    at = page().run()
+    assert table(at)[0]["status"] == SUCCEEDED
+    assert any("Finished in" in s.value for s in at.success)
+    assert len(at.get("plotly_chart")) == 2  # curves, then baseline vs trained
+
+
+def test_two_jobs_back_to_back_the_second_waits_visibly(page, tmp_path):
+    worker = Worker(module=STANDIN, slots={"cpu": 1, "cuda": 1})
+    gate = tmp_path / "go"
+    first = worker.submit({"source": "mini", "epochs": 1, "wait_file": str(gate)}, validate=False)
+    second = worker.submit({"source": "mini", "epochs": 1}, validate=False)
+    wait_for(worker, first.id, lambda j: j.status == RUNNING)
+    at = page().run()
+    rows = {r["job"]: r for r in table(at)}
+    assert rows[first.id]["status"] == RUNNING
+    assert rows[second.id]["status"] == QUEUED and rows[second.id]["progress"] == "waiting (#1 in queue)"
+    assert at.selectbox(key="train_job").value == second.id  # newest first
+    assert "Waiting in the queue (#1)" in at.info[0].value
+    at.button(key=f"train_cancel_{second.id}").click().run()
+    assert {r["job"]: r for r in table(at)}[second.id]["status"] == "cancelled"
+    gate.touch()
+    assert wait_for(worker, first.id, lambda j: j.finished).status == SUCCEEDED
+
+
+@pytest.mark.slow
+def test_launch_a_real_run_from_the_page_and_open_it_in_views(tmp_home, data_dir):
+    # Entered from app.py, as in the app, so st.switch_page finds the other pages.
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params["source"] = str(data_dir / "mini.obo")
+    at.run()
+    at.switch_page("pages/1_Train.py").run()
+    at.number_input(key="train_shots").set_value(1)
+    at.selectbox(key="train_device").set_value("cpu")
+    at.number_input(key="train_hp_residual_epochs").set_value(2)
+    at.number_input(key="train_hp_hidden").set_value(32).run()
+    at.button[0].click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    [job] = Worker().store.list()
+    assert job.config["shots"] == 1 and job.config["epochs"] == 2 and job.requested_device == "cpu"
+    assert at.selectbox(key="train_job").value == job.id
+    done = wait_for(Worker(), job.id, lambda j: j.finished)
+    assert done.status == SUCCEEDED, done.error
+    at.run()
+    assert table(at)[0]["status"] == SUCCEEDED and table(at)[0]["progress"] == "epoch 2/2"
+    at.button(key=f"train_open_{job.id}").click().run()  # on to pages/4_Neighbours.py
+    assert not at.exception
+    assert at.session_state["model_b"] == done.run_dir
+    assert at.session_state["model_a"] == "minilm"
+    assert not any(b.label == "Launch training" for b in at.button)  # no longer on the Train page
