@@ -178,6 +178,11 @@ def fine_tune(trainer) -> "TrainResult":  # noqa: F821 - avoids a circular impor
         )
         fit = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset,
                                          loss=MultipleNegativesRankingLoss(model), callbacks=[Reporter()])
+        # The printer callback writes log dicts to stdout, which carries only the JSON summary.
+        from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+        fit.remove_callback(PrinterCallback)
+        fit.remove_callback(ProgressCallback)
         fit.train()
     if trainer.cancel.is_set():
         raise Cancelled("training cancelled")

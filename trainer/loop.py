@@ -269,7 +269,8 @@ class Trainer:
 
             if not len(val_rows):
                 return float("nan")
-            enc = self._encode(model, x_dev[torch.from_numpy(np.concatenate([train_rows, val_rows]))]).cpu().numpy()
+            rows = torch.from_numpy(np.concatenate([train_rows, val_rows]))
+            enc = _normalise(self._encode(model, x_dev[rows]).cpu().numpy())  # the metric assumes unit rows
             return float(class_retrieval_map(enc[len(train_rows):], labels_np[val_rows], enc[: len(train_rows)],
                                              labels_np[train_rows]))
 

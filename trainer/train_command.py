@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import dataclasses
 import json
 import signal
@@ -143,7 +144,9 @@ def handle(args: argparse.Namespace) -> int:
     cancel = CancelFlag()
     previous = {sig: signal.signal(sig, lambda *_: cancel.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        summary = train_run(config, args.out, callbacks=[writer], cancel=cancel, validated=True)
+        # Libraries that print (progress bars, trainer logs) must not break the one-JSON stdout.
+        with contextlib.redirect_stdout(sys.stderr):
+            summary = train_run(config, args.out, callbacks=[writer], cancel=cancel, validated=True)
     except Cancelled:
         writer({"event": "error", "message": "cancelled", "cancelled": True})
         return EXIT_CANCELLED

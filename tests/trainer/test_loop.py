@@ -1,0 +1,85 @@
+"""The training loop: every head trains, runs are deterministic, stopping and cancel work."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from trainer.loop import CancelFlag, Cancelled, Trainer
+
+
+@pytest.mark.parametrize("encoder", ["residual", "dan", "cca", "hierarchical"])
+def test_each_head_trains_and_reports_epochs(encoder, tiny_data, tiny_config):
+    events = []
+    config = tiny_config(encoder=encoder, epochs=3, patience=5)
+    result = Trainer(config, tiny_data, callbacks=[events.append]).run()
+    assert events[0]["event"] == "start" and events[0]["max_epochs"] == 3
+    epochs = [e for e in events if e["event"] == "epoch"]
+    assert [e["epoch"] for e in epochs] == [1, 2, 3]
+    assert all({"total", *({"triplet"} if encoder != "hierarchical" else {"ms"})} <= set(e["losses"]) for e in epochs)
+    assert all(e["val_name"] == config.stop_on and e["eta_s"] >= 0 for e in epochs)
+    assert result.vectors.shape == tiny_data.vectors.shape
+    assert np.allclose(np.linalg.norm(result.vectors, axis=1), 1.0, atol=1e-5)
+    assert set(result.metrics) >= {"baseline", "trained"}
+    assert result.metrics["trained"]["test"]["mAP"] is not None
+    if encoder == "cca":
+        assert "cca_projection" in result.metrics
+
+
+def test_training_lowers_the_training_loss(tiny_data, tiny_config):
+    config = tiny_config(encoder="dan", epochs=25, patience=25, hidden=64)
+    history = Trainer(config, tiny_data).run().history
+    assert np.mean([h["losses"]["total"] for h in history[-5:]]) < history[0]["losses"]["total"]
+
+
+def test_same_seed_gives_identical_runs(tiny_data, tiny_config):
+    config = tiny_config(encoder="residual", epochs=3)
+    first = Trainer(config, tiny_data).run()
+    second = Trainer(config, tiny_data).run()
+    assert [h["losses"] for h in first.history] == [h["losses"] for h in second.history]
+    assert np.array_equal(first.vectors, second.vectors)
+    third = Trainer(tiny_config(encoder="residual", epochs=3, seed=1), tiny_data).run()
+    assert not np.array_equal(first.vectors, third.vectors)
+
+
+def test_early_stopping_restores_the_best_epoch(tiny_data, tiny_config):
+    # With a zero learning rate nothing improves after the first epoch: stop after `patience`.
+    config = tiny_config(encoder="dan", epochs=50, patience=3, lr=1e-12, stop_on="mAP")
+    result = Trainer(config, tiny_data).run()
+    assert len(result.history) == 4 and result.best_epoch == 1 and result.stopped_early
+
+
+def test_validation_loss_criterion_is_reported(tiny_data, tiny_config):
+    result = Trainer(tiny_config(encoder="residual", epochs=2), tiny_data).run()
+    assert all(h["val_loss"] is not None and h["val_loss"] > 0 for h in result.history)
+
+
+def test_cancel_flag_stops_between_batches(tiny_data, tiny_config):
+    cancel = CancelFlag()
+    seen = []
+
+    def cancel_after_first_epoch(event):
+        seen.append(event["event"])
+        if event["event"] == "epoch":
+            cancel.set()
+
+    trainer = Trainer(tiny_config(encoder="residual", epochs=10, batch_size=2), tiny_data,
+                      callbacks=[cancel_after_first_epoch], cancel=cancel)
+    with pytest.raises(Cancelled):
+        trainer.run()
+    assert seen.count("epoch") == 1
+
+
+def test_cancel_before_start_trains_nothing(tiny_data, tiny_config):
+    cancel = CancelFlag()
+    cancel.set()
+    with pytest.raises(Cancelled):
+        Trainer(tiny_config(), tiny_data, cancel=cancel).run()
+
+
+def test_trained_head_matches_returned_vectors(tiny_data, tiny_config):
+    result = Trainer(tiny_config(encoder="residual", epochs=2), tiny_data).run()
+    with torch.no_grad():
+        out = torch.nn.functional.normalize(result.head(torch.from_numpy(tiny_data.vectors)), dim=1).numpy()
+    assert np.allclose(out, result.vectors, atol=1e-5)

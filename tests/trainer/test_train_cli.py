@@ -1,0 +1,155 @@
+"""``python -m trainer train`` end to end on a tiny table, its refusals, cancel and export."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from trainer.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _args(data_dir, out, *extra):
+    return ["train", "--source", str(data_dir / "trainer_tiny.tsv"), "--depth", "1", "--shots", "3",
+            "--hidden", "32", "--epochs", "3", "--base", "minilm", "--out", str(out), "--json", *extra]
+
+
+def _events(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _env(home: Path) -> dict:
+    return {**os.environ, "BIOVIZ_HOME": str(home), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1",
+            "PYTHONPATH": str(ROOT)}
+
+
+def test_train_cli_end_to_end_writes_a_loadable_run(data_dir, tmp_home, tmp_path):
+    out, progress = tmp_path / "run-a", tmp_path / "progress.jsonl"
+    proc = subprocess.run([sys.executable, "-m", "trainer", *_args(data_dir, out, "--encoder", "residual",
+                                                                    "--progress-file", str(progress))],
+                          cwd=ROOT, env=_env(tmp_home), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)  # stdout is exactly one JSON object
+    assert summary["run_dir"] == str(out) and summary["epochs"] >= 1 and summary["seconds"] > 0
+    assert set(summary["baseline"]) >= {"validation", "test"} and "mAP" in summary["trained"]["test"]
+    events = _events(progress)
+    assert events[0]["event"] == "start" and events[-1]["event"] == "done"
+    assert any(e["event"] == "epoch" and "total" in e["losses"] for e in events)
+    record = json.loads((out / "run.json").read_text())
+    assert record["run_id"] == "run-a"
+    config = record["config"]
+    assert config["encoder"] == "residual" and config["shots"] == 3 and config["base"] == "minilm"
+    assert len(config["base_fingerprint"]) >= 16 and config["split"]["seed"] == 0
+    assert set(record["metrics"]) >= {"history", "baseline", "trained"}
+    assert set(record["timings"]) >= {"embedding_s", "training_s", "per_epoch_s"}
+    assert (out / "head.safetensors").is_file()
+    assert not list(tmp_path.glob(".run-a.partial-*"))
+
+    from sentence_transformers import SentenceTransformer
+
+    from bioviz.embeddings import embed
+
+    names = ["heart attack", "hives"]
+    direct = SentenceTransformer(str(out), device="cpu").encode(names, normalize_embeddings=True)
+    via_bioviz = embed(names, str(out), use_cache=False).vectors
+    assert direct.shape == (2, 384)
+    assert np.allclose(direct, via_bioviz, atol=1e-5)
+    assert not np.allclose(direct, embed(names, "minilm", use_cache=False).vectors, atol=1e-3)
+
+
+def test_init_continues_from_an_earlier_run(data_dir, tmp_home, tmp_path, capsys):
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert main(_args(data_dir, first, "--encoder", "dan")) == 0
+    assert main(_args(data_dir, second, "--encoder", "residual", "--init", str(first))) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    record = json.loads((second / "run.json").read_text())
+    assert record["config"]["init"] == str(first) and record["config"]["input_model"] == str(first)
+    # The baseline of a continued run is the earlier run's output.
+    first_record = json.loads((first / "run.json").read_text())
+    assert summary["baseline"]["test"]["mAP"] == pytest.approx(first_record["metrics"]["trained"]["test"]["mAP"],
+                                                              abs=1e-4)
+    modules = json.loads((second / "modules.json").read_text())
+    assert sum(m["type"].endswith("Dense") for m in modules) == 4
+
+
+def test_cca_run_also_saves_the_projection_alone(data_dir, tmp_home, tmp_path, capsys):
+    out = tmp_path / "cca"
+    assert main(_args(data_dir, out, "--encoder", "cca")) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert "cca_projection" in summary
+    from bioviz.embeddings import embed
+
+    assert embed(["asthma"], str(out / "cca_projection"), use_cache=False).vectors.shape == (1, 384)
+
+
+@pytest.mark.parametrize(
+    "extra, reason",
+    [
+        (["--encoder", "transformer-xl"], "unknown encoder"),
+        (["--shots", "50"], "larger than the classes allow"),
+        (["--base", "/nonexistent/model"], "not found"),
+        (["--base", "char-tfidf"], "char-tfidf"),
+        (["--lr", "-1"], "learning rate"),
+        (["--init", "/nonexistent/run"], "not a complete trained run"),
+    ],
+)
+def test_bad_input_exits_2_before_training(extra, reason, data_dir, tmp_home, tmp_path, capsys):
+    progress = tmp_path / "p.jsonl"
+    code = main(_args(data_dir, tmp_path / "never", *extra, "--progress-file", str(progress)))
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("error: ") and reason in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "never").exists()
+    assert [e["event"] for e in _events(progress)] == ["error"]
+
+
+def test_existing_output_is_refused(data_dir, tmp_home, tmp_path, capsys):
+    out = tmp_path / "taken"
+    out.mkdir()
+    (out / "something").write_text("x")
+    assert main(_args(data_dir, out)) == 2
+    assert "already exists" in capsys.readouterr().err
+
+
+def test_sigterm_cancels_with_130_and_leaves_no_run(data_dir, tmp_home, tmp_path):
+    out, progress = tmp_path / "cancelled", tmp_path / "progress.jsonl"
+    args = _args(data_dir, out, "--epochs", "100000", "--patience", "100000", "--batch-size", "2",
+                 "--hidden", "256", "--progress-file", str(progress))
+    proc = subprocess.Popen([sys.executable, "-m", "trainer", *args], cwd=ROOT, env=_env(tmp_home),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline:
+            if progress.exists() and any(e["event"] == "epoch" for e in _events(progress)):
+                break
+            assert proc.poll() is None, proc.stderr.read()
+            time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert code == 130
+    assert not out.exists() and not list(tmp_path.glob(".cancelled.partial-*"))
+    assert _events(progress)[-1] == {**_events(progress)[-1], "event": "error", "cancelled": True}
+
+
+def test_definitions_fine_tunes_and_exports(data_dir, tmp_home, tmp_path, capsys):
+    out = tmp_path / "defs"
+    assert main(_args(data_dir, out, "--encoder", "definitions", "--epochs", "1", "--batch-size", "4")) == 0
+    summary = json.loads(capsys.readouterr().out)
+    record = json.loads((out / "run.json").read_text())
+    assert record["metrics"]["pairs"]["pairs"] >= 2
+    assert summary["epochs"] == 1 and summary["trained"]["test"]["mAP"] is not None
+    from sentence_transformers import SentenceTransformer
+
+    assert SentenceTransformer(str(out), device="cpu").encode(["asthma"]).shape == (1, 384)
