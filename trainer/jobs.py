@@ -564,7 +564,7 @@ def job_row(job: Job, jobs: list[Job] | None = None, now: float | None = None) -
     elif p.get("max_epochs"):
         progress = f"epoch {p.get('epoch', 0)}/{p['max_epochs']}"
     else:
-        progress = "starting" if job.status == RUNNING else ""
+        progress = "preparing data" if job.status == RUNNING else ""
     metric = ""
     if p.get("val_metric") is not None:
         metric = f"{p.get('val_name', 'val')} {p['val_metric']:.4g}"

@@ -26,7 +26,7 @@ def training_curves(events: list[dict], title: str, caption: str | None = None) 
         One line of parameters.
     """
     epochs = [e for e in events if e.get("event") == "epoch" and "epoch" in e]
-    val_name = next((e["val_name"] for e in reversed(epochs) if e.get("val_name")), "validation")
+    val_name = next((e["val_name"] for e in reversed(epochs) if e.get("val_name")), "metric")
     fig = make_subplots(rows=1, cols=2, subplot_titles=("Training loss", f"Validation {val_name}"),
                         horizontal_spacing=0.12)
     palette = theme()["qualitative"]
@@ -52,7 +52,17 @@ def training_curves(events: list[dict], title: str, caption: str | None = None) 
     if not epochs:
         fig.add_annotation(text="waiting for the first epoch…", xref="paper", yref="paper", x=0.5, y=0.5,
                            showarrow=False)
-    return apply_theme(fig, title, caption, height=380)
+    return _caption_below_axis_titles(apply_theme(fig, title, caption, height=400), caption)
+
+
+def _caption_below_axis_titles(fig: go.Figure, caption: str | None) -> go.Figure:
+    """Move the theme's caption under the x-axis titles (they share its default place)."""
+    if caption:
+        for annotation in fig.layout.annotations:
+            if annotation.text == caption:
+                annotation.y = -0.2
+        fig.update_layout(margin={"b": 100})
+    return fig
 
 
 def _flatten(metrics: dict, prefix: str = "", exclude: tuple[str, ...] = ()) -> dict[str, float]:
@@ -97,4 +107,4 @@ def baseline_vs_trained(baseline: dict, trained: dict, title: str, caption: str 
     fig.update_yaxes(title_text="score")
     if not shared:
         fig.add_annotation(text="no scores in common", xref="paper", yref="paper", x=0.5, y=0.5, showarrow=False)
-    return apply_theme(fig, title, caption, height=380)
+    return _caption_below_axis_titles(apply_theme(fig, title, caption, height=400), caption)

@@ -1,0 +1,39 @@
+"""Training figures: curves from progress events, baseline vs trained bars from run metrics."""
+
+from bioviz.figures import baseline_vs_trained, training_curves
+
+EVENTS = [
+    {"event": "start", "max_epochs": 3},
+    *({"event": "epoch", "epoch": i, "losses": {"triplet": 1.0 / i, "total": 2.0 / i}, "val_metric": v,
+       "val_name": "mAP"} for i, v in ((1, 0.30), (2, 0.50), (3, 0.45))),
+]
+
+
+def test_curves_have_one_line_per_loss_and_mark_the_best_validation_epoch():
+    fig = training_curves(EVENTS, "Training curves · residual on icd10 d1", "lr 0.001")
+    names = [t.name for t in fig.data]
+    assert names == ["triplet", "total", "validation mAP", "best mAP"]
+    assert list(fig.data[1].y) == [2.0, 1.0, 2.0 / 3]
+    assert (fig.data[3].x[0], fig.data[3].y[0]) == (2, 0.50)  # highest mAP, not the last
+    assert fig.layout.title.text.startswith("Training curves")
+
+
+def test_loss_as_validation_metric_marks_the_lowest():
+    events = [{"event": "epoch", "epoch": i, "losses": {"total": 1.0}, "val_metric": v, "val_name": "loss"}
+              for i, v in ((1, 0.3), (2, 0.2), (3, 0.25))]
+    best = training_curves(events, "t").data[-1]
+    assert (best.x[0], best.y[0]) == (2, 0.2)
+
+
+def test_curves_before_the_first_epoch_say_so():
+    fig = training_curves([{"event": "start", "max_epochs": 5}], "t")
+    assert any("waiting for the first epoch" in a.text for a in fig.layout.annotations)
+
+
+def test_baseline_vs_trained_compares_shared_scores_only():
+    baseline = {"validation": {"mAP": 0.4, "names": 330}, "test": {"mAP": 0.35, "names": 22}, "zero_shot": {"mAP": 0.2}}
+    trained = {"validation": {"mAP": 0.6, "names": 330}, "test": {"mAP": 0.55, "names": 22}, "zero_shot": {"mAP": None}}
+    fig = baseline_vs_trained(baseline, trained, "Class retrieval · minilm vs run r1", labels=("minilm", "r1"))
+    assert [t.name for t in fig.data] == ["minilm", "r1"]
+    assert list(fig.data[0].x) == ["validation mAP", "test mAP"]
+    assert list(fig.data[1].y) == [0.6, 0.55]
