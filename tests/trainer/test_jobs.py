@@ -189,6 +189,19 @@ def test_concurrency_limit_queues_the_second_job(worker, tmp_path):
     assert wait_for(worker, second.id, finished).status == SUCCEEDED
 
 
+def test_simultaneous_reconciles_start_a_job_only_once(tmp_home, tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    worker = Worker(module=STANDIN, slots={"cpu": 1, "cuda": 1})
+    gate = tmp_path / "go"
+    job = worker.store.create({"epochs": 1, "wait_file": str(gate)}, module=STANDIN)
+    with ThreadPoolExecutor(6) as pool:  # six "pages" refreshing at the same moment
+        list(pool.map(lambda _: Worker(module=STANDIN).reconcile(), range(6)))
+    gate.touch()
+    assert wait_for(worker, job.id, finished).status == SUCCEEDED
+    assert Path(job.log_path).read_text().count(f"[job {job.id}] on cpu") == 1
+
+
 def test_two_slots_run_two_jobs_at_once(tmp_home, tmp_path):
     worker = Worker(module=STANDIN, slots={"cpu": 2, "cuda": 1})
     gate = tmp_path / "go"
