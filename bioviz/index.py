@@ -1,10 +1,17 @@
 """Nearest names by cosine similarity, with faiss.
 
 Vectors in a :class:`~bioviz.space.Space` have unit length, so inner product is cosine
-similarity. The index is exact (``IndexFlatIP``) by default; above
-:data:`APPROXIMATE_ABOVE` names it switches to HNSW (graph search), whose recall@10 against
-exact search is measured by ``benchmarks/bench_index.py``. Searches restricted to one class
-use a small exact index over that class's rows, built on first use.
+similarity. Search is exact by default; above :data:`APPROXIMATE_ABOVE` names it switches to
+HNSW (graph search), whose recall@10 against exact search is measured by
+``benchmarks/bench_index.py``. Searches restricted to one class use a small exact index
+over that class's rows, built on first use.
+
+Exact search is memory-bound: one query reads every vector. The ``exact`` kind therefore
+scans a float16 copy (``IndexScalarQuantizer``, half the bytes of ``IndexFlatIP``) for a few
+more candidates than asked, re-scores them in float32, and proves the result exact with the
+float16 rounding bound: no row outside the candidates can score above the k-th re-scored
+hit. When the proof fails (near-ties at the cut-off), that query falls back to a full
+float32 scan, so results always equal ``IndexFlatIP``'s (``flat`` kind).
 """
 
 from __future__ import annotations
@@ -23,7 +30,9 @@ logger = logging.getLogger(__name__)
 # Exact search over 100k x 384 answers a query in a few ms on two cores; only well above
 # that does a graph index pay for its build time and lost recall.
 APPROXIMATE_ABOVE = 250_000
-KINDS = ("auto", "exact", "hnsw", "ivf")
+KINDS = ("auto", "exact", "flat", "hnsw", "ivf")
+# Extra candidates fetched from the float16 scan before re-scoring in float32.
+_EXACT_PAD = 32
 
 
 @dataclass(frozen=True)
@@ -83,7 +92,9 @@ class NeighbourIndex:
     class_labels : sequence of str, optional
         Readable class name of each row.
     kind : str
-        ``exact``, ``hnsw``, ``ivf``, or ``auto`` (exact up to ``approximate_above`` rows).
+        ``exact`` (float16 scan + float32 re-scoring, results equal to ``flat``), ``flat``
+        (plain ``IndexFlatIP``), ``hnsw``, ``ivf``, or ``auto`` (exact up to
+        ``approximate_above`` rows, HNSW above).
     approximate_above : int
         Row count above which ``auto`` builds an HNSW index.
     hnsw_m, ef_search, nprobe : int
@@ -120,10 +131,18 @@ class NeighbourIndex:
             index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
             index.train(self.vectors)
             index.nprobe = min(nprobe, nlist)
+        elif self.kind == "exact":
+            index = faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
         else:
             index = faiss.IndexFlatIP(dim)
         if n:
             index.add(self.vectors)
+        # Largest distance between a row and its float16 copy: by Cauchy-Schwarz no unit
+        # query's float16 score is further than this from its float32 score.
+        self._fp16_error = 0.0
+        if self.kind == "exact" and n:
+            rounded = self.vectors.astype(np.float16).astype(np.float32)
+            self._fp16_error = float(np.linalg.norm(self.vectors - rounded, axis=1).max()) + 1e-5
         self.index = index
         self._class_rows: dict[str, tuple[np.ndarray, object]] = {}
         self._lock = threading.Lock()
@@ -212,7 +231,10 @@ class NeighbourIndex:
         if fetch == 0:
             results = [[] for _ in range(len(queries))]
         else:
-            scores, ids = index.search(queries, fetch)
+            if rows is None and self.kind == "exact":
+                scores, ids = self._exact_search(queries, fetch)
+            else:
+                scores, ids = index.search(queries, fetch)
             for q_scores, q_ids in zip(scores, ids):
                 hits: list[Neighbour] = []
                 for score, local in zip(q_scores, q_ids):
@@ -226,6 +248,29 @@ class NeighbourIndex:
                         break
                 results.append(hits)
         return results[0] if single else results
+
+    def _exact_search(self, queries: np.ndarray, fetch: int) -> tuple[np.ndarray, np.ndarray]:
+        """Exact top-``fetch`` by inner product: float16 candidates, float32 re-scoring, proof."""
+        n = self.index.ntotal
+        wide = min(n, fetch + _EXACT_PAD)
+        approx, candidates = self.index.search(queries, wide)
+        scores = np.full((len(queries), fetch), -np.inf, dtype=np.float32)
+        ids = np.full((len(queries), fetch), -1, dtype=np.int64)
+        for q, (query, found, found_approx) in enumerate(zip(queries, candidates, approx)):
+            found = found[found >= 0]
+            exact = self.vectors[found] @ query
+            order = np.argsort(-exact, kind="stable")[:fetch]
+            # Rows outside the candidates scored at most approx[-1] in float16, so at most
+            # approx[-1] + error in float32: below the fetch-th exact score, they cannot enter.
+            proven = wide == n or (len(order) == fetch and found_approx[-1] + self._fp16_error < exact[order[-1]])
+            if not proven:
+                full = self.vectors @ query
+                top = np.argpartition(-full, fetch - 1)[:fetch]
+                top = top[np.argsort(-full[top], kind="stable")]
+                scores[q, :len(top)], ids[q, :len(top)] = full[top], top
+                continue
+            scores[q, :len(order)], ids[q, :len(order)] = exact[order], found[order]
+        return scores, ids
 
     def ranks(self, query_vector: np.ndarray, rows, exclude_rows=None) -> np.ndarray:
         """Exact 1-based rank of each of ``rows`` for one query (over every indexed row).
