@@ -61,6 +61,8 @@ class TrainingData:
 
     def parents(self) -> dict[str, list[str]]:
         """``concept -> parent ids`` for the view's concepts (HiPrBERT categories)."""
+        if self.ontology is None:  # synthetic data (benchmarks): no hierarchy beyond the classes
+            return {}
         graph = self.ontology.graph
         return {c: sorted(graph.predecessors(c)) for c in set(self.view.name_concepts) if c in graph}
 
