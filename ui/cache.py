@@ -29,6 +29,59 @@ def view(source: str, root: str | None, depth: int, synonyms: bool = False, keep
     return level_view(onto, depth=depth, root=root, keep_ambiguous=keep_ambiguous)
 
 
+# --- Comparison views (Projection, Similarity matrix, Hierarchy) -------------------------
+# A *selection* is the tuple (source, root, depth, synonyms, keep_ambiguous) that names a
+# level view; the functions below rebuild the view from it through ``view`` above.
+
+
+@st.cache_resource(max_entries=8, show_spinner="Embedding the level's names (cached on disk after the first time)…")
+def view_space(model: str, selection: tuple):
+    """Vectors of every name of the selected level view under ``model`` (a Space)."""
+    from bioviz.embeddings import embed
+
+    return embed(view(*selection).names, model)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def term_space(model: str, terms: tuple):
+    """Vectors of a short term list under ``model`` (a Space)."""
+    from bioviz.embeddings import embed
+
+    return embed(list(terms), model)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def projection(model: str, selection: tuple, params: tuple):
+    """``(rows, coords)``: the selected view under ``model`` projected with ``ProjectionParams(*params)``.
+
+    The rows are the class-stratified sample for the point cap; coordinates also live in
+    the disk cache (``BIOVIZ_HOME/projections``), so a new session reads them back at once.
+    """
+    from bioviz.projection import ProjectionParams, project, stratified_sample
+
+    settings = ProjectionParams(*params)
+    rows = stratified_sample(view(*selection).labels, settings.max_points, settings.seed)
+    return rows, project(view_space(model, selection), settings, rows)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def separation(model_a: str, model_b: str, selection: tuple, measure: str, max_names: int, seed: int):
+    """Per-class separation of the selected view under two models."""
+    from bioviz.separation import compare_separation
+
+    v = view(*selection)
+    return compare_separation(view_space(model_a, selection), view_space(model_b, selection), v.labels,
+                              v.classes, v.class_labels, measure, max_names, seed)
+
+
+@st.cache_resource(max_entries=8, show_spinner="Drawing the subtree…")
+def level_tree(selection: tuple):
+    """The ontology subtree from the selected view's root down to its classes."""
+    from bioviz.hierarchy import level_tree as build
+
+    return build(ontology(selection[0]), view(*selection))
+
+
 @st.cache_data(max_entries=16, show_spinner=False)
 def evaluation_results(selection: tuple, models: tuple, tasks: tuple, split: tuple, settings: tuple) -> list[dict]:
     """Results of the ontology protocols (:func:`bioviz.evaluation.evaluate`) for the selected view.

@@ -1,0 +1,142 @@
+"""The ontology subtree as an icicle, sunburst or treemap; and a hypernym-ranking chart.
+
+Node size is the number of names under the node; node colour is a per-node value (the
+per-class mAP gain of the compared model over the baseline, say) on a diverging scale
+centred on 0, read like the similarity-difference heatmaps: red where the compared (trained)
+model groups the names better than the baseline, blue where it groups them worse.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from bioviz.figures.theme import apply_theme, theme
+from bioviz.hierarchy import Tree
+
+KINDS = ("icicle", "sunburst", "treemap")
+
+
+def _short(label: str, width: int = 36) -> str:
+    return label if len(label) <= width else label[: width - 1] + "…"
+
+
+def hierarchy_figure(
+    tree: Tree,
+    values: np.ndarray | None = None,
+    kind: str = "icicle",
+    title: str = "",
+    caption: str | None = None,
+    value_label: str = "mAP gain",
+    focus: str | None = None,
+    max_depth: int | None = None,
+    height: int = 640,
+) -> go.Figure:
+    """Draw ``tree`` with size = names and colour = ``values``.
+
+    Parameters
+    ----------
+    tree : Tree
+        From :func:`bioviz.hierarchy.level_tree`.
+    values : numpy.ndarray, optional
+        One value per node (same order as ``tree.nodes``); NaN nodes are grey. Without
+        values nodes are coloured by depth.
+    kind : str
+        ``icicle``, ``sunburst`` or ``treemap``.
+    title, caption : str
+    value_label : str
+        Name of the colour value (colour bar and hover).
+    focus : str, optional
+        Node id to open the drawing at (search result); its ancestors stay as a path.
+    max_depth : int, optional
+        Levels shown at once (plotly's ``maxdepth``); click a node to go deeper.
+    height : int
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``kind``.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown hierarchy kind {kind!r}: use one of {', '.join(KINDS)}")
+    nodes = tree.nodes
+    t = theme()
+    text = [f"{_short(label)}" for label in nodes["label"]]
+    if values is not None:
+        values = np.asarray(values, dtype=float)
+        finite = values[np.isfinite(values)]
+        bound = float(max(0.02, np.abs(finite).max())) if len(finite) else 1.0
+        shown = np.where(np.isfinite(values), values, 0.0)
+        marker = {
+            "colors": shown, "colorscale": t["diverging"] + "_r", "cmin": -bound, "cmax": bound, "cmid": 0.0,
+            "colorbar": {"title": {"text": value_label}, "thickness": 14},
+            "line": {"width": 1, "color": "#ffffff"},
+        }
+        value_text = [("n/a" if not np.isfinite(v) else f"{v:+.3f}") for v in values]
+    else:
+        palette = t["qualitative"]
+        marker = {"colors": [palette[d % len(palette)] for d in nodes["depth"]], "line": {"width": 1, "color": "#ffffff"}}
+        value_text = [""] * len(nodes)
+    customdata = np.column_stack([nodes["id"], nodes["label"], nodes["names"], nodes["classes"], value_text,
+                                  nodes["extra_parents"]])
+    hover = ("<b>%{customdata[1]}</b> (%{customdata[0]})<br>%{customdata[2]} names · %{customdata[3]} classes"
+             + (f"<br>{value_label} %{{customdata[4]}}" if values is not None else "")
+             + "<br>other parents not drawn: %{customdata[5]}<extra></extra>")
+    common = dict(
+        ids=nodes["id"], parents=nodes["parent"], labels=text, values=nodes["names"], branchvalues="total",
+        marker=marker, customdata=customdata, hovertemplate=hover, maxdepth=max_depth or -1,
+        level=focus or "",
+    )
+    if kind == "icicle":
+        trace = go.Icicle(**common, tiling={"orientation": "h"}, textfont={"size": 13})
+    elif kind == "sunburst":
+        trace = go.Sunburst(**common, insidetextorientation="radial", textfont={"size": 12})
+    else:
+        trace = go.Treemap(**common, textfont={"size": 13}, pathbar={"visible": True})
+    fig = go.Figure(trace)
+    apply_theme(fig, title, caption, height=height)
+    fig.update_layout(margin={"l": 10, "r": 10, "t": 70, "b": 60 if caption else 20})
+    if caption:
+        fig.layout.annotations[-1].update(y=-0.03)
+    return fig
+
+
+def hypernym_ranking_figure(rankings: dict[str, pd.DataFrame], mention: str, true_label: str, title: str,
+                            caption: str | None = None) -> go.Figure:
+    """Top hypernym names per model as horizontal bars; correct hypernyms highlighted.
+
+    Parameters
+    ----------
+    rankings : dict
+        ``model label -> DataFrame`` from :func:`bioviz.hierarchy.hypernym_ranking`.
+    mention : str
+        The ranked mention (shown in the caption).
+    true_label : str
+        Its class label (the correct hypernyms name this class).
+    title, caption : str
+    """
+    from plotly.subplots import make_subplots
+
+    t = theme()
+    labels = list(rankings)
+    fig = make_subplots(rows=1, cols=len(labels), subplot_titles=[f"<b>{_short(m, 40)}</b>" for m in labels],
+                        horizontal_spacing=0.28)
+    depth = max(len(frame) for frame in rankings.values())
+    for col, (model, frame) in enumerate(rankings.items(), start=1):
+        ticks = [f"{r}. {_short(h, 40)}" for r, h in zip(frame["rank"], frame["hypernym"])]
+        colours = [t["trained"] if ok else "#c3c9d0" for ok in frame["correct"]]
+        fig.add_trace(go.Bar(
+            x=frame["cosine"], y=ticks, orientation="h", marker_color=colours, showlegend=False,
+            text=[("✓ " if ok else "") + f"{c:.2f}" for ok, c in zip(frame["correct"], frame["cosine"])],
+            textposition="inside", insidetextanchor="end",
+            customdata=np.column_stack([frame["hypernym"], frame["class_label"]]),
+            hovertemplate="%{customdata[0]}<br>class: %{customdata[1]}<br>cosine %{x:.3f}<extra></extra>",
+        ), row=1, col=col)
+        fig.update_yaxes(autorange="reversed", automargin=True, tickfont={"size": 12}, row=1, col=col)
+    caption = caption or (f"cosine to the mention “{_short(mention, 70)}” · correct class: {_short(true_label, 50)} "
+                          "(highlighted, ✓)")
+    apply_theme(fig, title, caption, height=max(340, 30 * depth + 170))
+    if caption:  # below the tick labels, a fixed distance in pixels
+        fig.layout.annotations[-1].update(y=0, yshift=-30)
+    return fig

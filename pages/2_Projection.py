@@ -1,0 +1,135 @@
+"""Projection: the level's names under two models side by side, aligned, coloured by class."""
+
+from __future__ import annotations
+
+from dataclasses import astuple
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from bioviz.errors import BiovizError
+from bioviz.figures import projection_pair_figure, projection_table, selected_rows, separation_figure, slug
+from bioviz.ontology import make_split
+from bioviz.projection import ProjectionParams, align_pair, pair_is_cached, preview_params
+from bioviz.separation import MEASURES
+from ui import cache, compare, state
+
+st.set_page_config(page_title="Projection · bioviz", page_icon="🧬", layout="wide")
+state.init_state()
+state.selection_sidebar()
+view = state.current_view()
+model_a, model_b = state.model_pickers()
+fmt = compare.image_format()
+
+DEFAULTS = {"method": "umap", "dims": 2, "nn": 15, "md": 0.1, "cap": 10_000, "shots": 15, "measure": "map"}
+compare.init_params(DEFAULTS, choices={"method": ["umap", "pca"], "dims": [2, 3], "measure": list(MEASURES)})
+SELECTED = "_projection_selected"  # view rows picked with box/lasso, kept across reruns
+
+st.title("Projection")
+st.caption("Each model's vectors of the level's names, projected with UMAP (cosine) and aligned with a Procrustes "
+           "fit so the same names sit in comparable places. Box- or lasso-select points in either panel to "
+           "highlight the same names in both.")
+
+cols = st.columns([1.1, 0.8, 1.3, 1.3, 1.1, 0.9, 1.3])
+cols[0].radio("Method", ["umap", "pca"], key="method", format_func=str.upper, horizontal=True)
+cols[1].radio("Dimensions", [2, 3], key="dims", format_func=lambda d: f"{d}D", horizontal=True)
+cols[2].slider("n_neighbors", 2, 100, key="nn", disabled=st.session_state["method"] == "pca",
+               help="UMAP neighbourhood size: larger keeps more global structure")
+cols[3].slider("min_dist", 0.0, 0.99, step=0.01, key="md", disabled=st.session_state["method"] == "pca",
+               help="UMAP minimum distance: smaller packs clusters tighter")
+cols[4].number_input("Point cap", min_value=100, max_value=200_000, step=1_000, key="cap",
+                     help="Larger views are sampled per class so every class stays visible")
+cols[5].number_input("Shots", min_value=1, max_value=500, key="shots",
+                     help="Split used to mark train / validation / test names (seed 0)")
+cols[6].selectbox("Separation measure", list(MEASURES), key="measure", format_func=MEASURES.get)
+state.sync_url(**compare.url_values(DEFAULTS))
+
+if view is None:
+    st.stop()
+selection = compare.selection()
+try:
+    params = ProjectionParams(st.session_state["method"], int(st.session_state["dims"]), int(st.session_state["nn"]),
+                              float(st.session_state["md"]), int(st.session_state["cap"]))
+    space_a = cache.view_space(model_a, selection)
+    space_b = cache.view_space(model_b, selection)
+    parts = make_split(view, shots=int(st.session_state["shots"]), seed=0).part_of(len(view.names))
+except BiovizError as error:
+    st.error(str(error))
+    st.stop()
+
+
+def on_select() -> None:
+    """Keep the rows of a new box/lasso selection (an empty one clears the highlight)."""
+    event = st.session_state.get("projection_chart")
+    st.session_state[SELECTED] = selected_rows(event.selection if event else None)
+
+
+highlight = st.session_state.get(SELECTED, np.zeros(0, dtype=np.int64))
+method_label = params.method.upper()
+
+
+def draw(pair, preview: bool = False) -> None:
+    """The two aligned panels, with their caption, exports and (for the final figure) selection."""
+    caption = f"{pair.params.caption()} · Procrustes disparity {pair.disparity:.3f} · markers: split with " \
+              f"{st.session_state['shots']} shots, seed 0"
+    title = (f"{pair.params.method.upper()} · {space_a.model_id} vs {space_b.model_id} · {view.title}"
+             + (" · preview while UMAP computes" if preview else ""))
+    fig = projection_pair_figure(view, pair.rows, pair.coords_a, pair.coords_b, space_a.model_id, space_b.model_id,
+                                 parts, highlight, pair.params.method.upper(), caption, title)
+    name = slug(pair.params.method, space_a.model_id, "vs", space_b.model_id, view.source.split()[0], f"d{view.depth}")
+    if preview:
+        st.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
+        return
+    interactive = pair.params.n_components == 2
+    compare.show_figure(fig, name, fmt, projection_table(view, pair.rows, pair.coords_a, pair.coords_b, parts),
+                        key="projection_chart",
+                        on_select=on_select if interactive else "ignore",
+                        selection_mode=("box", "lasso") if interactive else ("points",))
+
+
+figure_slot = st.empty()
+with figure_slot.container():
+    umap_pending = params.method == "umap" and not pair_is_cached(space_a, space_b, view.labels, params)
+    if umap_pending:
+        # PCA takes a second: show it while UMAP runs, then replace it.
+        preview = preview_params(params)
+        rows, pca_a = cache.projection(model_a, selection, astuple(preview))
+        _, pca_b = cache.projection(model_b, selection, astuple(preview))
+        draw(align_pair(rows, pca_a, pca_b, preview), preview=True)
+    progress = st.progress(0.0, text=f"{method_label} of {min(len(view.names), params.max_points):,} names · "
+                                       f"{space_a.model_id}") if umap_pending else None
+    rows, coords_a = cache.projection(model_a, selection, astuple(params))
+    if progress:
+        progress.progress(0.5, text=f"{method_label} · {space_b.model_id}")
+    _, coords_b = cache.projection(model_b, selection, astuple(params))
+pair = align_pair(rows, coords_a, coords_b, params)
+with figure_slot.container():
+    draw(pair)
+
+if len(highlight):
+    picked = projection_table(view, highlight, np.zeros((len(highlight), 0)), np.zeros((len(highlight), 0)), parts)
+    head, clear = st.columns([5, 1])
+    head.markdown(f"**{len(highlight):,} selected names**")
+    if clear.button("Clear selection"):
+        st.session_state[SELECTED] = np.zeros(0, dtype=np.int64)
+        st.rerun()
+    st.dataframe(picked, hide_index=True, width="stretch", height=240)
+
+st.subheader("Per-class separation")
+try:
+    sep = cache.separation(model_a, model_b, selection, st.session_state["measure"], 5_000, 0)
+except BiovizError as error:
+    st.error(str(error))
+    st.stop()
+mean_a, mean_b = sep.means
+left, right = st.columns([3, 1])
+with right:
+    st.metric(f"{MEASURES[sep.measure]} · {space_a.model_id}", f"{mean_a:.3f}")
+    st.metric(f"{MEASURES[sep.measure]} · {space_b.model_id}", f"{mean_b:.3f}", f"{mean_b - mean_a:+.3f}")
+    st.caption("Computed on the original vectors (not the 2-D layout): each name ranks the other names of a "
+               "class-stratified sample by cosine; AP of finding its own class, averaged per class.")
+with left:
+    compare.show_figure(separation_figure(sep, view.title), slug("separation", sep.measure, space_a.model_id,
+                        "vs", space_b.model_id, view.source.split()[0], f"d{view.depth}"), fmt,
+                        pd.DataFrame(sep.table).round(4), key="separation_chart")

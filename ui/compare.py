@@ -1,0 +1,76 @@
+"""Small app-side helpers shared by the comparison pages (Projection, Similarity matrix, Hierarchy).
+
+Page parameters are read from the URL once per session (so a shared link reopens the same
+view) and written back with ``state.sync_url``; every figure is shown with the same
+toolbar export settings and a CSV download of its numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import streamlit as st
+
+from bioviz.figures import export_config_as
+
+
+def selection() -> tuple:
+    """The shared selection as the tuple ``ui.cache`` functions take (same as ``state.current_view``)."""
+    s = st.session_state
+    return (s["source"], s["root"].strip() or None, int(s["depth"]), bool(s["synonyms"]), bool(s["keep_ambiguous"]))
+
+
+def init_params(defaults: dict, casts: dict[str, Callable] | None = None, choices: dict[str, list] | None = None) -> None:
+    """Set each page key once per session: from the URL when it has a valid value, else the default.
+
+    Parameters
+    ----------
+    defaults : dict
+        ``session key -> default`` (the key is also the URL parameter name).
+    casts : dict, optional
+        ``key -> callable`` turning the URL string into the value (default: the default's type).
+    choices : dict, optional
+        ``key -> allowed values``; a URL value outside them falls back to the default.
+    """
+    casts = casts or {}
+    choices = choices or {}
+    for key, default in defaults.items():
+        if key in st.session_state:
+            continue
+        value = default
+        raw = st.query_params.get(key)
+        if raw is not None:
+            cast = casts.get(key, type(default))
+            try:
+                value = cast(raw)
+            except (TypeError, ValueError):
+                value = default
+            if key in choices and value not in choices[key]:
+                value = default
+        st.session_state[key] = value
+
+
+def url_values(keys) -> dict[str, str]:
+    """``key -> str(value)`` of page keys, for ``state.sync_url(**...)``."""
+    return {k: str(st.session_state[k]) for k in keys if k in st.session_state}
+
+
+def image_format() -> str:
+    """Sidebar switch for what the figures' camera button saves: ``png`` (2x) or ``svg``."""
+    with st.sidebar:
+        st.header("Export")
+        label = st.radio("Camera button saves", ["PNG (2x)", "SVG"], horizontal=True, key="_image_format",
+                         help="Toolbar camera icon of each figure. CSV buttons under the figures give the numbers.")
+    return "svg" if label == "SVG" else "png"
+
+
+def show_figure(fig, name: str, fmt: str, frame=None, key: str | None = None, **chart_kwargs):
+    """Render a figure with the export toolbar, and a CSV download of ``frame`` under it.
+
+    Returns what ``st.plotly_chart`` returns (the selection event when ``on_select`` is set).
+    """
+    event = st.plotly_chart(fig, width="stretch", config=export_config_as(name, fmt), key=key, **chart_kwargs)
+    if frame is not None:
+        st.download_button(f"Download numbers (CSV, {len(frame):,} rows)", frame.to_csv(index=False),
+                           f"{name}.csv", "text/csv", key=f"csv-{name}-{key or ''}")
+    return event
