@@ -56,6 +56,7 @@ class TrainConfig:
     synonym_dropout: float = 0.5  # cca: names left out of each prototype mean
     patience: int = 10  # epochs without validation improvement before stopping
     stop_on: str = "auto"  # early-stopping criterion: loss (few-shot) or mAP (level training)
+    finetune: bool = False  # hierarchical: fine-tune the base transformer (AdamW 2e-5) instead of a head
     ms_alpha: float = 2.0  # hierarchical: multi-similarity alpha
     ms_beta: float = 2.0  # hierarchical: multi-similarity beta
     ms_lambda: float = 0.5  # hierarchical: multi-similarity lambda
@@ -121,8 +122,8 @@ def _check_models(c: TrainConfig) -> None:
     if c.init is not None:
         if not is_run_dir(c.init):
             raise ModelError(f"--init {c.init} is not a complete trained run (no run.json)")
-        if c.encoder == "definitions":
-            raise BiovizError("--init continues a head-based run; definitions fine-tunes a base model "
+        if c.encoder == "definitions" or c.finetune:
+            raise BiovizError("--init continues a head-based run; fine-tuning trains a base model "
                               "(pass the run as --base instead)")
 
 
@@ -175,6 +176,10 @@ def validate(config: TrainConfig, check_data: bool = True) -> TrainConfig:
     if config.encoder not in ENCODERS:
         raise BiovizError(f"unknown encoder {config.encoder!r}: choose one of {', '.join(ENCODERS)}")
     defaults = _DEFAULTS[config.encoder]
+    if config.encoder == "hierarchical" and config.finetune:
+        defaults = {**defaults, "lr": 2e-5, "epochs": 5}  # HiPrBERT §4.1: AdamW 2e-5, linear schedule
+    if config.finetune and config.encoder != "hierarchical":
+        raise BiovizError("finetune applies to the hierarchical encoder (definitions always fine-tunes)")
     c = dataclasses.replace(
         config,
         batch_size=config.batch_size or defaults["batch_size"],

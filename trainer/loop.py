@@ -161,6 +161,10 @@ class Trainer:
             from trainer.definitions import fine_tune
 
             result = fine_tune(self)
+        elif c.encoder == "hierarchical" and c.finetune:
+            from trainer.finetune import fine_tune_hierarchy
+
+            result = fine_tune_hierarchy(self)
         else:
             result = self._train_head()
         result.metrics = {"baseline": baseline, "trained": retrieval_figures(result.vectors, self.data),

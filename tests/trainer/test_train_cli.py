@@ -153,3 +153,20 @@ def test_definitions_fine_tunes_and_exports(data_dir, tmp_home, tmp_path, capsys
     from sentence_transformers import SentenceTransformer
 
     assert SentenceTransformer(str(out), device="cpu").encode(["asthma"]).shape == (1, 384)
+
+
+def test_hierarchical_can_fine_tune_the_base_transformer(data_dir, tmp_home, tmp_path, capsys):
+    out = tmp_path / "hiprbert"
+    assert main(_args(data_dir, out, "--encoder", "hierarchical", "--finetune", "--epochs", "1",
+                      "--batch-size", "4")) == 0
+    record = json.loads((out / "run.json").read_text())
+    assert record["config"]["finetune"] and record["config"]["lr"] == 2e-5
+    assert record["metrics"]["history"][0]["losses"]["ms"] > 0
+    modules = json.loads((out / "modules.json").read_text())
+    assert not any(m["type"].endswith("Dense") for m in modules)  # the transformer itself was trained
+    assert not (out / "head.safetensors").exists()
+
+
+def test_finetune_is_refused_for_head_encoders(data_dir, tmp_home, tmp_path, capsys):
+    assert main(_args(data_dir, tmp_path / "x", "--encoder", "dan", "--finetune")) == 2
+    assert "finetune applies to the hierarchical encoder" in capsys.readouterr().err
