@@ -186,8 +186,9 @@ def show_job(job, jobs) -> None:
         if isinstance(metrics.get("baseline"), dict) and isinstance(metrics.get("trained"), dict):
             fig = baseline_vs_trained(metrics["baseline"], metrics["trained"],
                                       f"Class retrieval · {base} vs run {run.run_id} · {describe_config(run.config)}",
-                                      f"best epoch {metrics.get('best_epoch')} · stopped early "
-                                      f"{metrics.get('stopped_early')}", labels=(f"baseline ({base})", "trained"))
+                                      f"best epoch {metrics.get('best_epoch')} of {len(metrics.get('history', []))}"
+                                      + (" (stopped early)" if metrics.get("stopped_early") else ""),
+                                      labels=(f"baseline ({base})", "trained"))
             st.plotly_chart(fig, width="stretch", config=export_config(f"baseline-vs-trained-{job.id}"),
                             key=f"train_scores_{job.id}")
     with st.expander("Log", expanded=job.status not in (SUCCEEDED, QUEUED)):
