@@ -1,0 +1,110 @@
+"""Similarity matrix: cosine similarities of a term list under two models, and what changed."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from bioviz.errors import BiovizError
+from bioviz.figures import similarity_figures, slug
+from bioviz.similarity import (ORDERS, class_terms, compare_terms, concept_family_terms, example_sets, load_example,
+                               parse_terms, view_groups)
+from ui import cache, compare, state
+
+st.set_page_config(page_title="Similarity matrix · bioviz", page_icon="🧬", layout="wide")
+state.init_state()
+state.selection_sidebar()
+view = state.current_view()
+model_a, model_b = state.model_pickers()
+fmt = compare.image_format()
+
+SOURCES = {"example": "Example set", "typed": "Typed or pasted", "class": "Names of a class",
+           "concept": "A concept, its synonyms and siblings"}
+EXAMPLES = list(example_sets())
+DEFAULTS = {"from": "example", "example": "biolord_appendix_b" if "biolord_appendix_b" in EXAMPLES else EXAMPLES[0],
+            "terms": "heart attack\nmyocardial infarction\natrial fibrillation\nfracture of femur\nbroken hip",
+            "cls": "", "limit": 20, "concept": "", "order": "given", "colour": "list"}
+compare.init_params(DEFAULTS, choices={"from": list(SOURCES), "example": EXAMPLES, "order": list(ORDERS),
+                                       "colour": ["list", "class"]})
+
+st.title("Similarity matrix")
+st.caption("Cosine similarity of every pair of terms under the baseline and the compared model, on one shared "
+           "colour scale, and their difference. BioLORD's Appendix B list is the default example.")
+
+left, right = st.columns([1, 2])
+with left:
+    st.radio("Terms from", list(SOURCES), key="from", format_func=SOURCES.get)
+    st.radio("Order", list(ORDERS), key="order", horizontal=True,
+             format_func={"given": "as listed", "group": "by group / class", "cluster": "hierarchical clustering"}.get,
+             help="Clustering: average linkage on the compared model's similarities (scipy), optimal leaf order")
+    st.radio("Colour rows by", ["list", "class"], key="colour", horizontal=True,
+             format_func={"list": "the list's groups", "class": "class in this level"}.get)
+with right:
+    source = st.session_state["from"]
+    if source == "example":
+        st.selectbox("Example set", EXAMPLES, key="example", format_func=lambda n: n.replace("_", " "))
+    elif source == "typed":
+        st.text_area("Terms, one per line (a blank line starts a new group)", key="terms", height=180)
+    elif source == "class" and view is not None:
+        if st.session_state["cls"] not in view.classes:
+            st.session_state["cls"] = view.classes[0]
+        st.selectbox("Class", view.classes, key="cls",
+                     format_func=lambda c: f"{c} · {view.class_labels[view.classes.index(c)]}")
+        st.slider("Names (a seeded sample when the class has more)", 2, 60, key="limit")
+    elif source == "concept":
+        st.text_input("Concept id or name", key="concept", placeholder="e.g. I21 or myocardial infarction")
+URL_KEYS = {"example": ["example"], "typed": ["terms"], "class": ["cls", "limit"], "concept": ["concept"]}
+state.sync_url(**compare.url_values(["from", "order", "colour", *URL_KEYS[source]]))
+
+if view is None:
+    st.stop()
+selection = compare.selection()
+try:
+    if source == "example":
+        terms = load_example(st.session_state["example"])
+    elif source == "typed":
+        terms = parse_terms(st.session_state["terms"])
+    elif source == "class":
+        terms = class_terms(view, st.session_state["cls"], int(st.session_state["limit"]))
+    else:
+        onto = cache.ontology(selection[0])
+        wanted = st.session_state["concept"].strip()
+        if not wanted:
+            st.info("Type a concept id or name to compare its names with its siblings'.")
+            st.stop()
+        hits = [wanted] if wanted in onto.concepts else [c.id for c in onto.search(wanted, limit=1)]
+        if not hits:
+            raise BiovizError(f"no concept with id or name {wanted!r} in {onto.label}")
+        terms = concept_family_terms(onto, hits[0])
+    if st.session_state["colour"] == "class":
+        terms = type(terms)(terms.terms, view_groups(view, terms.terms), terms.origin)
+    space_a = cache.term_space(model_a, terms.terms)
+    space_b = cache.term_space(model_b, terms.terms)
+    comparison = compare_terms(terms, space_a.vectors, space_b.vectors, space_a.model_id, space_b.model_id,
+                               st.session_state["order"])
+except BiovizError as error:
+    st.error(str(error))
+    st.stop()
+
+colour_order = view.classes if st.session_state["colour"] == "class" else None
+subtitle = terms.origin if source != "class" else f"{terms.origin} · {view.title}"
+figures = similarity_figures(comparison, subtitle, colour_order)
+table = comparison.long_table()
+base = slug("similarity", space_a.model_id, "vs", space_b.model_id, terms.origin)
+if st.session_state["colour"] == "class":
+    missing = sum(1 for g in terms.groups if not g)
+    if missing:
+        st.caption(f"{missing} of {len(terms)} terms are not names of {view.title}: shown without a class colour.")
+
+col_a, col_b = st.columns(2)
+with col_a:
+    compare.show_figure(figures["a"], f"{base}-a", fmt, key="sim_a")
+with col_b:
+    compare.show_figure(figures["b"], f"{base}-b", fmt, key="sim_b")
+col_d, col_t = st.columns(2)
+with col_d:
+    compare.show_figure(figures["difference"], f"{base}-difference", fmt, table, key="sim_diff")
+with col_t:
+    st.markdown(f"**Largest changes** ({space_b.model_id} − {space_a.model_id})")
+    changes = table.reindex(table["difference"].abs().sort_values(ascending=False).index).head(15)
+    st.dataframe(changes[["term_1", "term_2", "similarity_a", "similarity_b", "difference"]], hide_index=True,
+                 width="stretch")

@@ -1,0 +1,162 @@
+"""Hierarchy: the subtree down to the level's classes, coloured by how much the compared model
+groups each branch better than the baseline; a node's names, neighbours and hypernym ranking."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from bioviz.errors import BiovizError
+from bioviz.figures import hierarchy_figure, hypernym_ranking_figure, slug
+from bioviz.figures.hierarchy import KINDS
+from bioviz.hierarchy import hypernym_candidates, hypernym_ranking, nearest, node_scores, search_nodes
+from bioviz.ontology import make_split
+from bioviz.separation import MEASURES
+from ui import cache, compare, state
+
+st.set_page_config(page_title="Hierarchy · bioviz", page_icon="🧬", layout="wide")
+state.init_state()
+state.selection_sidebar()
+view = state.current_view()
+model_a, model_b = state.model_pickers()
+fmt = compare.image_format()
+
+COLOURS = {"map": "class-retrieval mAP gain", "silhouette": "silhouette gain", "none": "depth (no scores)"}
+DEFAULTS = {"kind": "icicle", "colour": "map", "levels": 3, "node": "", "mention": ""}
+compare.init_params(DEFAULTS, choices={"kind": list(KINDS), "colour": list(COLOURS)})
+
+st.title("Hierarchy")
+st.caption("The ontology under the root down to the level's classes. Size = names under a node; colour = how much "
+           "better the compared model groups the node's names than the baseline (red = better, blue = worse). "
+           "Click a box to zoom; pick a node below for its names, neighbours and hypernym ranking.")
+
+if view is None:
+    st.stop()
+selection = compare.selection()
+try:
+    tree = cache.level_tree(selection)
+except BiovizError as error:
+    state.sync_url(**compare.url_values(DEFAULTS))
+    st.error(str(error))
+    st.stop()
+node_ids = list(tree.nodes["id"])
+labels = dict(zip(tree.nodes["id"], tree.nodes["label"]))
+if st.session_state["node"] not in labels:
+    st.session_state["node"] = tree.root
+
+cols = st.columns([1.4, 1.3, 1, 2.3])
+cols[0].radio("Drawing", list(KINDS), key="kind", horizontal=True)
+cols[1].selectbox("Colour", list(COLOURS), key="colour", format_func=COLOURS.get)
+max_levels = int(tree.nodes["depth"].max()) + 1  # the root's level included
+st.session_state["levels"] = int(min(max(1, st.session_state["levels"]), max_levels))
+cols[2].slider("Levels at once", 1, max(2, max_levels), key="levels")
+with cols[3]:
+    query = st.text_input("Find a node (id or name)", key="_find", placeholder="e.g. neoplasm, HP:0001626")
+    hits = search_nodes(tree, query) if query.strip() else []
+    if query.strip() and not hits:
+        st.caption("No node matches.")
+    if hits and st.session_state["node"] not in hits:
+        st.session_state["node"] = hits[0]
+    options = hits or node_ids
+    if st.session_state["node"] not in options:
+        options = [st.session_state["node"], *options]
+    st.selectbox("Node", options, key="node", format_func=lambda n: f"{n} · {labels[n]}")
+
+
+def on_click() -> None:
+    """A clicked box (when the browser reports it) becomes the selected node."""
+    event = st.session_state.get("hierarchy_chart")
+    points = (event.selection.get("points") if event else None) or []
+    for point in points:
+        data = point.get("customdata")
+        if data and data[0] in labels:
+            st.session_state["node"] = data[0]
+
+
+state.sync_url(**compare.url_values(["kind", "colour", "levels", "node"]))
+
+try:
+    space_a = cache.view_space(model_a, selection)
+    space_b = cache.view_space(model_b, selection)
+    values, sep = None, None
+    if st.session_state["colour"] != "none":
+        sep = cache.separation(model_a, model_b, selection, st.session_state["colour"], 5_000, 0)
+        values = node_scores(tree, sep.table["gain"].to_numpy(), view.class_sizes())
+except BiovizError as error:
+    st.error(str(error))
+    st.stop()
+
+node = st.session_state["node"]
+value_label = COLOURS[st.session_state["colour"]] if values is not None else "gain"
+title = f"Hierarchy · {space_b.model_id} vs {space_a.model_id} · {view.title}"
+caption = (f"{len(tree)} nodes · size = names · colour = {COLOURS[st.session_state['colour']]}"
+           + (f" ({space_b.model_id} − {space_a.model_id}, {sep.sample_size:,}-name sample)" if sep else "")
+           + " · concepts with several parents drawn under the first")
+fig = hierarchy_figure(tree, values, st.session_state["kind"], title, caption, value_label,
+                       focus=node if node != tree.root else None, max_depth=int(st.session_state["levels"]))
+frame = tree.nodes.assign(value=values if values is not None else np.nan)
+compare.show_figure(fig, slug("hierarchy", space_a.model_id, "vs", space_b.model_id, view.source.split()[0],
+                              f"d{view.depth}"), fmt, frame, key="hierarchy_chart", on_select=on_click,
+                    selection_mode=("points",))
+
+# --- Node details ------------------------------------------------------------------------
+row = tree.nodes.set_index("id").loc[node]
+st.subheader(f"{labels[node]} ({node})")
+class_rows = tree.class_rows(node)
+name_rows = np.flatnonzero(np.isin(view.labels, class_rows))
+gain = values[node_ids.index(node)] if values is not None else np.nan
+st.caption(f"{int(row['names']):,} names in {int(row['classes'])} classes · depth {int(row['depth'])}"
+           + (f" · {value_label} {gain:+.3f}" if np.isfinite(gain) else ""))
+
+names_col, near_col = st.columns([1, 2])
+with names_col:
+    st.markdown("**Names under this node**")
+    names = pd.DataFrame({"name": [view.names[r] for r in name_rows],
+                          "concept": [view.name_concepts[r] for r in name_rows],
+                          "class": [view.classes[view.labels[r]] for r in name_rows]})
+    st.dataframe(names, hide_index=True, width="stretch", height=300)
+with near_col:
+    st.markdown(f"**Nearest names to “{labels[node]}”** (✓ = under this node)")
+    under = set(name_rows.tolist())
+    near_tables = []
+    for space, model in ((space_a, model_a), (space_b, model_b)):
+        query_vec = cache.term_space(model, (labels[node],)).vectors[0]
+        rows, scores = nearest(space.vectors, query_vec, k=10)
+        near_tables.append(pd.DataFrame({
+            f"{space.model_id}": [("✓ " if r in under else "") + view.names[r] for r in rows],
+            f"cosine ({space.model_id})": np.round(scores, 3),
+        }))
+    st.dataframe(pd.concat(near_tables, axis=1), hide_index=True, width="stretch", height=300)
+
+st.subheader("Hypernym ranking")
+st.caption("All class names of the level (the class concepts' own names) ranked by cosine to a mention; the "
+           "correct hypernyms (names of the mention's class) are highlighted (higher-level-semantics Table 6).")
+if not len(name_rows):
+    st.info("No names under this node.")
+    st.stop()
+split = make_split(view, shots=15, seed=0)
+test_rows = [r for r in split.test.tolist() if r in under]
+mention_options = [view.names[r] for r in (test_rows or name_rows[:1].tolist())]
+mention_options += [view.names[r] for r in name_rows[:300] if view.names[r] not in mention_options]
+if st.session_state["mention"] not in mention_options:
+    st.session_state["mention"] = mention_options[0]
+st.selectbox("Mention (held-out test names of this node first)", mention_options, key="mention")
+state.sync_url(**compare.url_values(["kind", "colour", "levels", "node", "mention"]))
+mention_row = next(r for r in name_rows if view.names[r] == st.session_state["mention"])
+true_class = int(view.labels[mention_row])
+try:
+    hyp_names, hyp_classes = hypernym_candidates(view)
+    rankings = {}
+    for space, model in ((space_a, model_a), (space_b, model_b)):
+        hyp_vectors = cache.term_space(model, tuple(hyp_names)).vectors
+        rankings[space.model_id] = hypernym_ranking(space.vectors[mention_row], hyp_vectors, hyp_names, hyp_classes,
+                                                    true_class, view, k=10)
+except BiovizError as error:
+    st.error(str(error))
+    st.stop()
+ranking_fig = hypernym_ranking_figure(rankings, st.session_state["mention"], view.class_labels[true_class],
+                                      f"Hypernym ranking · {space_a.model_id} vs {space_b.model_id} · {view.title}")
+table = pd.concat([frame.assign(model=model) for model, frame in rankings.items()], ignore_index=True)
+compare.show_figure(ranking_fig, slug("hypernyms", space_a.model_id, "vs", space_b.model_id, view.source.split()[0],
+                                      f"d{view.depth}"), fmt, table, key="hypernym_chart")
