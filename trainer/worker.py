@@ -36,8 +36,9 @@ from pathlib import Path
 
 from bioviz.runs import is_run_dir
 from trainer.jobs import (
-    ACTIVE, CANCEL_EXIT_CODE, CANCEL_GRACE_S, CANCELLED, FAILED, INTERRUPTED, QUEUED, RUNNING, SUCCEEDED, Executor, Job, JobError,
-    JobStore, LocalProcessExecutor, ProcessState, python_command, read_progress, summarise_progress, tail,
+    ACTIVE, CANCEL_EXIT_CODE, CANCEL_GRACE_S, CANCELLED, FAILED, INTERRUPTED, QUEUED, RUNNING, SUCCEEDED, Executor,
+    Job, JobError, JobStore, LocalProcessExecutor, ProcessState, python_command, read_progress, summarise_progress,
+    tail,
 )
 
 logger = logging.getLogger(__name__)
