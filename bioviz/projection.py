@@ -176,6 +176,7 @@ def umap_coordinates(vectors: np.ndarray, params: ProjectionParams) -> np.ndarra
         # disconnected neighbour graphs, and keeps the layout close to the PCA preview.
         init="pca" if n > params.n_components + 1 else "random",
         random_state=params.seed,
+        n_jobs=1,  # a fixed seed makes umap-learn single-threaded anyway; saying so silences its warning
     )
     return np.asarray(reducer.fit_transform(vectors), dtype=np.float32)
 

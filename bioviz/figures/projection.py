@@ -144,7 +144,8 @@ def projection_pair_figure(
                 "size": sizes[mask],
                 "symbol": [symbols.get(p, "circle") for p in part_of_row[mask]],
                 "opacity": DIMMED_OPACITY if dim_others else 0.8,
-                "line": {"width": line_width[mask], "color": "#1f2933"},
+                # 3-D markers take one outline width for the whole trace.
+                "line": {"width": 0 if three_d else line_width[mask], "color": "#1f2933"},
             }
             fig.add_trace(scatter(coords, mask, name=class_id, legendgroup=class_id, showlegend=False,
                                   marker=marker, customdata=customdata[mask], hovertemplate=hover), row=1, col=col)
@@ -204,7 +205,7 @@ def selected_rows(selection: dict | None) -> np.ndarray:
     rows = []
     for point in selection.get("points", []) or []:
         data = point.get("customdata")
-        if data:
+        if data is not None and len(data):
             try:
                 rows.append(int(data[0]))
             except (TypeError, ValueError):

@@ -1,0 +1,145 @@
+"""Figure builders of the comparison views: projection pair, separation, similarity, hierarchy."""
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from bioviz.figures import (export_config_as, hierarchy_figure, hypernym_ranking_figure, projection_pair_figure,
+                            projection_table, selected_rows, separation_figure, similarity_figures, slug)
+from bioviz.figures.theme import class_colours, theme
+from bioviz.hierarchy import level_tree, node_scores
+from bioviz.ontology import level_view, load_source, make_split
+from bioviz.separation import Separation
+from bioviz.similarity import SimilarityComparison
+
+
+@pytest.fixture
+def onto(data_dir, tmp_home):
+    return load_source(str(data_dir / "views_table.tsv"))
+
+
+@pytest.fixture
+def view(onto):
+    return level_view(onto, 1)
+
+
+def annotations_text(fig):
+    return " ".join(a.text for a in fig.layout.annotations)
+
+
+def test_projection_pair_panels_hover_colours_and_markers(view):
+    rows = np.arange(len(view.names))
+    rng = np.random.default_rng(0)
+    coords_a, coords_b = rng.normal(size=(len(rows), 2)), rng.normal(size=(len(rows), 2))
+    parts = make_split(view, shots=3).part_of(len(view.names))
+    fig = projection_pair_figure(view, rows, coords_a, coords_b, "minilm", "run-1", parts, caption="UMAP 2D · seed 0")
+    assert "minilm vs run-1" in fig.layout.title.text and view.title in fig.layout.title.text
+    assert "UMAP 2D · seed 0" in annotations_text(fig)
+    data = [t for t in fig.data if t.x is not None and len(t.x) and t.x[0] is not None]
+    assert all(isinstance(t, go.Scattergl) for t in data)
+    assert sum(len(t.x) for t in data) == 2 * len(rows)  # every name in both panels
+    colours = class_colours(view.classes)
+    for trace in data:
+        class_ids = {view.classes[view.labels[int(r)]] for r in np.asarray(trace.customdata)[:, 0]}
+        assert len(class_ids) == 1 and trace.marker.color == colours[class_ids.pop()]
+    first = data[0]
+    row = int(first.customdata[0][0])
+    assert first.customdata[0][1] == view.names[row] and first.customdata[0][2] == view.name_concepts[row]
+    assert {"square", "diamond", "x"} <= {s for t in data for s in t.marker.symbol}
+    legend_parts = {t.name for t in fig.data if t.legend == "legend2"}
+    assert {"train", "validation", "test"} <= legend_parts
+
+
+def test_projection_highlight_draws_selected_names_in_both_panels(view):
+    rows = np.arange(len(view.names))
+    coords = np.random.default_rng(1).normal(size=(len(rows), 2))
+    fig = projection_pair_figure(view, rows, coords, coords, "a", "b", highlight=np.array([3, 5]))
+    selected = [t for t in fig.data if t.legendgroup == "selected"]
+    assert len(selected) == 2 and all(len(t.x) == 2 for t in selected)
+    dimmed = [t for t in fig.data if t.legendgroup in view.classes and t.x is not None and len(t.x) > 0
+              and t.x[0] is not None]
+    assert all(t.marker.opacity < 0.5 for t in dimmed)
+    event = {"points": [{"customdata": t.customdata[0]} for t in selected] + [{"x": 1}]}
+    assert selected_rows(event).tolist() == [3]
+    assert selected_rows(None).tolist() == []
+
+
+def test_projection_3d_and_table(view):
+    rows = np.arange(10)
+    coords = np.random.default_rng(2).normal(size=(10, 3))
+    fig = projection_pair_figure(view, rows, coords, coords, "a", "b")
+    assert any(isinstance(t, go.Scatter3d) for t in fig.data)
+    assert fig.layout.scene.xaxis.range is not None and fig.layout.scene2 is not None
+    table = projection_table(view, rows, coords, coords)
+    assert list(table.columns[-6:]) == ["a_1", "a_2", "a_3", "b_1", "b_2", "b_3"] and len(table) == 10
+
+
+def test_separation_figure_sorts_by_gain_and_states_models():
+    table = pd.DataFrame({"class": ["A", "B", "C"], "label": ["alpha", "beta", "gamma"], "names": [5, 5, 5],
+                          "baseline": [0.5, 0.2, 0.9], "trained": [0.6, 0.8, 0.7]})
+    table["gain"] = table["trained"] - table["baseline"]
+    fig = separation_figure(Separation(table, "map", 15, "minilm", "run-7"), "toy depth 1")
+    assert "minilm vs run-7" in fig.layout.title.text and "toy depth 1" in fig.layout.title.text
+    markers = [t for t in fig.data if t.mode == "markers"]
+    assert [t.name for t in markers] == ["minilm", "run-7"]
+    assert [y.split("</span> ")[1] for y in markers[1].y] == ["gamma", "alpha", "beta"]  # gain ascending, best on top
+    assert "mean 0.533 → 0.700" in annotations_text(fig)
+
+
+def comparison(n):
+    rng = np.random.default_rng(n)
+    a = np.clip(rng.uniform(-0.2, 1, size=(n, n)), -1, 1)
+    a = (a + a.T) / 2
+    np.fill_diagonal(a, 1)
+    b = np.clip(a + 0.1, -1, 1)
+    terms = tuple(f"term {i}" for i in range(n))
+    return SimilarityComparison(terms, ("g",) * n, a, b, "minilm", "run-1", "given")
+
+
+def test_similarity_pair_shares_one_scale_and_prints_values_when_small():
+    figs = similarity_figures(comparison(12), "BioLORD Appendix B")
+    a, b, d = figs["a"].data[0], figs["b"].data[0], figs["difference"].data[0]
+    assert (a.zmin, a.zmax) == (b.zmin, b.zmax)
+    assert d.zmin == -d.zmax and d.zmax >= 0.1
+    assert a.texttemplate == "%{z:.2f}"
+    assert "minilm" in figs["a"].layout.title.text and "BioLORD Appendix B" in figs["b"].layout.title.text
+    assert "run-1 − minilm" in figs["difference"].layout.title.text
+    assert len(figs["a"].layout.yaxis.ticktext) == 12
+    big = similarity_figures(comparison(30))
+    assert big["a"].data[0].texttemplate is None
+
+
+def test_hierarchy_figure_kinds_and_colours(onto):
+    view = level_view(onto, 2)
+    tree = level_tree(onto, view)
+    values = node_scores(tree, np.linspace(-0.2, 0.3, len(view.classes)), view.class_sizes())
+    for kind, cls in (("icicle", go.Icicle), ("sunburst", go.Sunburst), ("treemap", go.Treemap)):
+        fig = hierarchy_figure(tree, values, kind, "Hierarchy · a vs b", "caption line", focus="C1", max_depth=2)
+        trace = fig.data[0]
+        assert isinstance(trace, cls) and list(trace.ids) == list(tree.nodes["id"])
+        assert trace.branchvalues == "total" and trace.level == "C1" and trace.maxdepth == 2
+        assert trace.marker.cmid == 0 and trace.marker.cmax == pytest.approx(-trace.marker.cmin)
+    plain = hierarchy_figure(tree, None)
+    assert plain.data[0].marker.colorscale is None
+    with pytest.raises(ValueError):
+        hierarchy_figure(tree, values, "pie")
+
+
+def test_hypernym_ranking_figure_highlights_correct_names():
+    frame = pd.DataFrame({"rank": [1, 2, 7], "hypernym": ["bite wound", "fly larva infestation", "x"],
+                          "class": ["A", "B", "A"], "class_label": ["a", "b", "a"], "cosine": [0.9, 0.8, 0.1],
+                          "correct": [True, False, True]})
+    fig = hypernym_ranking_figure({"dan": frame, "bne": frame.assign(correct=[False, False, True])},
+                                  "poisoning caused by mexican beaded lizard bite", "bite wound", "Hypernyms")
+    bars = fig.data
+    assert len(bars) == 2 and bars[0].marker.color[0] == theme()["trained"] and bars[1].marker.color[0] != theme()["trained"]
+    assert "7. x" in bars[0].y[-1] and "mexican beaded lizard" in annotations_text(fig)
+
+
+def test_export_config_formats_and_slug():
+    assert export_config_as("fig", "svg")["toImageButtonOptions"] == {"format": "svg", "filename": "fig", "scale": 2}
+    assert export_config_as("fig")["toImageButtonOptions"]["format"] == "png"
+    with pytest.raises(ValueError):
+        export_config_as("fig", "gif")
+    assert slug("umap", "minilm", "vs", "run 1/x", "", None) == "umap-minilm-vs-run-1-x"
