@@ -114,3 +114,52 @@ def cross_level_table(selection: tuple, models: tuple, depths: tuple, split: tup
                         EvalSettings(*settings))
     table.pop("results")
     return table
+
+
+# --- Neighbours ----------------------------------------------------------------------------
+
+
+@st.cache_resource(max_entries=6, show_spinner=False)
+def neighbour_index(model: str, selection: tuple):
+    """``(NeighbourIndex, stats)`` over the selected view's names under ``model``.
+
+    Vectors come from the disk cache; names missing there are encoded under a progress bar
+    with an ETA. The bar is created (and removed) inside this function because Streamlit
+    replays the elements a cached function drew on every cache hit.
+    """
+    import time
+
+    from bioviz.index import NeighbourIndex
+    from bioviz.neighbours import level_space
+
+    v = view(*selection)
+    bar = st.empty()
+    started = time.perf_counter()
+
+    def progress(done: int, total: int) -> None:
+        elapsed = time.perf_counter() - started
+        rate = done / elapsed if elapsed > 0 and done else 0.0
+        eta = f", about {(total - done) / rate:,.0f} s left" if rate and done < total else ""
+        bar.progress(done / max(total, 1), text=f"Encoding {total:,} names with {model}: {done:,} done{eta}")
+
+    try:
+        space, stats = level_space(v, model, progress=progress)
+    finally:
+        bar.empty()
+    return NeighbourIndex.from_view(space, v), stats
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def query_vector(model: str, text: str):
+    """Unit vector of one query text under ``model``."""
+    from bioviz.neighbours import query_vector as encode
+
+    return encode(text, model)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def held_out_names(selection: tuple) -> list[str]:
+    """Held-out test names of the selected view's default split (seed 0)."""
+    from bioviz.neighbours import held_out_names as names
+
+    return names(view(*selection))

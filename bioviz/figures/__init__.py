@@ -16,3 +16,6 @@ __all__ += ["export_config_as", "hierarchy_figure", "hypernym_ranking_figure", "
 from bioviz.figures.evaluation import cross_level_heatmap, metric_bars, model_colours
 
 __all__ += ["cross_level_heatmap", "metric_bars", "model_colours"]
+from bioviz.figures.neighbours import neighbour_table_figure
+
+__all__ += ["neighbour_table_figure"]

@@ -1,0 +1,166 @@
+"""Neighbours: the nearest names of a query under two models, side by side."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from bioviz.errors import BiovizError
+from bioviz.figures import export_config
+from bioviz.figures.neighbours import SAME_CLASS, SAME_CONCEPT, neighbour_table_figure, row_colour
+from bioviz.neighbours import comparison_rows, concept_card, find_query, rank_neighbours
+from bioviz.vector_cache import VectorCache
+from ui import cache, state
+
+MAX_SUGGESTIONS = 60_000  # names sent to the browser for autocomplete (larger levels: held-out names)
+
+st.set_page_config(page_title="Neighbours · bioviz", page_icon="🧬", layout="wide")
+state.init_state()
+state.selection_sidebar()
+view = state.current_view()
+model_a, model_b = state.model_pickers()
+
+# Page keys, read from the URL once per session so a shared link reopens the comparison.
+if "nb_query" not in st.session_state:
+    st.session_state["nb_query"] = st.query_params.get("query") or None
+if "nb_k" not in st.session_state:
+    try:
+        st.session_state["nb_k"] = min(100, max(1, int(st.query_params.get("k", 10))))
+    except ValueError:
+        st.session_state["nb_k"] = 10
+
+st.title("Neighbours")
+st.caption("The nearest names of a term among the names of the chosen level, for two models side by side. "
+           "Names in the query's synonym set or class are highlighted, as in the papers' ranking tables.")
+
+with st.sidebar.expander("Embedding cache"):
+    vector_cache = VectorCache()
+    rows = vector_cache.stats()
+    st.caption(f"{sum(r['vectors'] for r in rows):,} vectors of {len(rows)} models, "
+               f"{vector_cache.size_bytes() / 2**20:.1f} MiB on disk")
+    if st.button("Clear cached vectors", help="Vectors are encoded again the next time they are needed"):
+        vector_cache.clear()
+        cache.neighbour_index.clear()
+        st.toast("Embedding cache cleared")
+
+if view is None:
+    state.sync_url(query=st.session_state["nb_query"] or "", k=str(st.session_state["nb_k"]))
+    st.stop()
+
+s = st.session_state
+selection = (s["source"], s["root"].strip() or None, int(s["depth"]), bool(s["synonyms"]), bool(s["keep_ambiguous"]))
+ontology = cache.ontology(s["source"])
+held_out = cache.held_out_names(selection)
+
+
+def pick_random() -> None:
+    """Put a random held-out test name in the query box."""
+    counter = st.session_state.get("_nb_random", 0) + 1
+    st.session_state["_nb_random"] = counter
+    if held_out:
+        st.session_state["nb_query"] = held_out[int(np.random.default_rng(counter).integers(len(held_out)))]
+
+
+names = sorted(set(view.names)) if len(view.names) <= MAX_SUGGESTIONS else sorted(set(held_out))
+if s["nb_query"] and s["nb_query"] not in names:
+    names = [s["nb_query"], *names]
+query_col, random_col, k_col = st.columns([6, 2, 1], vertical_alignment="bottom")
+query = query_col.selectbox(
+    "Query: an ontology name (type to search) or any text", names, key="nb_query",
+    accept_new_options=True, placeholder="e.g. urinary hesitancy",
+    help="Type to filter the level's names; press Enter to use free text that is not in the list.",
+)
+random_col.button("Random held-out name", on_click=pick_random, disabled=not held_out,
+                  help="A held-out test name of the default few-shot split (seed 0)")
+k = int(k_col.number_input("k", min_value=1, max_value=100, step=1, key="nb_k"))
+state.sync_url(query=query or "", k=str(k))
+
+if not query:
+    st.info("Type a name or free text above, or pick a random held-out name.")
+    st.stop()
+
+info = find_query(query, view, ontology)
+restrict = st.toggle("Rank only names of the query's class", value=False, disabled=info.class_id is None,
+                     help="Available when the query is a name of this level")
+
+
+models = [m for m in (model_a, model_b) if m]
+try:
+    indexes = [cache.neighbour_index(m, selection)[0] for m in models]
+    vectors = [cache.query_vector(m, query) for m in models]
+except BiovizError as error:
+    st.error(str(error))
+    st.stop()
+
+labels = [ix.space.model_id for ix in indexes]
+if len(labels) == 2 and labels[0] == labels[1]:
+    labels = [f"{labels[0]} (A)", f"{labels[1]} (B)"]
+class_id = info.class_id if restrict else None
+rankings = []
+for i, index in enumerate(indexes):
+    other = (indexes[1 - i], vectors[1 - i]) if len(indexes) == 2 else None
+    rankings.append(rank_neighbours(index, vectors[i], info, k=k, restrict_class=class_id, other=other))
+
+# --- the query ---------------------------------------------------------------------------
+if info.class_id is not None:
+    st.markdown(f"**{query}** · class **{info.class_label}** ({info.class_id}) · {view.title}")
+elif info.concept_ids:
+    st.markdown(f"**{query}** · an ontology name outside this level's names · {view.title}")
+else:
+    st.markdown(f"**{query}** · free text (not an ontology name) · {view.title}")
+if info.concept_ids and ontology is not None:
+    with st.container(border=True):
+        shown = info.concept_ids[0]
+        if len(info.concept_ids) > 1:
+            shown = st.selectbox("Concept", list(info.concept_ids), key="_nb_concept",
+                                 help="The query is a name of several concepts")
+        card = concept_card(ontology, shown)
+        st.markdown(f"#### {card['name']}  \n`{card['id']}`")
+        if card["synonyms"]:
+            st.markdown("**Synonyms:** " + "; ".join(card["synonyms"]))
+        if card["definition"]:
+            st.markdown(f"**Definition:** {card['definition']}")
+        st.markdown("**Path to root:** " + " › ".join(f"{p['name']} `{p['id']}`" for p in card["path"]))
+
+# --- the rankings ------------------------------------------------------------------------
+st.markdown(
+    f"<span style='background:{SAME_CONCEPT};padding:2px 6px'>same concept (synonym)</span> "
+    f"<span style='background:{SAME_CLASS};padding:2px 6px'>same class</span>"
+    + (" · Δ rank: rank under the other model minus rank here (▲ ranked higher here)" if len(models) == 2 else ""),
+    unsafe_allow_html=True,
+)
+
+
+def frame_of(rows: list[dict]) -> pd.DataFrame:
+    frame = pd.DataFrame([{
+        "Rank": r["rank"], "Name": r["name"], "Code": r["concept_id"], "Class": r["class_label"],
+        "Match": "synonym" if r["same_concept"] else ("class" if r["same_class"] else ""),
+        "Cosine": r["score"], **({"Other rank": r["other_rank"], "Δ rank": r["rank_change"]} if "other_rank" in r else {}),
+    } for r in rows])
+    return frame
+
+
+columns = st.columns(len(models))
+for column, label, rows in zip(columns, labels, rankings):
+    with column:
+        st.markdown(f"**{label}**")
+        if not rows:
+            st.info("No names to rank.")
+            continue
+        frame = frame_of(rows)
+        colours = [row_colour(r) for r in rows]
+        styled = frame.style.apply(lambda _row: [f"background-color: {colours[_row.name]}"] * len(_row), axis=1)
+        st.dataframe(styled.format({"Cosine": "{:.3f}"}), hide_index=True, width="stretch",
+                     height=38 + 35 * len(rows))
+
+export = pd.DataFrame(comparison_rows(rankings[0], rankings[1] if len(rankings) > 1 else None, labels[0],
+                                      labels[1] if len(labels) > 1 else None, query))
+file_stem = "neighbours-" + "".join(ch if ch.isalnum() else "-" for ch in query.lower())[:40].strip("-")
+st.download_button("Download the comparison (CSV)", export.to_csv(index=False), f"{file_stem}.csv", "text/csv")
+with st.expander("Image-ready table (camera icon: PNG at 2x; or SVG)"):
+    fmt = st.radio("Format", ["png", "svg"], horizontal=True, key="_nb_image_format")
+    fig = neighbour_table_figure(query, list(zip(labels, rankings)), view.title, k, info.class_label)
+    config = export_config(file_stem)
+    config["toImageButtonOptions"]["format"] = fmt
+    st.plotly_chart(fig, width="stretch", config=config)

@@ -1,0 +1,82 @@
+"""AppTest of pages/4_Neighbours.py: two models, a query, highlighting, concept card, URL state."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+PAGE = Path(__file__).resolve().parents[2] / "pages" / "4_Neighbours.py"
+
+
+@pytest.fixture
+def app(shared_home, monkeypatch, data_dir):
+    monkeypatch.setenv("BIOVIZ_HOME", str(shared_home))
+    at = AppTest.from_file(str(PAGE), default_timeout=240)
+    at.query_params["source"] = str(data_dir / "mini.obo")
+    at.query_params["depth"] = "1"
+    at.query_params["model_a"] = "minilm"
+    at.query_params["model_b"] = "char-tfidf"
+    return at
+
+
+def test_without_a_query_the_page_asks_for_one(app):
+    at = app.run()
+    assert not at.exception and not at.error
+    assert any("Type a name" in info.value for info in at.info)
+
+
+def test_two_models_rank_neighbours_with_highlighting_and_a_concept_card(app):
+    app.query_params["query"] = "heart attack"
+    app.query_params["k"] = "4"
+    at = app.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    tables = at.dataframe
+    assert len(tables) == 2  # one ranking per model
+    frames = [t.value for t in tables]
+    for frame in frames:
+        assert len(frame) == 4 and list(frame["Rank"]) == [1, 2, 3, 4]
+        assert "heart attack" not in set(frame["Name"])  # the query itself is not its own neighbour
+        assert {"Name", "Code", "Class", "Cosine", "Δ rank"} <= set(frame.columns)
+    # names of the query's synonym set and class are marked (and shaded: the colour travels with the table)
+    minilm = frames[0].set_index("Name")
+    assert minilm.loc["myocardial infarction", "Match"] == "synonym"
+    assert minilm.loc["arrhythmia", "Match"] == "class"
+    assert b"b7dfb0" in tables[0].proto.arrow_data.styler.styles.encode() if tables[0].proto.arrow_data.HasField(
+        "styler") else b"b7dfb0" in tables[0].proto.arrow_data.data
+    markdown = " ".join(m.value for m in at.markdown)
+    assert "myocardial infarction" in markdown and "MINI:0000011" in markdown  # concept card
+    assert "Path to root" in markdown and "heart disease" in markdown
+    assert any(b.label == "Download the comparison (CSV)" for b in at.get("download_button"))
+
+
+def test_query_and_k_are_written_to_the_url(app):
+    at = app.run()
+    at.selectbox(key="nb_query").set_value("asthma").run()
+    at.number_input(key="nb_k").set_value(3).run()
+    assert not at.exception and not at.error
+    assert at.query_params["query"] in ("asthma", ["asthma"])
+    assert at.query_params["k"] in ("3", ["3"])
+    assert at.query_params["model_b"] in ("char-tfidf", ["char-tfidf"])
+    assert all(len(t.value) == 3 for t in at.dataframe)
+
+
+def test_free_text_and_random_held_out_name(app):
+    # free text from a shared link (AppTest's set_value only takes listed options; the page
+    # adds a typed or linked text to the options itself)
+    app.query_params["query"] = "crushing chest pain at night"
+    at = app.run()
+    assert not at.exception and not at.error
+    assert "free text" in " ".join(m.value for m in at.markdown)
+    random_button = next(b for b in at.button if b.label == "Random held-out name")
+    random_button.click().run()
+    assert not at.exception
+    assert at.selectbox(key="nb_query").value != "crushing chest pain at night"
+    assert len(at.dataframe) == 2
+
+
+def test_unknown_model_shows_a_one_line_error(app):
+    app.query_params["query"] = "asthma"
+    app.query_params["model_b"] = "nobody/no-such-model"
+    at = app.run()
+    assert not at.exception
+    assert "nobody/no-such-model" in at.error[0].value
