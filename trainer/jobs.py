@@ -171,12 +171,17 @@ class JobStore:
         Database file (default ``BIOVIZ_HOME/jobs.sqlite``).
     """
 
+    _ready: set[Path] = set()  # databases this process has already set up
+
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path else home() / DB_FILE
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as conn:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.executescript(_SCHEMA)
+        if self.path not in self._ready or not self.path.exists():
+            # WAL is a property of the file: set once, it stays for every later connection.
+            with self._connect() as conn:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.executescript(_SCHEMA)
+            self._ready.add(self.path)
 
     @property
     def jobs_dir(self) -> Path:

@@ -1,4 +1,4 @@
-"""``python -m trainer jobs submit|list|status|cancel|logs``: the job queue from a shell.
+"""``python -m trainer jobs submit|list|status|cancel|logs|delete``: the job queue from a shell.
 
 ``jobs submit`` takes the same options as ``train`` (minus ``--out`` and ``--progress-file``,
 which the queue chooses) and prints the job id; the job runs in the background and a run
@@ -79,6 +79,12 @@ def _cancel(args: argparse.Namespace) -> int:
     return 0
 
 
+def _delete(args: argparse.Namespace) -> int:
+    Worker().delete(args.job_id, remove_run=args.with_run)
+    sys.stdout.write(f"{args.job_id}: deleted\n")
+    return 0
+
+
 def _logs(args: argparse.Namespace) -> int:
     worker = Worker()
     worker.reconcile()
@@ -117,7 +123,7 @@ def _guard(handler):
 
 def register(subparsers) -> None:
     """Add the ``jobs`` sub-command and its own sub-commands."""
-    parser = subparsers.add_parser("jobs", help="background training jobs (submit, list, status, cancel, logs)",
+    parser = subparsers.add_parser("jobs", help="background training jobs (submit, list, status, cancel, logs, delete)",
                                    description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="jobs_command", required=True, parser_class=type(parser))
 
@@ -141,6 +147,11 @@ def register(subparsers) -> None:
     cancel.add_argument("--grace", type=float, default=10.0, help="seconds before SIGTERM becomes SIGKILL")
     cancel.add_argument("--json", action="store_true", help="print one JSON object")
     cancel.set_defaults(handler=_guard(_cancel))
+
+    delete = sub.add_parser("delete", help="forget a job (cancelling it first), its log and progress")
+    delete.add_argument("job_id")
+    delete.add_argument("--with-run", action="store_true", help="also delete its run directory")
+    delete.set_defaults(handler=_guard(_delete))
 
     logs = sub.add_parser("logs", help="the job's log (stdout and stderr of the trainer)")
     logs.add_argument("job_id")

@@ -123,6 +123,9 @@ def job_env(job: Job, home: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["BIOVIZ_HOME"] = str(home)
     env["PYTHONUNBUFFERED"] = "1"  # the log shows lines as they are printed
+    # Progress bars redraw with carriage returns: noise in a log file (progress.jsonl has it all).
+    env.setdefault("TQDM_DISABLE", "1")
+    env.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     env.setdefault("HF_HUB_OFFLINE", "1")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p)
     if job.device and job.device.startswith("cuda:"):

@@ -262,6 +262,8 @@ def test_real_trainer_job_from_cli_submit_to_succeeded(tmp_home, data_dir, capsy
     assert "epoch 2/2" in capsys.readouterr().out
     assert main(["jobs", "cancel", job_id]) == 2
     assert "already succeeded" in capsys.readouterr().err
+    assert main(["jobs", "delete", job_id]) == 0
+    assert worker.store.list() == [] and is_run_dir(done.run_dir)  # the run stays unless --with-run
 
 
 @pytest.mark.slow
