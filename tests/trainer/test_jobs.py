@@ -304,3 +304,41 @@ def test_cli_refuses_bad_input_with_one_line(tmp_home, data_dir, capsys):
     assert "no job '20990101-000000-dead'" in capsys.readouterr().err
     assert main(["jobs", "list", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {"jobs": []}
+
+
+def test_gpu_slots_device_choice_and_environment(tmp_home, monkeypatch):
+    """No GPU here: pretend two, and check the slot choice and what each job would see."""
+    from collections import Counter
+    from dataclasses import replace
+
+    import trainer.worker as worker_module
+
+    monkeypatch.setattr(worker_module, "gpu_count", lambda: 2)
+    worker = Worker(slots={"cpu": 1, "cuda": 1})
+    assert worker.capacity() == {"cpu": 1, "cuda:0": 1, "cuda:1": 1}
+    used = Counter()
+    assert worker._pick_slot("auto", used) == "cuda:0"
+    used["cuda:0"] += 1
+    assert worker._pick_slot("auto", used) == "cuda:1"
+    used["cuda:1"] += 1
+    assert worker._pick_slot("auto", used) is None  # auto waits for a GPU rather than crawl on the CPU
+    assert worker._pick_slot("cpu", used) == "cpu"
+    assert worker._pick_slot("cuda:1", Counter()) == "cuda:1"
+
+    job = replace(worker.store.create({"source": "icd10", "shots": None}), device="cuda:1")
+    env = worker_module.job_env(job, tmp_home)
+    assert env["CUDA_VISIBLE_DEVICES"] == "1" and env["BIOVIZ_HOME"] == str(tmp_home)
+    command = worker_module.train_command(job)
+    assert command[command.index("--device") + 1] == "cuda"
+    assert command[command.index("--shots") + 1] == "none"  # all names, not the default 15
+    cpu_job = replace(job, device="cpu")
+    assert worker_module.job_env(cpu_job, tmp_home)["CUDA_VISIBLE_DEVICES"] == ""
+
+
+def test_cuda_request_is_refused_without_a_gpu(tmp_home, monkeypatch):
+    import trainer.worker as worker_module
+
+    monkeypatch.setattr(worker_module, "gpu_count", lambda: 0)
+    with pytest.raises(BiovizError, match="not available here"):
+        Worker(module=STANDIN).submit({"epochs": 1}, device="cuda", validate=False)
+    assert JobStore().list() == []
