@@ -139,6 +139,23 @@ def choose_split(models, shots=None, seed=None, test_per_class=None,
     return (distinct.pop() if distinct else SplitSpec()), []
 
 
+def run_seen_names(run_dir: str | Path) -> list[str]:
+    """Training and validation names of a trained run (its ``split.json``); empty if unknown."""
+    path = Path(run_dir) / "split.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [str(n) for part in ("train", "validation") for n in data.get(part, []) or []]
+
+
+def seen_by_runs(models) -> list[str]:
+    """Every name that a run among ``models`` trained or validated on (sorted, distinct)."""
+    from bioviz.runs import is_run_dir
+
+    return sorted({n for m in models if is_run_dir(m) for n in run_seen_names(m)})
+
+
 # ---------------------------------------------------------------------------- keys & cache
 
 
@@ -296,13 +313,24 @@ def _split_metrics(result: dict, prefix: str = "") -> tuple[dict, dict, dict]:
 class _TaskData:
     """Builds each task's problem once per evaluation, shared by every model."""
 
-    def __init__(self, view: LevelView, split: Split, ontology: Ontology | None, settings: EvalSettings):
+    def __init__(self, view: LevelView, split: Split, ontology: Ontology | None, settings: EvalSettings,
+                 exclude_names=()):
         self.view, self.split, self.ontology, self.settings = view, split, ontology, settings
+        self.exclude = sorted(set(exclude_names))
         self._built: dict[str, object] = {}
 
     def get(self, task: str):
         if task not in self._built:
-            self._built[task] = self._build(task)
+            built = self._build(task)
+            if self.exclude and task != "hierarchy-auc":
+                if isinstance(built, dict):
+                    # Training names are the train part's queries by definition: only the
+                    # held-out parts lose names that a compared run has seen.
+                    built = {part: problem if part == "train" else protocols.drop_queries(problem, self.exclude)
+                             for part, problem in built.items()}
+                else:
+                    built = protocols.drop_queries(built, self.exclude)
+            self._built[task] = built
         return self._built[task]
 
     def _need_ontology(self, task: str) -> Ontology:
@@ -325,13 +353,15 @@ class _TaskData:
             except ValueError as error:
                 raise EvaluationError(str(error)) from None
         if task == "hierarchy-auc":
-            seen = [view.names[i] for i in np.concatenate([split.train, split.validation])]
+            seen = [view.names[i] for i in np.concatenate([split.train, split.validation])] + self.exclude
             return protocols.hierarchy_pairs(self._need_ontology(task), view.root, seen,
                                              s.pairs_per_distance, s.sample_seed)
         raise EvaluationError(f"unknown task {task!r}: choose from {', '.join(TASKS)} or all")
 
     def data_key(self, task: str) -> dict:
         base = {"settings": asdict(self.settings)}
+        if self.exclude:
+            base["excluded_names"] = {"count": len(self.exclude), "digest": _digest("\n".join(self.exclude))}
         if task == "leaf2parent":
             onto = self._need_ontology(task)
             return {**base, "ontology": onto.label, "concepts": len(onto), "root": self.view.root}
@@ -394,7 +424,7 @@ def expand_tasks(tasks) -> list[str]:
 
 def evaluate(view: LevelView, split: Split, models, tasks="all", ontology: Ontology | None = None,
              settings: EvalSettings | None = None, use_cache: bool = True,
-             progress: Progress | None = None) -> list[dict]:
+             progress: Progress | None = None, exclude_names=None) -> list[dict]:
     """Evaluate every model on every task, on the same view and split.
 
     Parameters
@@ -414,6 +444,11 @@ def evaluate(view: LevelView, split: Split, models, tasks="all", ontology: Ontol
         Serve and store results in the result cache (``BIOVIZ_HOME/eval``).
     progress : callable, optional
         ``progress(message)`` before each (model, task).
+    exclude_names : iterable of str, optional
+        Names left out of every held-out query set and of the hierarchy pairs. By default
+        the training and validation names of every trained run among ``models`` (from its
+        ``split.json``), so all models are compared on items no compared run has seen,
+        also on levels or splits the runs were not trained on.
 
     Returns
     -------
@@ -428,7 +463,9 @@ def evaluate(view: LevelView, split: Split, models, tasks="all", ontology: Ontol
     settings = settings or EvalSettings()
     tasks = expand_tasks(tasks)
     models = [models] if isinstance(models, str) else list(models)
-    data = _TaskData(view, split, ontology, settings)
+    if exclude_names is None:
+        exclude_names = seen_by_runs(models)
+    data = _TaskData(view, split, ontology, settings, exclude_names)
     results = []
     for spec in models:
         model = _load_model(spec)

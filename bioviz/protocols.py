@@ -85,6 +85,26 @@ class PairSample:
         return list(self.first) + list(self.second)
 
 
+def drop_queries(problem: RankingProblem, names) -> RankingProblem:
+    """The problem without queries whose name is in ``names`` (compared normalised).
+
+    Used to keep names a compared trained run has seen out of the queries. When the
+    queries are the references (``exclude_self``), the names leave both sides.
+    """
+    excluded = {normalise_name(n) for n in names}
+    keep = np.asarray([normalise_name(q) not in excluded for q in problem.queries], dtype=bool)
+    if keep.all():
+        return problem
+    rows = np.flatnonzero(keep)
+    queries = tuple(problem.queries[i] for i in rows)
+    if problem.exclude_self:
+        return RankingProblem(queries, problem.query_labels[rows], queries, problem.reference_labels[rows],
+                              exclude_self=True)
+    relevance = None if problem.relevance is None else problem.relevance[rows]
+    return RankingProblem(queries, problem.query_labels[rows], problem.references, problem.reference_labels,
+                          problem.exclude_self, relevance, problem.reference_groups)
+
+
 def _names(view: LevelView, rows: np.ndarray) -> tuple[str, ...]:
     return tuple(view.names[i] for i in rows)
 

@@ -139,3 +139,18 @@ def test_real_model_on_mini(mini, monkeypatch):
     results = evaluation.evaluate(view, split, "minilm", ["ranking", "hypernym"], onto, SETTINGS)
     assert results[0]["model"] == "minilm" and len(results[0]["fingerprint"]) >= 12
     assert results[1]["metrics"]["mrr"] > 0
+
+
+def test_names_a_compared_run_has_seen_leave_the_queries(mini, fake_models, tmp_path):
+    onto, view, split = mini
+    run = tmp_path / "run-2"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"run_id": "run-2", "config": {}}))
+    test_names = [view.names[i] for i in split.test]
+    (run / "split.json").write_text(json.dumps({"train": [test_names[0]], "validation": [], "test": []}))
+    assert evaluation.seen_by_runs(["minilm", str(run)]) == [test_names[0]]
+    alone = evaluation.evaluate(view, split, "a", ["ranking"], onto, SETTINGS)
+    beside = evaluation.evaluate(view, split, ["a", str(run)], ["ranking"], onto, SETTINGS)
+    assert alone[0]["sizes"]["queries"] == 2
+    assert [r["sizes"]["queries"] for r in beside] == [1, 1]  # the base model is scored on the same names
+    assert beside[0]["data"]["excluded_names"]["count"] == 1

@@ -92,3 +92,18 @@ def test_hierarchy_pairs_distances_are_right(mini):
             assert not any(graph.has_edge(x, y) or graph.has_edge(y, x) for x in ca for y in cb)
     again = protocols.hierarchy_pairs(onto, view.root, seen, per_distance=50, seed=1)
     assert again.first == sample.first and again.second == sample.second  # fixed seed
+
+
+def test_drop_queries(mini):
+    onto, view, split = mini
+    problem = protocols.ranking_problem(view, split)
+    dropped = protocols.drop_queries(problem, [problem.queries[0].upper()])  # compared normalised
+    assert dropped.queries == problem.queries[1:] and dropped.references == problem.references
+    assert list(dropped.query_labels) == list(problem.query_labels[1:])
+    assert protocols.drop_queries(problem, ["not a name"]) is problem
+    train = protocols.synonym_problems(view, split)["train"]
+    smaller = protocols.drop_queries(train, [train.queries[0]])
+    assert smaller.exclude_self and smaller.queries == smaller.references == train.queries[1:]
+    leaf = protocols.leaf_to_parent_problem(onto, view.root)
+    fewer = protocols.drop_queries(leaf, ["atrial fibrillation"])
+    assert fewer.relevance.shape == (len(leaf.queries) - 1, leaf.relevance.shape[1])
