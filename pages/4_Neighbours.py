@@ -19,7 +19,10 @@ st.set_page_config(page_title="Neighbours · bioviz", page_icon="🧬", layout="
 state.init_state()
 state.selection_sidebar()
 view = state.current_view()
-model_a, model_b = state.model_pickers()
+if "nb_two" not in st.session_state:
+    st.session_state["nb_two"] = st.query_params.get("two", "1") != "0"
+two = st.sidebar.toggle("Compare two models", key="nb_two")
+model_a, model_b = state.model_pickers(two=two)
 
 # Page keys, read from the URL once per session so a shared link reopens the comparison.
 if "nb_query" not in st.session_state:
@@ -45,7 +48,7 @@ with st.sidebar.expander("Embedding cache"):
         st.toast("Embedding cache cleared")
 
 if view is None:
-    state.sync_url(query=st.session_state["nb_query"] or "", k=str(st.session_state["nb_k"]))
+    state.sync_url(query=st.session_state["nb_query"] or "", k=str(st.session_state["nb_k"]), two="1" if two else "0")
     st.stop()
 
 s = st.session_state
@@ -74,7 +77,7 @@ query = query_col.selectbox(
 random_col.button("Random held-out name", on_click=pick_random, disabled=not held_out,
                   help="A held-out test name of the default few-shot split (seed 0)")
 k = int(k_col.number_input("k", min_value=1, max_value=100, step=1, key="nb_k"))
-state.sync_url(query=query or "", k=str(k))
+state.sync_url(query=query or "", k=str(k), two="1" if two else "0")
 
 if not query:
     st.info("Type a name or free text above, or pick a random held-out name.")

@@ -119,7 +119,7 @@ def cross_level_table(selection: tuple, models: tuple, depths: tuple, split: tup
 # --- Neighbours ----------------------------------------------------------------------------
 
 
-@st.cache_resource(max_entries=6, show_spinner=False)
+@st.cache_resource(max_entries=4, show_spinner=False)
 def neighbour_index(model: str, selection: tuple):
     """``(NeighbourIndex, stats)`` over the selected view's names under ``model``.
 

@@ -80,3 +80,12 @@ def test_unknown_model_shows_a_one_line_error(app):
     at = app.run()
     assert not at.exception
     assert "nobody/no-such-model" in at.error[0].value
+
+
+def test_one_model_only(app):
+    app.query_params["query"] = "asthma"
+    app.query_params["two"] = "0"
+    at = app.run()
+    assert not at.exception and not at.error
+    assert len(at.dataframe) == 1 and "Δ rank" not in at.dataframe[0].value.columns
+    assert at.query_params["two"] in ("0", ["0"])
