@@ -45,6 +45,11 @@ FINGERPRINT_SCHEMA = "st-1"  # bump when the encoding path changes the vectors a
 # Files that describe a model but do not change its vectors: left out of the fingerprint so
 # that the trainer adding metrics to run.json does not invalidate cached vectors.
 _NOT_HASHED = {"README.md", "run.json", "training_log.jsonl"}
+# Other runtimes' copies of the weights (hub repositories often carry them): never loaded
+# by sentence-transformers' torch backend, so neither downloaded nor hashed.
+_OTHER_RUNTIMES = ("onnx", "openvino", "coreml")
+_HUB_IGNORE = [f"{d}/*" for d in _OTHER_RUNTIMES] + ["*.onnx", "*.h5", "*.msgpack", "*.ot", "tf_model*",
+                                                      "flax_model*", "rust_model*"]
 # Chunks of this many batches between progress callbacks; large enough that the cost of
 # calling encode once per chunk is lost in the noise.
 _CHUNK_BATCHES = 16
@@ -120,7 +125,7 @@ def _hub_snapshot(repo_id: str) -> Path:
         raise ModelError(f"model {repo_id!r} is not a local directory and is not in the Hugging Face cache, "
                          f"and the hub is offline (HF_HUB_OFFLINE=1): {how}")
     try:
-        return Path(snapshot_download(repo_id))
+        return Path(snapshot_download(repo_id, ignore_patterns=_HUB_IGNORE))
     except (HfHubHTTPError, OSError, ValueError) as error:
         raise ModelError(f"model {repo_id!r} could not be downloaded ({error.__class__.__name__}): {how}") from None
 
@@ -174,7 +179,8 @@ def _file_signature(path: Path) -> tuple:
     rows = []
     for file in sorted(p for p in path.rglob("*") if p.is_file()):
         rel = file.relative_to(path).as_posix()
-        if file.name in _NOT_HASHED or any(part.startswith(".") for part in Path(rel).parts):
+        parts = Path(rel).parts
+        if file.name in _NOT_HASHED or parts[0] in _OTHER_RUNTIMES or any(p.startswith(".") for p in parts):
             continue
         stat = file.stat()
         rows.append((rel, stat.st_size, stat.st_mtime_ns))

@@ -179,3 +179,19 @@ def test_default_char_tfidf_is_stored_once_and_stable(shared_home, monkeypatch):
     assert char_tfidf.load_default().fingerprint == encoder.fingerprint  # read back from the .npz
     space = embed(["urinary hesitancy", "hesitancy of micturition", "fracture of femur"], "char-tfidf")
     assert space.vectors.dtype == np.float32 and space.model_id == "char-tfidf"
+
+
+def test_hub_id_is_served_from_the_local_hugging_face_cache(tmp_path, monkeypatch, tmp_home):
+    from huggingface_hub import constants
+
+    # the layout huggingface_hub keeps: models--org--name/{refs/main, snapshots/<commit>/...}
+    repo = tmp_path / "hub" / "models--acme--tiny-minilm"
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    shutil.copytree(embeddings.bundled_minilm_path(), repo / "snapshots" / commit)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    encoder = load_encoder("acme/tiny-minilm")
+    assert encoder.label == "acme/tiny-minilm"
+    assert encoder.fingerprint == load_encoder("minilm").fingerprint
+    assert embed(NAMES[:2], "acme/tiny-minilm").vectors.shape == (2, 384)
