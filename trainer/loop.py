@@ -94,6 +94,15 @@ class TrainResult:
     metrics: dict = field(default_factory=dict)
 
 
+def _adam(parameters, lr: float, device: torch.device) -> torch.optim.Optimizer:
+    """Adam, fused into one kernel where torch supports it (halves a wide head's step time on CPU)."""
+    parameters = list(parameters)
+    try:
+        return torch.optim.Adam(parameters, lr=lr, fused=device.type in ("cpu", "cuda"))
+    except (RuntimeError, TypeError, ValueError):
+        return torch.optim.Adam(parameters, lr=lr)
+
+
 def _normalise(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
@@ -193,7 +202,7 @@ class Trainer:
             projection, prototype_map, k = encoders.fit_cca(data.vectors[train_rows], labels_np[train_rows], c.seed)
             x_all = projection(u_all)
         model = encoders.build_head(c.encoder, data.dim, c.hidden, c.dropout).to(dev)
-        optimiser = torch.optim.Adam(model.parameters(), lr=c.lr)
+        optimiser = _adam(model.parameters(), c.lr, dev)
 
         prototypes = encoders.class_prototypes(data.vectors[train_rows], labels_np[train_rows], n_classes)
         proto_t = torch.from_numpy(prototypes)
@@ -223,14 +232,8 @@ class Trainer:
             "ms": losses.MultiSimilarityLoss(c.ms_alpha, c.ms_beta, c.ms_lambda),
         }
 
-        def batch_losses(rows: torch.Tensor, pos: torch.Tensor | None, neg: torch.Tensor | None,
-                         cats: torch.Tensor | None = None, training: bool = True) -> dict:
-            """Loss terms for anchor rows (global indices); pos/neg are global indices too."""
-            if c.encoder == "hierarchical":
-                out = model(x_dev[rows])
-                return {"ms": loss_fns["ms"](out, cats.to(dev).long())}
-            out = model(x_dev[torch.cat([rows, pos, neg])])
-            a, p, n = out.split(len(rows))
+        def loss_terms(a, p, n, rows, pos, training: bool) -> dict:
+            """Loss terms from encodings of anchors, positives, negatives (rows/pos: global indices)."""
             terms = {"triplet": loss_fns["triplet"](a, p, n)}
             if c.encoder == "residual":
                 terms["ground"] = loss_fns["ground"](a, targets["ground"][rows])
@@ -244,38 +247,45 @@ class Trainer:
                 terms["ground"] = proto_loss(names, name_labels, targets["proto"], generator=self.generator)
             return terms
 
-        def sample_tuples(rows: np.ndarray, generator: torch.Generator):
-            """Global indices of a random positive and a distance-weighted negative per row."""
-            rows_t = torch.from_numpy(rows)
-            lab = labels_t[rows_t]
-            encoded = self._encode(model, x_dev[rows_t]).cpu()
-            pos_local = sampling.random_positives(lab, generator)
-            neg_local = sampling.distance_weighted_negatives(encoded, lab, encoded, lab, generator)
-            return rows_t[pos_local], rows_t[neg_local]
+        def batch_losses(rows: torch.Tensor, pos: torch.Tensor | None, neg: torch.Tensor | None,
+                         cats: torch.Tensor | None = None) -> dict:
+            """Loss terms of one training batch: a single forward pass over all its inputs."""
+            if c.encoder == "hierarchical":
+                return {"ms": loss_fns["ms"](model(x_dev[rows]), cats.to(dev).long())}
+            out = model(x_dev[torch.cat([rows, pos, neg])])
+            a, p, n = out.split(len(rows))
+            return loss_terms(a, p, n, rows.to(dev), pos.to(dev), training=True)
 
-        def validation_loss() -> float:
+        def sample_tuples(encoded: torch.Tensor, rows: np.ndarray, generator: torch.Generator):
+            """Local indices of a random positive and a distance-weighted negative per row."""
+            lab = labels_t[torch.from_numpy(rows)]
+            pos = sampling.random_positives(lab, generator)
+            neg = sampling.distance_weighted_negatives(encoded, lab, encoded, lab, generator)
+            return pos, neg
+
+        def validation_loss(encoded_val: torch.Tensor) -> float:
+            """The multi-task loss on validation names, from their (eval-mode) encodings."""
             if not len(val_rows):
                 return float("nan")
             gen = torch.Generator().manual_seed(c.seed + 1)
-            model.eval()
             with torch.no_grad():
-                rows_t = torch.from_numpy(val_rows)
+                enc = encoded_val.to(dev)
                 if c.encoder == "hierarchical":
-                    terms = batch_losses(rows_t, None, None, val_categories, training=False)
+                    terms = {"ms": loss_fns["ms"](enc, val_categories.to(dev).long())}
                 else:
-                    pos, neg = sample_tuples(val_rows, gen)
-                    terms = batch_losses(rows_t, pos, neg, training=False)
-            model.train()
+                    pos, neg = sample_tuples(encoded_val, val_rows, gen)
+                    rows_t = torch.from_numpy(val_rows)
+                    terms = loss_terms(enc, enc[pos.to(dev)], enc[neg.to(dev)], rows_t.to(dev),
+                                       rows_t[pos].to(dev), training=False)
             return float(sum(t.item() for t in terms.values()))
 
-        def validation_map() -> float:
+        def validation_map(encoded: torch.Tensor) -> float:
             from bioviz.metrics import class_retrieval_map
 
             if not len(val_rows):
                 return float("nan")
-            rows = torch.from_numpy(np.concatenate([train_rows, val_rows]))
-            enc = _normalise(self._encode(model, x_dev[rows]).cpu().numpy())  # the metric assumes unit rows
-            return float(class_retrieval_map(enc[len(train_rows):], labels_np[val_rows], enc[: len(train_rows)],
+            enc = _normalise(encoded.numpy())  # the metric assumes unit rows
+            return float(class_retrieval_map(enc[n_train:], labels_np[val_rows], enc[:n_train],
                                              labels_np[train_rows]))
 
         history: list[dict] = []
@@ -285,6 +295,11 @@ class Trainer:
         stopped_early = False
         started = time.perf_counter()
         n_train = len(train_rows)
+        train_t = torch.from_numpy(train_rows)
+        # One eval-mode pass over training + validation names per epoch serves the validation
+        # figures of this epoch and the negative sampling of the next.
+        tv_rows = torch.from_numpy(np.concatenate([train_rows, val_rows]))
+        encoded = self._encode(model, x_dev[tv_rows]).cpu()
         for epoch in range(1, c.epochs + 1):
             epoch_started = time.perf_counter()
             model.train()
@@ -292,14 +307,15 @@ class Trainer:
                 batches = sampling.hierarchy_batches(categories, c.batch_size, self.generator)
                 pos_all = neg_all = None
             else:
-                pos_all, neg_all = sample_tuples(train_rows, self.generator)
+                pos_local, neg_local = sample_tuples(encoded[:n_train], train_rows, self.generator)
+                pos_all, neg_all = train_t[pos_local], train_t[neg_local]
                 order = torch.randperm(n_train, generator=self.generator)
                 batches = [order[s : s + c.batch_size] for s in range(0, n_train, c.batch_size)]
             sums: dict[str, float] = {}
             seen = 0
             for local in batches:
                 self.cancel.check()
-                rows = torch.from_numpy(train_rows)[local]
+                rows = train_t[local]
                 if c.encoder == "hierarchical":
                     terms = batch_losses(rows, None, None, categories[local][:, local])
                 else:
@@ -314,8 +330,9 @@ class Trainer:
                 seen += len(local)
             self.cancel.check()
             epoch_losses = {k: v / max(seen, 1) for k, v in sums.items()}
-            val_map = validation_map()
-            val_loss = validation_loss() if c.stop_on == "loss" else None
+            encoded = self._encode(model, x_dev[tv_rows]).cpu()
+            val_map = validation_map(encoded)
+            val_loss = validation_loss(encoded[n_train:]) if c.stop_on == "loss" else None
             value = val_map if higher_is_better else val_loss
             improved = best_value is None or (value > best_value if higher_is_better else value < best_value)
             if improved and value == value:  # NaN never improves
