@@ -93,6 +93,10 @@ def main(argv=None) -> int:
     parser.add_argument("--base", default="minilm")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the machine is shared)")
     parser.add_argument("--no-relatedness", action="store_true")
+    parser.add_argument("--definition-scope", default="train", help="definitions: train or all")
+    parser.add_argument("--max-pairs", type=int, default=20000)
+    parser.add_argument("--batch-size", type=int)
+    parser.add_argument("--finetune", action="store_true", help="hierarchical: fine-tune the transformer")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     rows = []
@@ -100,7 +104,9 @@ def main(argv=None) -> int:
         for seed in args.seeds:
             config = validate(TrainConfig(source=args.source, root=args.root, depth=args.depth, shots=args.shots,
                                           encoder=encoder, base=args.base, seed=seed, hidden=args.hidden,
-                                          epochs=args.epochs), check_data=False)
+                                          epochs=args.epochs, definition_scope=args.definition_scope,
+                                          max_pairs=args.max_pairs, batch_size=args.batch_size,
+                                          finetune=args.finetune), check_data=False)
             row = run_one(config, not args.no_relatedness)
             rows.append(row)
             print(json.dumps(row), flush=True)
