@@ -67,3 +67,22 @@ def test_multi_similarity_loss_scalar_grad_and_order():
     correct, wrong = loss(ordered, categories), loss(shuffled, categories)
     assert correct.ndim == 0 and correct.requires_grad
     assert correct.item() < wrong.item()
+
+
+def test_hierarchy_loss_looks_up_the_categories_of_anchor_and_partner_rows():
+    from trainer.finetune import HierarchyMultiSimilarityLoss
+
+    class Identity(torch.nn.Module):
+        def forward(self, features):
+            return {"sentence_embedding": features["x"]}
+
+    categories = torch.tensor([[0, 1, 4], [1, 0, 4], [4, 4, 0]])
+    loss = HierarchyMultiSimilarityLoss(Identity(), categories)
+    anchors = _leaf([[1.0, 0.0], [0.0, 1.0]])
+    partners = torch.tensor([[0.9, 0.1], [0.1, 0.9]])
+    labels = torch.tensor([0 * 3 + 1, 2 * 3 + 2])  # (row 0, row 1) and (row 2, row 2)
+    value = loss([{"x": anchors}, {"x": partners}], labels)
+    rows = torch.tensor([0, 2, 1, 2])
+    expected = MultiSimilarityLoss()(torch.cat([anchors, partners]), categories[rows][:, rows])
+    assert value.ndim == 0 and value.requires_grad
+    assert torch.allclose(value, expected)
