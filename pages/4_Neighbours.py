@@ -54,7 +54,10 @@ if view is None:
 s = st.session_state
 selection = (s["source"], s["root"].strip() or None, int(s["depth"]), bool(s["synonyms"]), bool(s["keep_ambiguous"]))
 ontology = cache.ontology(s["source"])
-held_out = cache.held_out_names(selection)
+try:
+    held_out = cache.held_out_names(selection)
+except BiovizError:  # a level too small to split still has neighbours to browse
+    held_out = []
 
 
 def pick_random() -> None:
