@@ -38,7 +38,7 @@ cols[2].slider("n_neighbors", 2, 100, key="nn", disabled=st.session_state["metho
                help="UMAP neighbourhood size: larger keeps more global structure")
 cols[3].slider("min_dist", 0.0, 0.99, step=0.01, key="md", disabled=st.session_state["method"] == "pca",
                help="UMAP minimum distance: smaller packs clusters tighter")
-cols[4].number_input("Point cap", min_value=100, max_value=200_000, step=1_000, key="cap",
+cols[4].number_input("Point cap", min_value=10, max_value=200_000, step=1_000, key="cap",
                      help="Larger views are sampled per class so every class stays visible")
 cols[5].number_input("Shots", min_value=1, max_value=500, key="shots",
                      help="Split used to mark train / validation / test names (seed 0)")

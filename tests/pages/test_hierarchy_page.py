@@ -1,0 +1,71 @@
+"""AppTest of pages/5_Hierarchy.py: subtree drawing, node search, node details, hypernym ranking, URL."""
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+PAGE = Path(__file__).resolve().parents[2] / "pages" / "5_Hierarchy.py"
+
+
+@pytest.fixture
+def app(shared_home, monkeypatch, data_dir):
+    monkeypatch.setenv("BIOVIZ_HOME", str(shared_home))
+    at = AppTest.from_file(str(PAGE), default_timeout=240)
+    at.query_params["source"] = str(data_dir / "views_table.tsv")
+    at.query_params["depth"] = "2"
+    at.query_params["model_a"] = "minilm"
+    at.query_params["model_b"] = "char-tfidf"
+    return at
+
+
+def charts(at):
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def param(at, key):
+    value = at.query_params[key]
+    return value[0] if isinstance(value, list) else value
+
+
+def test_tree_coloured_by_gain_with_node_details_and_hypernyms(app):
+    at = app.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    tree, ranking = charts(at)
+    trace = tree["data"][0]
+    assert trace["type"] == "icicle" and len(trace["ids"]) == 13 and trace["branchvalues"] == "total"
+    assert trace["marker"]["cmid"] == 0
+    assert "char-tfidf vs minilm" in tree["layout"]["title"]["text"]
+    assert at.subheader[0].value == "disorder (R)"
+    names, neighbours = at.dataframe[0].value, at.dataframe[1].value
+    assert len(names) == 50 and len(neighbours) == 10
+    assert ranking["layout"]["title"]["text"].startswith("Hypernym ranking · minilm vs char-tfidf")
+    assert param(at, "node") == "R" and param(at, "mention")
+
+
+def test_search_jumps_to_a_node_and_the_url_keeps_it(app):
+    at = app.run()
+    at.text_input(key="_find").set_value("fracture").run()
+    assert not at.exception
+    assert at.subheader[0].value == "fracture (C31)" and param(at, "node") == "C31"
+    assert charts(at)[0]["data"][0]["level"] == "C31"
+    mentions = at.selectbox(key="mention").options
+    assert set(mentions) <= {"hip fracture", "broken hip", "fracture of femoral neck", "wrist fracture",
+                             "broken wrist", "distal radius fracture"}
+
+
+def test_url_state_kind_colour_and_node(app):
+    app.query_params.update({"kind": "sunburst", "colour": "none", "node": "C2", "levels": "2"})
+    at = app.run()
+    assert not at.exception and not at.error
+    trace = charts(at)[0]["data"][0]
+    assert trace["type"] == "sunburst" and trace["maxdepth"] == 2 and "colorscale" not in trace["marker"]
+    assert at.subheader[0].value == "cardiovascular disease (C2)"
+
+
+def test_synonym_sets_have_no_hierarchy(app):
+    app.query_params["synonyms"] = "1"
+    at = app.run()
+    assert not at.exception
+    assert "turn off synonym sets" in at.error[0].value

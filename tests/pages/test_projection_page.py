@@ -1,0 +1,92 @@
+"""AppTest of pages/2_Projection.py: aligned PCA/UMAP panels, caching, selection, separation, URL state."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+PAGE = Path(__file__).resolve().parents[2] / "pages" / "2_Projection.py"
+
+
+@pytest.fixture
+def app(shared_home, monkeypatch, data_dir):
+    monkeypatch.setenv("BIOVIZ_HOME", str(shared_home))
+    at = AppTest.from_file(str(PAGE), default_timeout=300)
+    at.query_params["source"] = str(data_dir / "views_table.tsv")
+    at.query_params["depth"] = "1"
+    at.query_params["model_a"] = "minilm"
+    at.query_params["model_b"] = "char-tfidf"
+    return at
+
+
+def param(at, key):
+    value = at.query_params[key]
+    return value[0] if isinstance(value, list) else value
+
+
+def charts(at):
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def test_pca_panels_separation_and_url(app):
+    app.query_params["method"] = "pca"
+    app.query_params["cap"] = "500"
+    at = app.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    specs = charts(at)
+    assert len(specs) == 2  # the projection pair and the per-class separation
+    title = specs[0]["layout"]["title"]["text"]
+    assert title.startswith("PCA · minilm vs char-tfidf") and "views_table" in title
+    points = [p for t in specs[0]["data"] for p in (t.get("customdata") or [])]
+    assert len(points) == 2 * 70  # every name of the view, in both panels
+    assert {m.label.split(" · ")[1] for m in at.metric} == {"minilm", "char-tfidf"}
+    assert param(at, "method") == "pca" and param(at, "cap") == "500" and param(at, "nn") == "15"
+
+
+def test_umap_is_computed_once_then_read_from_the_disk_cache(app, shared_home):
+    app.query_params["nn"] = "8"
+    at = app.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert charts(at)[0]["layout"]["title"]["text"].startswith("UMAP · minilm vs char-tfidf")
+    cached = set((shared_home / "projections").glob("*.npz"))
+    assert len(cached) >= 4  # UMAP and the PCA preview, for both models
+    # A new session (fresh app) finds the layout on disk: no PCA preview, no new files.
+    fresh = AppTest.from_file(str(PAGE), default_timeout=300)
+    fresh.query_params.update(dict(app.query_params))
+    again = fresh.run()
+    assert not again.exception
+    assert set((shared_home / "projections").glob("*.npz")) == cached
+    assert "preview" not in charts(again)[0]["layout"]["title"]["text"]
+
+
+def test_selected_names_are_listed_and_highlighted(app):
+    app.query_params["method"] = "pca"
+    at = app.run()
+    at.session_state["_projection_selected"] = np.array([0, 1, 2])
+    at.run()
+    assert not at.exception
+    assert any("3 selected names" in m.value for m in at.markdown)
+    names = [t for t in charts(at)[0]["data"] if t.get("legendgroup") == "selected"]
+    assert len(names) == 2 and all(len(t["customdata"]) == 3 for t in names)
+    at.button[0].click().run()
+    assert not any("selected names" in m.value for m in at.markdown)
+
+
+def test_3d_and_parameters_from_the_url(app):
+    app.query_params.update({"method": "pca", "dims": "3", "cap": "40", "measure": "silhouette"})
+    at = app.run()
+    assert not at.exception and not at.error
+    spec = charts(at)[0]
+    assert any(t["type"] == "scatter3d" for t in spec["data"])
+    points = [p for t in spec["data"] for p in (t.get("customdata") or [])]
+    assert len(points) == 2 * 40  # the class-stratified cap
+    assert "silhouette" in charts(at)[1]["layout"]["xaxis"]["title"]["text"]
+
+
+def test_a_missing_model_is_a_one_line_error(app, tmp_path):
+    app.query_params["model_b"] = str(tmp_path / "no-such-model")
+    at = app.run()
+    assert not at.exception
+    assert len(at.error) == 1 and "not found" in at.error[0].value

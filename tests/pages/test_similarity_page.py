@@ -1,0 +1,74 @@
+"""AppTest of pages/3_Similarity_matrix.py: example sets, typed terms, classes, concepts, orders, URL."""
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+PAGE = Path(__file__).resolve().parents[2] / "pages" / "3_Similarity_matrix.py"
+
+
+@pytest.fixture
+def app(shared_home, monkeypatch, data_dir):
+    monkeypatch.setenv("BIOVIZ_HOME", str(shared_home))
+    at = AppTest.from_file(str(PAGE), default_timeout=240)
+    at.query_params["source"] = str(data_dir / "views_table.tsv")
+    at.query_params["depth"] = "1"
+    at.query_params["model_a"] = "minilm"
+    at.query_params["model_b"] = "char-tfidf"
+    return at
+
+
+def heatmaps(at):
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def ticks(spec):
+    return [t.split("</span> ")[-1] for t in spec["layout"]["yaxis"]["ticktext"]]
+
+
+def test_biolord_appendix_b_by_default_with_one_scale_per_pair(app):
+    at = app.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    a, b, diff = heatmaps(at)
+    assert ticks(a)[0] == "cat fur" and ticks(a)[-1] == "disease caused by reoviridae" and len(ticks(a)) == 12
+    assert (a["data"][0]["zmin"], a["data"][0]["zmax"]) == (b["data"][0]["zmin"], b["data"][0]["zmax"])
+    assert diff["data"][0]["zmin"] == -diff["data"][0]["zmax"]
+    assert "minilm" in a["layout"]["title"]["text"] and "char-tfidf" in b["layout"]["title"]["text"]
+    assert a["data"][0]["texttemplate"] == "%{z:.2f}"  # values printed in the cells
+    changes = at.dataframe[0].value
+    assert len(changes) == 15 and changes["difference"].abs().is_monotonic_decreasing
+
+
+def test_typed_terms_clustered_and_kept_in_the_url(app):
+    app.query_params.update({"from": "typed", "order": "cluster",
+                             "terms": "heart attack\nmyocardial infarction\nbroken hip\nhip fracture"})
+    at = app.run()
+    assert not at.exception and not at.error
+    order = ticks(heatmaps(at)[0])
+    assert sorted(order) == sorted(["heart attack", "myocardial infarction", "broken hip", "hip fracture"])
+    assert abs(order.index("broken hip") - order.index("hip fracture")) == 1
+    value = at.query_params["terms"]
+    assert "broken hip" in (value[0] if isinstance(value, list) else value)
+    assert "example" not in at.query_params
+
+
+def test_class_names_coloured_by_class(app):
+    app.query_params.update({"from": "class", "cls": "C3", "limit": "6", "colour": "class", "order": "group"})
+    at = app.run()
+    assert not at.exception and not at.error
+    assert len(ticks(heatmaps(at)[0])) == 6
+    assert "C3" in heatmaps(at)[0]["layout"]["title"]["text"]
+
+
+def test_concept_with_siblings_and_bad_input_errors(app):
+    app.query_params.update({"from": "concept", "concept": "C211"})
+    at = app.run()
+    assert not at.exception and not at.error
+    assert {"heart attack", "angina pectoris"} <= set(ticks(heatmaps(at)[0]))
+    at.text_input(key="concept").set_value("no such concept anywhere").run()
+    assert not at.exception and "no concept" in at.error[0].value
+    at.radio(key="from").set_value("typed").run()
+    at.text_area(key="terms").set_value("only one term").run()
+    assert not at.exception and "at least two terms" in at.error[0].value
