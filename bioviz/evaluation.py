@@ -14,7 +14,8 @@ A result dict::
 
 Results are cached on disk per (model fingerprint, task, data) under
 ``BIOVIZ_HOME/eval`` and, for a trained run, also stored with the run in
-``<run>/eval.json`` (atomic writes) so the Train page and the run list can show them.
+``<run>/.eval.json`` (atomic writes; :func:`read_run_evaluations`) so the Train page and
+the run list can show them.
 """
 
 from __future__ import annotations
@@ -50,7 +51,9 @@ TASK_LABELS = {
 }
 # Bump when a metric's definition or a protocol changes: old cached results stop matching.
 EVAL_VERSION = 1
-RUN_EVAL_FILE = "eval.json"
+# Results stored with a run. A dot-file, because the embedding cache keys a run's vectors by a
+# hash of its files minus dot-files (bioviz.embeddings): storing results must not change it.
+RUN_EVAL_FILE = ".eval.json"
 
 Progress = Callable[[str], None]
 
@@ -223,7 +226,7 @@ def _store(key: str, result: dict, run_dir: Path | None) -> None:
 
 
 def store_with_run(run_dir: str | Path, key: str, result: dict) -> None:
-    """Add one result to ``<run>/eval.json`` (``{"results": {key: result}}``), atomically.
+    """Add one result to ``<run>/.eval.json`` (``{"results": {key: result}}``), atomically.
 
     A file lock serialises writers (the page and the command line may evaluate the same
     run at once), and the rename keeps readers from ever seeing half a file.
@@ -231,7 +234,7 @@ def store_with_run(run_dir: str | Path, key: str, result: dict) -> None:
     from filelock import FileLock
 
     path = Path(run_dir) / RUN_EVAL_FILE
-    with FileLock(str(Path(run_dir) / f".{RUN_EVAL_FILE}.lock"), timeout=30):
+    with FileLock(str(Path(run_dir) / f"{RUN_EVAL_FILE}.lock"), timeout=30):
         stored = read_run_evaluations(run_dir, keyed=True)
         stored[key] = result
         write_text_atomic(path, json.dumps({"version": EVAL_VERSION, "results": stored}, indent=1))

@@ -98,7 +98,7 @@ def test_results_stored_with_run(mini, fake_models, tmp_path):
     stored = evaluation.read_run_evaluations(run)
     assert sorted(r["task"] for r in stored) == ["hypernym", "ranking"]
     assert not list(run.glob(".eval.json.*.tmp"))  # atomic write left no temporary file
-    (run / "eval.json").write_text("{broken")
+    (run / ".eval.json").write_text("{broken")
     assert evaluation.read_run_evaluations(run) == []
     # A cached result is written back to a run that lost its file.
     evaluation.evaluate(view, split, str(run), ["ranking"], onto, SETTINGS)
@@ -154,3 +154,16 @@ def test_names_a_compared_run_has_seen_leave_the_queries(mini, fake_models, tmp_
     assert alone[0]["sizes"]["queries"] == 2
     assert [r["sizes"]["queries"] for r in beside] == [1, 1]  # the base model is scored on the same names
     assert beside[0]["data"]["excluded_names"]["count"] == 1
+
+
+def test_storing_results_keeps_the_run_fingerprint(tmp_path):
+    from bioviz.embeddings import directory_fingerprint
+
+    run = tmp_path / "run-3"
+    run.mkdir()
+    (run / "run.json").write_text("{}")
+    (run / "model.safetensors").write_bytes(b"weights")
+    before = directory_fingerprint(run)
+    evaluation.store_with_run(run, "key", {"task": "ranking"})
+    assert evaluation.read_run_evaluations(run) == [{"task": "ranking"}]
+    assert directory_fingerprint(run) == before  # cached vectors of the run stay valid
