@@ -43,9 +43,10 @@ with st.sidebar.expander("Embedding cache"):
     st.caption(f"{sum(r['vectors'] for r in rows):,} vectors of {len(rows)} models, "
                f"{vector_cache.size_bytes() / 2**20:.1f} MiB on disk")
     if st.button("Clear cached vectors", help="Vectors are encoded again the next time they are needed"):
-        vector_cache.clear()
-        cache.neighbour_index.clear()
-        st.toast("Embedding cache cleared")
+        # Only the disk copy goes: indexes already in memory stay valid (same fingerprints),
+        # so the page does not re-encode the level at once.
+        deleted = vector_cache.clear()
+        st.toast(f"Embedding cache cleared ({deleted:,} vectors)")
 
 if view is None:
     state.sync_url(query=st.session_state["nb_query"] or "", k=str(st.session_state["nb_k"]), two="1" if two else "0")

@@ -89,3 +89,15 @@ def test_one_model_only(app):
     assert not at.exception and not at.error
     assert len(at.dataframe) == 1 and "Δ rank" not in at.dataframe[0].value.columns
     assert at.query_params["two"] in ("0", ["0"])
+
+
+def test_embedding_cache_can_be_cleared_from_the_page(tmp_home, data_dir):
+    from bioviz.vector_cache import VectorCache
+
+    at = AppTest.from_file(str(PAGE), default_timeout=240)
+    at.query_params.update({"source": str(data_dir / "mini.obo"), "depth": "1", "model_a": "minilm",
+                            "two": "0", "query": "asthma"})
+    at.run()
+    assert not at.exception and VectorCache().stats()[0]["vectors"] > 0
+    next(b for b in at.sidebar.button if b.label == "Clear cached vectors").click().run()
+    assert not at.exception and VectorCache().stats() == []
