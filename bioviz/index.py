@@ -145,6 +145,7 @@ class NeighbourIndex:
             self._fp16_error = float(np.linalg.norm(self.vectors - rounded, axis=1).max()) + 1e-5
         self.index = index
         self._class_rows: dict[str, tuple[np.ndarray, object]] = {}
+        self._rows_by_name: dict[str, list[int]] | None = None
         self._lock = threading.Lock()
 
     @classmethod
@@ -165,6 +166,28 @@ class NeighbourIndex:
 
     def __len__(self) -> int:
         return len(self.space)
+
+    def subset(self, rows, **kwargs) -> "NeighbourIndex":
+        """A new index over some rows only (e.g. a split's training names), metadata kept."""
+        rows = np.asarray(rows, dtype=np.int64)
+
+        def pick(values):
+            return None if values is None else [values[i] for i in rows]
+
+        return NeighbourIndex(self.space.subset(rows), concept_ids=pick(self.concept_ids), classes=pick(self.classes),
+                              class_labels=pick(self.class_labels), **kwargs)
+
+    def rows_named(self, text: str) -> list[int]:
+        """Rows whose name equals ``text`` after normalisation (case, spacing)."""
+        from bioviz.ontology.model import normalise_name
+
+        with self._lock:
+            if self._rows_by_name is None:
+                lookup: dict[str, list[int]] = {}
+                for row, name in enumerate(self.space.names):
+                    lookup.setdefault(normalise_name(name), []).append(row)
+                self._rows_by_name = lookup
+        return list(self._rows_by_name.get(normalise_name(text), []))
 
     def _class_index(self, class_id: str):
         """Exact index over one class's rows (built once)."""

@@ -114,7 +114,7 @@ def rank_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo,
     vector : numpy.ndarray
         The query's vector from the same model.
     query : QueryInfo
-        From :func:`find_query`; its own row is left out of the ranking.
+        From :func:`find_query`; names equal to the query are left out of the ranking.
     k : int
     restrict_class : str, optional
         Rank only names of this class.
@@ -128,7 +128,7 @@ def rank_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo,
         and, with ``other``, ``other_rank`` and ``rank_change`` (``other_rank - rank``:
         positive when this model ranks the name higher).
     """
-    exclude = [query.row] if query.row is not None else None
+    exclude = index.rows_named(query.text) or None  # the query's own name is not its neighbour
     hits = index.search(vector, k=k, restrict_class=restrict_class, exclude_rows=exclude)
     rows = [h.as_dict() for h in hits]
     concepts = set(query.concept_ids)
@@ -143,6 +143,60 @@ def rank_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo,
             row["other_rank"] = int(other_rank)
             row["rank_change"] = int(other_rank) - row["rank"]
     return rows
+
+
+AMONG = ("names", "train", "hypernyms")
+
+
+def candidate_index(view, model: str, among: str = "names", base: NeighbourIndex | None = None,
+                    progress: Progress | None = None, shots: int = 15, seed: int = 0) -> NeighbourIndex:
+    """The names a query is ranked against, as in the papers' tables.
+
+    Parameters
+    ----------
+    view : LevelView
+    model : str
+    among : str
+        ``names``: every name of the level; ``train``: the training names of the few-shot
+        split (``shots``, ``seed``), as fewshot-biomedical-names Table 4 ranks training names
+        for a validation mention; ``hypernyms``: the names of the class concepts themselves,
+        as higher-level-semantics Table 6 ranks hypernyms (a hit in the query's class is a
+        matching hypernym).
+    base : NeighbourIndex, optional
+        An index over all of the view's names under ``model`` (built if not given).
+    progress : callable, optional
+        ``progress(done, total)`` while encoding.
+
+    Raises
+    ------
+    BiovizError
+        For an unknown ``among`` or a view without hypernym names.
+    """
+    from bioviz.errors import BiovizError
+
+    if among not in AMONG:
+        raise BiovizError(f"unknown candidate set {among!r}: use one of {', '.join(AMONG)}")
+    if among == "hypernyms":
+        names, classes, labels = [], [], []
+        for i, class_id in enumerate(view.classes):
+            for name in view.hypernym_names.get(class_id, []):
+                names.append(name)
+                classes.append(class_id)
+                labels.append(view.class_labels[i])
+        if not names:
+            raise BiovizError("this view has no hypernym names (synonym-set views have none): rank among names")
+        encoder = load_encoder(model)
+        vectors, _ = encode_cached(encoder, names, progress=progress)
+        return NeighbourIndex(Space(tuple(names), vectors, encoder.label), concept_ids=classes, classes=classes,
+                              class_labels=labels)
+    if base is None:
+        space, _ = level_space(view, model, progress=progress)
+        base = NeighbourIndex.from_view(space, view)
+    if among == "names":
+        return base
+    from bioviz.ontology import make_split
+
+    return base.subset(make_split(view, shots=shots, seed=seed).train)
 
 
 def concept_card(ontology: Ontology, concept_id: str) -> dict:

@@ -9,7 +9,7 @@ import streamlit as st
 from bioviz.errors import BiovizError
 from bioviz.figures import export_config
 from bioviz.figures.neighbours import SAME_CLASS, SAME_CONCEPT, neighbour_table_figure, row_colour
-from bioviz.neighbours import comparison_rows, concept_card, find_query, rank_neighbours
+from bioviz.neighbours import AMONG, comparison_rows, concept_card, find_query, rank_neighbours
 from bioviz.vector_cache import VectorCache
 from ui import cache, state
 
@@ -27,6 +27,11 @@ model_a, model_b = state.model_pickers(two=two)
 # Page keys, read from the URL once per session so a shared link reopens the comparison.
 if "nb_query" not in st.session_state:
     st.session_state["nb_query"] = st.query_params.get("query") or None
+AMONG_LABELS = {"names": "all names of the level", "train": "training names (15-shot split, seed 0)",
+                "hypernyms": "class names (hypernyms)"}
+if "nb_among" not in st.session_state:
+    st.session_state["nb_among"] = st.query_params.get("among", "names") if st.query_params.get("among") in AMONG \
+        else "names"
 if "nb_k" not in st.session_state:
     try:
         st.session_state["nb_k"] = min(100, max(1, int(st.query_params.get("k", 10))))
@@ -49,7 +54,8 @@ with st.sidebar.expander("Embedding cache"):
         st.toast(f"Embedding cache cleared ({deleted:,} vectors)")
 
 if view is None:
-    state.sync_url(query=st.session_state["nb_query"] or "", k=str(st.session_state["nb_k"]), two="1" if two else "0")
+    state.sync_url(query=st.session_state["nb_query"] or "", k=str(st.session_state["nb_k"]),
+                   two="1" if two else "0", among=st.session_state["nb_among"])
     st.stop()
 
 s = st.session_state
@@ -81,7 +87,10 @@ query = query_col.selectbox(
 random_col.button("Random held-out name", on_click=pick_random, disabled=not held_out,
                   help="A held-out test name of the default few-shot split (seed 0)")
 k = int(k_col.number_input("k", min_value=1, max_value=100, step=1, key="nb_k"))
-state.sync_url(query=query or "", k=str(k), two="1" if two else "0")
+among = st.radio("Rank among", AMONG, format_func=AMONG_LABELS.get, key="nb_among", horizontal=True,
+                 help="Training names reproduce the few-shot paper's Table 4; class names the hypernym "
+                      "rankings of the higher-level semantics paper (Table 6)")
+state.sync_url(query=query or "", k=str(k), two="1" if two else "0", among=among)
 
 if not query:
     st.info("Type a name or free text above, or pick a random held-out name.")
@@ -94,7 +103,7 @@ restrict = st.toggle("Rank only names of the query's class", value=False, disabl
 
 models = [m for m in (model_a, model_b) if m]
 try:
-    indexes = [cache.neighbour_index(m, selection)[0] for m in models]
+    indexes = [cache.candidate_index(m, selection, among) for m in models]
     vectors = [cache.query_vector(m, query) for m in models]
 except BiovizError as error:
     st.error(str(error))

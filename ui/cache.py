@@ -163,3 +163,14 @@ def held_out_names(selection: tuple) -> list[str]:
     from bioviz.neighbours import held_out_names as names
 
     return names(view(*selection))
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def candidate_index(model: str, selection: tuple, among: str):
+    """Index of the names a query is ranked against (``bioviz.neighbours.AMONG``) under ``model``."""
+    from bioviz.neighbours import candidate_index as build
+
+    if among == "names":
+        return neighbour_index(model, selection)[0]
+    base = neighbour_index(model, selection)[0] if among == "train" else None
+    return build(view(*selection), model, among, base=base)

@@ -12,7 +12,7 @@ from bioviz.cli.common import add_json, add_level_options, source_options
 from bioviz.cli.progress import progress_bar
 from bioviz.errors import BiovizError
 from bioviz.index import NeighbourIndex
-from bioviz.neighbours import find_query, level_space, query_vector, rank_neighbours
+from bioviz.neighbours import AMONG, candidate_index, find_query, level_space, query_vector, rank_neighbours
 from bioviz.ontology import level_view, load_source, synonym_view
 
 
@@ -26,6 +26,9 @@ def register(subparsers) -> None:
     parser.add_argument("--compare", default=None, metavar="MODEL",
                         help="a second model: each neighbour also gets its rank under it")
     parser.add_argument("-k", type=int, default=10, help="number of neighbours")
+    parser.add_argument("--among", choices=AMONG, default="names",
+                        help="rank every name of the level, the few-shot split's training names (15 shots, "
+                             "seed 0; fewshot paper Table 4), or the class concepts' own names (hypernym ranking)")
     parser.add_argument("--restrict-class", default=None, metavar="CLASS_ID",
                         help="rank only names of this class (a concept id at the level)")
     add_level_options(parser)
@@ -52,7 +55,7 @@ def run(args) -> dict:
     for model in models:
         with progress_bar(f"encoding {len(view.names)} names ({model})", disable=args.quiet) as progress:
             space, info = level_space(view, model, progress=progress)
-        indexes.append(NeighbourIndex.from_view(space, view))
+        indexes.append(candidate_index(view, model, args.among, base=NeighbourIndex.from_view(space, view)))
         vectors.append(query_vector(args.text, model))
         infos.append(info)
     other = (indexes[1], vectors[1]) if args.compare else None
@@ -71,6 +74,8 @@ def run(args) -> dict:
         "query_concepts": list(query.concept_ids),
         "names": len(view.names),
         "cache_hits": infos[0]["cache_hits"],
+        "among": args.among,
+        "candidates": len(indexes[0]),
         "index": indexes[0].kind,
         "neighbours": rows,
         "seconds": round(time.perf_counter() - started, 3),

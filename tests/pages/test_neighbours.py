@@ -96,8 +96,20 @@ def test_embedding_cache_can_be_cleared_from_the_page(tmp_home, data_dir):
 
     at = AppTest.from_file(str(PAGE), default_timeout=240)
     at.query_params.update({"source": str(data_dir / "mini.obo"), "depth": "1", "model_a": "minilm",
-                            "two": "0", "query": "asthma"})
+                            "two": "0", "query": "pneumonia"})  # a query no other test encodes
     at.run()
     assert not at.exception and VectorCache().stats()[0]["vectors"] > 0
     next(b for b in at.sidebar.button if b.label == "Clear cached vectors").click().run()
     assert not at.exception and VectorCache().stats() == []
+
+
+def test_hypernym_ranking_marks_the_matching_class_name(app):
+    app.query_params["query"] = "heart attack"
+    app.query_params["among"] = "hypernyms"
+    app.query_params["k"] = "2"
+    at = app.run()
+    assert not at.exception and not at.error
+    frame = at.dataframe[0].value
+    assert set(frame["Name"]) <= {"heart disease", "cardiac disease", "cardiopathy", "lung disease", "pulmonary disease"}
+    assert all((m == "class") == (c == "heart disease") for m, c in zip(frame["Match"], frame["Class"]))
+    assert at.query_params["among"] in ("hypernyms", ["hypernyms"])

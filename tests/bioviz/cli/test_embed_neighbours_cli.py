@@ -55,3 +55,17 @@ def test_unknown_model_exits_2_with_one_line(capsys, data_dir, tmp_home):
 def test_bad_k_exits_2(capsys, data_dir, tmp_home):
     code, _, err = run_cli(capsys, "neighbours", "fever", "--source", str(data_dir / "mini.obo"), "-k", "0")
     assert code == 2 and "-k must be at least 1" in err
+
+
+def test_ranking_among_hypernyms_and_training_names(capsys, data_dir, tmp_home):
+    code, out, _ = run_cli(capsys, "neighbours", "heart attack", "--source", str(data_dir / "mini.obo"),
+                           "--model", "minilm", "--among", "hypernyms", "-k", "2", "--json")
+    result = json.loads(out)
+    assert code == 0 and result["among"] == "hypernyms"
+    names = {r["name"]: r for r in result["neighbours"]}
+    assert set(names) <= {"heart disease", "cardiac disease", "cardiopathy", "lung disease", "pulmonary disease"}
+    assert all(r["same_class"] == (r["class_id"] == "MINI:0000010") for r in result["neighbours"])
+    code, out, _ = run_cli(capsys, "neighbours", "heart attack", "--source", str(data_dir / "mini.obo"),
+                           "--model", "minilm", "--among", "train", "-k", "50", "--json")
+    result = json.loads(out)
+    assert code == 0 and len(result["neighbours"]) <= result["candidates"] < result["names"]
