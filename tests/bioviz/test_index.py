@@ -104,3 +104,10 @@ def test_from_view_carries_concepts_and_classes(data_dir, tmp_home):
     assert hit.class_id == view.classes[view.labels[0]] and hit.class_label == view.class_labels[view.labels[0]]
     with pytest.raises(ValueError):
         NeighbourIndex.from_view(space.subset([0, 1]), view)
+
+
+def test_subset_keeps_metadata_and_rows_named_normalises(small):
+    part = small.subset([3, 1])
+    assert part.space.names == ("n3", "n1") and part.concept_ids == ["C3", "C1"] and part.classes == ["b", "a"]
+    assert [h.name for h in part.search(small.vectors[0], k=2)] == ["n1", "n3"]
+    assert small.rows_named("  N1 ") == [1] and small.rows_named("absent") == []

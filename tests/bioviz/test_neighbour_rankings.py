@@ -54,3 +54,18 @@ def test_concept_card_and_held_out_names(mini):
     assert [p["id"] for p in card["path"]] == ["MINI:0000011", "MINI:0000010", "MINI:0000001"]
     held = held_out_names(view)
     assert held and set(held) <= set(view.names) and held == held_out_names(view)
+
+
+def test_candidates_among_training_names_and_unknown_sets(mini):
+    from bioviz.errors import BiovizError
+    from bioviz.neighbours import candidate_index
+    from bioviz.ontology import make_split
+
+    _, view = mini
+    vectors = l2_normalise(np.random.default_rng(1).standard_normal((len(view.names), 8)).astype(np.float32))
+    base = NeighbourIndex.from_view(Space(tuple(view.names), vectors, "random"), view)
+    train = candidate_index(view, "unused", "train", base=base)
+    assert set(train.space.names) == {view.names[i] for i in make_split(view, shots=15, seed=0).train}
+    assert candidate_index(view, "unused", "names", base=base) is base
+    with pytest.raises(BiovizError, match="unknown candidate set"):
+        candidate_index(view, "unused", "everything", base=base)
