@@ -95,14 +95,10 @@ if st.session_state["colour"] == "class":
     if missing:
         st.caption(f"{missing} of {len(terms)} terms are not names of {view.title}: shown without a class colour.")
 
-col_a, col_b = st.columns(2)
-with col_a:
-    compare.show_figure(figures["a"], f"{base}-a", fmt, key="sim_a")
-with col_b:
-    compare.show_figure(figures["b"], f"{base}-b", fmt, key="sim_b")
+compare.show_figure(figures["pair"], base, fmt, table, key="sim_pair")
 col_d, col_t = st.columns(2)
 with col_d:
-    compare.show_figure(figures["difference"], f"{base}-difference", fmt, table, key="sim_diff")
+    compare.show_figure(figures["difference"], f"{base}-difference", fmt, key="sim_diff")
 with col_t:
     st.markdown(f"**Largest changes** ({space_b.model_id} − {space_a.model_id})")
     changes = table.reindex(table["difference"].abs().sort_values(ascending=False).index).head(15)

@@ -23,7 +23,7 @@ model_a, model_b = state.model_pickers()
 fmt = compare.image_format()
 
 COLOURS = {"map": "class-retrieval mAP gain", "silhouette": "silhouette gain", "none": "depth (no scores)"}
-DEFAULTS = {"kind": "icicle", "colour": "map", "levels": 3, "node": "", "mention": ""}
+DEFAULTS = {"kind": "treemap", "colour": "map", "levels": 3, "node": "", "mention": ""}
 compare.init_params(DEFAULTS, choices={"kind": list(KINDS), "colour": list(COLOURS)})
 
 st.title("Hierarchy")

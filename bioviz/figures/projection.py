@@ -26,8 +26,8 @@ PART_SYMBOLS = {
     "zero-shot": "triangle-up",
 }
 # 3-D scenes know fewer symbols than WebGL 2-D panels.
-PART_SYMBOLS_3D = {"unused": "circle", "train": "square", "validation": "diamond", "test": "x",
-                   "zero-shot": "cross"}
+PART_SYMBOLS_3D = {"unused": "circle", "train": "square", "validation": "diamond", "test": "cross",
+                   "zero-shot": "circle-open"}
 DIMMED_OPACITY = 0.15
 
 
@@ -113,8 +113,8 @@ def projection_pair_figure(
     ])
     hover = ("<b>%{customdata[1]}</b><br>%{customdata[2]} · %{customdata[3]}"
              "<br>%{customdata[4]}<extra></extra>")
-    sizes = np.where(part_of_row == "unused", size, size + 3)
-    line_width = np.where(part_of_row == "unused", 0.0, 0.8)
+    # Split names a little larger than the rest, told apart by shape alone (outlines clutter).
+    sizes = np.where(part_of_row == "unused", size, size + 2)
 
     def scatter(coords: np.ndarray, mask: np.ndarray, **kwargs):
         if three_d:
@@ -144,8 +144,7 @@ def projection_pair_figure(
                 "size": sizes[mask],
                 "symbol": [symbols.get(p, "circle") for p in part_of_row[mask]],
                 "opacity": DIMMED_OPACITY if dim_others else 0.8,
-                # 3-D markers take one outline width for the whole trace.
-                "line": {"width": 0 if three_d else line_width[mask], "color": "#1f2933"},
+                "line": {"width": 0},
             }
             fig.add_trace(scatter(coords, mask, name=class_id, legendgroup=class_id, showlegend=False,
                                   marker=marker, customdata=customdata[mask], hovertemplate=hover), row=1, col=col)
@@ -155,12 +154,12 @@ def projection_pair_figure(
             fig.add_trace(scatter(coords, selected, name=f"selected ({int(selected.sum())})", legendgroup="selected",
                                   showlegend=col == 1, marker=marker, customdata=customdata[selected],
                                   hovertemplate=hover), row=1, col=col)
-    # Marker legend for the split parts actually shown, in a second legend.
+    # Marker entries for the split parts actually shown, after the classes.
     shown_parts = [p for p in PART_SYMBOLS if p in set(part_of_row.tolist())]
     if parts is not None and len(shown_parts) > 1:
         for part in shown_parts:
-            fig.add_trace(legend_proxy(part, f"part-{part}", {"color": "#52606d", "size": 9, "symbol": symbols[part]},
-                                       legend="legend2"), row=1, col=1)
+            fig.add_trace(legend_proxy(f"<i>{part}</i>", f"part-{part}",
+                                       {"color": "#52606d", "size": 9, "symbol": symbols[part]}), row=1, col=1)
     ranges = _ranges([coords_a, coords_b])
     axis_names = [f"{method} {i + 1}" for i in range(dims)]
     if three_d:
@@ -180,17 +179,23 @@ def projection_pair_figure(
         fig.update_yaxes(scaleanchor="x2", scaleratio=1, row=1, col=2)
     title = title or f"{method} · {model_a} vs {model_b} · {view.title}"
     apply_theme(fig, title, caption, height=height)
+    # The legend goes under the panels, so the two panels get the full width; the bottom
+    # margin is sized for its rows (three entries per row) and the caption below it.
+    entries = len(present) + (len(shown_parts) if parts is not None and len(shown_parts) > 1 else 0) + dim_others
+    legend_rows = int(np.ceil(entries / 3))
+    bottom = 40 + 21 * legend_rows + (30 if caption else 0)
     fig.update_layout(
-        legend={"title": {"text": "Class"}, "itemsizing": "constant", "font": {"size": 12},
-                "x": 1.01, "y": 1.0, "yanchor": "top", "tracegroupgap": 0},
-        legend2={"title": {"text": "Split"}, "orientation": "h", "x": 0.0, "y": -0.02, "yanchor": "top",
-                 "font": {"size": 12}},
+        legend={"orientation": "h", "x": 0.0, "y": 0.0, "yref": "container", "yanchor": "bottom",
+                "itemsizing": "constant", "font": {"size": 12}, "entrywidth": 0.32, "entrywidthmode": "fraction",
+                "tracegroupgap": 0},
         dragmode="lasso" if not three_d else "orbit",
-        margin={"r": 20, "b": 90},
+        margin={"l": 20, "r": 20, "b": bottom},
+        height=height + bottom - 70,
         hoverlabel={"font": {"size": 13}},
     )
-    if caption:  # below the split legend
-        fig.layout.annotations[-1].update(y=-0.1)
+    fig.update_layout(legend={"y": 30 / (height + bottom - 70) if caption else 0.0})
+    if caption:  # at the very bottom, under the legend
+        fig.layout.annotations[-1].update(yref="paper", y=0, yshift=-(bottom - 12), yanchor="bottom")
     return fig
 
 

@@ -1,8 +1,8 @@
 """Cosine-similarity heatmaps of a term list: baseline, compared model, and their difference.
 
-The baseline and compared heatmaps share one colour scale (same range, same colours) so
-equal colours mean equal similarity in both; the difference has its own diverging scale
-centred on 0. Values are printed in the cells for up to ``MAX_ANNOTATED`` terms.
+The baseline and compared heatmaps sit side by side in one figure and share one colour
+axis (same range, same colours), so equal colours mean equal similarity in both; the
+difference has its own diverging scale centred on 0. Values are printed in the cells for up to ``MAX_ANNOTATED`` terms.
 """
 
 from __future__ import annotations
@@ -106,9 +106,68 @@ def similarity_heatmap(
     return fig
 
 
+def similarity_pair_figure(comparison: SimilarityComparison, subtitle: str = "",
+                           colour_order: list[str] | None = None, caption: str | None = None) -> go.Figure:
+    """Baseline and compared heatmaps side by side in one figure, with one shared colour scale.
+
+    The rows (terms) are labelled once, on the left; both panels use one colour axis, so a
+    colour means the same cosine in both.
+
+    Parameters
+    ----------
+    comparison : SimilarityComparison
+    subtitle : str
+        Appended to the title (where the terms came from, source and level).
+    colour_order : list of str, optional
+        Fixes group colours (see :func:`similarity_heatmap`).
+    caption : str, optional
+        Parameter line; by default the number of terms, the order and the colour range.
+    """
+    from plotly.subplots import make_subplots
+
+    low, high = shared_range(comparison.a, comparison.b)
+    n = len(comparison.terms)
+    ticks = _tick_labels(comparison.terms, comparison.groups, colour_order)
+    terms = np.asarray(comparison.terms, dtype=object)
+    customdata = np.dstack(np.meshgrid(terms, terms))
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.02,
+                        subplot_titles=(f"<b>{_short(comparison.model_a, 40)}</b> (baseline)",
+                                        f"<b>{_short(comparison.model_b, 40)}</b>"))
+    for col, matrix in ((1, comparison.a), (2, comparison.b)):
+        heatmap = go.Heatmap(z=matrix, x=list(range(n)), y=list(range(n)), coloraxis="coloraxis",
+                             customdata=customdata, xgap=1, ygap=1,
+                             hovertemplate="%{customdata[1]}<br>%{customdata[0]}<br><b>%{z:.3f}</b><extra></extra>")
+        if n <= MAX_ANNOTATED:
+            heatmap.update(texttemplate="%{z:.2f}", textfont={"size": 10 if n <= 15 else 8})
+        fig.add_trace(heatmap, row=1, col=col)
+    longest = max((len(_short(term)) for term in comparison.terms), default=0)
+    label_height = int(0.72 * 7.5 * longest) + 10
+    fig.update_xaxes(tickangle=-45, tickfont={"size": 12}, showgrid=False, side="top", tickmode="array",
+                     tickvals=list(range(n)), ticktext=ticks, zeroline=False)
+    fig.update_yaxes(autorange="reversed", tickfont={"size": 12}, automargin=True, showgrid=False, tickmode="array",
+                     tickvals=list(range(n)), ticktext=ticks, zeroline=False)
+    suffix = f" · {subtitle}" if subtitle else ""
+    caption = caption or f"{n} terms · ordered by {comparison.order} · one colour scale for both, {low:g} to {high:g}"
+    top = 70 + label_height + 28
+    apply_theme(fig, f"Cosine similarity · {comparison.model_a} vs {comparison.model_b}{suffix}", caption,
+                height=int(min(1300, max(420, 30 * n) + top + 70)))
+    fig.update_layout(
+        coloraxis={"colorscale": theme()["sequential"], "cmin": low, "cmax": high,
+                   "colorbar": {"title": {"text": "cosine", "side": "right"}, "thickness": 14}},
+        margin={"t": top, "b": 50, "l": 20},
+        title={"y": 1.0, "yref": "container", "yanchor": "top", "pad": {"t": 12}},
+    )
+    # Panel titles above the rotated column labels, not on top of them.
+    for annotation in fig.layout.annotations[:2]:
+        annotation.update(yanchor="bottom", yshift=label_height)
+    if caption:
+        fig.layout.annotations[-1].update(y=-0.02)
+    return fig
+
+
 def similarity_figures(comparison: SimilarityComparison, subtitle: str = "",
                        colour_order: list[str] | None = None) -> dict[str, go.Figure]:
-    """The three heatmaps of a comparison: ``a``, ``b`` (one shared scale) and ``difference``.
+    """The figures of a comparison: the baseline/compared ``pair`` (one shared scale) and the ``difference``.
 
     Parameters
     ----------
@@ -121,18 +180,10 @@ def similarity_figures(comparison: SimilarityComparison, subtitle: str = "",
     Returns
     -------
     dict
-        ``{"a": fig, "b": fig, "difference": fig}``.
+        ``{"pair": fig, "difference": fig}``.
     """
-    low, high = shared_range(comparison.a, comparison.b)
     n = len(comparison.terms)
-    base_caption = f"{n} terms · ordered by {comparison.order} · shared colour scale {low:g} to {high:g}"
     suffix = f" · {subtitle}" if subtitle else ""
-    fig_a = similarity_heatmap(comparison.a, comparison.terms, comparison.groups,
-                               f"Cosine similarity · {comparison.model_a}{suffix}", base_caption, (low, high),
-                               colour_order=colour_order)
-    fig_b = similarity_heatmap(comparison.b, comparison.terms, comparison.groups,
-                               f"Cosine similarity · {comparison.model_b}{suffix}", base_caption, (low, high),
-                               colour_order=colour_order)
     diff = comparison.difference
     bound = float(max(0.05, np.ceil(np.abs(diff).max() * 20) / 20))
     fig_d = similarity_heatmap(
@@ -141,4 +192,4 @@ def similarity_figures(comparison: SimilarityComparison, subtitle: str = "",
         f"{n} terms · red = more similar under {comparison.model_b}, blue = under {comparison.model_a} · ±{bound:g}",
         (-bound, bound), colorscale=theme()["diverging"] + "_r", colorbar_title="Δ cosine", colour_order=colour_order,
     )
-    return {"a": fig_a, "b": fig_b, "difference": fig_d}
+    return {"pair": similarity_pair_figure(comparison, subtitle, colour_order), "difference": fig_d}

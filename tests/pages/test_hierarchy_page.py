@@ -34,7 +34,7 @@ def test_tree_coloured_by_gain_with_node_details_and_hypernyms(app):
     assert not at.exception and not at.error, [e.value for e in at.error]
     tree, ranking = charts(at)
     trace = tree["data"][0]
-    assert trace["type"] == "icicle" and len(trace["ids"]) == 13 and trace["branchvalues"] == "total"
+    assert trace["type"] == "treemap" and len(trace["ids"]) == 13 and trace["branchvalues"] == "total"
     assert trace["marker"]["cmid"] == 0
     assert "char-tfidf vs minilm" in tree["layout"]["title"]["text"]
     assert at.subheader[0].value == "disorder (R)"

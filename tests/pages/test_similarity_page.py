@@ -31,12 +31,14 @@ def ticks(spec):
 def test_biolord_appendix_b_by_default_with_one_scale_per_pair(app):
     at = app.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    a, b, diff = heatmaps(at)
-    assert ticks(a)[0] == "cat fur" and ticks(a)[-1] == "disease caused by reoviridae" and len(ticks(a)) == 12
-    assert (a["data"][0]["zmin"], a["data"][0]["zmax"]) == (b["data"][0]["zmin"], b["data"][0]["zmax"])
+    pair, diff = heatmaps(at)
+    assert ticks(pair)[0] == "cat fur" and ticks(pair)[-1] == "disease caused by reoviridae"
+    assert len(ticks(pair)) == 12
+    assert [t["coloraxis"] for t in pair["data"]] == ["coloraxis", "coloraxis"]  # one scale for both panels
     assert diff["data"][0]["zmin"] == -diff["data"][0]["zmax"]
-    assert "minilm" in a["layout"]["title"]["text"] and "char-tfidf" in b["layout"]["title"]["text"]
-    assert a["data"][0]["texttemplate"] == "%{z:.2f}"  # values printed in the cells
+    assert "minilm vs char-tfidf" in pair["layout"]["title"]["text"]
+    assert "biolord_appendix_b" in pair["layout"]["title"]["text"]
+    assert pair["data"][0]["texttemplate"] == "%{z:.2f}"  # values printed in the cells
     changes = at.dataframe[0].value
     assert len(changes) == 15 and changes["difference"].abs().is_monotonic_decreasing
 

@@ -47,8 +47,9 @@ def test_projection_pair_panels_hover_colours_and_markers(view):
     row = int(first.customdata[0][0])
     assert first.customdata[0][1] == view.names[row] and first.customdata[0][2] == view.name_concepts[row]
     assert {"square", "diamond", "x"} <= {s for t in data for s in t.marker.symbol}
-    legend_parts = {t.name for t in fig.data if t.legend == "legend2"}
-    assert {"train", "validation", "test"} <= legend_parts
+    legend_parts = {t.name for t in fig.data if str(t.legendgroup).startswith("part-")}
+    assert {"<i>train</i>", "<i>validation</i>", "<i>test</i>"} <= legend_parts
+    assert fig.layout.legend.orientation == "h"  # under the panels, which get the full width
 
 
 def test_projection_highlight_draws_selected_names_in_both_panels(view):
@@ -99,15 +100,17 @@ def comparison(n):
 
 def test_similarity_pair_shares_one_scale_and_prints_values_when_small():
     figs = similarity_figures(comparison(12), "BioLORD Appendix B")
-    a, b, d = figs["a"].data[0], figs["b"].data[0], figs["difference"].data[0]
-    assert (a.zmin, a.zmax) == (b.zmin, b.zmax)
+    pair, d = figs["pair"], figs["difference"].data[0]
+    assert len(pair.data) == 2 and all(t.coloraxis == "coloraxis" for t in pair.data)
+    assert pair.layout.coloraxis.cmax == 1.0 and pair.layout.coloraxis.cmin <= 0.0
     assert d.zmin == -d.zmax and d.zmax >= 0.1
-    assert a.texttemplate == "%{z:.2f}"
-    assert "minilm" in figs["a"].layout.title.text and "BioLORD Appendix B" in figs["b"].layout.title.text
+    assert pair.data[0].texttemplate == "%{z:.2f}"
+    assert "minilm vs run-1" in pair.layout.title.text and "BioLORD Appendix B" in pair.layout.title.text
     assert "run-1 − minilm" in figs["difference"].layout.title.text
-    assert len(figs["a"].layout.yaxis.ticktext) == 12
+    assert len(pair.layout.yaxis.ticktext) == 12
+    np.testing.assert_allclose(pair.data[1].z, comparison(12).b)
     big = similarity_figures(comparison(30))
-    assert big["a"].data[0].texttemplate is None
+    assert big["pair"].data[0].texttemplate is None and big["difference"].data[0].texttemplate is None
 
 
 def test_hierarchy_figure_kinds_and_colours(onto):

@@ -1,0 +1,149 @@
+"""Real-browser test: the running app in headless Debian chromium, every page, with screenshots.
+
+Starts ``streamlit run app.py`` on a free localhost port with a temporary BIOVIZ_HOME, opens
+the home page and every page found in ``pages/`` (pages added later are picked up), waits
+until each has finished running, checks it shows no exception, and saves a screenshot to
+``docs/screenshots/<page>.png`` (the README shows them).
+
+The level shown is small enough to embed and project in a few minutes on two cores:
+ICD-10 chapter XIX (injuries), its 21 blocks as classes. Set ``BIOVIZ_SCREENSHOT_QUERY``
+(e.g. ``source=icd10&depth=1``) to take the screenshots of another view, and
+``BIOVIZ_SCREENSHOT_HOME`` to reuse a home whose vectors are already cached.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / "docs" / "screenshots"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+QUERY = os.environ.get("BIOVIZ_SCREENSHOT_QUERY", "source=icd10&root=XIX&depth=1&model_a=minilm&model_b=char-tfidf")
+PAGE_TIMEOUT_S = 420  # first visit embeds the level and compiles UMAP (numba) on a busy CPU
+VIEWPORT = {"width": 1500, "height": 1250}
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def page_paths() -> list[tuple[str, str]]:
+    """``(name, url path)`` of the home page and of every page file in ``pages/``, in nav order."""
+    from streamlit.source_util import page_icon_and_name, page_sort_key
+
+    pages = [("Home", "")]
+    for script in sorted((ROOT / "pages").glob("*.py"), key=page_sort_key):
+        _, name = page_icon_and_name(script)
+        if name:
+            pages.append((name, name))
+    return pages
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    if not CHROMIUM.exists():
+        pytest.skip("Debian chromium is not installed at /usr/bin/chromium (apt-get install -y chromium)")
+    pytest.importorskip("playwright.sync_api", reason="playwright (python) is not installed")
+    home = os.environ.get("BIOVIZ_SCREENSHOT_HOME") or str(tmp_path_factory.mktemp("browser-home"))
+    port = _free_port()
+    env = {**os.environ, "BIOVIZ_HOME": home, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    log = open(tmp_path_factory.mktemp("browser-log") / "streamlit.log", "w+")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+         "--server.fileWatcherType", "none", "--client.toolbarMode", "minimal"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as reply:
+                if reply.status == 200:
+                    break
+        except OSError:
+            time.sleep(0.5)
+        if process.poll() is not None:
+            break
+    else:
+        process.kill()
+        pytest.fail("streamlit did not start within 120 s")
+    if process.poll() is not None:
+        log.seek(0)
+        pytest.fail(f"streamlit exited: {log.read()[-2000:]}")
+    yield url
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def browser(server):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def wait_until_idle(page, timeout_s: float = PAGE_TIMEOUT_S) -> None:
+    """Wait until the script has finished: no running indicator, spinner or progress bar for 3 s."""
+    page.wait_for_selector('[data-testid="stApp"]', timeout=60_000)
+    busy = ('[data-testid="stStatusWidget"], [data-testid="stSpinner"], '
+            '[data-testid="stProgress"], [data-testid="stSkeleton"]')
+    deadline = time.time() + timeout_s
+    quiet_since = None
+    page.wait_for_timeout(1500)  # let the first script run start
+    while time.time() < deadline:
+        if page.locator(busy).count():
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.time()
+        elif time.time() - quiet_since > 3:
+            return
+        page.wait_for_timeout(500)
+    raise AssertionError(f"page still running after {timeout_s:.0f} s")
+
+
+def test_every_page_renders_without_exception_and_is_screenshotted(server, browser):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page(viewport=VIEWPORT, device_scale_factor=1)
+    problems = []
+    visited = []
+    for name, path in page_paths():
+        page.goto(f"{server}/{path}?{QUERY}", wait_until="domcontentloaded")
+        wait_until_idle(page)
+        # Plotly draws after the script finishes; give every chart its SVG before the shot.
+        charts = page.locator('[data-testid="stPlotlyChart"]')
+        for i in range(charts.count()):
+            charts.nth(i).locator(".main-svg").first.wait_for(timeout=60_000)
+        page.wait_for_timeout(1000)
+        exceptions = page.locator('[data-testid="stException"]')
+        text = page.inner_text("body")
+        if exceptions.count() or "Traceback (most recent call last)" in text:
+            problems.append(f"{name}: {exceptions.first.inner_text()[:500] if exceptions.count() else 'traceback'}")
+        page.screenshot(path=str(SHOTS / f"{(path or 'home').lower()}.png"))
+        visited.append(name)
+    page.close()
+    assert not problems, problems
+    assert len(visited) == len(page_paths()) >= 4
+    for name, path in page_paths():
+        assert (SHOTS / f"{(path or 'home').lower()}.png").stat().st_size > 10_000
