@@ -89,6 +89,9 @@ def main(argv=None) -> dict:
     queries = l2_normalise(vectors[rng.choice(args.n, args.queries, replace=False)]
                            + 0.3 * rng.standard_normal((args.queries, args.dim)).astype(np.float32))
     result = {"random": compare(space, queries, args.k, kinds)}
+    result["random"]["note"] = ("unstructured vectors: the timing worst case, and a worst case for approximate "
+                                "recall; icd10cm_char_tfidf shows recall on real names")
+    result["load_average"] = [round(x, 2) for x in os.getloadavg()]
     if not args.skip_real:
         os.environ.setdefault("BIOVIZ_HOME", tempfile.mkdtemp(prefix="bench-index-"))
         from bioviz.neighbours import level_space
