@@ -59,7 +59,7 @@ def apply_theme(fig: go.Figure, title: str, caption: str | None = None, height: 
         font={"family": t["font_family"], "size": t["font_size"], "color": t["text"]},
         paper_bgcolor=t["background"],
         plot_bgcolor=t["background"],
-        margin={"l": 60, "r": 30, "t": 70, "b": 70 if caption else 50},
+        margin={"l": 60, "r": 30, "t": 70, "b": 100 if caption else 50},
         legend={"font": {"size": t["font_size"] - 1}},
     )
     fig.update_xaxes(gridcolor=t["grid"], zerolinecolor=t["grid"])
@@ -67,7 +67,8 @@ def apply_theme(fig: go.Figure, title: str, caption: str | None = None, height: 
     if height:
         fig.update_layout(height=height)
     if caption:
-        fig.add_annotation(text=caption, xref="paper", yref="paper", x=0, y=-0.08, xanchor="left",
+        # Shifted in pixels, not paper units, so it clears the x-axis title at any height.
+        fig.add_annotation(text=caption, xref="paper", yref="paper", x=0, y=0, yshift=-58, xanchor="left",
                            yanchor="top", showarrow=False, font={"size": t["font_size"] - 2, "color": "#52606d"})
     return fig
 
