@@ -75,6 +75,13 @@ def run_one(config, with_relatedness: bool) -> dict:
                                            show_progress_bar=False)
         row["base_rel"] = relatedness(base_encode, [])
         row["trained_rel"] = relatedness(trained_encode, [])
+        if result.projection is not None:
+            def projected_encode(texts):
+                with torch.no_grad():
+                    out = result.projection(torch.from_numpy(base_encode(texts)))
+                return torch.nn.functional.normalize(out, dim=1).numpy()
+
+            row["cca_only_rel"] = relatedness(projected_encode, [])
     return row
 
 
