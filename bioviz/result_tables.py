@@ -37,11 +37,16 @@ def wide_tables(rows: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFr
     return pivot("value"), pivot("ci_low"), pivot("ci_high")
 
 
-def best_mask(values: pd.DataFrame) -> pd.DataFrame:
-    """True where a value is the best (maximum) of its column; NaN is never best."""
+def best_mask(values: pd.DataFrame, digits: int | None = 3) -> pd.DataFrame:
+    """True where a value is the best (maximum) of its column; NaN is never best.
+
+    Values are compared as shown (rounded to ``digits``), so two models printed with the
+    same figure are both marked, as papers do with bold.
+    """
     if values.empty:
         return values.astype(bool)
-    return values.eq(values.max(axis=0)) & values.notna()
+    shown = values.round(digits) if digits is not None else values
+    return shown.eq(shown.max(axis=0)) & shown.notna()
 
 
 def _number(value: float, digits: int) -> str:
@@ -54,7 +59,7 @@ def display_table(values: pd.DataFrame, lows: pd.DataFrame, highs: pd.DataFrame,
 
     Column labels are flattened to ``task · metric`` for on-screen tables.
     """
-    best = best_mask(values)
+    best = best_mask(values, digits)
     out = pd.DataFrame(index=values.index)
     for column in values.columns:
         cells = []
@@ -100,7 +105,7 @@ def to_latex(values: pd.DataFrame, lows: pd.DataFrame | None = None, highs: pd.D
     str
         A ``table`` environment that needs ``\\usepackage{booktabs}``.
     """
-    best = best_mask(values)
+    best = best_mask(values, digits)
     columns = list(values.columns)
     tasks = list(dict.fromkeys(task for task, _ in columns))
     lines = [r"\begin{table}[t]", r"\centering", r"\small",

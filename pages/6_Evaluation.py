@@ -191,9 +191,12 @@ groups: dict[str, list[dict]] = {}
 for row in rows:
     is_bench = row["task"] not in TASK_LABELS.values()
     groups.setdefault("Relatedness benchmarks" if is_bench else row["task"], []).append(row)
+bench_caption = f"Spearman's rho of cosine similarity vs human scores · 95% bootstrap intervals over pairs " \
+                f"({settings.n_boot} resamples)"
 for group, group_rows in groups.items():
-    fig = metric_bars(group_rows, f"{group} · {title_models}"
-                      + ("" if group == "Relatedness benchmarks" else f" · {view.title}"), caption)
+    is_bench = group == "Relatedness benchmarks"
+    fig = metric_bars(group_rows, f"{group} · {title_models}" + ("" if is_bench else f" · {view.title}"),
+                      bench_caption if is_bench else caption)
     st.plotly_chart(fig, width="stretch", config=figure_config(f"{name}-{group}".replace(" ", "_")),
                     key=f"bars-{group}")
 

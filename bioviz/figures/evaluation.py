@@ -53,7 +53,16 @@ def metric_bars(rows: list[dict], title: str, caption: str | None = None) -> go.
                                                              "x": 1, "xanchor": "right"})
     low_values = [r["value"] for r in rows if r.get("value") is not None]
     fig.update_yaxes(title_text="score", range=[min(0.0, min(low_values, default=0.0)), 1.0])
-    return apply_theme(fig, title, caption, height=420)
+    return _caption_below_ticks(apply_theme(fig, title, caption, height=440), caption, 2 if several_tasks else 1)
+
+
+def _caption_below_ticks(fig: go.Figure, caption: str | None, tick_lines: int) -> go.Figure:
+    """Move the theme's caption under (possibly two-line) category tick labels."""
+    if caption:
+        offset = 22 + 18 * tick_lines
+        fig.update_annotations(selector={"text": caption}, y=0, yanchor="top", yshift=-offset)
+        fig.update_layout(margin={"b": offset + 40})
+    return fig
 
 
 def cross_level_heatmap(table: dict, title: str, caption: str | None = None) -> go.Figure:
@@ -72,14 +81,16 @@ def cross_level_heatmap(table: dict, title: str, caption: str | None = None) -> 
             if value is None:
                 cells.append("–")
             elif ci and ci[0] is not None:
-                cells.append(f"{value:.3f}<br><span style='font-size:10px'>[{ci[0]:.2f}, {ci[1]:.2f}]</span>")
+                cells.append(f"<b>{value:.3f}</b><br>[{ci[0]:.2f}, {ci[1]:.2f}]")
             else:
                 cells.append(f"{value:.3f}")
         text.append(cells)
     fig = go.Figure(go.Heatmap(
         z=z, x=[f"level {d}" for d in table["depths"]], y=table["models"], text=text, texttemplate="%{text}",
+        textfont={"size": 13},
         colorscale=theme()["sequential"], zmin=0, zmax=1, colorbar={"title": "mAP"},
         hovertemplate="%{y} on %{x}<br>mAP %{z:.3f}<extra></extra>",
     ))
     fig.update_yaxes(autorange="reversed", automargin=True)
-    return apply_theme(fig, title, caption, height=max(260, 70 * len(table["models"]) + 160))
+    fig = apply_theme(fig, title, caption, height=max(280, 70 * len(table["models"]) + 170))
+    return _caption_below_ticks(fig, caption, 1)

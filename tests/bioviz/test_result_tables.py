@@ -53,3 +53,10 @@ def test_latex_booktabs():
 def test_empty_rows():
     values, _, _ = result_tables.wide_tables([])
     assert values.empty and result_tables.best_mask(values).empty
+
+
+def test_best_compares_shown_values():
+    rows = [dict(ROWS[0], value=0.41431), dict(ROWS[2], value=0.41409)]
+    values, _, _ = result_tables.wide_tables(rows)
+    assert result_tables.best_mask(values).all().all()  # both print as 0.414
+    assert result_tables.best_mask(values, digits=4).loc["char_tfidf"].tolist() == [False]

@@ -23,4 +23,4 @@ def test_cross_level_heatmap():
     fig = cross_level_heatmap(table, "Cross-level mAP")
     heat = fig.data[0]
     assert list(heat.x) == ["level 1", "level 2"] and list(heat.y) == ["minilm", "run-1"]
-    assert heat.text[0][1] == "–" and heat.text[1][0].startswith("0.500")
+    assert heat.text[0][1] == "–" and heat.text[1][0] == "<b>0.500</b><br>[0.40, 0.60]"
