@@ -37,3 +37,50 @@ def shared_home(tmp_path_factory) -> Path:
     ``monkeypatch.setenv("BIOVIZ_HOME", str(shared_home))``.
     """
     return tmp_path_factory.mktemp("shared-home")
+
+
+class _TrigramModel:
+    """A tiny deterministic stand-in for an evaluated model: hashed character trigrams.
+
+    Has what ``bioviz.evaluation`` needs of a loaded model (``spec``, ``label``,
+    ``fingerprint``, ``run_dir``, ``vectors(texts)``) and counts the names it encodes.
+    """
+
+    def __init__(self, spec, run_dir=None):
+        import zlib
+
+        self._crc = zlib.crc32
+        self.spec, self.label, self.fingerprint, self.run_dir = spec, f"tri-{spec}", f"fp-{spec}", run_dir
+        self.encoded = 0
+
+    def vectors(self, texts):
+        import numpy as np
+
+        self.encoded += len(texts)
+        out = {}
+        for text in texts:
+            v = np.zeros(64, np.float32)
+            padded = f"  {text.lower()} "
+            for i in range(len(padded) - 2):
+                v[self._crc(padded[i:i + 3].encode()) % 64] += 1
+            out[text] = v / np.linalg.norm(v)
+        return out
+
+
+@pytest.fixture
+def fake_eval_models(monkeypatch):
+    """Replace the models ``bioviz.evaluation`` loads with trigram encoders; returns them by spec.
+
+    A spec naming a directory gets it as ``run_dir`` (results are then stored with the run).
+    """
+    from bioviz import evaluation
+
+    made = {}
+
+    def load(spec):
+        run_dir = Path(spec) if Path(spec).is_dir() else None
+        made[spec] = _TrigramModel(spec, run_dir)
+        return made[spec]
+
+    monkeypatch.setattr(evaluation, "_load_model", load)
+    return made

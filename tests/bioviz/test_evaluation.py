@@ -16,36 +16,9 @@ DATA = Path(__file__).parents[1] / "data"
 SETTINGS = EvalSettings(n_boot=50, pairs_per_distance=20)
 
 
-class TrigramModel:
-    """A tiny deterministic encoder: hashed character trigrams, L2-normalised."""
-
-    def __init__(self, spec, run_dir=None):
-        self.spec, self.label, self.fingerprint, self.run_dir = spec, f"tri-{spec}", f"fp-{spec}", run_dir
-        self.encoded = 0
-
-    def vectors(self, texts):
-        self.encoded += len(texts)
-        out = {}
-        for text in texts:
-            v = np.zeros(64, np.float32)
-            padded = f"  {text.lower()} "
-            for i in range(len(padded) - 2):
-                v[hash(padded[i:i + 3]) % 64] += 1
-            out[text] = v / np.linalg.norm(v)
-        return out
-
-
 @pytest.fixture
-def fake_models(monkeypatch, tmp_path):
-    made = {}
-
-    def load(spec):
-        run_dir = Path(spec) if Path(spec).is_dir() else None
-        made[spec] = TrigramModel(spec, run_dir)
-        return made[spec]
-
-    monkeypatch.setattr(evaluation, "_load_model", load)
-    return made
+def fake_models(fake_eval_models):
+    return fake_eval_models
 
 
 @pytest.fixture

@@ -12,15 +12,13 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from bioviz import evaluation
-from tests.bioviz.test_evaluation import TrigramModel
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "pages" / "6_Evaluation.py"
 
 
 @pytest.fixture
-def app(tmp_home, monkeypatch, data_dir):
-    monkeypatch.setattr(evaluation, "_load_model", lambda spec: TrigramModel(spec))
+def app(tmp_home, fake_eval_models, data_dir):
     at = AppTest.from_file(str(PAGE), default_timeout=120)
     at.query_params["source"] = str(data_dir / "mini.obo")
     at.query_params["depth"] = "1"

@@ -39,10 +39,7 @@ def test_two_models_on_a_source_and_a_benchmark_file(capsys, data_dir, tmp_home)
     assert "evaluating" in err  # progress on stderr, stdout stays one JSON object
 
 
-def test_text_output_is_a_table(capsys, data_dir, tmp_home, monkeypatch):
-    from tests.bioviz.test_evaluation import TrigramModel
-    from bioviz import evaluation
-    monkeypatch.setattr(evaluation, "_load_model", lambda spec: TrigramModel(spec))
+def test_text_output_is_a_table(capsys, data_dir, tmp_home, fake_eval_models):
     code, out, _ = run_cli(capsys, "eval", "--model", "x", "--benchmark", "mayosrs", "--n-boot", "20", "--quiet")
     assert code == 0
     assert "model=tri-x  task=MayoSRS  metric=Spearman" in out and "n=101" in out
@@ -56,21 +53,16 @@ def test_text_output_is_a_table(capsys, data_dir, tmp_home, monkeypatch):
     (["eval", "--model", "/no/such/model", "--benchmark", "mayosrs"], "not found"),
     (["eval", "--model", "minilm", "--source", "{obo}", "--depth", "1", "--cross-level", "a,b"], "--cross-level"),
 ])
-def test_bad_input_exits_2_with_one_line(capsys, data_dir, tmp_home, monkeypatch, argv, reason):
-    from tests.bioviz.test_evaluation import TrigramModel
-    from bioviz import evaluation
+def test_bad_input_exits_2_with_one_line(capsys, data_dir, tmp_home, request, argv, reason):
     if "/no/such/model" not in argv:
-        monkeypatch.setattr(evaluation, "_load_model", lambda spec: TrigramModel(spec))
+        request.getfixturevalue("fake_eval_models")
     argv = [a.format(obo=data_dir / "mini.obo", bad=data_dir / "benchmarks" / "bad_score.tsv") for a in argv]
     code, _, err = run_cli(capsys, *argv)
     assert code == 2
     assert reason in err and err.count("\n") == 1 and "Traceback" not in err
 
 
-def test_runs_on_different_splits_need_an_explicit_split(capsys, data_dir, tmp_home, tmp_path, monkeypatch):
-    from tests.bioviz.test_evaluation import TrigramModel
-    from bioviz import evaluation
-    monkeypatch.setattr(evaluation, "_load_model", lambda spec: TrigramModel(spec))
+def test_runs_on_different_splits_need_an_explicit_split(capsys, data_dir, tmp_home, tmp_path, fake_eval_models):
     runs = []
     for seed in (0, 1):
         run = tmp_path / f"run{seed}"

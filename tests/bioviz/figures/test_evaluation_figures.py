@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from bioviz.figures import cross_level_heatmap, metric_bars
-from tests.bioviz.test_result_tables import ROWS
+
+ROWS = [
+    {"model": "minilm", "task": "Ranking", "metric": "mAP", "value": 0.36, "ci_low": 0.27, "ci_high": 0.46, "n": 22},
+    {"model": "minilm", "task": "MayoSRS", "metric": "Spearman", "value": 0.455, "ci_low": 0.28, "ci_high": 0.6, "n": 101},
+    {"model": "char_tfidf", "task": "Ranking", "metric": "mAP", "value": 0.19, "ci_low": 0.13, "ci_high": 0.28, "n": 22},
+    {"model": "char_tfidf", "task": "MayoSRS", "metric": "Spearman", "value": 0.455, "ci_low": None, "ci_high": None,
+     "n": 101},
+]
 
 
 def test_metric_bars_one_trace_per_model_with_intervals():
