@@ -119,8 +119,8 @@ def choose_split(models, shots=None, seed=None, test_per_class=None,
     Returns
     -------
     (SplitSpec, warnings)
-        ``warnings`` names runs evaluated on a split other than their own (their training
-        names may then be among the test names).
+        ``warnings`` names runs evaluated on a split other than their own whose training
+        names are unknown (no ``split.json``), so they may be among the test names.
 
     Raises
     ------
@@ -132,8 +132,11 @@ def choose_split(models, shots=None, seed=None, test_per_class=None,
     run_specs = {m: s for m in models if (s := split_spec_for_run(m)) is not None}
     if explicit:
         spec = SplitSpec(**{**asdict(SplitSpec()), **explicit})
-        warnings = [f"{model} was trained on another split ({own}); its training names may be among the "
-                    "test names" for model, own in run_specs.items() if own != spec]
+        # Runs with a split.json have their training names left out of the queries
+        # (evaluate's exclude_names); only runs without one are at risk.
+        warnings = [f"{model} was trained on another split ({own}) and has no split.json: its training names "
+                    "may be among the test names" for model, own in run_specs.items()
+                    if own != spec and not run_seen_names(model)]
         return spec, warnings
     distinct = set(run_specs.values())
     if len(distinct) > 1:

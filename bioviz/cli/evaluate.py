@@ -68,12 +68,13 @@ def choose_split(args, models: list[str]) -> tuple[SplitSpec, list[str]]:
 
 
 def _run_level_warnings(models: list[str], args) -> list[str]:
-    """Warn when a run was trained on another source or level than the one evaluated."""
+    """Warn when a run was trained on another source or level than the one evaluated and its
+    training names are unknown (no ``split.json``: they cannot be left out of the queries)."""
     from bioviz.runs import is_run_dir, read_run
 
     warnings = []
     for model in models:
-        if not is_run_dir(model):
+        if not is_run_dir(model) or evaluation.run_seen_names(model):
             continue
         config = read_run(model).config
         trained = (config.get("source"), config.get("root"), config.get("depth"))

@@ -77,3 +77,6 @@ def test_runs_on_different_splits_need_an_explicit_split(capsys, data_dir, tmp_h
     assert code == 0
     warnings = json.loads(out)["warnings"]
     assert len(warnings) == 1 and "run1 was trained on another split" in warnings[0]
+    (tmp_path / "run1" / "split.json").write_text(json.dumps({"train": ["asthma"], "validation": []}))
+    code, out, _ = run_cli(capsys, *base, "--seed", "0", "--shots", "2")
+    assert code == 0 and json.loads(out)["warnings"] == []  # its training names leave the queries
