@@ -313,23 +313,47 @@ class Encoder:
 
 
 class SentenceTransformerEncoder(Encoder):
-    """A sentence-transformers model (bundled, directory, hub id or trained run)."""
+    """A sentence-transformers model (bundled, directory, hub id or trained run).
+
+    The weights are loaded on first use: a fully cached request needs only the
+    fingerprint (a hash of the files), so reopening an encoded level never loads torch
+    weights.
+    """
 
     def __init__(self, ref: ModelRef, device_name: str | None = None) -> None:
         path = ref.path if ref.kind != "hub" else _hub_snapshot(ref.spec)
         self.spec = ref.spec
         self.label = ref.label
         self.path = path
+        self.device_name = device_name
         pooling = "" if (path / "modules.json").is_file() else "cls"
         self.fingerprint = directory_fingerprint(path, extra=pooling)
-        self.model = _sentence_transformer_at(path, device_name or device())
+        self._model = None
+        self._load_lock = threading.Lock()
+
+    @property
+    def model(self):
+        """The SentenceTransformer (loaded on first access)."""
+        with self._load_lock:
+            if self._model is None:
+                started = time.perf_counter()
+                self._model = _sentence_transformer_at(self.path, self.device_name or device())
+                logger.info("loaded weights of %s in %.1fs", self.label, time.perf_counter() - started)
+            return self._model
+
+    @property
+    def dim(self) -> int:
+        """Output dimensionality (loads the weights)."""
         get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
-        self.dim = int(get_dim())
+        return int(get_dim())
 
     def _encode(self, texts: list[str], batch_size: int) -> np.ndarray:
         vectors = self.model.encode(texts, batch_size=batch_size, convert_to_numpy=True,
                                     normalize_embeddings=True, show_progress_bar=False)
         return l2_normalise(vectors)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.label!r}, fingerprint={self.fingerprint[:12]})"
 
 
 class CharTfidfEncoder(Encoder):
@@ -412,15 +436,24 @@ def encode_cached(encoder: Encoder, texts, batch_size: int = 64, progress: Progr
     (vectors, stats)
         ``(len(texts), dim)`` float32 unit rows in the order of ``texts``, and an :class:`EmbedStats`.
     """
-    from bioviz.vector_cache import VectorCache
+    from bioviz.vector_cache import BLOCK_MIN, VectorCache
 
     started = time.perf_counter()
     texts = list(texts)
+    cache = VectorCache() if use_cache else None
+    if cache is not None and len(texts) >= BLOCK_MIN:
+        # a whole level asked for again: one file read instead of a lookup per name
+        block = cache.get_block(encoder.fingerprint, texts)
+        if block is not None:
+            if progress is not None:
+                progress(len(texts), len(texts))
+            stats = EmbedStats(len(texts), len(dict.fromkeys(texts)), 0, time.perf_counter() - started)
+            logger.info("%s: %d names from a cached block in %.2fs", encoder.label, len(texts), stats.seconds)
+            return block, stats
     unique = list(dict.fromkeys(texts))
     found: dict[str, np.ndarray] = {}
-    cache = VectorCache() if use_cache else None
     if cache is not None:
-        found = cache.get(encoder.fingerprint, unique, dim=encoder.dim)
+        found = cache.get(encoder.fingerprint, unique)
     missing = [t for t in unique if t not in found]
     hits = len(unique) - len(missing)
     if progress is not None:
@@ -432,10 +465,13 @@ def encode_cached(encoder: Encoder, texts, batch_size: int = 64, progress: Progr
             cache.put(encoder.fingerprint, missing, fresh, label=encoder.label)
         found.update(zip(missing, fresh))
     vectors = np.stack([found[t] for t in texts]) if texts else np.zeros((0, encoder.dim), dtype=np.float32)
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    if cache is not None and len(texts) >= BLOCK_MIN:
+        cache.put_block(encoder.fingerprint, texts, vectors)
     stats = EmbedStats(len(texts), hits, len(missing), time.perf_counter() - started)
     logger.info("%s: %d names, %d from cache, %d encoded in %.2fs", encoder.label, len(texts), hits,
                 len(missing), stats.seconds)
-    return np.ascontiguousarray(vectors, dtype=np.float32), stats
+    return vectors, stats
 
 
 def embed(texts, model: str = "minilm", batch_size: int = 64, progress: Progress | None = None,

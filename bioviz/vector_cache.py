@@ -6,11 +6,17 @@ once; SQLite serialises the writers and every insert is one transaction, so a ki
 process never leaves half a batch. Vectors are stored as raw float32 bytes (no pickle).
 Lookups fetch only the texts asked for, so memory stays proportional to the request, not
 to the size of the cache.
+
+A request for many names at once (a whole level) is also stored as one *block*: a ``.npy``
+file under ``embeddings/blocks`` named by the fingerprint and a hash of the exact text list,
+so reopening that level is one file read instead of a lookup per name.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import logging
 import sqlite3
 import time
@@ -18,14 +24,14 @@ from pathlib import Path
 
 import numpy as np
 
-from bioviz.paths import subdir
+from bioviz.paths import atomic_path, subdir
 
 logger = logging.getLogger(__name__)
 
 DB_NAME = "vectors.sqlite"
-# SQLite's default limit on host parameters is 32766 in recent builds but 999 in old ones;
-# chunks of 900 stay under both.
-_CHUNK = 900
+BLOCK_MIN = 2000  # requests of at least this many texts are also stored as a block
+_WRITE_CHUNK = 4000  # rows per insert transaction: short enough for other writers to interleave
+_LOOKUP_CHUNK = 20_000  # texts per lookup statement (bounds the JSON argument's size)
 _BUSY_TIMEOUT_MS = 60_000
 
 _SCHEMA = """
@@ -105,16 +111,39 @@ class VectorCache:
         texts = list(dict.fromkeys(texts))
         found: dict[str, np.ndarray] = {}
         with self._connect() as conn:
-            for start in range(0, len(texts), _CHUNK):
-                chunk = texts[start:start + _CHUNK]
-                marks = ",".join("?" * len(chunk))
-                rows = conn.execute(f"SELECT text, vector FROM vectors WHERE model = ? AND text IN ({marks})",
-                                    [model, *chunk])
+            for start in range(0, len(texts), _LOOKUP_CHUNK):
+                # one statement per chunk, the texts passed as one JSON array: far fewer
+                # round trips than a parameter per text
+                rows = conn.execute(
+                    "SELECT text, vector FROM vectors WHERE model = ? AND text IN (SELECT value FROM json_each(?))",
+                    (model, json.dumps(texts[start:start + _LOOKUP_CHUNK])),
+                )
                 for text, blob in rows:
                     vector = np.frombuffer(blob, dtype=np.float32)
                     if dim is None or vector.shape[0] == dim:
                         found[text] = vector
         return found
+
+    def _block_path(self, model: str, texts: list[str]) -> Path:
+        digest = hashlib.sha256("\x1f".join(texts).encode("utf-8")).hexdigest()[:24]
+        return self.path.parent / "blocks" / f"{model}-{digest}.npy"
+
+    def get_block(self, model: str, texts) -> np.ndarray | None:
+        """Vectors of exactly this list of texts (order included), if stored as a block."""
+        texts = list(texts)
+        path = self._block_path(model, texts)
+        try:
+            block = np.load(path, allow_pickle=False)
+        except (OSError, ValueError):
+            return None
+        return block if block.ndim == 2 and len(block) == len(texts) else None
+
+    def put_block(self, model: str, texts, vectors: np.ndarray) -> Path:
+        """Store the vectors of a whole list of texts as one ``.npy`` (atomically)."""
+        path = self._block_path(model, list(texts))
+        with atomic_path(path, suffix=".npy") as tmp, open(tmp, "wb") as handle:
+            np.save(handle, np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False)
+        return path
 
     def put(self, model: str, texts, vectors: np.ndarray, label: str | None = None) -> int:
         """Store ``vectors`` (rows aligned with ``texts``) for ``model``.
@@ -136,9 +165,9 @@ class VectorCache:
             return 0
         written = 0
         with self._connect() as conn:
-            for start in range(0, len(texts), _CHUNK * 4):
+            for start in range(0, len(texts), _WRITE_CHUNK):
                 rows = [(model, t, v.tobytes()) for t, v in
-                        zip(texts[start:start + _CHUNK * 4], vectors[start:start + _CHUNK * 4])]
+                        zip(texts[start:start + _WRITE_CHUNK], vectors[start:start + _WRITE_CHUNK])]
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     before = conn.total_changes
@@ -166,8 +195,9 @@ class VectorCache:
         return [r for r in rows if r["vectors"]]
 
     def size_bytes(self) -> int:
-        """Bytes on disk (database plus write-ahead log)."""
-        return sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*") if p.is_file())
+        """Bytes on disk (database, write-ahead log and blocks)."""
+        files = [*self.path.parent.glob(self.path.name + "*"), *(self.path.parent / "blocks").glob("*.npy")]
+        return sum(p.stat().st_size for p in files if p.is_file())
 
     def clear(self, model: str | None = None) -> int:
         """Delete the vectors of one model fingerprint, or of every model.
@@ -194,6 +224,9 @@ class VectorCache:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+            for block in (self.path.parent / "blocks").glob(f"{model or ''}*.npy"):
+                with contextlib.suppress(FileNotFoundError):
+                    block.unlink()
             if model is None:
                 with contextlib.suppress(sqlite3.OperationalError):  # busy readers: reclaim later
                     conn.execute("VACUUM")

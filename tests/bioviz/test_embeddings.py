@@ -195,3 +195,25 @@ def test_hub_id_is_served_from_the_local_hugging_face_cache(tmp_path, monkeypatc
     assert encoder.label == "acme/tiny-minilm"
     assert encoder.fingerprint == load_encoder("minilm").fingerprint
     assert embed(NAMES[:2], "acme/tiny-minilm").vectors.shape == (2, 384)
+
+
+def test_fully_cached_request_never_loads_the_weights(minilm_copy, tmp_path, tmp_home):
+    embed(NAMES, "minilm")
+    twin = tmp_path / "twin"  # same files, so same fingerprint, but a fresh encoder object
+    shutil.copytree(minilm_copy, twin)
+    encoder = load_encoder(str(twin))
+    vectors, stats = encode_cached(encoder, NAMES)
+    assert stats.cache_hits == len(NAMES) and encoder._model is None
+    np.testing.assert_array_equal(vectors, embed(NAMES, "minilm").vectors)
+
+
+def test_large_requests_are_reopened_from_one_block(tmp_home, monkeypatch):
+    from bioviz import vector_cache
+
+    monkeypatch.setattr(vector_cache, "BLOCK_MIN", 4)
+    encoder = load_encoder("minilm")
+    first, stats1 = encode_cached(encoder, NAMES)
+    assert len(list((tmp_home / "embeddings" / "blocks").glob("*.npy"))) == 1
+    second, stats2 = encode_cached(encoder, NAMES)
+    assert stats1.encoded == len(NAMES) and stats2.cache_hits == len(NAMES) and stats2.encoded == 0
+    np.testing.assert_array_equal(first, second)

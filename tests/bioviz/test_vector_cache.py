@@ -91,3 +91,18 @@ def test_concurrent_writers_from_several_processes_do_not_corrupt(tmp_home):
     found = cache.get("fp", expected)
     assert len(found) == len(expected) == cache.stats()[0]["vectors"]
     assert found["shared 3-7"][1] == len("shared 3-7")
+
+
+def test_blocks_store_a_whole_text_list_and_are_cleared_with_their_model(tmp_home):
+    cache = VectorCache()
+    texts = [f"name {i}" for i in range(50)]
+    data = vectors(50)
+    assert cache.get_block("fp-a", texts) is None
+    cache.put_block("fp-a", texts, data)
+    cache.put_block("fp-b", texts, data)
+    np.testing.assert_array_equal(cache.get_block("fp-a", texts), data)
+    assert cache.get_block("fp-a", texts[::-1]) is None  # keyed by the exact list, order included
+    cache.clear("fp-a")
+    assert cache.get_block("fp-a", texts) is None and cache.get_block("fp-b", texts) is not None
+    cache.clear()
+    assert cache.get_block("fp-b", texts) is None
