@@ -86,7 +86,8 @@ def projection_pair_figure(
     Returns
     -------
     plotly.graph_objects.Figure
-        Every point carries ``customdata = [view row, name, concept, class label, part]``.
+        Every point carries ``customdata = [view row, name, concept]``; one trace per class
+        and split part (its class and part are in the trace's hover text).
     """
     rows = np.asarray(rows, dtype=np.int64)
     coords_a, coords_b = np.asarray(coords_a), np.asarray(coords_b)
@@ -104,17 +105,18 @@ def projection_pair_figure(
         selected = np.isin(rows, np.asarray(highlight, dtype=np.int64))
     dim_others = bool(selected.any())
     size = 4 if len(rows) > 20_000 else 6 if len(rows) > 3_000 else 8
+    # Hover: the per-point name and concept travel as customdata; the class and split part
+    # are the same for every point of a trace and go into its hovertemplate as text, which
+    # keeps the figure JSON small for tens of thousands of points.
     customdata = np.column_stack([
         rows.astype(str),
         [view.names[r] for r in rows],
         [view.name_concepts[r] for r in rows],
-        [view.class_labels[c] for c in labels],
-        part_of_row.astype(str),
     ])
-    hover = ("<b>%{customdata[1]}</b><br>%{customdata[2]} · %{customdata[3]}"
-             "<br>%{customdata[4]}<extra></extra>")
-    # Split names a little larger than the rest, told apart by shape alone (outlines clutter).
-    sizes = np.where(part_of_row == "unused", size, size + 2)
+
+    def hover(class_label: str, part: str) -> str:
+        safe = class_label.replace("%", "%%").replace("{", "(").replace("}", ")")
+        return f"<b>%{{customdata[1]}}</b><br>%{{customdata[2]}} · {safe}<br>{part}<extra></extra>"
 
     def scatter(coords: np.ndarray, mask: np.ndarray, **kwargs):
         if three_d:
@@ -136,24 +138,32 @@ def projection_pair_figure(
         fig.add_trace(legend_proxy(_short(f"{class_id} {view.class_labels[class_index]}"), class_id,
                                    {"color": colours[class_id], "size": 10}), row=1, col=1)
     for col, coords in ((1, coords_a), (2, coords_b)):
+        # One trace per class and split part, so symbol and size are single values: plotly
+        # validates per-point symbol lists element by element, which dominates the build
+        # time of a 20k-point figure.
         for class_index in present:
-            mask = labels == class_index
             class_id = view.classes[class_index]
-            marker = {
-                "color": colours[class_id],
-                "size": sizes[mask],
-                "symbol": [symbols.get(p, "circle") for p in part_of_row[mask]],
-                "opacity": DIMMED_OPACITY if dim_others else 0.8,
-                "line": {"width": 0},
-            }
-            fig.add_trace(scatter(coords, mask, name=class_id, legendgroup=class_id, showlegend=False,
-                                  marker=marker, customdata=customdata[mask], hovertemplate=hover), row=1, col=col)
+            for part in PART_SYMBOLS:
+                mask = (labels == class_index) & (part_of_row == part)
+                if not mask.any():
+                    continue
+                marker = {
+                    "color": colours[class_id],
+                    # Split names a little larger than the rest, told apart by shape alone.
+                    "size": size if part == "unused" else size + 2,
+                    "symbol": symbols[part],
+                    "opacity": DIMMED_OPACITY if dim_others else 0.8,
+                    "line": {"width": 0},
+                }
+                fig.add_trace(scatter(coords, mask, name=class_id, legendgroup=class_id, showlegend=False,
+                                      marker=marker, customdata=customdata[mask],
+                                      hovertemplate=hover(view.class_labels[class_index], part)), row=1, col=col)
         if dim_others:
             marker = {"color": [colours[view.classes[c]] for c in labels[selected]], "size": size + 5,
                       "symbol": "circle", "line": {"width": 1.5, "color": "#111111"}, "opacity": 1.0}
             fig.add_trace(scatter(coords, selected, name=f"selected ({int(selected.sum())})", legendgroup="selected",
                                   showlegend=col == 1, marker=marker, customdata=customdata[selected],
-                                  hovertemplate=hover), row=1, col=col)
+                                  hovertemplate=hover("selected", "")), row=1, col=col)
     # Marker entries for the split parts actually shown, after the classes.
     shown_parts = [p for p in PART_SYMBOLS if p in set(part_of_row.tolist())]
     if parts is not None and len(shown_parts) > 1:

@@ -46,7 +46,8 @@ def test_projection_pair_panels_hover_colours_and_markers(view):
     first = data[0]
     row = int(first.customdata[0][0])
     assert first.customdata[0][1] == view.names[row] and first.customdata[0][2] == view.name_concepts[row]
-    assert {"square", "diamond", "x"} <= {s for t in data for s in t.marker.symbol}
+    assert {"square", "diamond", "x", "circle"} <= {t.marker.symbol for t in data}
+    assert "train" in " ".join(t.hovertemplate for t in data)
     legend_parts = {t.name for t in fig.data if str(t.legendgroup).startswith("part-")}
     assert {"<i>train</i>", "<i>validation</i>", "<i>test</i>"} <= legend_parts
     assert fig.layout.legend.orientation == "h"  # under the panels, which get the full width
