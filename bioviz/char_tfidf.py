@@ -111,7 +111,7 @@ class CharTfidfModel:
             )
 
     @classmethod
-    def load(cls, path: Path) -> "CharTfidfModel":
+    def load(cls, path: Path) -> CharTfidfModel:
         """Read a model written by :meth:`save`."""
         with np.load(path, allow_pickle=False) as data:
             vocabulary = tuple(data["vocabulary"].tobytes().decode("utf-8").split(_SEP))

@@ -149,7 +149,7 @@ class NeighbourIndex:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_view(cls, space: Space, view, **kwargs) -> "NeighbourIndex":
+    def from_view(cls, space: Space, view, **kwargs) -> NeighbourIndex:
         """Index a Space over a level view's names, with its concepts and classes.
 
         Parameters
@@ -167,7 +167,7 @@ class NeighbourIndex:
     def __len__(self) -> int:
         return len(self.space)
 
-    def subset(self, rows, **kwargs) -> "NeighbourIndex":
+    def subset(self, rows, **kwargs) -> NeighbourIndex:
         """A new index over some rows only (e.g. a split's training names), metadata kept."""
         rows = np.asarray(rows, dtype=np.int64)
 
@@ -244,7 +244,7 @@ class NeighbourIndex:
                               "encode the query with the model that built the index")
         if k < 1:
             raise BiovizError(f"k must be at least 1 (got {k})")
-        exclude = set(int(r) for r in exclude_rows) if exclude_rows is not None else set()
+        exclude = {int(r) for r in exclude_rows} if exclude_rows is not None else set()
         if restrict_class is not None:
             rows, index = self._class_index(restrict_class)
         else:

@@ -149,12 +149,16 @@ st.markdown(
 
 
 def frame_of(rows: list[dict]) -> pd.DataFrame:
-    frame = pd.DataFrame([{
-        "Rank": r["rank"], "Name": r["name"], "Code": r["concept_id"], "Class": r["class_label"],
-        "Match": "synonym" if r["same_concept"] else ("class" if r["same_class"] else ""),
-        "Cosine": r["score"], **({"Other rank": r["other_rank"], "Δ rank": r["rank_change"]} if "other_rank" in r else {}),
-    } for r in rows])
-    return frame
+    """The ranking as shown: marks spelled out (not only shaded) and the rank change."""
+    records = []
+    for r in rows:
+        record = {"Rank": r["rank"], "Name": r["name"], "Code": r["concept_id"], "Class": r["class_label"],
+                  "Match": "synonym" if r["same_concept"] else ("class" if r["same_class"] else ""),
+                  "Cosine": r["score"]}
+        if "other_rank" in r:
+            record.update({"Other rank": r["other_rank"], "Δ rank": r["rank_change"]})
+        records.append(record)
+    return pd.DataFrame(records)
 
 
 columns = st.columns(len(models))
@@ -166,7 +170,8 @@ for column, label, rows in zip(columns, labels, rankings):
             continue
         frame = frame_of(rows)
         colours = [row_colour(r) for r in rows]
-        styled = frame.style.apply(lambda _row: [f"background-color: {colours[_row.name]}"] * len(_row), axis=1)
+        styled = frame.style.apply(
+            lambda row, fills=colours: [f"background-color: {fills[row.name]}"] * len(row), axis=1)
         st.dataframe(styled.format({"Cosine": "{:.3f}"}), hide_index=True, width="stretch",
                      height=38 + 35 * len(rows))
 

@@ -19,7 +19,8 @@ def register(subparsers) -> None:
                         help="minilm, char-tfidf, a sentence-transformers directory or hub id, or a run directory")
     add_level_options(parser)
     parser.add_argument("--batch-size", type=int, default=64, help="names per forward pass")
-    parser.add_argument("--no-cache", action="store_true", help="encode everything, neither reading nor writing the cache")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="encode everything, neither reading nor writing the cache")
     parser.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     add_json(parser)
     parser.set_defaults(handler=run)

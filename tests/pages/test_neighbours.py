@@ -110,6 +110,7 @@ def test_hypernym_ranking_marks_the_matching_class_name(app):
     at = app.run()
     assert not at.exception and not at.error
     frame = at.dataframe[0].value
-    assert set(frame["Name"]) <= {"heart disease", "cardiac disease", "cardiopathy", "lung disease", "pulmonary disease"}
+    hypernyms = {"heart disease", "cardiac disease", "cardiopathy", "lung disease", "pulmonary disease"}
+    assert set(frame["Name"]) <= hypernyms
     assert all((m == "class") == (c == "heart disease") for m, c in zip(frame["Match"], frame["Class"]))
     assert at.query_params["among"] in ("hypernyms", ["hypernyms"])
