@@ -159,7 +159,12 @@ def fit_sentence_transformer(trainer, columns: dict, make_loss: Callable, loss_n
         raise Cancelled("training cancelled")
     training_s = time.perf_counter() - started
     model.eval()
-    vectors = encode(list(data.view.names))
+    # Only the split's names are evaluated: encoding a whole large view again (tens of
+    # thousands of names through the transformer) would cost more than the fine-tuning.
+    split_rows = np.unique(np.concatenate([split.train, split.validation, split.test, split.zero_shot]))
+    vectors = np.zeros((len(data.view.names), model.get_embedding_dimension()), dtype=np.float32)
+    if len(split_rows):
+        vectors[split_rows] = encode([data.view.names[i] for i in split_rows])
     return TrainResult(None, model, None, vectors, history, len(history), False, training_s, per_epoch,
                        str(trainer.device), metrics={})
 

@@ -74,7 +74,8 @@ class TrainResult:
     projection : encoders.LinearMap or None
         The CCA projection alone (``cca``).
     vectors : numpy.ndarray
-        Trained vectors of every name of the view (L2-normalised).
+        Trained vectors of the view's names (L2-normalised); fine-tuned models encode only
+        the split's names (other rows are zero).
     history : list of dict
         One record per epoch (losses, validation figures, seconds).
     metrics : dict
