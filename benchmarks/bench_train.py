@@ -91,7 +91,7 @@ def main(argv=None) -> int:
     peak = matmul_gflops(2048, 2048, 2048)
     shaped = matmul_gflops(192, args.dim, args.hidden)
     print(json.dumps({"threads": args.threads, "hidden": args.hidden, "matmul_gflops_2048": round(peak, 2),
-                      "matmul_gflops_192x%dx%d" % (args.dim, args.hidden): round(shaped, 2)}), flush=True)
+                      f"matmul_gflops_192x{args.dim}x{args.hidden}": round(shaped, 2)}), flush=True)
     rows = [bench_encoder(encoder, data, args.hidden, args.epochs, None) for encoder in args.encoders]
     # Measured again after training: on a shared machine the higher of the two is the fair peak.
     peak = max(peak, matmul_gflops(2048, 2048, 2048))

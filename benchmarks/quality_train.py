@@ -19,7 +19,6 @@ import statistics
 import sys
 import time
 
-import numpy as np
 import torch
 
 BENCHMARKS = ("mayosrs", "umnsrs-sim", "umnsrs-rel")

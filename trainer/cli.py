@@ -19,7 +19,7 @@ COMMAND_MODULES = ("trainer.train_command", "trainer.jobs_cli")
 class _Parser(argparse.ArgumentParser):
     """argparse that exits with code 2 and one line, like every other bad input."""
 
-    def error(self, message: str) -> None:  # noqa: D102 - argparse hook
+    def error(self, message: str) -> None:
         sys.stderr.write(f"error: {message}\n")
         raise SystemExit(2)
 

@@ -10,7 +10,6 @@ import numpy as np
 
 from bioviz.ontology import Ontology, Split, level_view, load_source, make_split, synonym_view
 from bioviz.ontology.levels import LevelView
-
 from trainer.config import TrainConfig
 
 logger = logging.getLogger(__name__)

@@ -82,7 +82,7 @@ def definition_pairs(data: TrainingData, scope: str = "train", max_pairs: int = 
     return names, texts, counts
 
 
-def fine_tune(trainer) -> "TrainResult":  # noqa: F821 - avoids a circular import
+def fine_tune(trainer) -> TrainResult:  # noqa: F821 - avoids a circular import
     """Fine-tune the base model of ``trainer.config`` on definition pairs (InfoNCE, in-batch negatives)."""
     from sentence_transformers.base.sampler import BatchSamplers
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss

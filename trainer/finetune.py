@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -53,7 +53,7 @@ class HierarchyMultiSimilarityLoss(nn.Module):
 
 
 def fit_sentence_transformer(trainer, columns: dict, make_loss: Callable, loss_name: str,
-                             batch_sampler=None) -> "TrainResult":  # noqa: F821
+                             batch_sampler=None) -> TrainResult:  # noqa: F821
     """Fine-tune ``trainer.config.base`` on a dataset and return a TrainResult.
 
     Parameters
@@ -137,7 +137,7 @@ def fit_sentence_transformer(trainer, columns: dict, make_loss: Callable, loss_n
             per_device_train_batch_size=c.batch_size,
             learning_rate=c.lr,
             weight_decay=c.weight_decay,
-            warmup_steps=int(round(c.warmup_ratio * steps_per_epoch * c.epochs)),
+            warmup_steps=round(c.warmup_ratio * steps_per_epoch * c.epochs),
             lr_scheduler_type="linear",
             seed=c.seed,
             data_seed=c.seed,
@@ -169,7 +169,7 @@ def fit_sentence_transformer(trainer, columns: dict, make_loss: Callable, loss_n
                        str(trainer.device), metrics={})
 
 
-def fine_tune_hierarchy(trainer) -> "TrainResult":  # noqa: F821
+def fine_tune_hierarchy(trainer) -> TrainResult:  # noqa: F821
     """HiPrBERT-style fine-tuning of the base transformer with the hierarchical multi-similarity loss."""
     from trainer import sampling
 

@@ -13,8 +13,8 @@ import copy
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import torch
@@ -121,11 +121,11 @@ def retrieval_figures(vectors: np.ndarray, data: TrainingData) -> dict:
     for part in ("validation", "test"):
         rows = getattr(split, part)
         out[part] = {"mAP": float(class_retrieval_map(vectors[rows], labels[rows], train_v, train_l)),
-                     "names": int(len(rows))} if len(rows) else {"mAP": None, "names": 0}
+                     "names": len(rows)} if len(rows) else {"mAP": None, "names": 0}
     if len(split.zero_shot):
         rows = split.zero_shot
         out["zero_shot"] = {"mAP": float(class_retrieval_map(vectors[rows], labels[rows], vectors[rows], labels[rows],
-                                                            exclude_self=True)), "names": int(len(rows))}
+                                                            exclude_self=True)), "names": len(rows)}
     return out
 
 
@@ -164,8 +164,8 @@ class Trainer:
         torch.manual_seed(c.seed)
         self.generator = torch.Generator().manual_seed(c.seed)
         self._emit({"event": "start", "max_epochs": c.epochs, "device": str(self.device),
-                    "train_names": int(len(self.data.split.train)), "encoder": c.encoder,
-                    "validation_names": int(len(self.data.split.validation))})
+                    "train_names": len(self.data.split.train), "encoder": c.encoder,
+                    "validation_names": len(self.data.split.validation)})
         baseline = retrieval_figures(self.data.vectors, self.data)
         if c.encoder == "definitions":
             from trainer.definitions import fine_tune
@@ -336,7 +336,7 @@ class Trainer:
             val_loss = validation_loss(encoded[n_train:]) if c.stop_on == "loss" else None
             value = val_map if higher_is_better else val_loss
             improved = best_value is None or (value > best_value if higher_is_better else value < best_value)
-            if improved and value == value:  # NaN never improves
+            if improved and not np.isnan(value):  # NaN never improves
                 best_value, best_epoch, best_state = value, epoch, copy.deepcopy(model.state_dict())
             elapsed = time.perf_counter() - started
             per_epoch.append(time.perf_counter() - epoch_started)

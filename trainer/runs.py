@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 from bioviz.errors import BiovizError
-
 from trainer.config import TrainConfig, validate
 from trainer.export import save_fine_tuned, save_head_model
 from trainer.loop import CancelFlag, Trainer, TrainResult

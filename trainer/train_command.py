@@ -21,7 +21,6 @@ import typing
 from pathlib import Path
 
 from bioviz.errors import BiovizError
-
 from trainer.config import TrainConfig
 
 EXIT_CANCELLED = 130

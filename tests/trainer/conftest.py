@@ -33,8 +33,8 @@ def tiny_config(data_dir, tmp_home):
     """A factory of validated configs on the tiny table (small hidden layer, CPU)."""
 
     def make(**overrides) -> TrainConfig:
-        values = dict(source=str(data_dir / "trainer_tiny.tsv"), depth=1, shots=3, hidden=32, epochs=5,
-                      device="cpu")
+        values = {"source": str(data_dir / "trainer_tiny.tsv"), "depth": 1, "shots": 3, "hidden": 32,
+                  "epochs": 5, "device": "cpu"}
         values.update(overrides)
         return validate(TrainConfig(**values), check_data=False)
 

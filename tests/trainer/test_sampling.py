@@ -6,8 +6,15 @@ import numpy as np
 import torch
 
 from trainer.sampling import (
-    OTHER, PARENT_CHILD, SAME_CLASS, SIBLING, SYNONYM, distance_weighted_negatives, hierarchy_batches,
-    hierarchy_categories, random_positives,
+    OTHER,
+    PARENT_CHILD,
+    SAME_CLASS,
+    SIBLING,
+    SYNONYM,
+    distance_weighted_negatives,
+    hierarchy_batches,
+    hierarchy_categories,
+    random_positives,
 )
 
 
