@@ -29,7 +29,8 @@ compare.init_params(DEFAULTS, choices={"kind": list(KINDS), "colour": list(COLOU
 st.title("Hierarchy")
 st.caption("The ontology under the root down to the level's classes. Size = names under a node; colour = how much "
            "better the compared model groups the node's names than the baseline (red = better, blue = worse). "
-           "Click a box to zoom; pick a node below for its names, neighbours and hypernym ranking.")
+           "Click a box to zoom in the drawing; click a row of the node table (or find a node) to see its names, "
+           "neighbours and hypernym ranking.")
 
 if view is None:
     st.stop()
@@ -64,14 +65,17 @@ with cols[3]:
     st.selectbox("Node", options, key="node", format_func=lambda n: f"{n} · {labels[n]}")
 
 
-def on_click() -> None:
-    """A clicked box (when the browser reports it) becomes the selected node."""
-    event = st.session_state.get("hierarchy_chart")
-    points = (event.selection.get("points") if event else None) or []
-    for point in points:
-        data = point.get("customdata")
-        if data and data[0] in labels:
-            st.session_state["node"] = data[0]
+def on_row() -> None:
+    """A row picked in the node table becomes the selected node.
+
+    (Streamlit reports no selection events for treemap/icicle/sunburst clicks, which
+    plotly uses for zooming; the table is the click target.)
+    """
+    event = st.session_state.get("node_table")
+    rows = event.selection.rows if event else []
+    if rows:
+        st.session_state["node"] = node_ids[rows[0]]
+        st.session_state["_find"] = ""
 
 
 state.sync_url(**compare.url_values(["kind", "colour", "levels", "node"]))
@@ -96,9 +100,15 @@ caption = (f"{len(tree)} nodes · size = names · colour = {COLOURS[st.session_s
 fig = hierarchy_figure(tree, values, st.session_state["kind"], title, caption, value_label,
                        focus=node if node != tree.root else None, max_depth=int(st.session_state["levels"]))
 frame = tree.nodes.assign(value=values if values is not None else np.nan)
-compare.show_figure(fig, slug("hierarchy", space_a.model_id, "vs", space_b.model_id, view.source.split()[0],
-                              f"d{view.depth}"), fmt, frame, key="hierarchy_chart", on_select=on_click,
-                    selection_mode=("points",))
+figure_col, table_col = st.columns([3, 1])
+with figure_col:
+    compare.show_figure(fig, slug("hierarchy", space_a.model_id, "vs", space_b.model_id, view.source.split()[0],
+                                  f"d{view.depth}"), fmt, frame, key="hierarchy_chart")
+with table_col:
+    st.markdown("**Nodes** (click a row to open it)")
+    st.dataframe(frame[["id", "label", "names", "value"]].rename(columns={"value": "gain"}).round(3),
+                 hide_index=True, width="stretch", height=560, key="node_table", on_select=on_row,
+                 selection_mode="single-row")
 
 # --- Node details ------------------------------------------------------------------------
 row = tree.nodes.set_index("id").loc[node]

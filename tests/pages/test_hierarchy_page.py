@@ -38,7 +38,8 @@ def test_tree_coloured_by_gain_with_node_details_and_hypernyms(app):
     assert trace["marker"]["cmid"] == 0
     assert "char-tfidf vs minilm" in tree["layout"]["title"]["text"]
     assert at.subheader[0].value == "disorder (R)"
-    names, neighbours = at.dataframe[0].value, at.dataframe[1].value
+    nodes, names, neighbours = (table.value for table in at.dataframe)
+    assert list(nodes["id"])[:2] == ["R", "C1"] and len(nodes) == 13 and "gain" in nodes
     assert len(names) == 50 and len(neighbours) == 10
     assert ranking["layout"]["title"]["text"].startswith("Hypernym ranking · minilm vs char-tfidf")
     assert param(at, "node") == "R" and param(at, "mention")
@@ -53,6 +54,13 @@ def test_search_jumps_to_a_node_and_the_url_keeps_it(app):
     mentions = at.selectbox(key="mention").options
     assert set(mentions) <= {"hip fracture", "broken hip", "fracture of femoral neck", "wrist fracture",
                              "broken wrist", "distal radius fracture"}
+
+
+def test_a_node_picked_in_the_table_opens(app):
+    at = app.run()
+    at.session_state["node"] = "C22"  # what the table's row-selection callback sets
+    at.run()
+    assert not at.exception and at.subheader[0].value == "cardiac arrhythmia (C22)"
 
 
 def test_url_state_kind_colour_and_node(app):
