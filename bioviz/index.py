@@ -137,12 +137,11 @@ class NeighbourIndex:
             index = faiss.IndexFlatIP(dim)
         if n:
             index.add(self.vectors)
-        # Largest distance between a row and its float16 copy: by Cauchy-Schwarz no unit
-        # query's float16 score is further than this from its float32 score.
-        self._fp16_error = 0.0
-        if self.kind == "exact" and n:
-            rounded = self.vectors.astype(np.float16).astype(np.float32)
-            self._fp16_error = float(np.linalg.norm(self.vectors - rounded, axis=1).max()) + 1e-5
+        # Bound on the distance between a (unit) row and its float16 copy: rounding to
+        # nearest changes each component by at most 2^-11 of itself, or 2^-24 below float16's
+        # normal range. By Cauchy-Schwarz a query's float16 score is within this (times the
+        # query's norm) of its float32 score; 1e-4 covers float32 summation in both scans.
+        self._fp16_error = (2.0 ** -11 * 1.001 + np.sqrt(dim) * 2.0 ** -24) if self.kind == "exact" else 0.0
         self.index = index
         self._class_rows: dict[str, tuple[np.ndarray, object]] = {}
         self._rows_by_name: dict[str, list[int]] | None = None
@@ -285,7 +284,8 @@ class NeighbourIndex:
             order = np.argsort(-exact, kind="stable")[:fetch]
             # Rows outside the candidates scored at most approx[-1] in float16, so at most
             # approx[-1] + error in float32: below the fetch-th exact score, they cannot enter.
-            proven = wide == n or (len(order) == fetch and found_approx[-1] + self._fp16_error < exact[order[-1]])
+            error = self._fp16_error * float(np.linalg.norm(query)) + 1e-4
+            proven = wide == n or (len(order) == fetch and found_approx[-1] + error < exact[order[-1]])
             if not proven:
                 full = self.vectors @ query
                 top = np.argpartition(-full, fetch - 1)[:fetch]

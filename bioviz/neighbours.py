@@ -93,7 +93,7 @@ def level_space(view, model: str, batch_size: int = 64, progress: Progress | Non
                                    use_cache=use_cache)
     info = {"names": stats.names, "cache_hits": stats.cache_hits, "encoded": stats.encoded,
             "seconds": round(stats.seconds, 3), "names_per_second": round(stats.names_per_second, 1),
-            "dim": encoder.dim, "fingerprint": encoder.fingerprint}
+            "dim": int(vectors.shape[1]), "fingerprint": encoder.fingerprint}  # not encoder.dim: loads weights
     return Space(tuple(view.names), vectors, encoder.label), info
 
 
