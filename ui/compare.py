@@ -21,7 +21,11 @@ def selection() -> tuple:
 
 
 def init_params(defaults: dict, casts: dict[str, Callable] | None = None, choices: dict[str, list] | None = None) -> None:
-    """Set each page key once per session: from the URL when it has a valid value, else the default.
+    """Set each page key once: from the URL when it has a valid value, else as last used, else the default.
+
+    Widget keys are dropped by Streamlit when the user moves to another page; the values
+    :func:`url_values` keeps under ``_keep_<key>`` bring them back on return, so a view's
+    settings (a point cap, say) survive a trip to another page.
 
     Parameters
     ----------
@@ -37,7 +41,7 @@ def init_params(defaults: dict, casts: dict[str, Callable] | None = None, choice
     for key, default in defaults.items():
         if key in st.session_state:
             continue
-        value = default
+        value = st.session_state.get(f"_keep_{key}", default)
         raw = st.query_params.get(key)
         if raw is not None:
             cast = casts.get(key, type(default))
@@ -51,8 +55,13 @@ def init_params(defaults: dict, casts: dict[str, Callable] | None = None, choice
 
 
 def url_values(keys) -> dict[str, str]:
-    """``key -> str(value)`` of page keys, for ``state.sync_url(**...)``."""
-    return {k: str(st.session_state[k]) for k in keys if k in st.session_state}
+    """``key -> str(value)`` of page keys, for ``state.sync_url(**...)``; also keeps them (see :func:`init_params`)."""
+    out = {}
+    for key in keys:
+        if key in st.session_state:
+            st.session_state[f"_keep_{key}"] = st.session_state[key]
+            out[key] = str(st.session_state[key])
+    return out
 
 
 def image_format() -> str:

@@ -90,3 +90,18 @@ def test_a_missing_model_is_a_one_line_error(app, tmp_path):
     at = app.run()
     assert not at.exception
     assert len(at.error) == 1 and "not found" in at.error[0].value
+
+
+def test_page_settings_survive_a_trip_to_another_page(shared_home, monkeypatch, data_dir):
+    monkeypatch.setenv("BIOVIZ_HOME", str(shared_home))
+    at = AppTest.from_file(str(PAGE.parents[1] / "app.py"), default_timeout=300)
+    at.query_params.update({"source": str(data_dir / "views_table.tsv"), "depth": "1"})
+    at.run()
+    at.switch_page("pages/2_Projection.py").run()
+    at.radio(key="method").set_value("pca").run()
+    at.number_input(key="cap").set_value(40).run()
+    at.switch_page("pages/3_Similarity_matrix.py").run()
+    at.query_params.clear()  # a link in the page list opens the page without parameters
+    at.switch_page("pages/2_Projection.py").run()
+    assert not at.exception
+    assert at.number_input(key="cap").value == 40 and at.radio(key="method").value == "pca"
