@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import time
+import weakref
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
@@ -123,13 +124,28 @@ def stratified_sample(labels: np.ndarray, cap: int, seed: int = 0) -> np.ndarray
     return np.sort(np.concatenate(rows)).astype(np.int64)
 
 
+_FINGERPRINTS: dict[int, tuple[weakref.ref, str]] = {}
+
+
 def space_fingerprint(space: Space) -> str:
-    """A short hash of a Space's names, vectors and model id (cache key part)."""
+    """A short hash of a Space's names, vectors and model id (cache key part).
+
+    Memoised per Space object (Spaces are immutable, and pages reuse the same cached object
+    on every rerun), so checking the projection cache does not rehash 20k vectors each time.
+    """
+    entry = _FINGERPRINTS.get(id(space))
+    if entry is not None and entry[0]() is space:
+        return entry[1]
     digest = hashlib.sha256()
     digest.update(space.model_id.encode())
     digest.update("\x1f".join(space.names).encode())
     digest.update(np.ascontiguousarray(space.vectors, dtype=np.float32).tobytes())
-    return digest.hexdigest()[:20]
+    value = digest.hexdigest()[:20]
+    if len(_FINGERPRINTS) > 256:  # drop entries of Spaces that no longer exist
+        for key in [k for k, (ref, _) in _FINGERPRINTS.items() if ref() is None]:
+            del _FINGERPRINTS[key]
+    _FINGERPRINTS[id(space)] = (weakref.ref(space), value)
+    return value
 
 
 def _rows_fingerprint(rows: np.ndarray) -> str:

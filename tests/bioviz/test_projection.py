@@ -110,3 +110,14 @@ def test_umap_keeps_classes_apart(tmp_home):
     assert (labels[distances.argmin(axis=1)] == labels).mean() > 0.95
     # Tiny inputs fall back to PCA instead of failing.
     assert project(space.subset([0, 1, 2]), params, use_cache=False).shape == (3, 2)
+
+
+def test_fingerprint_depends_on_content_and_is_memoised():
+    space, _ = clustered_space()
+    first = projection.space_fingerprint(space)
+    assert projection.space_fingerprint(space) == first
+    same = Space(space.names, space.vectors.copy(), space.model_id)
+    assert projection.space_fingerprint(same) == first  # content, not identity
+    other = Space(space.names, space.vectors[::-1].copy(), space.model_id)
+    assert projection.space_fingerprint(other) != first
+    assert projection.space_fingerprint(Space(space.names, space.vectors, "other model")) != first
