@@ -70,7 +70,8 @@ def hierarchy_figure(
         shown = np.where(np.isfinite(values), values, 0.0)
         marker = {
             "colors": shown, "colorscale": t["diverging"] + "_r", "cmin": -bound, "cmax": bound, "cmid": 0.0,
-            "colorbar": {"title": {"text": value_label}, "thickness": 14},
+            # A short colour-bar title leaves the drawing its width; the hover names the measure.
+            "colorbar": {"title": {"text": "gain" if "gain" in value_label else value_label}, "thickness": 14},
             "line": {"width": 1, "color": "#ffffff"},
         }
         value_text = [("n/a" if not np.isfinite(v) else f"{v:+.3f}") for v in values]
@@ -96,6 +97,8 @@ def hierarchy_figure(
         trace = go.Treemap(**common, textfont={"size": 13}, pathbar={"visible": True})
     fig = go.Figure(trace)
     apply_theme(fig, title, caption, height=height)
+    # Labels that do not fit at a legible size are hidden (hover still names every node).
+    fig.update_layout(uniformtext={"minsize": 11, "mode": "hide"})
     fig.update_layout(margin={"l": 10, "r": 10, "t": 70, "b": 60 if caption else 20})
     if caption:
         fig.layout.annotations[-1].update(y=-0.03)
