@@ -19,6 +19,9 @@ from bioviz.errors import BiovizError
 
 # Sub-command modules, in the order ``--help`` lists them.
 COMMAND_MODULES = ("sources", "levels", "embed", "neighbours", "evaluate")
+# Command name -> module, where they differ. Only the invoked command's module is imported:
+# the evaluation stack (scipy.stats, ...) costs seconds that `levels` should not pay.
+COMMAND_NAMES = {"eval": "evaluate"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -29,12 +32,22 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full parser, with every sub-command registered."""
+def _modules_for(argv: list[str] | None) -> tuple[str, ...]:
+    """The one module that ``argv`` invokes, or every module (for help and errors)."""
+    words = [a for a in (argv or []) if not a.startswith("-")]
+    if words:
+        module = COMMAND_NAMES.get(words[0], words[0])
+        if module in COMMAND_MODULES:
+            return (module,)
+    return COMMAND_MODULES
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser, with the sub-command named in ``argv`` registered (all when none is)."""
     parser = _Parser(prog="python -m bioviz", description="Explore and train representations of biomedical names.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
     subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for name in COMMAND_MODULES:
+    for name in _modules_for(argv):
         importlib.import_module(f"bioviz.cli.{name}").register(subparsers)
     return parser
 
@@ -55,7 +68,8 @@ def print_result(result: dict, as_json: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
