@@ -43,6 +43,8 @@ def cyclic_edges(graph: nx.DiGraph) -> list[tuple[str, str]]:
     list of (parent, child)
         Sorted back edges, self-loops included.
     """
+    if nx.is_directed_acyclic_graph(graph):  # the common case, one topological sort
+        return []
     removed: list[tuple[str, str]] = [(u, v) for u, v in nx.selfloop_edges(graph)]
     for component in nx.strongly_connected_components(graph):
         if len(component) < 2:
@@ -101,18 +103,23 @@ def shortcut_edges(graph: nx.DiGraph) -> list[tuple[str, str]]:
 
 
 def consistent_taxonomy(graph: nx.DiGraph) -> tuple[nx.DiGraph, list, list]:
-    """Copy of ``graph`` without cyclic and shortcut edges.
+    """``graph`` without cyclic and shortcut edges (a copy only when some are removed).
 
     Returns
     -------
     (graph, cyclic, shortcuts)
         The cleaned graph and the removed edges of each kind.
     """
-    cleaned = graph.copy()
-    cycles = cyclic_edges(cleaned)
-    cleaned.remove_edges_from(cycles)
+    cycles = cyclic_edges(graph)
+    cleaned = graph
+    if cycles:
+        cleaned = graph.copy()
+        cleaned.remove_edges_from(cycles)
     shortcuts = shortcut_edges(cleaned)
-    cleaned.remove_edges_from(shortcuts)
+    if shortcuts:
+        cleaned = cleaned.copy() if cleaned is graph else cleaned
+        cleaned.remove_edges_from(shortcuts)
+    # Only copied when something is removed: a clean tree (ICD) is used as it is, read-only.
     return cleaned, cycles, shortcuts
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import networkx as nx
 
@@ -48,7 +49,7 @@ class Concept:
     synonyms: tuple[str, ...] = ()
     definition: str | None = None
 
-    @property
+    @cached_property
     def names(self) -> tuple[str, ...]:
         """The preferred name followed by the synonyms, duplicates (by normalised form) removed."""
         seen: set[str] = set()
