@@ -12,6 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from bioviz.errors import BiovizError
+from bioviz.evaluation import read_run_evaluations, results_table
 from bioviz.figures import baseline_vs_trained, export_config, training_curves
 from bioviz.runs import is_run_dir, list_runs, read_run
 from trainer.config import ENCODERS, STOP_ON
@@ -191,6 +192,11 @@ def show_job(job, jobs) -> None:
                                       labels=(f"baseline ({base})", "trained"))
             st.plotly_chart(fig, width="stretch", config=export_config(f"baseline-vs-trained-{job.id}"),
                             key=f"train_scores_{job.id}")
+        stored = read_run_evaluations(job.run_dir)
+        if stored:
+            st.markdown("**Evaluations stored with this run** (from the Evaluation page or `python -m bioviz eval`)")
+            st.dataframe(pd.DataFrame(results_table(stored)).drop(columns=["key"]), hide_index=True,
+                         width="stretch")
     with st.expander("Log", expanded=job.status not in (SUCCEEDED, QUEUED)):
         st.code(tail(job.log_path, 60) or "(empty)", language=None)
 

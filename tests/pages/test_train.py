@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from bioviz.evaluation import store_with_run
 from trainer.jobs import QUEUED, RUNNING, SUCCEEDED
 from trainer.worker import Worker
 
@@ -132,8 +133,14 @@ def test_launch_a_real_run_from_the_page_and_open_it_in_views(tmp_home, data_dir
     assert at.selectbox(key="train_job").value == job.id
     done = wait_for(Worker(), job.id, lambda j: j.finished)
     assert done.status == SUCCEEDED, done.error
+    store_with_run(done.run_dir, "benchmark:mayosrs", {
+        "model": "run", "task": "mayosrs", "metrics": {"spearman": 0.5}, "ci": {"spearman": [0.3, 0.7]},
+        "sizes": {"pairs": 101},
+    })
     at.run()
     assert table(at)[0]["status"] == SUCCEEDED and table(at)[0]["progress"] == "epoch 2/2"
+    assert any("Evaluations stored with this run" in m.value for m in at.markdown)
+    assert at.dataframe[-1].value["value"].tolist() == [0.5]
     at.button(key=f"train_open_{job.id}").click().run()  # on to pages/4_Neighbours.py
     assert not at.exception
     assert at.session_state["model_b"] == done.run_dir
