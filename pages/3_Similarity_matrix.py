@@ -96,11 +96,8 @@ if st.session_state["colour"] == "class":
         st.caption(f"{missing} of {len(terms)} terms are not names of {view.title}: shown without a class colour.")
 
 compare.show_figure(figures["pair"], base, fmt, table, key="sim_pair")
-col_d, col_t = st.columns(2)
-with col_d:
-    compare.show_figure(figures["difference"], f"{base}-difference", fmt, key="sim_diff")
-with col_t:
-    st.markdown(f"**Largest changes** ({space_b.model_id} − {space_a.model_id})")
-    changes = table.reindex(table["difference"].abs().sort_values(ascending=False).index).head(15)
-    st.dataframe(changes[["term_1", "term_2", "similarity_a", "similarity_b", "difference"]], hide_index=True,
-                 width="stretch")
+compare.show_figure(figures["difference"], f"{base}-difference", fmt, key="sim_diff")
+st.markdown(f"**Largest changes** ({space_b.model_id} − {space_a.model_id})")
+changes = table.reindex(table["difference"].abs().sort_values(ascending=False).index).head(15)
+st.dataframe(changes[["term_1", "term_2", "similarity_a", "similarity_b", "difference"]], hide_index=True,
+             width="stretch")

@@ -3,7 +3,8 @@
 Starts ``streamlit run app.py`` on a free localhost port with a temporary BIOVIZ_HOME, opens
 the home page and every page found in ``pages/`` (pages added later are picked up), waits
 until each has finished running, checks it shows no exception, and saves a screenshot to
-``docs/screenshots/<page>.png`` (the README shows them).
+``docs/screenshots/<page>.png``, and its first figure to ``<page>-figure.png`` (the README
+shows them).
 
 The level shown is small enough to embed and project in a few minutes on two cores:
 ICD-10 chapter XIX (injuries), its 21 blocks as classes. Set ``BIOVIZ_SCREENSHOT_QUERY``
@@ -29,6 +30,8 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 QUERY = os.environ.get("BIOVIZ_SCREENSHOT_QUERY", "source=icd10&root=XIX&depth=1&model_a=minilm&model_b=char-tfidf")
+# Page-specific parameters that make a screenshot show something (pages not listed get none).
+PAGE_QUERY = {"Neighbours": "query=fracture of neck of femur&k=8"}
 PAGE_TIMEOUT_S = 420  # first visit embeds the level and compiles UMAP (numba) on a busy CPU
 VIEWPORT = {"width": 1500, "height": 1250}
 
@@ -65,7 +68,7 @@ def server(tmp_path_factory):
     process = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none", "--client.toolbarMode", "minimal"],
+         "--server.fileWatcherType", "none", "--client.toolbarMode", "viewer"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
@@ -129,18 +132,23 @@ def test_every_page_renders_without_exception_and_is_screenshotted(server, brows
     problems = []
     visited = []
     for name, path in page_paths():
-        page.goto(f"{server}/{path}?{QUERY}", wait_until="domcontentloaded")
+        extra = f"&{PAGE_QUERY[name]}" if name in PAGE_QUERY else ""
+        page.goto(f"{server}/{path}?{QUERY}{extra}", wait_until="domcontentloaded")
         wait_until_idle(page)
-        # Plotly draws after the script finishes; give every chart its SVG before the shot.
+        # Plotly draws after the script finishes; give every chart its SVG before the shot
+        # (charts in a closed tab or expander are attached but hidden).
         charts = page.locator('[data-testid="stPlotlyChart"]')
         for i in range(charts.count()):
-            charts.nth(i).locator(".main-svg").first.wait_for(timeout=60_000)
+            charts.nth(i).locator(".main-svg").first.wait_for(state="attached", timeout=60_000)  # may sit in a closed tab
         page.wait_for_timeout(1000)
         exceptions = page.locator('[data-testid="stException"]')
         text = page.inner_text("body")
         if exceptions.count() or "Traceback (most recent call last)" in text:
             problems.append(f"{name}: {exceptions.first.inner_text()[:500] if exceptions.count() else 'traceback'}")
         page.screenshot(path=str(SHOTS / f"{(path or 'home').lower()}.png"))
+        if charts.count() and charts.first.is_visible():
+            # The page's main figure on its own, whole even where it runs below the fold.
+            charts.first.screenshot(path=str(SHOTS / f"{(path or 'home').lower()}-figure.png"))
         visited.append(name)
     page.close()
     assert not problems, problems
