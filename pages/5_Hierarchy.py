@@ -12,7 +12,6 @@ from bioviz.figures import hierarchy_figure, hypernym_ranking_figure, slug
 from bioviz.figures.hierarchy import KINDS
 from bioviz.hierarchy import hypernym_candidates, hypernym_ranking, nearest, node_scores, search_nodes
 from bioviz.ontology import make_split
-from bioviz.separation import MEASURES
 from ui import cache, compare, state
 
 st.set_page_config(page_title="Hierarchy · bioviz", page_icon="🧬", layout="wide")
