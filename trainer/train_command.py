@@ -156,8 +156,12 @@ def handle(args: argparse.Namespace) -> int:
         writer({"event": "error", "message": f"{type(error).__name__}: {error}"})
         raise
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        # After a cancel, keep swallowing signals until the process exits: the job runner
+        # forwards its own SIGTERM, which may land after the first one was handled, and
+        # the default action would turn a clean exit 130 into death by SIGTERM.
+        if not cancel.is_set():
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
     if args.json:
         sys.stdout.write(json.dumps(summary, default=str) + "\n")
     else:

@@ -2,9 +2,10 @@
 
 Starts ``streamlit run app.py`` on a free localhost port with a temporary BIOVIZ_HOME, opens
 the home page and every page found in ``pages/`` (pages added later are picked up), waits
-until each has finished running, checks it shows no exception, and saves a screenshot to
-``docs/screenshots/<page>.png``, and its first figure to ``<page>-figure.png`` (the README
-shows them).
+until each has finished running, checks it shows no exception, and saves a screenshot
+``<page>.png`` and its first figure ``<page>-figure.png``. They go to a temporary directory,
+so a test run never touches the repository; ``BIOVIZ_SCREENSHOT_DIR=docs/screenshots``
+refreshes the ones the README shows.
 
 The level shown is small enough to embed and project in a few minutes on two cores:
 ICD-10 chapter XIX (injuries), its 21 blocks as classes. Set ``BIOVIZ_SCREENSHOT_QUERY``
@@ -25,7 +26,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SHOTS = ROOT / "docs" / "screenshots"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -98,6 +98,13 @@ def server(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def shots(tmp_path_factory) -> Path:
+    """Where screenshots go: ``BIOVIZ_SCREENSHOT_DIR`` (relative to the project) or a temp dir."""
+    chosen = os.environ.get("BIOVIZ_SCREENSHOT_DIR")
+    return (ROOT / chosen) if chosen else tmp_path_factory.mktemp("screenshots")
+
+
+@pytest.fixture(scope="module")
 def browser(server):
     from playwright.sync_api import sync_playwright
 
@@ -126,8 +133,8 @@ def wait_until_idle(page, timeout_s: float = PAGE_TIMEOUT_S) -> None:
     raise AssertionError(f"page still running after {timeout_s:.0f} s")
 
 
-def test_every_page_renders_without_exception_and_is_screenshotted(server, browser):
-    SHOTS.mkdir(parents=True, exist_ok=True)
+def test_every_page_renders_without_exception_and_is_screenshotted(server, browser, shots):
+    shots.mkdir(parents=True, exist_ok=True)
     page = browser.new_page(viewport=VIEWPORT, device_scale_factor=1)
     problems = []
     visited = []
@@ -145,13 +152,13 @@ def test_every_page_renders_without_exception_and_is_screenshotted(server, brows
         text = page.inner_text("body")
         if exceptions.count() or "Traceback (most recent call last)" in text:
             problems.append(f"{name}: {exceptions.first.inner_text()[:500] if exceptions.count() else 'traceback'}")
-        page.screenshot(path=str(SHOTS / f"{(path or 'home').lower()}.png"))
+        page.screenshot(path=str(shots / f"{(path or 'home').lower()}.png"))
         if charts.count() and charts.first.is_visible():
             # The page's main figure on its own, whole even where it runs below the fold.
-            charts.first.screenshot(path=str(SHOTS / f"{(path or 'home').lower()}-figure.png"))
+            charts.first.screenshot(path=str(shots / f"{(path or 'home').lower()}-figure.png"))
         visited.append(name)
     page.close()
     assert not problems, problems
     assert len(visited) == len(page_paths()) >= 4
     for name, path in page_paths():
-        assert (SHOTS / f"{(path or 'home').lower()}.png").stat().st_size > 10_000
+        assert (shots / f"{(path or 'home').lower()}.png").stat().st_size > 10_000
