@@ -5,26 +5,37 @@ the trained ones, the test class-retrieval mAP (higher-level-semantics §4.3) an
 Spearman correlation on the relatedness benchmarks (MayoSRS, UMNSRS sim/rel). Nothing is
 written to disk but the embedding cache under BIOVIZ_HOME.
 
+Hyperparameters are chosen the way the papers choose them, on the validation split and
+never on the benchmark pairs: ``--grid hidden=768,1536,9600`` trains every combination
+for every seed, and for each encoder the combination with the best mean validation
+criterion (the run's own stopping criterion: validation loss for the few-shot encoders,
+validation mAP for level training; ``--select`` overrides it) is reported as selected.
+
 Usage::
 
     BIOVIZ_HOME=/tmp/q python benchmarks/quality_train.py --source icd10 --depth 1 \
-        --encoders residual --seeds 0 1 2 3 4 [--hidden 9600] [--threads 1]
+        --encoders residual --seeds 0 1 2 3 4 [--set hidden=9600] [--grid patience=1,10] \
+        [--threads 1] [--workers 1]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere, without installing
 
 BENCHMARKS = ("mayosrs", "umnsrs-sim", "umnsrs-rel")
 
 
-def relatedness(encode, names: list[str]) -> dict:
+def relatedness(encode) -> dict:
     """Spearman per benchmark for an ``encode(texts) -> unit rows`` function."""
     from bioviz.benchmarks import load_benchmark, score_benchmark
 
@@ -38,6 +49,14 @@ def relatedness(encode, names: list[str]) -> dict:
         vectors = encode(bench.terms)
         out[name] = round(float(score_benchmark(bench, dict(zip(bench.terms, vectors)), n_boot=10)["spearman"]), 4)
     return out
+
+
+def best_validation(result, stop_on: str) -> dict:
+    """Validation figures of the restored (best) epoch."""
+    if not result.history:
+        return {}
+    record = next((r for r in result.history if r["epoch"] == result.best_epoch), result.history[-1])
+    return {"val_mAP": record.get("val_mAP"), "val_loss": record.get("val_loss")}
 
 
 def run_one(config, with_relatedness: bool) -> dict:
@@ -56,6 +75,8 @@ def run_one(config, with_relatedness: bool) -> dict:
         "train_s": round(time.perf_counter() - started, 1),
         "base_test_mAP": round(result.metrics["baseline"]["test"]["mAP"], 4),
         "trained_test_mAP": round(result.metrics["trained"]["test"]["mAP"], 4),
+        "base_val_mAP": round(result.metrics["baseline"]["validation"]["mAP"], 4),
+        **best_validation(result, config.stop_on),
     }
     if "cca_projection" in result.metrics:
         row["cca_only_test_mAP"] = round(result.metrics["cca_projection"]["test"]["mAP"], 4)
@@ -72,20 +93,93 @@ def run_one(config, with_relatedness: bool) -> dict:
             def trained_encode(texts):
                 return result.model.encode(list(texts), normalize_embeddings=True, convert_to_numpy=True,
                                            show_progress_bar=False)
-        row["base_rel"] = relatedness(base_encode, [])
-        row["trained_rel"] = relatedness(trained_encode, [])
+        row["base_rel"] = relatedness(base_encode)
+        row["trained_rel"] = relatedness(trained_encode)
         if result.projection is not None:
             def projected_encode(texts):
                 with torch.no_grad():
                     out = result.projection(torch.from_numpy(base_encode(texts)))
                 return torch.nn.functional.normalize(out, dim=1).numpy()
 
-            row["cca_only_rel"] = relatedness(projected_encode, [])
+            row["cca_only_rel"] = relatedness(projected_encode)
     return row
 
 
-def main(argv=None) -> int:
+def parse_value(text: str):
+    """``"9600"`` -> 9600, ``"0.5"`` -> 0.5, ``"true"`` -> True, ``"none"`` -> None, else the text."""
+    lowered = text.strip().lower()
+    if lowered in ("none", "null"):
+        return None
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def parse_assignments(items: list[str], several: bool) -> dict:
+    """``["hidden=768,1536"]`` -> ``{"hidden": [768, 1536]}`` (one value each unless ``several``)."""
+    out = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"error: expected KEY=VALUE, got {item!r}")
+        key = key.strip().replace("-", "_")
+        out[key] = [parse_value(v) for v in value.split(",")] if several else parse_value(value)
+    return out
+
+
+def _task(task: dict) -> dict:
+    """One (config, seed) training in a worker process."""
     from trainer.config import TrainConfig, validate
+
+    torch.set_num_threads(task["threads"])
+    config = validate(TrainConfig(**task["config"]), check_data=False)
+    row = run_one(config, task["relatedness"])
+    row["overrides"] = task["overrides"]
+    return row
+
+
+def selection_value(rows: list[dict], select: str) -> float:
+    """Mean validation criterion of a grid point (higher is better: losses are negated)."""
+    key = "val_loss" if select == "loss" else "val_mAP"
+    values = [r[key] for r in rows if isinstance(r.get(key), (int, float))]
+    if not values:
+        return float("-inf")
+    mean = statistics.fmean(values)
+    return -mean if select == "loss" else mean
+
+
+def summarise(rows: list[dict], with_relatedness: bool) -> dict:
+    """Medians over seeds of one grid point."""
+    summary = {
+        "seeds": len(rows),
+        "base_test_mAP": statistics.median(r["base_test_mAP"] for r in rows),
+        "trained_test_mAP": statistics.median(r["trained_test_mAP"] for r in rows),
+        "median_gain": round(statistics.median(r["trained_test_mAP"] - r["base_test_mAP"] for r in rows), 4),
+        "mean_val_mAP": round(statistics.fmean(r["val_mAP"] for r in rows if r.get("val_mAP") is not None), 4)
+        if any(r.get("val_mAP") is not None for r in rows) else None,
+        "mean_val_loss": round(statistics.fmean(r["val_loss"] for r in rows if r.get("val_loss") is not None), 4)
+        if any(r.get("val_loss") is not None for r in rows) else None,
+    }
+    if rows and "cca_only_test_mAP" in rows[0]:
+        summary["cca_only_test_mAP"] = statistics.median(r["cca_only_test_mAP"] for r in rows)
+    if with_relatedness:
+        for name in BENCHMARKS:
+            values = [(r["base_rel"][name], r["trained_rel"][name]) for r in rows
+                      if isinstance(r["base_rel"][name], float)]
+            if values:
+                base = statistics.median(v[0] for v in values)
+                trained = statistics.median(v[1] for v in values)
+                summary[f"{name}_base"] = base
+                summary[f"{name}_trained"] = trained
+                summary[f"{name}_change"] = round(trained - base, 4)
+    return summary
+
+
+def main(argv=None) -> int:
+    from trainer.config import _DEFAULTS
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--source", default="icd10")
@@ -94,47 +188,62 @@ def main(argv=None) -> int:
     parser.add_argument("--shots", type=int, default=15)
     parser.add_argument("--encoders", nargs="+", default=["residual"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
-    parser.add_argument("--hidden", type=int, default=9600)
-    parser.add_argument("--epochs", type=int)
     parser.add_argument("--base", default="minilm")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (the machine is shared)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="any TrainConfig field, e.g. --set hidden=9600 --set epochs=20")
+    parser.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
+                        help="train every combination; the best mean validation criterion is selected")
+    parser.add_argument("--select", choices=("auto", "loss", "mAP"), default="auto",
+                        help="validation criterion for the selection (auto: the encoder's stopping criterion)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per training (the machine is shared)")
+    parser.add_argument("--workers", type=int, default=1, help="trainings at once (separate processes)")
     parser.add_argument("--no-relatedness", action="store_true")
-    parser.add_argument("--definition-scope", default="train", help="definitions: train or all")
-    parser.add_argument("--max-pairs", type=int, default=20000)
-    parser.add_argument("--batch-size", type=int)
-    parser.add_argument("--finetune", action="store_true", help="hierarchical: fine-tune the transformer")
     args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    rows = []
+    fixed = parse_assignments(args.set, several=False)
+    grid = parse_assignments(args.grid, several=True)
+    points = [dict(zip(grid, values)) for values in itertools.product(*grid.values())] or [{}]
+
+    tasks = []
     for encoder in args.encoders:
-        for seed in args.seeds:
-            config = validate(TrainConfig(source=args.source, root=args.root, depth=args.depth, shots=args.shots,
-                                          encoder=encoder, base=args.base, seed=seed, hidden=args.hidden,
-                                          epochs=args.epochs, definition_scope=args.definition_scope,
-                                          max_pairs=args.max_pairs, batch_size=args.batch_size,
-                                          finetune=args.finetune), check_data=False)
-            row = run_one(config, not args.no_relatedness)
-            rows.append(row)
-            print(json.dumps(row), flush=True)
+        for overrides in points:
+            for seed in args.seeds:
+                config = {"source": args.source, "root": args.root, "depth": args.depth, "shots": args.shots,
+                          "encoder": encoder, "base": args.base, "seed": seed, **fixed, **overrides}
+                tasks.append({"config": config, "overrides": overrides, "threads": args.threads,
+                              "relatedness": not args.no_relatedness})
+    if args.workers > 1:
+        import multiprocessing
+
+        # Parsed sources and vectors are cached on disk: warm them once before forking out.
+        from trainer.config import TrainConfig, validate
+        from trainer.data import prepare
+
+        prepare(validate(TrainConfig(**tasks[0]["config"]), check_data=False))
+        with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
+            rows = []
+            for row in pool.imap_unordered(_task, tasks):
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    else:
+        rows = []
+        for task in tasks:
+            rows.append(_task(task))
+            print(json.dumps(rows[-1]), flush=True)
+
     print("# medians over seeds", file=sys.stderr)
     for encoder in args.encoders:
-        mine = [r for r in rows if r["encoder"] == encoder]
-        summary = {
-            "encoder": encoder, "source": args.source, "root": args.root, "depth": args.depth, "seeds": len(mine),
-            "base_test_mAP": statistics.median(r["base_test_mAP"] for r in mine),
-            "trained_test_mAP": statistics.median(r["trained_test_mAP"] for r in mine),
-            "median_gain": statistics.median(r["trained_test_mAP"] - r["base_test_mAP"] for r in mine),
-        }
-        if mine and "cca_only_test_mAP" in mine[0]:
-            summary["cca_only_test_mAP"] = statistics.median(r["cca_only_test_mAP"] for r in mine)
-        if not args.no_relatedness:
-            for name in BENCHMARKS:
-                values = [(r["base_rel"][name], r["trained_rel"][name]) for r in mine
-                          if isinstance(r["base_rel"][name], float)]
-                if values:
-                    summary[f"{name}_base"] = statistics.median(v[0] for v in values)
-                    summary[f"{name}_trained"] = statistics.median(v[1] for v in values)
-        print(json.dumps({"summary": summary}), flush=True)
+        stop_on = fixed.get("stop_on") or _DEFAULTS[encoder]["stop_on"]
+        select = args.select if args.select != "auto" else stop_on
+        scored = []
+        for overrides in points:
+            mine = [r for r in rows if r["encoder"] == encoder and r["overrides"] == overrides]
+            summary = {"encoder": encoder, "source": args.source, "root": args.root, "depth": args.depth,
+                       "fixed": fixed, "overrides": overrides, **summarise(mine, not args.no_relatedness)}
+            scored.append((selection_value(mine, select), summary))
+            print(json.dumps({"summary": summary}), flush=True)
+        if len(points) > 1:
+            value, best = max(scored, key=lambda item: item[0])
+            print(json.dumps({"selected": {"by": f"validation {select}", **best}}), flush=True)
     return 0
 
 

@@ -157,8 +157,9 @@ def fit_cca(vectors: np.ndarray, labels: np.ndarray, seed: int = 0) -> tuple[Lin
     (conceptual-grounding §5.3). Prototypes of ``C`` classes span at most ``C - 1``
     centred directions, so at most that many canonical pairs exist; to keep the paper's
     "same dimensionality as the input" the remaining dimensions carry the part of the
-    (standardised) input orthogonal to the canonical directions. Canonical variates are
-    scaled to unit variance on the training names.
+    (standardised) input orthogonal to the canonical directions. Canonical variates have
+    equal variance on the training names, and both maps share one scale that gives the
+    projected training names unit mean norm (the scale of every other head input).
 
     Returns
     -------
@@ -191,6 +192,11 @@ def fit_cca(vectors: np.ndarray, labels: np.ndarray, seed: int = 0) -> tuple[Lin
     bx = -(x_mean / x_std) @ np.concatenate([rx / sx, comp], axis=1)
     wy = np.concatenate([ry / sy / y_std[:, None], comp / x_std[:, None]], axis=1)
     by = np.concatenate([-(y_mean / y_std) @ (ry / sy), -(x_mean / x_std) @ comp])
+    # One scale for both maps so projected training names have unit mean norm, like every
+    # other input of the heads: the standardised space has norms near sqrt(d), which makes
+    # the DAN's first Adam steps scramble the (cosine) structure the CCA kept.
+    scale = float(np.linalg.norm(x @ wx + bx, axis=1).mean()) or 1.0
+    wx, bx, wy, by = wx / scale, bx / scale, wy / scale, by / scale
     logger.info("CCA: %d canonical components of %d dimensions", k, d)
     return LinearMap(wx, bx), LinearMap(wy, by), k
 
