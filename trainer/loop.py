@@ -244,7 +244,7 @@ class Trainer:
             elif c.encoder == "cca":
                 proto_loss = loss_fns["proto"].train(training)
                 names = torch.cat([a, p])
-                name_labels = labels_t[torch.cat([rows, pos])].to(dev)
+                name_labels = labels_t[torch.cat([rows, pos]).cpu()].to(dev)
                 terms["ground"] = proto_loss(names, name_labels, targets["proto"], generator=self.generator)
             return terms
 
