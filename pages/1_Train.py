@@ -152,7 +152,12 @@ def show_job(job, jobs) -> None:
                 f"{'GPU' if job.requested_device != 'cpu' and gpu_count() else 'CPU'} slot is free.")
     elif job.status == RUNNING:
         p = job.progress
-        done = (p.get("epoch", 0) / p["max_epochs"]) if p.get("max_epochs") else 0.0
+        if p.get("max_epochs"):
+            done = p.get("epoch", 0) / p["max_epochs"]
+        elif p.get("embedding", {}).get("total"):  # before training: embedding the level's names
+            done = p["embedding"]["done"] / p["embedding"]["total"]
+        else:
+            done = 0.0
         st.progress(min(1.0, done), text=job_row(job)["progress"] + (f" · ETA {job_row(job)['eta']}" if p.get(
             "eta_s") else ""))
     elif job.status == SUCCEEDED:

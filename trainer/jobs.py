@@ -329,9 +329,13 @@ def summarise_progress(events: list[dict]) -> dict:
     summary: dict = {}
     for event in events:
         kind = event.get("event")
-        if kind == "start":
+        if kind == "embedding":
+            summary["embedding"] = {"done": event.get("done", 0), "total": event.get("total", 0)}
+            summary["eta_s"] = event.get("eta_s")
+        elif kind == "start":
             summary.update({k: event[k] for k in ("max_epochs", "device") if k in event})
             summary["epoch"] = 0
+            summary.pop("embedding", None)
         elif kind == "epoch":
             summary.update({k: event[k] for k in ("epoch", "max_epochs", "losses", "val_metric", "val_name",
                                                    "elapsed_s", "eta_s") if k in event})
@@ -568,6 +572,8 @@ def job_row(job: Job, jobs: list[Job] | None = None, now: float | None = None) -
         progress = f"waiting (#{place} in queue)" if place else "waiting"
     elif p.get("max_epochs"):
         progress = f"epoch {p.get('epoch', 0)}/{p['max_epochs']}"
+    elif p.get("embedding") and job.status == RUNNING:
+        progress = f"embedding {p['embedding']['done']:,}/{p['embedding']['total']:,} names"
     else:
         progress = "preparing data" if job.status == RUNNING else ""
     metric = ""

@@ -108,6 +108,33 @@ def _split_names(data) -> dict:
             for part in ("train", "validation", "test", "zero_shot")}
 
 
+def _embedding_progress(callbacks, cancel: CancelFlag | None, progress=None, every_s: float = 1.0):
+    """``progress(done, total)`` for embedding the names: honours a cancel, reports to callbacks.
+
+    Embedding a large level takes minutes on a CPU; a cancel must not wait for it, and the
+    job page shows how far it got. Events go out at most every ``every_s`` seconds, and at
+    the end.
+    """
+    started = time.perf_counter()
+    last = [float("-inf")]
+
+    def report(done: int, total: int) -> None:
+        if cancel is not None:
+            cancel.check()
+        if progress is not None:
+            progress(done, total)
+        now = time.perf_counter()
+        if now - last[0] < every_s and done < total:
+            return
+        last[0] = now
+        elapsed = now - started
+        eta = elapsed / done * (total - done) if done else None
+        for callback in callbacks:
+            callback({"event": "embedding", "done": int(done), "total": int(total), "eta_s": eta})
+
+    return report
+
+
 def train_run(config: TrainConfig, out: str | Path, callbacks=(), cancel: CancelFlag | None = None,
               progress=None, validated: bool = False) -> dict:
     """Validate, train, export and atomically publish one run directory.
@@ -136,7 +163,9 @@ def train_run(config: TrainConfig, out: str | Path, callbacks=(), cancel: Cancel
 
     config = config if validated else validate(config)
     out = check_out_dir(out)
-    data = prepare(config, progress=progress)
+    data = prepare(config, progress=_embedding_progress(callbacks, cancel, progress))
+    if cancel is not None:
+        cancel.check()
     result = Trainer(config, data, callbacks, cancel).run()
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))

@@ -122,6 +122,10 @@ class ProgressWriter:
             metric_text = f"{metric:.4f}" if isinstance(metric, float) else str(metric)
             sys.stderr.write(f"epoch {event['epoch']}/{event['max_epochs']} {losses} "
                              f"val_{event['val_name']}={metric_text} eta={event['eta_s']:.0f}s\n")
+        elif kind == "embedding":
+            eta = event.get("eta_s")
+            sys.stderr.write(f"embedding {event['done']:,}/{event['total']:,} names"
+                             + (f" eta={eta:.0f}s" if eta is not None else "") + "\n")
         elif kind == "error":
             sys.stderr.write(f"error: {event.get('message')}\n")
         sys.stderr.flush()

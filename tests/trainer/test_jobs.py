@@ -87,6 +87,25 @@ def test_progress_summary_keeps_latest_epoch_and_skips_half_lines(tmp_path):
     assert summary["device"] == "cpu" and summary["eta_s"] == 9
 
 
+def test_progress_summary_and_job_row_show_the_embedding_before_training(tmp_home, tmp_path):
+    from dataclasses import replace
+
+    from trainer.jobs import job_row
+
+    queued = JobStore().create({"source": "icd10"})
+    path = tmp_path / "progress.jsonl"
+    path.write_text('{"event":"embedding","done":3000,"total":12456,"eta_s":40}\n')
+    summary = summarise_progress(read_progress(path))
+    assert summary["embedding"] == {"done": 3000, "total": 12456} and summary["eta_s"] == 40
+    row = job_row(replace(queued, status=RUNNING, progress=summary))
+    assert row["progress"] == "embedding 3,000/12,456 names" and row["eta"] == "0:40"
+    with open(path, "a") as handle:  # training started: the epoch counter takes over
+        handle.write('{"event":"start","max_epochs":4,"device":"cpu"}\n')
+    summary = summarise_progress(read_progress(path))
+    assert "embedding" not in summary
+    assert job_row(replace(queued, status=RUNNING, progress=summary))["progress"] == "epoch 0/4"
+
+
 def test_tiny_job_goes_from_submit_to_succeeded(worker):
     job = worker.submit({"epochs": 3}, validate=False)
     assert job.status in (QUEUED, RUNNING)

@@ -83,3 +83,19 @@ def test_trained_head_matches_returned_vectors(tiny_data, tiny_config):
     with torch.no_grad():
         out = torch.nn.functional.normalize(result.head(torch.from_numpy(tiny_data.vectors)), dim=1).numpy()
     assert np.allclose(out, result.vectors, atol=1e-5)
+
+
+def test_embedding_progress_reports_throttled_and_honours_a_cancel():
+    from trainer.runs import _embedding_progress
+
+    events, seen = [], []
+    cancel = CancelFlag()
+    report = _embedding_progress([events.append], cancel, progress=lambda d, t: seen.append(d), every_s=3600)
+    report(10, 100)  # the first call reports, later ones wait for the interval ...
+    report(50, 100)
+    report(100, 100)  # ... except the last
+    assert [e["done"] for e in events] == [10, 100] and seen == [10, 50, 100]
+    assert events[0]["event"] == "embedding" and events[0]["total"] == 100 and events[-1]["eta_s"] == 0
+    cancel.set()
+    with pytest.raises(Cancelled):
+        report(60, 100)
