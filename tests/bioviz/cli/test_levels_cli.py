@@ -61,19 +61,8 @@ def test_module_entry_point_icd10_chapters(shared_home):
     assert json.loads(result.stdout)["classes"] == 22
 
 
-def _isa_only_release(data_dir, directory):
-    """The fixture release with every PAR/CHD relabelled RO: only RELA=isa still gives IS-A edges."""
-    meta = directory / "META"
-    meta.mkdir()
-    for name in ("MRCONSO.RRF", "MRSTY.RRF"):
-        (meta / name).write_text((data_dir / "umls/META" / name).read_text())
-    rows = [line.split("|") for line in (data_dir / "umls/META/MRREL.RRF").read_text().splitlines()]
-    (meta / "MRREL.RRF").write_text("".join("|".join(r[:3] + ["RO"] + r[4:]) + "\n" for r in rows))
-    return meta
-
-
-def test_umls_hierarchy_flag_chooses_the_relations(capsys, data_dir, tmp_path, tmp_home):
-    meta = str(_isa_only_release(data_dir, tmp_path))
+def test_umls_hierarchy_flag_chooses_the_relations(capsys, umls_isa_only, tmp_home):
+    meta = str(umls_isa_only)
     code, out, _ = run_cli(capsys, "levels", meta, "--sab", "SNOMEDCT_US", "--semantic-group", "DISO",
                            "--hierarchy", "isa", "--depth", "1", "--json")
     assert code == 0
