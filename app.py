@@ -36,10 +36,12 @@ with st.expander("Use your own ontology (OBO file, table, or UMLS release)"):
                 st.error(str(error))
     with right:
         server_path = st.text_input("…or a path on this server (an .obo, a table, or a UMLS META directory)",
-                                    placeholder="/data/umls/2024AA/META")
-        if st.button("Use this path", disabled=not server_path.strip()):
+                                    placeholder="/data/umls/2024AA/META", key="server_path")
+        if st.button("Use this path", key="use_path", disabled=not server_path.strip()):
             st.session_state["source"] = server_path.strip()
             st.session_state["root"] = ""
+        st.caption("For a UMLS directory, the sidebar then offers the vocabulary (SAB), an optional semantic "
+                   "group and the IS-A relations (PAR/CHD or RELA = isa).")
 
 state.selection_sidebar()
 view = state.current_view()

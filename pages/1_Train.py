@@ -116,7 +116,8 @@ if st.button("Launch training", type="primary", disabled=view is None or not bas
     config = {
         "source": st.session_state["source"], "root": st.session_state["root"].strip() or None,
         "depth": int(st.session_state["depth"]), "synonyms": bool(st.session_state["synonyms"]),
-        "keep_ambiguous": bool(st.session_state["keep_ambiguous"]), "shots": shots, "encoder": encoder,
+        "keep_ambiguous": bool(st.session_state["keep_ambiguous"]), "source_options": dict(state.source_options()),
+        "shots": shots, "encoder": encoder,
         "base": base, "init": init, **{k: v for k, v in values.items() if v is not None},
     }
     try:

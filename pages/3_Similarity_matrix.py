@@ -66,7 +66,7 @@ try:
     elif source == "class":
         terms = class_terms(view, st.session_state["cls"], int(st.session_state["limit"]))
     else:
-        onto = cache.ontology(selection[0])
+        onto = cache.selection_ontology(selection)
         wanted = st.session_state["concept"].strip()
         if not wanted:
             st.info("Type a concept id or name to compare its names with its siblings'.")

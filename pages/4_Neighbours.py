@@ -59,8 +59,8 @@ if view is None:
     st.stop()
 
 s = st.session_state
-selection = (s["source"], s["root"].strip() or None, int(s["depth"]), bool(s["synonyms"]), bool(s["keep_ambiguous"]))
-ontology = cache.ontology(s["source"])
+selection = state.selection()
+ontology = cache.selection_ontology(selection)
 try:
     held_out = cache.held_out_names(selection)
 except BiovizError:  # a level too small to split still has neighbours to browse

@@ -127,8 +127,7 @@ except BiovizError as error:
     st.error(str(error))
     st.stop()
 
-selection = (st.session_state["source"], st.session_state["root"].strip() or None, int(st.session_state["depth"]),
-             bool(st.session_state["synonyms"]), bool(st.session_state["keep_ambiguous"]))
+selection = state.selection()
 settings = EvalSettings(n_boot=int(st.session_state["eval_boot"]))
 request = (selection, tuple(models), tuple(tasks), tuple(benches) + ((user_bench,) if user_bench else ()),
            astuple(split_spec), astuple(settings), depths)

@@ -84,3 +84,19 @@ def fake_eval_models(monkeypatch):
 
     monkeypatch.setattr(evaluation, "_load_model", load)
     return made
+
+
+@pytest.fixture
+def umls_isa_only(tmp_path) -> Path:
+    """The fixture UMLS release with every PAR/CHD relabelled RO, as a ``META`` directory.
+
+    Only ``RELA=isa``/``inverse_isa`` still give IS-A edges, so the hierarchy option
+    (``parchd`` vs ``isa``) changes the result.
+    """
+    meta = tmp_path / "isa-only" / "META"
+    meta.mkdir(parents=True)
+    for name in ("MRCONSO.RRF", "MRSTY.RRF"):
+        (meta / name).write_text((DATA / "umls/META" / name).read_text())
+    rows = [line.split("|") for line in (DATA / "umls/META/MRREL.RRF").read_text().splitlines()]
+    (meta / "MRREL.RRF").write_text("".join("|".join(r[:3] + ["RO"] + r[4:]) + "\n" for r in rows))
+    return meta

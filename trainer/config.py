@@ -65,7 +65,7 @@ class TrainConfig:
     definition_scope: str = "train"  # definitions: pairs from "train" names or "all" names but val/test
     max_pairs: int = 20000  # definitions: cap on (name, definition) pairs
     device: str = "auto"  # auto (CUDA when present) | cpu | cuda
-    source_options: dict = field(default_factory=dict)  # loader options (UMLS sab, semantic_group)
+    source_options: dict = field(default_factory=dict)  # loader options (UMLS sab, semantic_group, hierarchy)
 
     def to_dict(self) -> dict:
         """Plain dict for run.json."""

@@ -15,7 +15,12 @@ from bioviz.ontology.model import Ontology
 
 @st.cache_resource(max_entries=6, show_spinner="Loading ontology…")
 def ontology(source: str, options: tuple = ()) -> Ontology:
-    """The parsed source (cached across reruns and sessions)."""
+    """The parsed source (cached across reruns and sessions).
+
+    ``options`` are the loader options as sorted ``(name, value)`` pairs (UMLS ``sab``,
+    ``semantic_group``, ``hierarchy``); they are part of this cache's key and of the
+    on-disk parsed-source key, so two option sets never share an ontology.
+    """
     return load_source(source, **dict(options))
 
 
@@ -30,8 +35,14 @@ def view(source: str, root: str | None, depth: int, synonyms: bool = False, keep
 
 
 # --- Comparison views (Projection, Similarity matrix, Hierarchy) -------------------------
-# A *selection* is the tuple (source, root, depth, synonyms, keep_ambiguous) that names a
-# level view; the functions below rebuild the view from it through ``view`` above.
+# A *selection* is the tuple (source, root, depth, synonyms, keep_ambiguous, options) that
+# names a level view (``ui.state.selection``); the functions below rebuild the view from it
+# through ``view`` above.
+
+
+def selection_ontology(selection: tuple) -> Ontology:
+    """The parsed source of a selection, with its loader options."""
+    return ontology(selection[0], selection[5] if len(selection) > 5 else ())
 
 
 @st.cache_resource(max_entries=8, show_spinner="Embedding the level's names (cached on disk after the first time)…")
@@ -79,7 +90,7 @@ def level_tree(selection: tuple):
     """The ontology subtree from the selected view's root down to its classes."""
     from bioviz.hierarchy import level_tree as build
 
-    return build(ontology(selection[0]), view(*selection))
+    return build(selection_ontology(selection), view(*selection))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -92,7 +103,7 @@ def evaluation_results(selection: tuple, models: tuple, tasks: tuple, split: tup
     from bioviz.evaluation import EvalSettings, SplitSpec, evaluate
 
     v = view(*selection)
-    return evaluate(v, SplitSpec(*split).make(v), list(models), list(tasks), ontology(selection[0]),
+    return evaluate(v, SplitSpec(*split).make(v), list(models), list(tasks), selection_ontology(selection),
                     EvalSettings(*settings))
 
 
@@ -109,9 +120,9 @@ def cross_level_table(selection: tuple, models: tuple, depths: tuple, split: tup
     """Ranking mAP of the models on each level under the selected root (higher-level-semantics Table 4)."""
     from bioviz.evaluation import EvalSettings, SplitSpec, cross_level
 
-    source, root, _, _, keep_ambiguous = selection
-    table = cross_level(ontology(source), list(models), list(depths), root, SplitSpec(*split), keep_ambiguous,
-                        EvalSettings(*settings))
+    root, keep_ambiguous = selection[1], selection[4]
+    table = cross_level(selection_ontology(selection), list(models), list(depths), root, SplitSpec(*split),
+                        keep_ambiguous, EvalSettings(*settings))
     table.pop("results")
     return table
 

@@ -1,4 +1,4 @@
-"""The selection shared by every page (source, root, depth, models) and its URL form.
+"""The selection shared by every page (source, root, depth, UMLS options, models) and its URL form.
 
 The selection lives in ``st.session_state`` (initialised once) and is mirrored in
 ``st.query_params`` so a link reopens the same view. Pages call :func:`selection_sidebar`
@@ -12,14 +12,19 @@ import streamlit as st
 from bioviz.errors import BiovizError
 from bioviz.ontology import list_sources
 from bioviz.ontology.levels import LevelView
+from bioviz.ontology.sources import source_kind
+from bioviz.ontology.umls import COMMON_SABS, DEFAULT_SAB, HIERARCHIES, SEMANTIC_GROUPS
 from bioviz.runs import list_runs
 from ui import cache
 
 BUNDLED = [s["name"] for s in list_sources() if s["kind"] == "bundled"]
 DEFAULTS = {"source": "icd10", "root": "", "depth": 1, "synonyms": False, "keep_ambiguous": False,
-            "model_a": "minilm", "model_b": "char-tfidf"}
+            "model_a": "minilm", "model_b": "char-tfidf",
+            "sab": DEFAULT_SAB, "semantic_group": "", "hierarchy": "parchd"}
 PRESET_MODELS = ["minilm", "char-tfidf"]
-SHARED_KEYS = ("source", "root", "depth", "synonyms", "keep_ambiguous", "model_a", "model_b")
+# Loader options of a UMLS source (session key = URL parameter = load_umls argument).
+UMLS_KEYS = ("sab", "semantic_group", "hierarchy")
+SHARED_KEYS = ("source", "root", "depth", "synonyms", "keep_ambiguous", "model_a", "model_b", *UMLS_KEYS)
 DEFAULT_ROOTS = {s["name"]: s["default_root"] for s in list_sources() if s["kind"] == "bundled"}
 
 
@@ -46,6 +51,10 @@ def init_state() -> None:
     st.session_state["keep_ambiguous"] = params.get("keep_ambiguous", "0") == "1"
     st.session_state["model_a"] = params.get("model_a", DEFAULTS["model_a"])
     st.session_state["model_b"] = params.get("model_b", DEFAULTS["model_b"])
+    st.session_state["sab"] = params.get("sab", DEFAULTS["sab"]).strip() or DEFAULTS["sab"]
+    st.session_state["semantic_group"] = params.get("semantic_group", DEFAULTS["semantic_group"])
+    hierarchy = params.get("hierarchy", DEFAULTS["hierarchy"])
+    st.session_state["hierarchy"] = hierarchy if hierarchy in HIERARCHIES else DEFAULTS["hierarchy"]
     st.session_state["_bioviz_init"] = True
 
 
@@ -70,10 +79,69 @@ def sync_url(**extra: str) -> None:
     for key in ("model_a", "model_b"):
         if st.session_state.get(key):
             values[key] = st.session_state[key]
+    options = dict(source_options())
+    values.update(options)
     values.update({k: v for k, v in extra.items() if v not in (None, "")})
+    for key in UMLS_KEYS:  # UMLS options left over from an earlier source would only confuse a link
+        if key not in options and key not in extra and key in st.query_params:
+            del st.query_params[key]
     for key, value in values.items():
         if st.query_params.get(key) != value:
             st.query_params[key] = value
+
+
+def is_umls(source: str) -> bool:
+    """Whether ``source`` names a UMLS release directory (so it takes the UMLS loader options)."""
+    try:
+        return source_kind(source) == "umls"
+    except BiovizError:
+        return False
+
+
+def source_options() -> tuple:
+    """Loader options of the selected source as sorted ``(name, value)`` pairs (hashable, for ``ui.cache``).
+
+    Empty unless the source is a UMLS directory; then ``sab`` and ``hierarchy``, and
+    ``semantic_group`` when one is chosen, exactly as ``load_source(**options)`` and a
+    training job's ``source_options`` take them.
+    """
+    _ensure_init()
+    s = st.session_state
+    if not is_umls(s["source"]):
+        return ()
+    options = {"sab": (s.get("sab") or "").strip() or DEFAULTS["sab"],
+               "hierarchy": s.get("hierarchy") or DEFAULTS["hierarchy"]}
+    if (s.get("semantic_group") or "").strip():
+        options["semantic_group"] = s["semantic_group"].strip()
+    return tuple(sorted(options.items()))
+
+
+def selection() -> tuple:
+    """The shared selection as the tuple ``ui.cache`` functions take.
+
+    ``(source, root or None, depth, synonyms, keep_ambiguous, loader options)``; ``ui.cache.view(*selection())``
+    is the level view :func:`current_view` shows.
+    """
+    _ensure_init()
+    s = st.session_state
+    return (s["source"], s["root"].strip() or None, int(s["depth"]), bool(s["synonyms"]), bool(s["keep_ambiguous"]),
+            source_options())
+
+
+def _umls_options_widgets() -> None:
+    """Vocabulary, semantic group and IS-A relations of a UMLS source (shown only for one)."""
+    s = st.session_state
+    sabs = list(COMMON_SABS) + ([s["sab"]] if s["sab"] not in COMMON_SABS else [])
+    st.selectbox("UMLS vocabulary (SAB)", sabs, key="sab", accept_new_options=True,
+                 help="Source vocabulary whose English names and relations are read; type any other SAB")
+    groups = ["", *SEMANTIC_GROUPS] + ([s["semantic_group"]] if s["semantic_group"] not in ("", *SEMANTIC_GROUPS)
+                                       else [])
+    st.selectbox("Semantic group", groups, key="semantic_group", accept_new_options=True,
+                 format_func=lambda g: g or "all concepts",
+                 help="Keep only concepts of a semantic group (DISO = disorders, as in the papers) "
+                      "or of a comma list of semantic types (T047,T191); needs MRSTY.RRF")
+    st.radio("IS-A relations", list(HIERARCHIES), key="hierarchy", format_func=HIERARCHIES.get, horizontal=True,
+             help="Take the hierarchy from MRREL's PAR/CHD relations, or from RELA = isa / inverse_isa")
 
 
 def selection_sidebar() -> None:
@@ -83,6 +151,8 @@ def selection_sidebar() -> None:
         st.header("Ontology")
         choices = BUNDLED + ([st.session_state["source"]] if st.session_state["source"] not in BUNDLED else [])
         st.selectbox("Source", choices, key="source", help="Bundled ontologies, or a file loaded on the home page")
+        if is_umls(st.session_state["source"]):
+            _umls_options_widgets()
         default_root = DEFAULT_ROOTS.get(st.session_state["source"], "")
         st.text_input("Root concept id", key="root", placeholder=default_root or "default root",
                       help="Classes are the concepts `depth` levels below this root; empty = the source's default")
@@ -95,15 +165,8 @@ def selection_sidebar() -> None:
 
 def current_view() -> LevelView | None:
     """The level view for the shared selection, or None after showing a one-line error."""
-    _ensure_init()
     try:
-        return cache.view(
-            st.session_state["source"],
-            st.session_state["root"].strip() or None,
-            int(st.session_state["depth"]),
-            bool(st.session_state["synonyms"]),
-            bool(st.session_state["keep_ambiguous"]),
-        )
+        return cache.view(*selection())
     except BiovizError as error:
         st.error(str(error))
         return None

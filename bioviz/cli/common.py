@@ -6,6 +6,7 @@ import argparse
 
 from bioviz.ontology import level_view, load_source, synonym_view
 from bioviz.ontology.levels import LevelView
+from bioviz.ontology.umls import DEFAULT_SAB, HIERARCHIES
 
 
 def add_json(parser: argparse.ArgumentParser) -> None:
@@ -22,17 +23,23 @@ def add_level_options(parser: argparse.ArgumentParser, depth_required: bool = Fa
                         help="synonym-set mode: every concept under the root is its own class")
     parser.add_argument("--keep-ambiguous", action="store_true",
                         help="keep names found under several classes (dropped by default)")
-    parser.add_argument("--sab", default=None, help="UMLS: source vocabulary (default SNOMEDCT_US)")
-    parser.add_argument("--semantic-group", default=None, help="UMLS: semantic group, e.g. DISO (disorders)")
+    parser.add_argument("--sab", default=None, help=f"UMLS: source vocabulary (default {DEFAULT_SAB})")
+    parser.add_argument("--semantic-group", default=None,
+                        help="UMLS: semantic group, DISO (disorders) or a comma list of TUIs")
+    parser.add_argument("--hierarchy", choices=list(HIERARCHIES), default=None,
+                        help="UMLS: IS-A edges from " + ", or ".join(f"{k} ({v})" for k, v in HIERARCHIES.items())
+                        + " (default parchd)")
 
 
 def source_options(args: argparse.Namespace) -> dict:
-    """Loader options from the parsed UMLS flags (empty for other sources)."""
+    """Loader options from the UMLS flags given (``sab``, ``semantic_group``, ``hierarchy``)."""
     options = {}
     if getattr(args, "sab", None):
         options["sab"] = args.sab
     if getattr(args, "semantic_group", None):
         options["semantic_group"] = args.semantic_group
+    if getattr(args, "hierarchy", None):
+        options["hierarchy"] = args.hierarchy
     return options
 
 

@@ -41,6 +41,11 @@ SEMANTIC_GROUPS = {
 }
 # Term types preferred as a concept's name, best first (SNOMED CT, then generic UMLS ones).
 PREFERRED_TTYS = ("PT", "PN", "MH", "FN", "SY")
+# Where IS-A edges come from (the ``hierarchy`` option): REL=PAR/CHD, or RELA=isa/inverse_isa.
+HIERARCHIES = {"parchd": "PAR/CHD relations", "isa": "RELA isa / inverse_isa"}
+DEFAULT_SAB = "SNOMEDCT_US"
+# Vocabularies offered first in the app; any other SAB can be typed.
+COMMON_SABS = ("SNOMEDCT_US", "MSH", "NCI", "MDR", "ICD10CM", "HPO", "OMIM", "MEDLINEPLUS")
 REQUIRED_FILES = ("MRCONSO.RRF", "MRREL.RRF")
 
 
@@ -82,7 +87,7 @@ def semantic_types_for(group: str | None) -> frozenset[str] | None:
 
 def load_umls(
     directory: str | Path,
-    sab: str = "SNOMEDCT_US",
+    sab: str = DEFAULT_SAB,
     semantic_group: str | None = None,
     hierarchy: str = "parchd",
     language: str = "ENG",
@@ -111,8 +116,8 @@ def load_umls(
         Missing files, malformed lines, no matching concepts, or bad options.
     """
     directory = Path(directory)
-    if hierarchy not in ("parchd", "isa"):
-        raise SourceError(f"hierarchy must be 'parchd' or 'isa' (got {hierarchy!r})")
+    if hierarchy not in HIERARCHIES:
+        raise SourceError(f"hierarchy must be {' or '.join(map(repr, HIERARCHIES))} (got {hierarchy!r})")
     paths = {name: _find(directory, name) for name in (*REQUIRED_FILES, "MRSTY.RRF")}
     missing = [name for name in REQUIRED_FILES if paths[name] is None]
     tuis = semantic_types_for(semantic_group)

@@ -46,3 +46,69 @@ def test_url_state_reopens_the_same_view(app):
     app.query_params["depth"] = "1"
     at = app.run()
     assert metrics(at)["Classes"] == "23"
+
+
+def use_server_path(at, path):
+    """Type a server path under *Use your own ontology* and press *Use this path*."""
+    at.text_input(key="server_path").set_value(str(path)).run()
+    at.button(key="use_path").click().run()
+    return at
+
+
+def one_line_error(at) -> str:
+    assert not at.exception
+    assert len(at.error) == 1 and "\n" not in at.error[0].value
+    assert not at.metric, "no statistics under an error"
+    return at.error[0].value
+
+
+@pytest.mark.parametrize(
+    "path, message",
+    [
+        ("malformed.obo", "malformed OBO file"),
+        ("bad_columns.csv", "lacks column"),
+        ("umls_partial/META", "missing MRREL.RRF"),
+    ],
+)
+def test_bad_server_paths_show_one_line_errors(app, data_dir, path, message):
+    at = use_server_path(app.run(), data_dir / path)
+    assert at.session_state["source"] == str(data_dir / path)
+    assert message in one_line_error(at)
+
+
+def test_umls_directory_offers_its_loader_options_and_keeps_them_in_the_url(app, data_dir):
+    at = app.run()
+    assert "sab" not in [w.key for w in at.sidebar.selectbox], "UMLS options only for a UMLS source"
+    meta = str(data_dir / "umls/META")
+    use_server_path(at, meta)
+    assert not at.exception and not at.error
+    assert at.sidebar.selectbox(key="sab").value == "SNOMEDCT_US"
+    assert at.sidebar.radio(key="hierarchy").value == "parchd"
+    assert metrics(at)["Classes"] == "2"
+    assert "C2720507 depth 1" in at.subheader[0].value  # SNOMED CT's root concept, no group
+    at.sidebar.selectbox(key="semantic_group").set_value("DISO").run()
+    assert not at.error and "umls-SNOMEDCT_US-DISO" in at.subheader[0].value
+    assert "UMLS:ROOT depth 1" in at.subheader[0].value, "the group drops the non-disorder root concept"
+    params = {k: at.query_params[k] for k in ("source", "sab", "semantic_group", "hierarchy")}
+    assert params == {"source": meta, "sab": "SNOMEDCT_US", "semantic_group": "DISO", "hierarchy": "parchd"} or \
+        params == {"source": [meta], "sab": ["SNOMEDCT_US"], "semantic_group": ["DISO"], "hierarchy": ["parchd"]}
+
+    again = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=120)
+    for key, value in params.items():
+        again.query_params[key] = value if isinstance(value, str) else value[0]
+    again.run()
+    assert not again.exception and again.sidebar.selectbox(key="semantic_group").value == "DISO"
+    assert again.subheader[0].value == at.subheader[0].value
+
+    at.sidebar.selectbox(key="source").set_value("icd10").run()
+    assert "sab" not in at.query_params and "hierarchy" not in at.query_params
+    assert metrics(at)["Classes"] == "22"
+
+
+def test_umls_hierarchy_mode_reaches_the_loader(app, umls_isa_only):
+    at = use_server_path(app.run(), umls_isa_only)
+    assert "too deep" in one_line_error(at), "PAR/CHD finds no IS-A edges in an isa-only release"
+    at.sidebar.radio(key="hierarchy").set_value("isa").run()
+    assert not at.exception and not at.error
+    assert metrics(at)["Classes"] == "2"
+    assert at.query_params["hierarchy"] in ("isa", ["isa"])

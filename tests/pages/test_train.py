@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from bioviz.evaluation import store_with_run
 from trainer.jobs import QUEUED, RUNNING, SUCCEEDED
-from trainer.worker import Worker
+from trainer.worker import Worker, config_to_argv
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "pages" / "1_Train.py"
@@ -113,6 +113,24 @@ def test_two_jobs_back_to_back_the_second_waits_visibly(page, tmp_path):
     assert {r["job"]: r for r in table(at)}[second.id]["status"] == "cancelled"
     gate.touch()
     assert wait_for(worker, first.id, lambda j: j.finished).status == SUCCEEDED
+
+
+def test_a_job_on_a_umls_release_gets_the_sidebar_loader_options(tmp_home, umls_isa_only, monkeypatch):
+    monkeypatch.setenv("BIOVIZ_JOB_SLOTS", "cpu=0,cuda=0")  # the job stays queued: nothing trains here
+    at = AppTest.from_file(str(PAGE), default_timeout=120)
+    at.query_params.update(source=str(umls_isa_only), semantic_group="DISO", hierarchy="isa")
+    at.run()
+    assert at.sidebar.radio(key="hierarchy").value == "isa"
+    at.number_input(key="train_shots").set_value(1).run()
+    assert not at.error and metrics(at)["Classes trained on"] == "2"
+    at.button[0].click().run()  # the worker validates the config by loading the level with these options
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    [job] = Worker().store.list()
+    options = {"sab": "SNOMEDCT_US", "semantic_group": "DISO", "hierarchy": "isa"}
+    assert job.status == QUEUED and job.config["source_options"] == options
+    argv = config_to_argv(job.config)
+    assert '{"hierarchy": "isa", "sab": "SNOMEDCT_US", "semantic_group": "DISO"}' == argv[
+        argv.index("--source-options") + 1]
 
 
 @pytest.mark.slow

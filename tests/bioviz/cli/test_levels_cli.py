@@ -59,3 +59,28 @@ def test_module_entry_point_icd10_chapters(shared_home):
         capture_output=True, text=True, env={"BIOVIZ_HOME": str(shared_home), "PATH": ""}, check=True,
     )
     assert json.loads(result.stdout)["classes"] == 22
+
+
+def test_umls_hierarchy_flag_chooses_the_relations(capsys, umls_isa_only, tmp_home):
+    meta = str(umls_isa_only)
+    code, out, _ = run_cli(capsys, "levels", meta, "--sab", "SNOMEDCT_US", "--semantic-group", "DISO",
+                           "--hierarchy", "isa", "--depth", "1", "--json")
+    assert code == 0
+    assert json.loads(out)["classes"] == 2 and json.loads(out)["names"] == 20
+    # PAR/CHD (the default, and given explicitly) finds no edges in this release
+    for argv in ([], ["--hierarchy", "parchd"]):
+        code, _, err = run_cli(capsys, "levels", meta, "--depth", "1", *argv)
+        assert code == 2 and "too deep" in err and err.count("\n") == 1
+
+
+def test_umls_options_on_the_fixture_release(capsys, data_dir, tmp_home):
+    meta = str(data_dir / "umls/META")
+    code, out, _ = run_cli(capsys, "levels", meta, "--semantic-group", "DISO", "--hierarchy", "parchd",
+                           "--depth", "1", "--json")
+    disorders = json.loads(out)
+    assert code == 0 and disorders["root"] == "UMLS:ROOT" and disorders["source"].startswith("umls-SNOMEDCT_US-DISO")
+    _, out, _ = run_cli(capsys, "levels", meta, "--depth", "1", "--json")
+    assert json.loads(out)["root"] == "C2720507", "without a group, the SNOMED CT root concept is the root"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["levels", meta, "--depth", "1", "--hierarchy", "rela"])
+    assert exit_info.value.code == 2 and "invalid choice" in capsys.readouterr().err

@@ -42,12 +42,24 @@ def test_hpo_has_23_organ_systems(home):
     assert len(view.classes) == 23 and len(view.names) > 15_000
 
 
-def test_second_load_comes_from_the_cache(home):
-    load_source("icd10")
-    started = time.perf_counter()
-    onto = load_source("icd10")
-    assert time.perf_counter() - started < 5  # generous: only checks the cache is used at all
-    assert onto.concept("A00").name == "Cholera"
+def test_second_load_comes_from_the_cache_well_under_a_second(home, monkeypatch):
+    from bioviz.ontology import sources
+
+    load_source("icd10")  # parses and writes the cache (or finds it), and imports what loading needs
+
+    def no_parsing(*args, **kwargs):
+        raise AssertionError("a cached source was parsed again")
+
+    monkeypatch.setattr(sources, "_parse", no_parsing)
+    # CPU time of this thread, best of three: what the cached load itself costs, whatever
+    # else the shared 2-core machine is running at the time (wall time is not robust there).
+    costs = []
+    for _ in range(3):
+        started = time.thread_time()
+        onto = load_source("icd10")
+        costs.append(time.thread_time() - started)
+    assert min(costs) < 1.0, f"cached ICD-10 load took {min(costs):.2f}s of CPU"
+    assert len(onto) > 12_000 and onto.concept("A00").name == "Cholera"
     assert list((home / "sources").glob("*.npz"))
 
 
@@ -98,6 +110,17 @@ def test_umls_isa_relations_give_the_same_hierarchy(data_dir, tmp_home):
     b = load_source(str(data_dir / "umls"), hierarchy="isa")
     assert set(a.graph.edges) == set(b.graph.edges)
     assert a.default_root == "C2720507"
+
+
+def test_umls_options_are_part_of_the_cache_key(umls_isa_only, tmp_home):
+    meta = str(umls_isa_only)
+    for _ in range(2):  # the second round reads every option set back from the cache
+        assert load_source(meta, hierarchy="parchd").graph.number_of_edges() == 0
+        isa = load_source(meta, hierarchy="isa")
+        assert isa.graph.has_edge("C0021368", "C0003864") and isa.default_root == "C2720507"
+        disorders = load_source(meta, hierarchy="isa", semantic_group="DISO")
+        assert "C0030705" not in disorders and disorders.default_root == "UMLS:ROOT"
+    assert len(list((tmp_home / "sources").glob("*.npz"))) == 3
 
 
 @pytest.mark.parametrize(
