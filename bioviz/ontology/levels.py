@@ -316,6 +316,12 @@ def level_view(
         raise LevelError(f"depth must be at least 1 (got {depth})")
     graph, cycles, shortcuts = consistent_taxonomy(ontology.graph)
     level, deepest = concepts_at_depth(graph, root, depth)
+    if deepest == 0:
+        raise LevelError(f"{root} has no descendants in this source (no IS-A edges below it), so it has "
+                         f"no levels: choose another root or check how the source defines its hierarchy")
+    if deepest == 1:
+        raise LevelError(f"depth {depth} is too deep under {root}: it has only direct children, and classes "
+                         f"need names below them (choose a root higher up)")
     if depth >= deepest:
         raise LevelError(
             f"depth {depth} is too deep under {root}: the deepest concepts are {deepest} "

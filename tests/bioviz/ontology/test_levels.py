@@ -78,6 +78,10 @@ def test_depth_too_deep_and_bad_root_are_one_line_errors():
     onto = make_ontology([("R", "A"), ("A", "a1")])
     with pytest.raises(LevelError, match="too deep"):
         level_view(onto, depth=2)
+    with pytest.raises(LevelError, match="too deep under A: it has only direct children"):
+        level_view(onto, depth=1, root="A")
+    with pytest.raises(LevelError, match="a1 has no descendants"):
+        level_view(onto, depth=1, root="a1")
     with pytest.raises(LevelError, match="at least 1"):
         level_view(onto, depth=0)
     with pytest.raises(UnknownConceptError, match="unknown concept id 'nope'"):
