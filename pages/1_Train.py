@@ -14,7 +14,7 @@ import streamlit as st
 from bioviz.errors import BiovizError
 from bioviz.evaluation import read_run_evaluations, results_table
 from bioviz.figures import baseline_vs_trained, export_config, training_curves
-from bioviz.runs import is_run_dir, list_runs, read_run
+from bioviz.runs import is_run_dir, list_runs, read_run, run_row, stored_results_rows
 from trainer.config import ENCODERS, STOP_ON
 from trainer.job_options import encoder_defaults, estimate_sizes, field_help, hyperparameters
 from trainer.jobs import ACTIVE, CANCELLED, QUEUED, RUNNING, SUCCEEDED, describe_config, job_row, queue_position, \
@@ -228,3 +228,29 @@ def jobs_panel() -> None:
 
 
 jobs_panel()
+
+
+# -- the run list --------------------------------------------------------------------------
+def runs_panel() -> None:
+    """Every complete run under BIOVIZ_HOME/runs (from jobs or the command line) and what is stored with it."""
+    st.subheader("Runs")
+    found = list_runs()
+    if not found:
+        st.info("No complete runs yet: a finished job, or `python -m trainer train --out BIOVIZ_HOME/runs/NAME`, "
+                "adds one here.")
+        return
+    st.caption("Every complete run directory under BIOVIZ_HOME/runs, newest first; test mAP is the trainer's own "
+               "class-retrieval figure on its held-out test names.")
+    st.dataframe(pd.DataFrame([run_row(r) for r in found]).drop(columns=["path"]), hide_index=True, width="stretch")
+    by_path = {str(r.path): r for r in found}
+    chosen = st.selectbox("Run", list(by_path), key="train_run", format_func=lambda p: by_path[p].label)
+    rows = stored_results_rows(chosen)
+    if rows:
+        st.markdown(f"**Evaluations stored with {by_path[chosen].run_id}**")
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    else:
+        st.info("No evaluations stored with this run yet: evaluate it on the Evaluation page or with "
+                f"`python -m bioviz eval --model {chosen} --source ... --task all`.")
+
+
+runs_panel()

@@ -24,7 +24,7 @@ model_a, model_b = state.model_pickers()
 
 RESULTS = "_eval_results"  # last evaluation: its parameters and results, kept across reruns
 PARAMS = {"eval_tasks": ",".join(TASKS), "eval_bench": ",".join(BUNDLED_BENCHMARKS), "eval_shots": 15,
-          "eval_seed": 0, "eval_tpc": 1, "eval_own": True, "eval_cross": "", "eval_boot": 1000}
+          "eval_seed": 0, "eval_tpc": 1, "eval_zero": 0.0, "eval_own": True, "eval_cross": "", "eval_boot": 1000}
 
 # Page keys from the URL once per session, so a shared link reopens the same evaluation.
 for key, default in PARAMS.items():
@@ -65,14 +65,17 @@ upload = right.file_uploader("Your own benchmark (term1, term2, score; .tsv or .
                              key="_eval_upload")
 
 with st.expander("Split and samples"):
-    cols = st.columns(5)
+    cols = st.columns(6)
     cols[0].toggle("Runs' own split", key="eval_own",
                    help="Evaluate trained runs on the split they were trained with, so test names are held out")
     own = st.session_state["eval_own"]
     cols[1].number_input("Shots", min_value=1, max_value=1000, key="eval_shots", disabled=own)
     cols[2].number_input("Split seed", min_value=0, max_value=10_000, key="eval_seed", disabled=own)
     cols[3].number_input("Test names per class", min_value=1, max_value=50, key="eval_tpc", disabled=own)
-    cols[4].number_input("Bootstrap resamples", min_value=0, max_value=10_000, step=100, key="eval_boot")
+    cols[4].number_input("Zero-shot classes", min_value=0.0, step=0.05, format="%g", key="eval_zero", disabled=own,
+                         help="Classes held out entirely (a fraction when below 1, else a count): the zero-shot "
+                              "part of synonym retrieval; with synonym sets, concepts never trained on")
+    cols[5].number_input("Bootstrap resamples", min_value=0, max_value=10_000, step=100, key="eval_boot")
     st.text_input("Cross-level table: levels (e.g. 1,2,3,4; empty = none)", key="eval_cross",
                   help="Ranking mAP of each model on each of these levels under the same root (Table 4)")
 with st.sidebar:
@@ -116,9 +119,11 @@ try:
     if own:
         split_spec, warnings = choose_split(models)
     else:
+        zero = float(st.session_state["eval_zero"])
         split_spec, warnings = choose_split(models, shots=int(st.session_state["eval_shots"]),
                                             seed=int(st.session_state["eval_seed"]),
-                                            test_per_class=int(st.session_state["eval_tpc"]))
+                                            test_per_class=int(st.session_state["eval_tpc"]),
+                                            zero_shot_classes=zero if zero < 1 else int(zero))
     user_bench = None
     if upload is not None:
         user_bench = str(store_upload(upload.name, upload.getvalue()))
@@ -134,9 +139,15 @@ request = (selection, tuple(models), tuple(tasks), tuple(benches) + ((user_bench
 
 for warning in warnings:
     st.warning(warning)
+zero_shot = f", {split_spec.zero_shot_classes:g} zero-shot classes" if split_spec.zero_shot_classes else ""
 st.caption(f"Split: {split_spec.shots} shots, seed {split_spec.seed}, {split_spec.test_per_class} test name(s) per "
-           f"class · {settings.n_boot} bootstrap resamples · leaf-to-parent on {settings.leaf_queries} sampled "
-           f"leaves · {settings.pairs_per_distance} pairs per hierarchy distance")
+           f"class{zero_shot} · {settings.n_boot} bootstrap resamples · leaf-to-parent on {settings.leaf_queries} "
+           f"sampled leaves · {settings.pairs_per_distance} pairs per hierarchy distance")
+if "synonym" in tasks and view.mode != "synonyms":
+    # On a level view the classes are the level's concepts, so the test part repeats the ranking mAP.
+    st.caption("Synonym retrieval here ranks names of the level's classes (its test part is the ranking figure). "
+               "For concept-level synonym retrieval and concept mapping (each concept its own class), turn on "
+               "*Synonym sets* in the sidebar and hold out zero-shot classes under *Split and samples*.")
 
 if st.button("Run evaluation", type="primary", disabled=not (tasks or benches or user_bench or depths)):
     try:
@@ -164,7 +175,7 @@ rows = results_table(results)
 model_names = list(dict.fromkeys(r["model"] for r in results))
 where = f"{view.title}" if any(r["task"] in TASKS for r in results) else "relatedness benchmarks"
 title_models = " vs ".join(model_names) if len(model_names) <= 4 else f"{len(model_names)} models"
-caption = (f"split {split_spec.shots} shots, seed {split_spec.seed} · 95% bootstrap intervals "
+caption = (f"split {split_spec.shots} shots, seed {split_spec.seed}{zero_shot} · 95% bootstrap intervals "
            f"({settings.n_boot} resamples)")
 
 st.subheader("Results")
@@ -176,7 +187,8 @@ sizes = pd.DataFrame([{"model": r["model"], "task": TASK_LABELS.get(r["task"], r
 with st.expander("Sample sizes"):
     st.dataframe(sizes, width="stretch", hide_index=True)
 
-name = "-".join(["evaluation", *model_names, view.source.split()[0], f"d{view.depth}"]).replace("/", "_")
+level_tag = "synonyms" if view.mode == "synonyms" else f"d{view.depth}"
+name = "-".join(["evaluation", *model_names, view.source.split()[0], level_tag]).replace("/", "_")
 cols = st.columns(2)
 cols[0].download_button("Download CSV", result_tables.to_csv(rows), f"{name}.csv", "text/csv")
 latex = result_tables.to_latex(values, lows if show_ci else None, highs if show_ci else None,

@@ -100,3 +100,33 @@ def umls_isa_only(tmp_path) -> Path:
     rows = [line.split("|") for line in (DATA / "umls/META/MRREL.RRF").read_text().splitlines()]
     (meta / "MRREL.RRF").write_text("".join("|".join(r[:3] + ["RO"] + r[4:]) + "\n" for r in rows))
     return meta
+
+
+@pytest.fixture
+def evaluated_run(tmp_home, fake_eval_models):
+    """A tiny fake run directory under ``BIOVIZ_HOME/runs`` with evaluations stored by the library.
+
+    ``run.json`` as the trainer writes it (no weights: the fake models never load any);
+    ranking on mini.obo depth 1 (2 shots) and MayoSRS are evaluated through
+    :mod:`bioviz.evaluation`, so ``.eval.json`` is the real stored form.
+    """
+    import json
+
+    from bioviz import evaluation
+    from bioviz.ontology import level_view, load_source
+
+    run = tmp_home / "runs" / "mini-definitions"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({
+        "run_id": "mini-definitions", "created": "2026-01-02T03:04:05+00:00",
+        "config": {"source": str(DATA / "mini.obo"), "root": None, "depth": 1, "synonyms": False, "shots": 2,
+                   "seed": 0, "split_seed": None, "test_per_class": 1, "zero_shot_classes": 0,
+                   "encoder": "definitions", "base": "minilm", "input_label": "minilm", "init": None},
+        "metrics": {"baseline": {"test": {"mAP": 0.5, "names": 2}}, "trained": {"test": {"mAP": 0.75, "names": 2}}},
+    }))
+    onto = load_source(str(DATA / "mini.obo"))
+    view = level_view(onto, depth=1)
+    settings = evaluation.EvalSettings(n_boot=20)
+    evaluation.evaluate(view, evaluation.SplitSpec(shots=2).make(view), [str(run)], ["ranking"], onto, settings)
+    evaluation.evaluate_benchmarks([str(run)], "mayosrs", settings)
+    return run

@@ -72,3 +72,29 @@ def test_changed_choices_say_results_are_stale(app):
     at.number_input(key="eval_boot").set_value(20).run()
     assert any("choices changed" in i.value for i in at.info)
     assert at.dataframe  # previous results stay visible
+
+
+def test_synonym_sets_with_zero_shot_concepts_give_the_concept_level_table(app):
+    app.query_params["synonyms"] = "1"
+    app.query_params["eval_tasks"] = "synonym"
+    app.query_params["eval_bench"] = ""
+    app.query_params["eval_own"] = "0"
+    at = app.run()
+    assert not at.exception and not at.error
+    assert not any("For concept-level synonym retrieval" in c.value for c in at.caption)  # already concepts
+    at.number_input(key="eval_zero").set_value(0.3).run()
+    assert any("seed 0, 1 test name(s) per class, 0.3 zero-shot classes" in c.value for c in at.caption)
+    run_button(at).click().run()
+    assert not at.exception and not at.error
+    table = at.dataframe[0].value
+    parts = {c.split(" · ")[1].split(" ")[0] for c in table.columns}
+    assert parts == {"train", "test", "zero-shot"}  # train, test and zero-shot concepts
+    assert len(table.columns) == 9  # mAP, Acc@1, MRR per part
+    sizes = at.dataframe[1].value.iloc[0]
+    assert sizes["zero_shot.queries"] > 0  # zero-shot concepts with two or more names rank each other
+
+
+def test_synonym_task_on_a_level_points_to_synonym_sets(app):
+    app.query_params["eval_tasks"] = "synonym"
+    at = app.run()
+    assert any("For concept-level synonym retrieval" in c.value for c in at.caption)

@@ -158,9 +158,39 @@ def test_launch_a_real_run_from_the_page_and_open_it_in_views(tmp_home, data_dir
     at.run()
     assert table(at)[0]["status"] == SUCCEEDED and table(at)[0]["progress"] == "epoch 2/2"
     assert any("Evaluations stored with this run" in m.value for m in at.markdown)
-    assert at.dataframe[-1].value["value"].tolist() == [0.5]
+    stored = [d.value for d in at.dataframe if "value" in d.value.columns]  # the job's and the run list's
+    assert stored and all(t["value"].tolist() == [0.5] for t in stored)
     at.button(key=f"train_open_{job.id}").click().run()  # on to pages/4_Neighbours.py
     assert not at.exception
     assert at.session_state["model_b"] == done.run_dir
     assert at.session_state["model_a"] == "minilm"
     assert not any(b.label == "Launch training" for b in at.button)  # no longer on the Train page
+
+
+def test_run_list_shows_every_complete_run_and_its_stored_figures(page, evaluated_run, tmp_home):
+    bare = tmp_home / "runs" / "cli-run"  # a run from the command line, never evaluated
+    bare.mkdir()
+    (bare / "run.json").write_text('{"run_id": "cli-run", "config": {"source": "icd10", "depth": 1, '
+                                   '"encoder": "residual", "base": "minilm", "shots": 15}}')
+    (tmp_home / "runs" / ".x.partial-1").mkdir()  # being written: not listed
+    at = page().run()
+    assert not at.exception
+    assert any(s.value == "Runs" for s in at.subheader)
+    runs = at.dataframe[0].value  # no jobs: the run list is the first table
+    assert sorted(runs["run"]) == ["cli-run", "mini-definitions"]
+    listed = runs.set_index("run")
+    assert listed.loc["mini-definitions", "encoder"] == "definitions"
+    assert listed.loc["mini-definitions", "stored evaluations"] == 2
+    assert listed.loc["cli-run", "trained on"] == "icd10 d1"
+    at.selectbox(key="train_run").set_value(str(evaluated_run)).run()
+    stored = at.dataframe[1].value
+    assert list(stored["task"]) == ["Semantic similarity ranking", "MayoSRS"]
+    assert any("Evaluations stored with mini-definitions" in m.value for m in at.markdown)
+    at.selectbox(key="train_run").set_value(str(bare)).run()
+    assert len(at.dataframe) == 1
+    assert any("No evaluations stored with this run yet" in i.value for i in at.info)
+
+
+def test_run_list_is_empty_without_runs(page):
+    at = page().run()
+    assert any("No complete runs yet" in i.value for i in at.info)

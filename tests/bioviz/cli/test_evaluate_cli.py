@@ -80,3 +80,16 @@ def test_runs_on_different_splits_need_an_explicit_split(capsys, data_dir, tmp_h
     (tmp_path / "run1" / "split.json").write_text(json.dumps({"train": ["asthma"], "validation": []}))
     code, out, _ = run_cli(capsys, *base, "--seed", "0", "--shots", "2")
     assert code == 0 and json.loads(out)["warnings"] == []  # its training names leave the queries
+
+
+def test_synonym_sets_with_zero_shot_concepts(capsys, data_dir, tmp_home, fake_eval_models):
+    code, out, err = run_cli(capsys, "eval", "--model", "a", "--source", str(data_dir / "mini.obo"), "--synonyms",
+                             "--zero-shot", "0.3", "--task", "synonym", "--n-boot", "20", "--json", "--quiet")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["view"]["mode"] == "synonyms" and result["view"]["classes"] == 10  # one class per concept
+    assert result["split"]["zero_shot_classes"] == 3 and result["split"]["zero_shot"] == 5  # 0.3 of 10 concepts
+    [synonym] = result["results"]
+    assert {k.split(".")[0] for k in synonym["metrics"]} == {"train", "test", "zero_shot"}
+    assert synonym["sizes"]["zero_shot.references"] == 5  # zero-shot names rank each other
+    assert synonym["sizes"]["test.references"] == result["split"]["train"]  # test names map onto training names
