@@ -28,6 +28,9 @@ import numpy as np
 from bioviz.ontology.model import normalise_name
 
 _WORD = re.compile(r"\w+")
+# Partial matches weigh at most this many typed words (the rarest): a longer paste adds
+# nothing to the order and would grow the table of word patterns (2 ** words).
+_MAX_PARTIAL_WORDS = 12
 
 
 def _prefix_range(sorted_keys: Sequence[str], prefix: str) -> tuple[int, int]:
@@ -177,23 +180,41 @@ class NameSearch:
         take(np.arange(*_prefix_range(self._keys, key), dtype=np.int64))
         if len(found) >= limit:
             return [self._names[r] for r in found]
-        hits = [self._word_prefix_mask(word) for word in sorted(set(_WORD.findall(key)))]
+        masks = {word: self._word_prefix_mask(word) for word in sorted(set(_WORD.findall(key)))}
+        hits = list(masks.values())
         if hits:
             take(np.flatnonzero(np.logical_and.reduce(hits)))
         if len(found) < limit:
-            take(self._substring_rows(key))
+            take(self._substring_rows(key, masks))
         if len(hits) > 1 and len(found) < limit:
-            # Weight each word by its rarity (inverse document frequency), so the word
-            # that singles out the concept outranks a common one like "urinary".
-            weights = [np.log(len(self._keys) / max(int(hit.sum()), 1)) for hit in hits]
-            score = np.sum([w * hit for w, hit in zip(weights, hits)], axis=0)
-            rows = np.flatnonzero(score > 0)
-            # Highest score first, then shorter, then alphabetical.
-            rank = np.lexsort((rows, self._lengths[rows], -score[rows]))
-            order = np.empty(len(rows), dtype=np.int64)
-            order[rank] = np.arange(len(rows))
+            rows, order = self._partial_matches(hits)
             take(rows, order)
         return [self._names[r] for r in found]
+
+    def _partial_matches(self, hits: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """Rows where some typed word starts a word, and their order (lower is better).
+
+        Each word weighs its rarity (inverse document frequency), so the word that singles
+        out the concept outranks a common one like "urinary": highest summed weight first,
+        then shorter, then alphabetical. A row's score depends only on which words it
+        matches, so rows are grouped by that bit pattern and only the few patterns are
+        scored and ranked; sorting all rows (most of the level for words like "of") would
+        cost several milliseconds.
+        """
+        n = len(self._keys)
+        counts = [int(hit.sum()) for hit in hits]
+        picked = sorted(range(len(hits)), key=counts.__getitem__)[:_MAX_PARTIAL_WORDS]  # the rarest words
+        weights = np.array([np.log(n / max(counts[i], 1)) for i in picked])
+        bits = np.zeros(n, dtype=np.int64)
+        for bit, i in enumerate(picked):
+            np.bitwise_or(bits, 1 << bit, out=bits, where=hits[i])
+        rows = np.flatnonzero(bits)
+        patterns = np.flatnonzero(np.bincount(bits[rows], minlength=1 << len(picked)))
+        scores = ((patterns[:, None] >> np.arange(len(picked))) & 1) @ weights
+        levels = np.zeros(1 << len(picked), dtype=np.int64)
+        levels[patterns] = np.unique(-scores, return_inverse=True)[1]  # 0 = best score; ties share a level
+        span = int(self._lengths.max()) + 1
+        return rows, (levels[bits[rows]] * span + self._lengths[rows]) * n + rows
 
     def _word_prefix_mask(self, word: str) -> np.ndarray:
         """Boolean mask of the rows in which some word starts with ``word``."""
@@ -202,12 +223,30 @@ class NameSearch:
         hit[self._postings[self._offsets[lo]:self._offsets[hi]]] = True
         return hit
 
-    def _substring_rows(self, key: str) -> np.ndarray:
-        """Rows whose key contains ``key`` anywhere."""
-        if _WORD.fullmatch(key):
-            # Inside one word: scan the vocabulary (a tenth of the text), then its postings.
-            words = _find_all(self._vocabulary_blob, self._vocabulary_starts, key)
-            return np.unique(np.concatenate(
-                [np.zeros(0, dtype=np.int64)]
-                + [self._postings[self._offsets[w]:self._offsets[w + 1]] for w in words]))
-        return _find_all(self._blob, self._starts, key)
+    def _inner_word_mask(self, fragment: str) -> np.ndarray:
+        """Rows with a word that contains ``fragment`` (a scan of the vocabulary, not of every name)."""
+        hit = np.zeros(len(self._keys), dtype=bool)
+        for w in _find_all(self._vocabulary_blob, self._vocabulary_starts, fragment).tolist():
+            hit[self._postings[self._offsets[w]:self._offsets[w + 1]]] = True
+        return hit
+
+    def _substring_rows(self, key: str, masks: dict[str, np.ndarray]) -> np.ndarray:
+        """Rows whose key contains ``key`` anywhere.
+
+        Scanning every name is slow (several ms over 110k names), so only the names that can
+        hold ``key`` are checked: a typed word after a space or punctuation mark starts a
+        word of the name as well (``masks``: word -> rows where it starts a word), and a
+        typed word at the very start lies inside some word of the name.
+        """
+        words = list(_WORD.finditer(key))
+        if not words:  # punctuation only
+            return _find_all(self._blob, self._starts, key)
+        if len(words) == 1 and words[0].group() == key:  # one word fragment: the vocabulary says it all
+            return np.flatnonzero(self._inner_word_mask(key))
+        mask = np.ones(len(self._keys), dtype=bool)
+        for word in words:
+            if word.start() > 0:
+                mask &= masks[word.group()]
+        if words[0].start() == 0:
+            mask &= self._inner_word_mask(words[0].group())
+        return np.fromiter((r for r in np.flatnonzero(mask).tolist() if key in self._keys[r]), dtype=np.int64)
