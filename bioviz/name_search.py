@@ -4,13 +4,14 @@ A selectbox that filters its options in the browser cannot carry ICD-10-CM's ~11
 so the app asks this index instead. Matches come in tiers, best first:
 
 0. the exact name, or every name of a concept whose code was typed (``R39.11``),
-1. names that start with the typed text (``urinary hes`` -> ``urinary hesitancy``),
-2. names in which every typed word starts a word, in any order (``hesit urin``),
+1. names that start with the typed text (``fracture of fem`` -> ``Fracture of femur``),
+2. names in which every typed word starts a word, in any order (``mictur hesit`` ->
+   ``Hesitancy of micturition``),
 3. names that contain the typed text anywhere (``itis`` -> ``bronchitis``),
 4. names in which only some typed words start a word, rarer words counting more (``urinary
    hesitancy`` -> ``Hesitancy of micturition``: ICD-10-CM has no name with both words).
 
-Tiers 3 and 4 are only looked for when the tiers above found fewer names than asked.
+Tiers 2-4 are only looked for when the tiers above found fewer names than asked.
 Within tiers 0-3, shorter names come first (the closest to what was typed), then alphabetical.
 Names are compared after :func:`~bioviz.ontology.model.normalise_name` (case and spacing).
 Every tier is a sorted-array range or a numpy mask, so a search over 110k names takes a few
