@@ -13,7 +13,7 @@ from bioviz.neighbours import AMONG, comparison_rows, concept_card, find_query, 
 from bioviz.vector_cache import VectorCache
 from ui import cache, state
 
-MAX_SUGGESTIONS = 60_000  # names sent to the browser for autocomplete (larger levels: held-out names)
+SEARCH_MATCHES = 50  # ontology names suggested for a typed query on large levels
 
 st.set_page_config(page_title="Neighbours · bioviz", page_icon="🧬", layout="wide")
 state.init_state()
@@ -37,6 +37,10 @@ if "nb_k" not in st.session_state:
         st.session_state["nb_k"] = min(100, max(1, int(st.query_params.get("k", 10))))
     except ValueError:
         st.session_state["nb_k"] = 10
+if "nb_restrict" not in st.session_state:
+    st.session_state["nb_restrict"] = st.query_params.get("restrict") == "1"
+if "nb_image" not in st.session_state:
+    st.session_state["nb_image"] = "svg" if st.query_params.get("image") == "svg" else "png"
 
 st.title("Neighbours")
 st.caption("The nearest names of a term among the names of the chosen level, for two models side by side. "
@@ -53,9 +57,16 @@ with st.sidebar.expander("Embedding cache"):
         deleted = vector_cache.clear()
         st.toast(f"Embedding cache cleared ({deleted:,} vectors)")
 
+
+def sync_url(query: str | None) -> None:
+    """Mirror the page's controls in the URL (the concept and image format where they are shown)."""
+    state.sync_url(k=str(st.session_state["nb_k"]), two="1" if two else "0", among=st.session_state["nb_among"],
+                   restrict="1" if st.session_state["nb_restrict"] else "0", image=st.session_state["nb_image"])
+    state.set_url_param("query", query)
+
+
 if view is None:
-    state.sync_url(query=st.session_state["nb_query"] or "", k=str(st.session_state["nb_k"]),
-                   two="1" if two else "0", among=st.session_state["nb_among"])
+    sync_url(st.session_state["nb_query"])
     st.stop()
 
 s = st.session_state
@@ -75,30 +86,55 @@ def pick_random() -> None:
         st.session_state["nb_query"] = held_out[int(np.random.default_rng(counter).integers(len(held_out)))]
 
 
-names = sorted(set(view.names)) if len(view.names) <= MAX_SUGGESTIONS else sorted(set(held_out))
-if s["nb_query"] and s["nb_query"] not in names:
-    names = [s["nb_query"], *names]
+def use_match() -> None:
+    """Make the picked ontology name the query."""
+    st.session_state["nb_query"] = st.session_state["_nb_match"]
+    st.session_state["_nb_match"] = None
+
+
 query_col, random_col, k_col = st.columns([6, 2, 1], vertical_alignment="bottom")
-query = query_col.selectbox(
-    "Query: an ontology name (type to search) or any text", names, key="nb_query",
-    accept_new_options=True, placeholder="e.g. urinary hesitancy",
-    help="Type to filter the level's names; press Enter to use free text that is not in the list.",
-)
+if len(view.names) <= cache.MAX_BROWSER_NAMES:
+    # Small enough to hand every name to the browser, which filters them as one types.
+    names = sorted(set(view.names))
+    if s["nb_query"] and s["nb_query"] not in names:
+        names = [s["nb_query"], *names]
+    query = query_col.selectbox(
+        "Query: an ontology name (type to search) or any text", names, key="nb_query",
+        accept_new_options=True, placeholder="e.g. urinary hesitancy",
+        help="Type to filter the level's names; press Enter to use free text that is not in the list.",
+    )
+else:
+    # Too many names for the browser: the typed text is the query (free text works as is),
+    # and the server's name search suggests the ontology names that match it.
+    query = query_col.text_input(
+        "Query: any text (press Enter); matching ontology names are suggested below", key="nb_query",
+        placeholder="e.g. urinary hesitancy, hesit urin, or a code such as R39.11",
+        help=f"The level has {len(view.names):,} names: words may be beginnings of words, in any order.",
+    ) or None
 random_col.button("Random held-out name", on_click=pick_random, disabled=not held_out,
                   help="A held-out test name of the default few-shot split (seed 0)")
 k = int(k_col.number_input("k", min_value=1, max_value=100, step=1, key="nb_k"))
+if query and len(view.names) > cache.MAX_BROWSER_NAMES:
+    search = cache.name_search(selection)
+    matches = [m for m in search.search(query, limit=SEARCH_MATCHES) if m != query]
+    st.columns([6, 3])[0].selectbox(
+        "Ontology names matching the query", matches, index=None, key="_nb_match", on_change=use_match,
+        format_func=lambda name: f"{name} · {search.concept_of(name)}",
+        placeholder=f"{len(matches)} matching names: pick one to use it" if matches else "no matching names",
+        disabled=not matches,
+    )
 among = st.radio("Rank among", AMONG, format_func=AMONG_LABELS.get, key="nb_among", horizontal=True,
                  help="Training names reproduce the few-shot paper's Table 4; class names the hypernym "
                       "rankings of the higher-level semantics paper (Table 6)")
-state.sync_url(query=query or "", k=str(k), two="1" if two else "0", among=among)
+info = find_query(query, view, ontology) if query else None
+restrict = st.toggle("Rank only names of the query's class", key="nb_restrict",
+                     disabled=info is None or info.class_id is None,
+                     help="Available when the query is a name of this level")
+sync_url(query)
 
 if not query:
     st.info("Type a name or free text above, or pick a random held-out name.")
     st.stop()
-
-info = find_query(query, view, ontology)
-restrict = st.toggle("Rank only names of the query's class", value=False, disabled=info.class_id is None,
-                     help="Available when the query is a name of this level")
 
 
 models = [m for m in (model_a, model_b) if m]
@@ -129,8 +165,12 @@ if info.concept_ids and ontology is not None:
     with st.container(border=True):
         shown = info.concept_ids[0]
         if len(info.concept_ids) > 1:
-            shown = st.selectbox("Concept", list(info.concept_ids), key="_nb_concept",
+            if s.get("nb_concept") not in info.concept_ids:  # a new query: the linked concept, else the first
+                linked = st.query_params.get("concept")
+                s["nb_concept"] = linked if linked in info.concept_ids else shown
+            shown = st.selectbox("Concept", list(info.concept_ids), key="nb_concept",
                                  help="The query is a name of several concepts")
+        state.set_url_param("concept", shown if len(info.concept_ids) > 1 else None)
         card = concept_card(ontology, shown)
         st.markdown(f"#### {card['name']}  \n`{card['id']}`")
         if card["synonyms"]:
@@ -180,7 +220,7 @@ export = pd.DataFrame(comparison_rows(rankings[0], rankings[1] if len(rankings) 
 file_stem = "neighbours-" + "".join(ch if ch.isalnum() else "-" for ch in query.lower())[:40].strip("-")
 st.download_button("Download the comparison (CSV)", export.to_csv(index=False), f"{file_stem}.csv", "text/csv")
 with st.expander("Image-ready table (camera icon: PNG at 2x; or SVG)"):
-    fmt = st.radio("Format", ["png", "svg"], horizontal=True, key="_nb_image_format")
+    fmt = st.radio("Format", ["png", "svg"], horizontal=True, key="nb_image")
     fig = neighbour_table_figure(query, list(zip(labels, rankings)), view.title, k, info.class_label)
     config = export_config(file_stem)
     config["toImageButtonOptions"]["format"] = fmt

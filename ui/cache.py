@@ -168,6 +168,19 @@ def query_vector(model: str, text: str):
     return encode(text, model)
 
 
+# Levels with more names than this are not sent to the browser as a selectbox's options
+# (the page would stall); the Neighbours page searches them with ``name_search`` instead.
+MAX_BROWSER_NAMES = 60_000
+
+
+@st.cache_resource(max_entries=4, show_spinner="Indexing the level's names for search…")
+def name_search(selection: tuple):
+    """Type-ahead search over the selected view's names (:class:`bioviz.name_search.NameSearch`)."""
+    from bioviz.name_search import NameSearch
+
+    return NameSearch.from_view(view(*selection))
+
+
 @st.cache_data(max_entries=16, show_spinner=False)
 def held_out_names(selection: tuple) -> list[str]:
     """Held-out test names of the selected view's default split (seed 0)."""

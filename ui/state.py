@@ -144,6 +144,19 @@ def _umls_options_widgets() -> None:
              help="Take the hierarchy from MRREL's PAR/CHD relations, or from RELA = isa / inverse_isa")
 
 
+def set_url_param(key: str, value: str | None) -> None:
+    """Write one page key into the URL, or take it out when ``value`` is empty.
+
+    For keys whose absence means something (a cleared query, no concept chosen), where
+    :func:`sync_url` would leave the last value behind.
+    """
+    if value:
+        if st.query_params.get(key) != value:
+            st.query_params[key] = value
+    elif key in st.query_params:
+        del st.query_params[key]
+
+
 def selection_sidebar() -> None:
     """Sidebar widgets for source, root and depth, bound to the shared session keys."""
     _ensure_init()

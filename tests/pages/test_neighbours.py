@@ -114,3 +114,56 @@ def test_hypernym_ranking_marks_the_matching_class_name(app):
     assert set(frame["Name"]) <= hypernyms
     assert all((m == "class") == (c == "heart disease") for m, c in zip(frame["Match"], frame["Class"]))
     assert at.query_params["among"] in ("hypernyms", ["hypernyms"])
+
+
+def test_class_restriction_concept_and_image_format_are_kept_in_the_url(app):
+    app.query_params["query"] = "heart attack"
+    at = app.run()
+    assert at.query_params["restrict"] in ("0", ["0"])
+    at.toggle(key="nb_restrict").set_value(True).run()
+    assert not at.exception and not at.error
+    assert at.query_params["restrict"] in ("1", ["1"])
+    assert all(set(t.value["Class"]) == {"heart disease"} for t in at.dataframe)
+    at.radio(key="nb_image").set_value("svg").run()
+    assert at.query_params["image"] in ("svg", ["svg"])
+
+
+def test_a_shared_link_reopens_class_restriction_and_image_format(app):
+    app.query_params.update({"query": "arrhythmia", "restrict": "1", "image": "svg", "k": "3"})
+    at = app.run()
+    assert not at.exception and not at.error
+    assert at.toggle(key="nb_restrict").value is True and at.radio(key="nb_image").value == "svg"
+    assert all(set(t.value["Class"]) == {"heart disease"} for t in at.dataframe)
+
+
+def test_the_concept_of_a_name_of_several_concepts_is_kept_in_the_url(app):
+    # "shared name" names two concepts: the card shows the one in the link, and a new pick is kept
+    app.query_params.update({"query": "shared name", "concept": "MINI:0000023"})
+    at = app.run()
+    assert not at.exception and not at.error
+    concept = at.selectbox(key="nb_concept")
+    assert concept.value == "MINI:0000023" and "bronchitis" in " ".join(m.value for m in at.markdown)
+    concept.set_value("MINI:0000030").run()
+    assert at.query_params["concept"] in ("MINI:0000030", ["MINI:0000030"])
+    assert "cardiopulmonary syndrome" in " ".join(m.value for m in at.markdown)
+    at.selectbox(key="nb_query").set_value("asthma").run()  # one concept: no choice, none in the URL
+    assert "concept" not in at.query_params
+
+
+def test_large_levels_search_ontology_names_on_the_server(app, monkeypatch):
+    # A level too large to send to the browser (here: any level with more than 3 names)
+    monkeypatch.setattr("ui.cache.MAX_BROWSER_NAMES", 3)
+    at = app.run()
+    assert not at.exception and not at.error
+    at.text_input(key="nb_query").input("attack heart").run()  # words in any order: no name, free text
+    assert not at.exception and not at.error
+    assert "free text" in " ".join(m.value for m in at.markdown) and len(at.dataframe) == 2
+    matches = at.selectbox(key="_nb_match")
+    assert matches.options[0] == "heart attack · MINI:0000011"
+    matches.set_value("heart attack").run()
+    assert not at.exception and not at.error
+    assert at.text_input(key="nb_query").value == "heart attack"
+    assert at.query_params["query"] in ("heart attack", ["heart attack"])
+    assert "MINI:0000011" in " ".join(m.value for m in at.markdown)  # now an ontology name: concept card
+    at.text_input(key="nb_query").input("zzz unheard of").run()
+    assert not at.exception and at.selectbox(key="_nb_match").disabled
