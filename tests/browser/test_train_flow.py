@@ -38,7 +38,8 @@ FLOWS = {
              "query": "asthma", "neighbours_while_training": False},
     # the issue's "Done when": ICD-10 chapters (the default selection), papers' defaults
     "icd10": {"server_path": None, "classes": "22", "shots": "15", "hyperparameters": {},
-              "job_timeout_s": 3600, "query": "fracture of neck of femur", "neighbours_while_training": True},
+              "job_timeout_s": 3600, "query": "fracture of neck of femur", "query2": "asthma",
+              "neighbours_while_training": True},
 }
 VIEWPORT = {"width": 1500, "height": 1250}
 PAGE_TIMEOUT_S = 900  # the real flow's Neighbours page encodes a level while the CPU trains
@@ -171,6 +172,12 @@ def test_launch_from_the_train_page_keep_exploring_and_open_the_run_in_views(tmp
             query.press("Enter")
             timings["neighbours_first_query_while_training_s"] = rendered(
                 page, page.get_by_text("Download the comparison (CSV)"))
+            timings["job_status_after_the_first_query"] = worker.store.get(first).status
+            query.click()  # a second query: the level's vectors are cached now
+            query.fill(flow["query2"])
+            query.press("Enter")
+            timings["neighbours_second_query_while_training_s"] = rendered(
+                page, page.get_by_test_id("stMarkdownContainer").filter(has_text=f"{flow['query2']} ·"))
             no_exception(page, "Neighbours while training")
             page.screenshot(path=str(shots / "neighbours-while-training.png"))
         timings["job_status_after_the_visits"] = worker.store.get(first).status
@@ -203,7 +210,9 @@ def test_launch_from_the_train_page_keep_exploring_and_open_the_run_in_views(tmp
         page.set_viewport_size({"width": 1500, "height": 2300})
         page.get_by_test_id("stPlotlyChart").nth(1).scroll_into_view_if_needed()
         page.wait_for_timeout(1500)
-        page.screenshot(path=str(shots / "train-job.png"))
+        bottom = page.get_by_test_id("stMainBlockContainer").bounding_box()
+        page.screenshot(path=str(shots / "train-job.png"),
+                        clip={"x": 0, "y": 0, "width": 1500, "height": min(2300, bottom["y"] + bottom["height"])})
         page.set_viewport_size(VIEWPORT)
 
         # -- open in views: the Neighbours page compares the run with its base ------------
