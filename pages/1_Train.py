@@ -32,14 +32,18 @@ ENCODER_HELP = {
     "definitions": "fine-tunes the base model on name-definition pairs (BioLORD)",
 }
 CHOICES = {"stop_on": STOP_ON, "definition_scope": ("train", "all")}
+# The selected job. Streamlit drops the state of the "Selected job" widget when the user
+# leaves the page while the job table refreshes itself, and later picks the newest job
+# again, so the choice is kept under a key no widget owns and the widget is set from it.
+SELECTED = "train_selected_job"
 
 st.set_page_config(page_title="Train · bioviz", page_icon="🧬", layout="wide")
 state.init_state()
-if "train_job" not in st.session_state and st.query_params.get("job"):
-    st.session_state["train_job"] = st.query_params["job"]
+if SELECTED not in st.session_state and st.query_params.get("job"):
+    st.session_state[SELECTED] = st.query_params["job"]
 state.selection_sidebar()
 view = state.current_view()
-state.sync_url(job=st.session_state.get("train_job"))
+state.sync_url(job=st.session_state.get(SELECTED))
 
 st.title("Train")
 st.caption("Launch a training run on the selected ontology level; it runs in the background while you "
@@ -123,7 +127,7 @@ if st.button("Launch training", type="primary", disabled=view is None or not bas
     try:
         with st.spinner("Checking the configuration…"):
             job = Worker().submit(config, device=device)
-        st.session_state["train_job"] = job.id
+        st.session_state[SELECTED] = job.id
         st.success(f"Job {job.id} {'started' if job.status == RUNNING else 'queued'}: {describe_config(job.config)}")
     except BiovizError as error:
         st.error(str(error))
@@ -140,9 +144,13 @@ def _cancel(job_id: str) -> None:
 def _delete(job_id: str) -> None:
     try:
         Worker().delete(job_id, remove_run=bool(st.session_state.get("train_delete_run")))
-        st.session_state.pop("train_job", None)
+        st.session_state.pop(SELECTED, None)
     except BiovizError as error:
         st.session_state["train_message"] = str(error)
+
+
+def _select() -> None:
+    st.session_state[SELECTED] = st.session_state["train_job"]
 
 
 def show_job(job, jobs) -> None:
@@ -219,9 +227,10 @@ def jobs_panel() -> None:
         return
     st.dataframe(pd.DataFrame([job_row(j, jobs) for j in jobs]), hide_index=True, width="stretch")
     by_id = {j.id: j for j in jobs}
-    if st.session_state.get("train_job") not in by_id:
-        st.session_state["train_job"] = jobs[0].id
-    selected = st.selectbox("Selected job", list(by_id), key="train_job",
+    if st.session_state.get(SELECTED) not in by_id:
+        st.session_state[SELECTED] = jobs[0].id
+    st.session_state["train_job"] = st.session_state[SELECTED]
+    selected = st.selectbox("Selected job", list(by_id), key="train_job", on_change=_select,
                             format_func=lambda i: f"{i} · {by_id[i].status} · {describe_config(by_id[i].config)}")
     state.sync_url(job=selected)
     show_job(by_id[selected], jobs)

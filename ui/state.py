@@ -25,7 +25,35 @@ PRESET_MODELS = ["minilm", "char-tfidf"]
 # Loader options of a UMLS source (session key = URL parameter = load_umls argument).
 UMLS_KEYS = ("sab", "semantic_group", "hierarchy")
 SHARED_KEYS = ("source", "root", "depth", "synonyms", "keep_ambiguous", "model_a", "model_b", *UMLS_KEYS)
+SAVED = "_bioviz_selection"  # a copy of SHARED_KEYS under a key no widget is bound to
 DEFAULT_ROOTS = {s["name"]: s["default_root"] for s in list_sources() if s["kind"] == "bundled"}
+
+
+def _from_url() -> dict:
+    """The shared selection as the URL (or the defaults) gives it."""
+    params = st.query_params
+    try:
+        depth = max(1, int(params.get("depth", DEFAULTS["depth"])))
+    except ValueError:
+        depth = DEFAULTS["depth"]
+    hierarchy = params.get("hierarchy", DEFAULTS["hierarchy"])
+    return {
+        "source": params.get("source", DEFAULTS["source"]),
+        "root": params.get("root", DEFAULTS["root"]),
+        "depth": depth,
+        "synonyms": params.get("synonyms", "0") == "1",
+        "keep_ambiguous": params.get("keep_ambiguous", "0") == "1",
+        "model_a": params.get("model_a", DEFAULTS["model_a"]),
+        "model_b": params.get("model_b", DEFAULTS["model_b"]),
+        "sab": params.get("sab", DEFAULTS["sab"]).strip() or DEFAULTS["sab"],
+        "semantic_group": params.get("semantic_group", DEFAULTS["semantic_group"]),
+        "hierarchy": hierarchy if hierarchy in HIERARCHIES else DEFAULTS["hierarchy"],
+    }
+
+
+def _save() -> None:
+    """Keep a plain copy of the shared keys that no widget owns (see :func:`init_state`)."""
+    st.session_state[SAVED] = {key: st.session_state[key] for key in SHARED_KEYS if key in st.session_state}
 
 
 def init_state() -> None:
@@ -35,27 +63,25 @@ def init_state() -> None:
     """
     if st.session_state.get("_bioviz_init"):
         # Re-assigning detaches the keys from the previous page's widgets, which Streamlit
-        # would otherwise forget on a page switch.
+        # would otherwise forget on a page switch. A key may be gone already: when a
+        # fragment with run_every (the Train page's job table) reruns as the user leaves
+        # its page, Streamlit drops the widget-bound keys of the page being left
+        # (streamlit#10805). Those come back from the copy saved on the last run.
+        saved = st.session_state.get(SAVED) or {}
+        initial = None
         for key in SHARED_KEYS:
             if key in st.session_state:
                 st.session_state[key] = st.session_state[key]
+            elif key in saved:
+                st.session_state[key] = saved[key]
+            else:
+                initial = initial or _from_url()
+                st.session_state[key] = initial[key]
+        _save()
         return
-    params = st.query_params
-    st.session_state["source"] = params.get("source", DEFAULTS["source"])
-    st.session_state["root"] = params.get("root", DEFAULTS["root"])
-    try:
-        st.session_state["depth"] = max(1, int(params.get("depth", DEFAULTS["depth"])))
-    except ValueError:
-        st.session_state["depth"] = DEFAULTS["depth"]
-    st.session_state["synonyms"] = params.get("synonyms", "0") == "1"
-    st.session_state["keep_ambiguous"] = params.get("keep_ambiguous", "0") == "1"
-    st.session_state["model_a"] = params.get("model_a", DEFAULTS["model_a"])
-    st.session_state["model_b"] = params.get("model_b", DEFAULTS["model_b"])
-    st.session_state["sab"] = params.get("sab", DEFAULTS["sab"]).strip() or DEFAULTS["sab"]
-    st.session_state["semantic_group"] = params.get("semantic_group", DEFAULTS["semantic_group"])
-    hierarchy = params.get("hierarchy", DEFAULTS["hierarchy"])
-    st.session_state["hierarchy"] = hierarchy if hierarchy in HIERARCHIES else DEFAULTS["hierarchy"]
+    st.session_state.update(_from_url())
     st.session_state["_bioviz_init"] = True
+    _save()
 
 
 def _ensure_init() -> None:
@@ -81,6 +107,7 @@ def sync_url(**extra: str) -> None:
             values[key] = st.session_state[key]
     options = dict(source_options())
     values.update(options)
+    _save()
     values.update({k: v for k, v in extra.items() if v not in (None, "")})
     for key in UMLS_KEYS:  # UMLS options left over from an earlier source would only confuse a link
         if key not in options and key not in extra and key in st.query_params:
@@ -174,6 +201,7 @@ def selection_sidebar() -> None:
         st.toggle("Synonym sets (each concept its own class)", key="synonyms")
         st.toggle("Keep ambiguous names", key="keep_ambiguous",
                   help="Names found under several classes are dropped unless this is on")
+    _save()
 
 
 def current_view() -> LevelView | None:
@@ -222,4 +250,5 @@ def model_pickers(two: bool = True) -> tuple[str, str | None]:
             if st.button("Use model", disabled=not custom.strip()):
                 st.session_state["model_a" if slot == "Baseline" else "model_b"] = custom.strip()
                 st.rerun()
+    _save()
     return st.session_state["model_a"], (st.session_state["model_b"] if two else None)

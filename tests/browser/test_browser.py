@@ -16,19 +16,12 @@ ICD-10 chapter XIX (injuries), its 21 blocks as classes. Set ``BIOVIZ_SCREENSHOT
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+from tests.browser.support import ROOT, chromium, require_browser, streamlit_app, wait_until_idle
+
 QUERY = os.environ.get("BIOVIZ_SCREENSHOT_QUERY", "source=icd10&root=XIX&depth=1&model_a=minilm&model_b=char-tfidf")
 # Page-specific parameters that make a screenshot show something (pages not listed get none).
 PAGE_QUERY = {"Neighbours": "query=fracture of neck of femur&k=8"}
@@ -36,12 +29,6 @@ PAGE_TIMEOUT_S = 420  # first visit embeds the level and compiles UMAP (numba) o
 VIEWPORT = {"width": 1500, "height": 1250}
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def page_paths() -> list[tuple[str, str]]:
@@ -58,43 +45,10 @@ def page_paths() -> list[tuple[str, str]]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    if not CHROMIUM.exists():
-        pytest.skip("Debian chromium is not installed at /usr/bin/chromium (apt-get install -y chromium)")
-    pytest.importorskip("playwright.sync_api", reason="playwright (python) is not installed")
+    require_browser()
     home = os.environ.get("BIOVIZ_SCREENSHOT_HOME") or str(tmp_path_factory.mktemp("browser-home"))
-    port = _free_port()
-    env = {**os.environ, "BIOVIZ_HOME": home, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    log = open(tmp_path_factory.mktemp("browser-log") / "streamlit.log", "w+")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none", "--client.toolbarMode", "viewer"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as reply:
-                if reply.status == 200:
-                    break
-        except OSError:
-            time.sleep(0.5)
-        if process.poll() is not None:
-            break
-    else:
-        process.kill()
-        pytest.fail("streamlit did not start within 120 s")
-    if process.poll() is not None:
-        log.seek(0)
-        pytest.fail(f"streamlit exited: {log.read()[-2000:]}")
-    yield url
-    process.terminate()
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-    log.close()
+    with streamlit_app(home, tmp_path_factory.mktemp("browser-log") / "streamlit.log") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -106,31 +60,8 @@ def shots(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def browser(server):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
-def wait_until_idle(page, timeout_s: float = PAGE_TIMEOUT_S) -> None:
-    """Wait until the script has finished: no running indicator, spinner or progress bar for 3 s."""
-    page.wait_for_selector('[data-testid="stApp"]', timeout=60_000)
-    busy = ('[data-testid="stStatusWidget"], [data-testid="stSpinner"], '
-            '[data-testid="stProgress"], [data-testid="stSkeleton"]')
-    deadline = time.time() + timeout_s
-    quiet_since = None
-    page.wait_for_timeout(1500)  # let the first script run start
-    while time.time() < deadline:
-        if page.locator(busy).count():
-            quiet_since = None
-        elif quiet_since is None:
-            quiet_since = time.time()
-        elif time.time() - quiet_since > 3:
-            return
-        page.wait_for_timeout(500)
-    raise AssertionError(f"page still running after {timeout_s:.0f} s")
+    with chromium() as browser:
+        yield browser
 
 
 def test_every_page_renders_without_exception_and_is_screenshotted(server, browser, shots):
@@ -141,7 +72,7 @@ def test_every_page_renders_without_exception_and_is_screenshotted(server, brows
     for name, path in page_paths():
         extra = f"&{PAGE_QUERY[name]}" if name in PAGE_QUERY else ""
         page.goto(f"{server}/{path}?{QUERY}{extra}", wait_until="domcontentloaded")
-        wait_until_idle(page)
+        wait_until_idle(page, PAGE_TIMEOUT_S)
         # Plotly draws after the script finishes; give every chart its SVG before the shot
         # (charts in a closed tab or expander are attached but hidden).
         charts = page.locator('[data-testid="stPlotlyChart"]')

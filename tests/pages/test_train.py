@@ -133,6 +133,27 @@ def test_a_job_on_a_umls_release_gets_the_sidebar_loader_options(tmp_home, umls_
         argv.index("--source-options") + 1]
 
 
+def test_the_selected_job_stays_selected_after_a_visit_to_another_page(tmp_home, data_dir):
+    worker = Worker(module=STANDIN)
+    older = worker.submit({"source": "mini", "epochs": 1}, validate=False)
+    wait_for(worker, older.id, lambda j: j.finished)
+    newer = worker.submit({"source": "mini", "epochs": 1}, validate=False)
+    wait_for(worker, newer.id, lambda j: j.finished)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params["source"] = str(data_dir / "mini.obo")
+    at.run()
+    at.switch_page("pages/1_Train.py").run()
+    assert at.selectbox(key="train_job").value == newer.id  # newest first
+    at.selectbox(key="train_job").set_value(older.id).run()
+    assert at.query_params["job"] in (older.id, [older.id])
+    at.switch_page("app.py").run()
+    at.query_params.clear()  # a link in the page list opens a page without its parameters
+    at.switch_page("pages/1_Train.py").run()
+    assert not at.exception
+    assert at.selectbox(key="train_job").value == older.id
+    assert any(m.value.startswith(f"**{older.id}**") for m in at.markdown)
+
+
 @pytest.mark.slow
 def test_launch_a_real_run_from_the_page_and_open_it_in_views(tmp_home, data_dir):
     # Entered from app.py, as in the app, so st.switch_page finds the other pages.
