@@ -74,6 +74,18 @@ def separation(model_a: str, model_b: str, selection: tuple, measure: str, max_n
                               v.classes, v.class_labels, measure, max_names, seed)
 
 
+@st.cache_data(max_entries=16, show_spinner=False)
+def run_split(run_dir: str, selection: tuple, stamp: float):
+    """The split run ``run_dir`` was trained with, on the selected view (:func:`bioviz.runs.run_split`).
+
+    ``stamp`` (the mtime of the run's ``run.json``) is only part of the key: a run deleted
+    and trained again under the same path is read afresh.
+    """
+    from bioviz.runs import run_split as read
+
+    return read(run_dir, view(*selection))
+
+
 @st.cache_resource(max_entries=8, show_spinner="Drawing the subtree…")
 def level_tree(selection: tuple):
     """The ontology subtree from the selected view's root down to its classes."""
