@@ -100,15 +100,18 @@ def draw(pair, preview: bool = False) -> None:
     caption = f"{pair.params.caption()} · Procrustes disparity {pair.disparity:.3f} · {marks_caption}"
     title = (f"{pair.params.method.upper()} · {space_a.model_id} vs {space_b.model_id} · {view.title}"
              + (" · preview while UMAP computes" if preview else ""))
-    fig = projection_pair_figure(view, pair.rows, pair.coords_a, pair.coords_b, space_a.model_id, space_b.model_id,
-                                 parts, highlight, pair.params.method.upper(), caption, title)
+    key = cache.digest(compare.selection(), space_a.model_id, space_b.model_id, pair.rows, pair.coords_a,
+                       pair.coords_b, parts, highlight, caption, title)
+    fig = cache.figure(key, lambda: projection_pair_figure(
+        view, pair.rows, pair.coords_a, pair.coords_b, space_a.model_id, space_b.model_id, parts, highlight,
+        pair.params.method.upper(), caption, title))
     name = slug(pair.params.method, space_a.model_id, "vs", space_b.model_id, view.source.split()[0], f"d{view.depth}")
     if preview:
         st.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
         return
     interactive = pair.params.n_components == 2
-    compare.show_figure(fig, name, fmt, projection_table(view, pair.rows, pair.coords_a, pair.coords_b, parts),
-                        key="projection_chart",
+    compare.show_figure(fig, name, fmt, lambda: projection_table(view, pair.rows, pair.coords_a, pair.coords_b, parts),
+                        key="projection_chart", rows=len(pair.rows),
                         on_select=on_select if interactive else "ignore",
                         selection_mode=("box", "lasso") if interactive else ("points",))
 

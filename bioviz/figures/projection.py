@@ -90,7 +90,8 @@ def projection_pair_figure(
         and split part (its class and part are in the trace's hover text).
     """
     rows = np.asarray(rows, dtype=np.int64)
-    coords_a, coords_b = np.asarray(coords_a), np.asarray(coords_b)
+    # float32 is ample for drawing and halves the coordinates in the JSON sent to the browser.
+    coords_a, coords_b = np.asarray(coords_a, dtype=np.float32), np.asarray(coords_b, dtype=np.float32)
     dims = coords_a.shape[1]
     three_d = dims == 3
     spec = {"type": "scene"} if three_d else {"type": "xy"}

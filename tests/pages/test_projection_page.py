@@ -145,3 +145,24 @@ def test_a_run_of_another_level_falls_back_to_the_pages_split(app, zero_shot_run
     assert "markers: split with 15 shots, seed 0, no zero-shot classes (zero-shot-run was trained on another level)" \
         in caption
     assert not at.number_input(key="shots").disabled
+
+
+def test_a_second_visit_reuses_the_built_figure(app, monkeypatch):
+    import bioviz.figures as figures
+
+    built = []
+    real = figures.projection_pair_figure
+    monkeypatch.setattr(figures, "projection_pair_figure", lambda *a, **k: built.append(1) or real(*a, **k))
+    app.query_params.update({"method": "pca", "cap": "33"})
+    at = app.run()
+    assert not at.exception and len(built) == 1
+    fresh = AppTest.from_file(str(PAGE), default_timeout=300)
+    fresh.query_params.update(dict(app.query_params))
+    again = fresh.run()
+    assert not again.exception and len(built) == 1  # a new session, the same figure
+    assert charts(again)[0] == charts(at)[0]
+    # The CSV is built only when its button is clicked.
+    assert [b.label for b in again.get("download_button")][0] == "Download numbers (CSV, 33 rows)"
+    again.session_state["_projection_selected"] = np.array([0])
+    again.run()
+    assert len(built) == 2  # a selection changes what is drawn
