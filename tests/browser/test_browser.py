@@ -2,10 +2,11 @@
 
 Starts ``streamlit run app.py`` on a free localhost port with a temporary BIOVIZ_HOME, opens
 the home page and every page found in ``pages/`` (pages added later are picked up), waits
-until each has finished running, checks it shows no exception, and saves a screenshot
-``<page>.png`` and its first figure ``<page>-figure.png``. They go to a temporary directory,
-so a test run never touches the repository; ``BIOVIZ_SCREENSHOT_DIR=docs/screenshots``
-refreshes the ones the README shows.
+until each has finished running, checks it shows no exception, traceback or error box
+(``st.error``; warnings and infos are fine), and saves a screenshot ``<page>.png`` and its
+first figure ``<page>-figure.png``. They go to a temporary directory, so a test run never
+touches the repository; ``BIOVIZ_SCREENSHOT_DIR=docs/screenshots`` refreshes the ones the
+README shows.
 
 The level shown is small enough to embed and project in a few minutes on two cores:
 ICD-10 chapter XIX (injuries), its 21 blocks as classes. Set ``BIOVIZ_SCREENSHOT_QUERY``
@@ -21,6 +22,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -34,6 +36,10 @@ QUERY = os.environ.get("BIOVIZ_SCREENSHOT_QUERY", "source=icd10&root=XIX&depth=1
 PAGE_QUERY = {"Neighbours": "query=fracture of neck of femur&k=8"}
 PAGE_TIMEOUT_S = 420  # first visit embeds the level and compiles UMAP (numba) on a busy CPU
 VIEWPORT = {"width": 1500, "height": 1250}
+# Streamlit 1.67 draws st.error, st.exception and a failed element (ErrorElement) inside an
+# alert container whose content carries the kind in its test id: stAlertContentError,
+# stAlertContentWarning, stAlertContentInfo, stAlertContentSuccess. Only the first is a failure.
+ERROR_ALERT = '[data-testid="stAlertContentError"]'
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -56,45 +62,57 @@ def page_paths() -> list[tuple[str, str]]:
     return pages
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    if not CHROMIUM.exists():
-        pytest.skip("Debian chromium is not installed at /usr/bin/chromium (apt-get install -y chromium)")
-    pytest.importorskip("playwright.sync_api", reason="playwright (python) is not installed")
-    home = os.environ.get("BIOVIZ_SCREENSHOT_HOME") or str(tmp_path_factory.mktemp("browser-home"))
+@contextmanager
+def streamlit_app(script: str, home: str, log_dir: Path):
+    """Run ``streamlit run <script>`` from the project root on a free port; yields its URL."""
     port = _free_port()
     env = {**os.environ, "BIOVIZ_HOME": home, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    log = open(tmp_path_factory.mktemp("browser-log") / "streamlit.log", "w+")
+    log = open(log_dir / "streamlit.log", "w+")
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+        [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
          "--server.fileWatcherType", "none", "--client.toolbarMode", "viewer"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as reply:
-                if reply.status == 200:
-                    break
-        except OSError:
-            time.sleep(0.5)
-        if process.poll() is not None:
-            break
-    else:
-        process.kill()
-        pytest.fail("streamlit did not start within 120 s")
-    if process.poll() is not None:
-        log.seek(0)
-        pytest.fail(f"streamlit exited: {log.read()[-2000:]}")
-    yield url
-    process.terminate()
     try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-    log.close()
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as reply:
+                    if reply.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.5)
+            if process.poll() is not None:
+                break
+        else:
+            pytest.fail("streamlit did not start within 120 s")
+        if process.poll() is not None:
+            log.seek(0)
+            pytest.fail(f"streamlit exited: {log.read()[-2000:]}")
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+
+
+def _require_browser() -> None:
+    if not CHROMIUM.exists():
+        pytest.skip("Debian chromium is not installed at /usr/bin/chromium (apt-get install -y chromium)")
+    pytest.importorskip("playwright.sync_api", reason="playwright (python) is not installed")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    _require_browser()
+    home = os.environ.get("BIOVIZ_SCREENSHOT_HOME") or str(tmp_path_factory.mktemp("browser-home"))
+    with streamlit_app("app.py", home, tmp_path_factory.mktemp("browser-log")) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +123,8 @@ def shots(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def browser(server):
+def browser():
+    _require_browser()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -133,6 +152,53 @@ def wait_until_idle(page, timeout_s: float = PAGE_TIMEOUT_S) -> None:
     raise AssertionError(f"page still running after {timeout_s:.0f} s")
 
 
+def page_problems(page) -> list[str]:
+    """What on the page says the script failed: exceptions, tracebacks and error boxes (not warnings)."""
+    problems = []
+    exceptions = page.locator('[data-testid="stException"]')
+    for i in range(exceptions.count()):
+        problems.append(f"exception: {exceptions.nth(i).inner_text()[:500]}")
+    if not exceptions.count() and "Traceback (most recent call last)" in page.inner_text("body"):
+        problems.append("traceback")
+    # An exception is drawn in an error alert too: count only the error boxes outside one.
+    errors = page.locator(f'{ERROR_ALERT}:not([data-testid="stException"] *)')
+    for i in range(errors.count()):
+        problems.append(f"error: {errors.nth(i).inner_text()[:500]}")
+    return problems
+
+
+ALERTS_APP = """
+import streamlit as st
+st.title("alerts")
+st.warning("a warning")
+st.info("an info")
+st.success("a success")
+st.toast("a toast")
+if st.query_params.get("fail") == "error":
+    st.error("an error box")
+if st.query_params.get("fail") == "exception":
+    st.exception(ValueError("an exception"))
+"""
+
+
+def test_page_problems_are_errors_and_exceptions_but_not_warnings(browser, tmp_path):
+    script = tmp_path / "alerts_app.py"
+    script.write_text(ALERTS_APP)
+    with streamlit_app(str(script), str(tmp_path / "home"), tmp_path) as url:
+        page = browser.new_page(viewport=VIEWPORT)
+        found = {}
+        for fail in ("none", "error", "exception"):
+            page.goto(f"{url}/?fail={fail}", wait_until="domcontentloaded")
+            wait_until_idle(page, 60)
+            assert page.locator('[data-testid="stAlertContentWarning"]').count() == 1  # the page did render
+            found[fail] = page_problems(page)
+        page.close()
+    assert found["none"] == []
+    assert found["error"] == ["error: an error box"]
+    assert len(found["exception"]) == 1 and found["exception"][0].startswith("exception:")
+    assert "an exception" in found["exception"][0]
+
+
 def test_every_page_renders_without_exception_and_is_screenshotted(server, browser, shots):
     shots.mkdir(parents=True, exist_ok=True)
     page = browser.new_page(viewport=VIEWPORT, device_scale_factor=1)
@@ -148,10 +214,7 @@ def test_every_page_renders_without_exception_and_is_screenshotted(server, brows
         for i in range(charts.count()):
             charts.nth(i).locator(".main-svg").first.wait_for(state="attached", timeout=60_000)  # may sit in a closed tab
         page.wait_for_timeout(1000)
-        exceptions = page.locator('[data-testid="stException"]')
-        text = page.inner_text("body")
-        if exceptions.count() or "Traceback (most recent call last)" in text:
-            problems.append(f"{name}: {exceptions.first.inner_text()[:500] if exceptions.count() else 'traceback'}")
+        problems += [f"{name}: {problem}" for problem in page_problems(page)]
         page.screenshot(path=str(shots / f"{(path or 'home').lower()}.png"))
         if charts.count() and charts.first.is_visible():
             # The page's main figure on its own, whole even where it runs below the fold.
