@@ -34,6 +34,9 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 QUERY = os.environ.get("BIOVIZ_SCREENSHOT_QUERY", "source=icd10&root=XIX&depth=1&model_a=minilm&model_b=char-tfidf")
 # Page-specific parameters that make a screenshot show something (pages not listed get none).
 PAGE_QUERY = {"Neighbours": "query=fracture of neck of femur&k=8"}
+# A button to press once a page is idle: the Evaluation page computes only on request, and
+# its screenshot should show (and the test check) the results.
+PAGE_BUTTON = {"Evaluation": "Run evaluation"}
 PAGE_TIMEOUT_S = 420  # first visit embeds the level and compiles UMAP (numba) on a busy CPU
 VIEWPORT = {"width": 1500, "height": 1250}
 # Streamlit 1.67 draws st.error, st.exception and a failed element (ErrorElement) inside an
@@ -208,6 +211,9 @@ def test_every_page_renders_without_exception_and_is_screenshotted(server, brows
         extra = f"&{PAGE_QUERY[name]}" if name in PAGE_QUERY else ""
         page.goto(f"{server}/{path}?{QUERY}{extra}", wait_until="domcontentloaded")
         wait_until_idle(page)
+        if name in PAGE_BUTTON:
+            page.get_by_role("button", name=PAGE_BUTTON[name]).click()
+            wait_until_idle(page)
         # Plotly draws after the script finishes; give every chart its SVG before the shot
         # (charts in a closed tab or expander are attached but hidden).
         charts = page.locator('[data-testid="stPlotlyChart"]')
