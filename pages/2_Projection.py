@@ -97,7 +97,7 @@ method_label = params.method.upper()
 
 def draw(pair, preview: bool = False) -> None:
     """The two aligned panels, with their caption, exports and (for the final figure) selection."""
-    caption = f"{pair.params.caption()} · Procrustes disparity {pair.disparity:.3f} · {marks_caption}"
+    caption = f"{pair.params.caption()} · Procrustes disparity {pair.disparity:.3f}<br>{marks_caption}"
     title = (f"{pair.params.method.upper()} · {space_a.model_id} vs {space_b.model_id} · {view.title}"
              + (" · preview while UMAP computes" if preview else ""))
     key = cache.digest(compare.selection(), space_a.model_id, space_b.model_id, pair.rows, pair.coords_a,
