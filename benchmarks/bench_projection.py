@@ -158,18 +158,28 @@ def main() -> None:
                "figure_json_mb": round(len(payload) / 2**20, 1)}
         results.append(row)
         print(json.dumps(row), flush=True)
+    browser_rows = []
     if args.browser and figs:
         drawn = browser_render_seconds(figs)
         drawn.pop(-10)
         base = drawn.pop(10)["seconds"]
         print(f"browser: a 10-point page draws in {base} s (loading plotly.js); minus that:", flush=True)
         for n, info in drawn.items():
-            print(json.dumps({"names": n, "browser_open_s": info["seconds"],
-                              "browser_draw_s": round(info["seconds"] - base, 2), "webgl": info["webgl"]}), flush=True)
-    print("\nnames   PCA s   UMAP s   revisit s   UMAP/PCA   UMAP/revisit   figure JSON MB")
+            browser_rows.append({"names": n, "browser_open_s": info["seconds"],
+                                 "browser_draw_s": round(info["seconds"] - base, 2), "webgl": info["webgl"]})
+            print(json.dumps(browser_rows[-1]), flush=True)
+    print(f"\nload average {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs\n")
+    print("| names | PCA s | UMAP s | revisit s | UMAP / PCA | UMAP / revisit | figure JSON |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
-        print(f"{r['names']:>6} {r['pca_s']:>7} {r['umap_s']:>8} {r['revisit_s']:>11} {r['umap_over_pca']:>10} "
-              f"{r['umap_over_revisit']:>14} {r['figure_json_mb']:>16}")
+        print(f"| {r['names']:,} | {r['pca_s']} | {r['umap_s']} | {r['revisit_s']} | {r['umap_over_pca']:.0f} | "
+              f"{r['umap_over_revisit']:.0f} | {r['figure_json_mb']} MB |")
+    if browser_rows:
+        print("\n| points per panel | open page s | draw s (minus plotly.js) | WebGL |")
+        print("|---:|---:|---:|---|")
+        for r in browser_rows:
+            webgl = "yes" if r["webgl"] else "no"
+            print(f"| {r['names']:,} | {r['browser_open_s']} | {r['browser_draw_s']} | {webgl} |")
 
 
 class _SubView:

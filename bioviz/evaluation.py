@@ -147,12 +147,10 @@ def choose_split(models, shots=None, seed=None, test_per_class=None,
 
 def run_seen_names(run_dir: str | Path) -> list[str]:
     """Training and validation names of a trained run (its ``split.json``); empty if unknown."""
-    path = Path(run_dir) / "split.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    return [str(n) for part in ("train", "validation") for n in data.get(part, []) or []]
+    from bioviz.runs import read_split_names
+
+    names = read_split_names(run_dir) or {}
+    return [n for part in ("train", "validation") for n in names.get(part, [])]
 
 
 def seen_by_runs(models) -> list[str]:

@@ -13,9 +13,17 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
+from bioviz.errors import SplitError
 from bioviz.paths import subdir
 
 RUN_FILE = "run.json"
+SPLIT_FILE = "split.json"  # the names of each split part, written by trainer.runs
+# split.json key -> the part label of ``Split.part_of``
+SPLIT_PARTS = {"train": "train", "validation": "validation", "test": "test", "zero_shot": "zero-shot"}
+# LevelView.stats() fields that identify the level a run was trained on
+LEVEL_KEYS = ("source", "root", "depth", "mode", "classes", "names")
 
 
 def runs_dir() -> Path:
@@ -159,3 +167,78 @@ def stored_results_rows(run_dir: str | Path) -> list[dict]:
         for row in results_table([result]):
             rows.append({"evaluated on": where, **{k: v for k, v in row.items() if k not in ("model", "key")}})
     return sorted(rows, key=lambda r: (r["evaluated on"], r["task"]))
+
+
+def read_split_names(path: str | Path) -> dict[str, list[str]] | None:
+    """``part -> names`` from a run's ``split.json`` (keys as in :data:`SPLIT_PARTS`); None if absent or unreadable."""
+    try:
+        data = json.loads((Path(path) / SPLIT_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    return {part: [str(n) for n in data.get(part) or []] for part in SPLIT_PARTS}
+
+
+@dataclass(frozen=True)
+class RunSplit:
+    """The split a run was trained with, as a part label per row of a level view."""
+
+    run_id: str
+    parts: np.ndarray
+    shots: int | None
+    seed: int | None
+    zero_shot_classes: int
+
+    def describe(self) -> str:
+        """``<run>'s own split (15 shots, seed 0, 2 zero-shot classes)`` for captions."""
+        shots = "all names" if self.shots is None else f"{self.shots} shots"
+        seed = "" if self.seed is None else f", seed {self.seed}"
+        return f"{self.run_id}'s own split ({shots}{seed}, {self.zero_shot_classes} zero-shot classes)"
+
+
+def run_split(path: str | Path, view) -> RunSplit:
+    """The split run ``path`` was trained with, mapped onto the rows of ``view``.
+
+    Parts are matched by name (``split.json`` stores names, not rows, so the result does
+    not depend on how the view's rows are ordered).
+
+    Parameters
+    ----------
+    path : path-like
+        A run directory.
+    view : LevelView
+        The level shown; it must be the level the run was trained on.
+
+    Returns
+    -------
+    RunSplit
+
+    Raises
+    ------
+    SplitError
+        With the reason when the run's split cannot mark this view: not a run, no
+        ``split.json``, trained on another level, or names of its split missing here.
+    """
+    if not is_run_dir(path):
+        raise SplitError(f"{path} is not a trained run")
+    run = read_run(path)
+    names = read_split_names(path)
+    if names is None:
+        raise SplitError(f"{run.run_id} has no {SPLIT_FILE}")
+    trained_on = run.config.get("view") or {}
+    here = view.stats()
+    if any(trained_on.get(key) != here[key] for key in LEVEL_KEYS):
+        raise SplitError(f"{run.run_id} was trained on another level")
+    rows_of: dict[str, list[int]] = {}
+    for row, name in enumerate(view.names):
+        rows_of.setdefault(name, []).append(row)
+    parts = np.full(len(view.names), "unused", dtype=object)
+    for key, label in SPLIT_PARTS.items():
+        for name in names[key]:
+            if name not in rows_of:
+                raise SplitError(f"{run.run_id}'s split has names this level lacks (e.g. {name!r})")
+            parts[rows_of[name]] = label
+    split = run.config.get("split") or {}
+    return RunSplit(run.run_id, parts, split.get("shots", run.config.get("shots")), split.get("seed"),
+                    len(split.get("zero_shot_classes") or []))

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import astuple
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from bioviz.errors import BiovizError
+from bioviz.errors import BiovizError, SplitError
 from bioviz.figures import projection_pair_figure, projection_table, selected_rows, separation_figure, slug
 from bioviz.ontology import make_split
 from bioviz.projection import ProjectionParams, align_pair, pair_is_cached, preview_params
+from bioviz.runs import RUN_FILE, is_run_dir
 from bioviz.separation import MEASURES
 from ui import cache, compare, state
 
@@ -25,6 +27,24 @@ fmt = compare.image_format()
 DEFAULTS = {"method": "umap", "dims": 2, "nn": 15, "md": 0.1, "cap": 10_000, "shots": 15, "measure": "map"}
 compare.init_params(DEFAULTS, choices={"method": ["umap", "pca"], "dims": [2, 3], "measure": list(MEASURES)})
 SELECTED = "_projection_selected"  # view rows picked with box/lasso, kept across reruns
+
+
+def run_markers() -> tuple:
+    """``(RunSplit or None, note)``: the split a compared (else baseline) run was trained with on this level.
+
+    Markers should show what the run really trained on, zero-shot classes included; the
+    note says why a run's own split cannot be used (another level, no split.json).
+    """
+    for model in (model_b, model_a):
+        if model and is_run_dir(model):
+            try:
+                return cache.run_split(model, compare.selection(), (Path(model) / RUN_FILE).stat().st_mtime), ""
+            except SplitError as error:
+                return None, str(error)
+    return None, ""
+
+
+marks, marks_note = run_markers() if view is not None else (None, "")
 
 st.title("Projection")
 st.caption("Each model's vectors of the level's names, projected with UMAP (cosine) and aligned with a Procrustes "
@@ -40,8 +60,9 @@ cols[3].slider("min_dist", 0.0, 0.99, step=0.01, key="md", disabled=st.session_s
                help="UMAP minimum distance: smaller packs clusters tighter")
 cols[4].number_input("Point cap", min_value=10, max_value=200_000, step=1_000, key="cap",
                      help="Larger views are sampled per class so every class stays visible")
-cols[5].number_input("Shots", min_value=1, max_value=500, key="shots",
-                     help="Split used to mark train / validation / test names (seed 0)")
+cols[5].number_input("Shots", min_value=1, max_value=500, key="shots", disabled=marks is not None,
+                     help=f"Markers show {marks.describe()}" if marks is not None else
+                     "Split used to mark train / validation / test names (seed 0, no zero-shot classes)")
 cols[6].selectbox("Separation measure", list(MEASURES), key="measure", format_func=MEASURES.get)
 state.sync_url(**compare.url_values(DEFAULTS))
 
@@ -53,7 +74,12 @@ try:
                               float(st.session_state["md"]), int(st.session_state["cap"]))
     space_a = cache.view_space(model_a, selection)
     space_b = cache.view_space(model_b, selection)
-    parts = make_split(view, shots=int(st.session_state["shots"]), seed=0).part_of(len(view.names))
+    if marks is not None:
+        parts, marks_caption = marks.parts, f"markers: {marks.describe()}"
+    else:
+        parts = make_split(view, shots=int(st.session_state["shots"]), seed=0).part_of(len(view.names))
+        marks_caption = (f"markers: split with {st.session_state['shots']} shots, seed 0, no zero-shot classes"
+                         + (f" ({marks_note})" if marks_note else ""))
 except BiovizError as error:
     st.error(str(error))
     st.stop()
@@ -71,19 +97,21 @@ method_label = params.method.upper()
 
 def draw(pair, preview: bool = False) -> None:
     """The two aligned panels, with their caption, exports and (for the final figure) selection."""
-    caption = f"{pair.params.caption()} · Procrustes disparity {pair.disparity:.3f} · markers: split with " \
-              f"{st.session_state['shots']} shots, seed 0"
+    caption = f"{pair.params.caption()} · Procrustes disparity {pair.disparity:.3f}<br>{marks_caption}"
     title = (f"{pair.params.method.upper()} · {space_a.model_id} vs {space_b.model_id} · {view.title}"
              + (" · preview while UMAP computes" if preview else ""))
-    fig = projection_pair_figure(view, pair.rows, pair.coords_a, pair.coords_b, space_a.model_id, space_b.model_id,
-                                 parts, highlight, pair.params.method.upper(), caption, title)
+    key = cache.digest(compare.selection(), space_a.model_id, space_b.model_id, pair.rows, pair.coords_a,
+                       pair.coords_b, parts, highlight, caption, title)
+    fig = cache.figure(key, lambda: projection_pair_figure(
+        view, pair.rows, pair.coords_a, pair.coords_b, space_a.model_id, space_b.model_id, parts, highlight,
+        pair.params.method.upper(), caption, title))
     name = slug(pair.params.method, space_a.model_id, "vs", space_b.model_id, view.source.split()[0], f"d{view.depth}")
     if preview:
         st.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
         return
     interactive = pair.params.n_components == 2
-    compare.show_figure(fig, name, fmt, projection_table(view, pair.rows, pair.coords_a, pair.coords_b, parts),
-                        key="projection_chart",
+    compare.show_figure(fig, name, fmt, lambda: projection_table(view, pair.rows, pair.coords_a, pair.coords_b, parts),
+                        key="projection_chart", rows=len(pair.rows),
                         on_select=on_select if interactive else "ignore",
                         selection_mode=("box", "lasso") if interactive else ("points",))
 

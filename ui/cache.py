@@ -85,6 +85,44 @@ def separation(model_a: str, model_b: str, selection: tuple, measure: str, max_n
                               v.classes, v.class_labels, measure, max_names, seed)
 
 
+def digest(*parts) -> str:
+    """A short hash of strings, numbers and arrays: the key of :func:`figure`."""
+    import hashlib
+
+    import numpy as np
+
+    h = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, np.ndarray):
+            part = "\x1f".join(map(str, part)) if part.dtype == object else np.ascontiguousarray(part).tobytes()
+        h.update(part if isinstance(part, bytes) else str(part).encode())
+        h.update(b"\0")
+    return h.hexdigest()[:24]
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def figure(key: str, _build):
+    """The figure ``_build()`` returns, kept by ``key`` (a :func:`digest` of everything it shows).
+
+    Building the two 20k-point projection panels is most of a revisit's server time, so a
+    second visit, in any session, reuses the built figure. Plotly figures are not changed
+    by ``st.plotly_chart``, so one object can be shared.
+    """
+    return _build()
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def run_split(run_dir: str, selection: tuple, stamp: float):
+    """The split run ``run_dir`` was trained with, on the selected view (:func:`bioviz.runs.run_split`).
+
+    ``stamp`` (the mtime of the run's ``run.json``) is only part of the key: a run deleted
+    and trained again under the same path is read afresh.
+    """
+    from bioviz.runs import run_split as read
+
+    return read(run_dir, view(*selection))
+
+
 @st.cache_resource(max_entries=8, show_spinner="Drawing the subtree…")
 def level_tree(selection: tuple):
     """The ontology subtree from the selected view's root down to its classes."""

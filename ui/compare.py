@@ -73,13 +73,22 @@ def image_format() -> str:
     return "svg" if label == "SVG" else "png"
 
 
-def show_figure(fig, name: str, fmt: str, frame=None, key: str | None = None, **chart_kwargs):
+def show_figure(fig, name: str, fmt: str, frame=None, key: str | None = None, rows: int | None = None,
+                **chart_kwargs):
     """Render a figure with the export toolbar, and a CSV download of ``frame`` under it.
+
+    ``frame`` is a DataFrame, or a callable returning one (then give ``rows`` for the
+    button's label): the CSV of a 20k-point projection takes a noticeable part of a rerun,
+    so it is built only when the button is clicked, and that click does not rerun the page.
 
     Returns what ``st.plotly_chart`` returns (the selection event when ``on_select`` is set).
     """
     event = st.plotly_chart(fig, width="stretch", config=export_config_as(name, fmt), key=key, **chart_kwargs)
     if frame is not None:
-        st.download_button(f"Download numbers (CSV, {len(frame):,} rows)", frame.to_csv(index=False),
-                           f"{name}.csv", "text/csv", key=f"csv-{name}-{key or ''}")
+        deferred = callable(frame)
+        count = rows if deferred else len(frame)
+        st.download_button(f"Download numbers (CSV, {count:,} rows)",
+                           (lambda: frame().to_csv(index=False)) if deferred else frame.to_csv(index=False),
+                           f"{name}.csv", "text/csv", key=f"csv-{name}-{key or ''}",
+                           on_click="ignore" if deferred else "rerun")
     return event

@@ -8,6 +8,8 @@ model groups the names better than the baseline, blue where it groups them worse
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -20,6 +22,19 @@ KINDS = ("icicle", "sunburst", "treemap")
 
 def _short(label: str, width: int = 36) -> str:
     return label if len(label) <= width else label[: width - 1] + "…"
+
+
+def _wrapped(label: str, width: int = 18, lines: int = 3) -> str:
+    """``label`` on up to ``lines`` lines of ``width`` characters (``<br>``), the rest cut with "…".
+
+    Boxes of a treemap or icicle are narrow and tall: one long line would not fit at a
+    legible size and be hidden, a few short ones do.
+    """
+    parts = textwrap.wrap(label, width, break_long_words=True) or [label]
+    if len(parts) > lines:
+        parts = parts[:lines]
+        parts[-1] = _short(parts[-1] + " …", width)
+    return "<br>".join(parts)
 
 
 def hierarchy_figure(
@@ -62,7 +77,8 @@ def hierarchy_figure(
         raise ValueError(f"unknown hierarchy kind {kind!r}: use one of {', '.join(KINDS)}")
     nodes = tree.nodes
     t = theme()
-    text = [f"{_short(label)}" for label in nodes["label"]]
+    # Sunburst text runs along the radius: one line; boxes take a few short lines.
+    text = [_short(label) if kind == "sunburst" else _wrapped(label) for label in nodes["label"]]
     if values is not None:
         values = np.asarray(values, dtype=float)
         finite = values[np.isfinite(values)]

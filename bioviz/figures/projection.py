@@ -77,7 +77,7 @@ def projection_pair_figure(
     method : str
         ``UMAP`` or ``PCA`` (axis titles).
     caption : str, optional
-        Parameter line under the plot.
+        Parameters under the plot; ``<br>`` starts another line.
     title : str, optional
         Figure title; by default states the models, the method and the level view.
     height : int
@@ -90,7 +90,8 @@ def projection_pair_figure(
         and split part (its class and part are in the trace's hover text).
     """
     rows = np.asarray(rows, dtype=np.int64)
-    coords_a, coords_b = np.asarray(coords_a), np.asarray(coords_b)
+    # float32 is ample for drawing and halves the coordinates in the JSON sent to the browser.
+    coords_a, coords_b = np.asarray(coords_a, dtype=np.float32), np.asarray(coords_b, dtype=np.float32)
     dims = coords_a.shape[1]
     three_d = dims == 3
     spec = {"type": "scene"} if three_d else {"type": "xy"}
@@ -193,7 +194,8 @@ def projection_pair_figure(
     # margin is sized for its rows (three entries per row) and the caption below it.
     entries = len(present) + (len(shown_parts) if parts is not None and len(shown_parts) > 1 else 0) + dim_others
     legend_rows = int(np.ceil(entries / 3))
-    bottom = 40 + 21 * legend_rows + (30 if caption else 0)
+    caption_px = 14 + 16 * (caption.count("<br>") + 1) if caption else 0
+    bottom = 40 + 21 * legend_rows + caption_px
     fig.update_layout(
         legend={"orientation": "h", "x": 0.0, "y": 0.0, "yref": "container", "yanchor": "bottom",
                 "itemsizing": "constant", "font": {"size": 12}, "entrywidth": 0.32, "entrywidthmode": "fraction",
@@ -203,7 +205,7 @@ def projection_pair_figure(
         height=height + bottom - 70,
         hoverlabel={"font": {"size": 13}},
     )
-    fig.update_layout(legend={"y": 30 / (height + bottom - 70) if caption else 0.0})
+    fig.update_layout(legend={"y": caption_px / (height + bottom - 70)})
     if caption:  # at the very bottom, under the legend
         fig.layout.annotations[-1].update(yref="paper", y=0, yshift=-(bottom - 12), yanchor="bottom")
     return fig

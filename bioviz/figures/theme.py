@@ -69,7 +69,8 @@ def apply_theme(fig: go.Figure, title: str, caption: str | None = None, height: 
     if caption:
         # Shifted in pixels, not paper units, so it clears the x-axis title at any height.
         fig.add_annotation(text=caption, xref="paper", yref="paper", x=0, y=0, yshift=-58, xanchor="left",
-                           yanchor="top", showarrow=False, font={"size": t["font_size"] - 2, "color": "#52606d"})
+                           yanchor="top", align="left", showarrow=False,
+                           font={"size": t["font_size"] - 2, "color": "#52606d"})
     return fig
 
 

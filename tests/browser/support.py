@@ -2,7 +2,8 @@
 
 ``streamlit_app(home, log_path)`` runs ``streamlit run app.py`` on a free localhost port with
 ``BIOVIZ_HOME=home`` and yields its URL; ``chromium()`` launches the headless browser with
-the project's flags; ``wait_until_idle(page)`` waits until a page's script has finished.
+the project's flags; ``wait_until_idle(page)`` waits until a page's script has finished;
+``page_problems(page)`` lists its exceptions and error boxes.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 BUSY = ('[data-testid="stStatusWidget"], [data-testid="stSpinner"], '
         '[data-testid="stProgress"], [data-testid="stSkeleton"]')
+# Streamlit 1.67 draws st.error, st.exception and a failed element (ErrorElement) inside an
+# alert container whose content carries the kind in its test id: stAlertContentError,
+# stAlertContentWarning, stAlertContentInfo, stAlertContentSuccess. Only the first is a failure.
+ERROR_ALERT = '[data-testid="stAlertContentError"]'
 
 
 def require_browser() -> None:
@@ -42,17 +47,18 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def streamlit_app(home: str | Path, log_path: Path, env: dict[str, str] | None = None,
-                  start_timeout_s: float = 120) -> Iterator[str]:
-    """Run the app on a free localhost port with ``BIOVIZ_HOME=home``; yield its URL.
+                  start_timeout_s: float = 120, script: str = "app.py") -> Iterator[str]:
+    """Run ``streamlit run <script>`` (the app by default) on a free localhost port; yield its URL.
 
-    The server's output goes to ``log_path``; the test fails with its tail if it does not start.
+    ``BIOVIZ_HOME=home``; the server's output goes to ``log_path``; the test fails with its
+    tail if it does not start.
     """
     port = free_port()
     full_env = {**os.environ, "BIOVIZ_HOME": str(home), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
                 **(env or {})}
     with open(log_path, "w+") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+            [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true",
              "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
              "--server.fileWatcherType", "none", "--client.toolbarMode", "viewer"],
             cwd=ROOT, env=full_env, stdout=log, stderr=subprocess.STDOUT,
@@ -117,3 +123,18 @@ def wait_until_idle(page, timeout_s: float = 420, quiet_s: float = 3) -> float:
             return last_busy - start
         page.wait_for_timeout(250)
     raise AssertionError(f"page still running after {timeout_s:.0f} s")
+
+
+def page_problems(page) -> list[str]:
+    """What on the page says the script failed: exceptions, tracebacks and error boxes (not warnings)."""
+    problems = []
+    exceptions = page.locator('[data-testid="stException"]')
+    for i in range(exceptions.count()):
+        problems.append(f"exception: {exceptions.nth(i).inner_text()[:500]}")
+    if not exceptions.count() and "Traceback (most recent call last)" in page.inner_text("body"):
+        problems.append("traceback")
+    # An exception is drawn in an error alert too: count only the error boxes outside one.
+    errors = page.locator(f'{ERROR_ALERT}:not([data-testid="stException"] *)')
+    for i in range(errors.count()):
+        problems.append(f"error: {errors.nth(i).inner_text()[:500]}")
+    return problems

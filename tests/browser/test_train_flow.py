@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.support import ROOT, chromium, require_browser, streamlit_app, wait_until_idle
+from tests.browser.support import ROOT, chromium, page_problems, require_browser, streamlit_app, wait_until_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 expect = pytest.importorskip("playwright.sync_api", reason="playwright (python) is not installed").expect
@@ -51,9 +51,8 @@ def nav(page, name: str) -> None:
 
 
 def no_exception(page, where: str) -> None:
-    errors = page.locator('[data-testid="stException"]')
-    assert not errors.count(), f"{where}: {errors.first.inner_text()[:800]}"
-    assert "Traceback (most recent call last)" not in page.inner_text("body"), where
+    problems = page_problems(page)  # exceptions, tracebacks and st.error boxes
+    assert not problems, f"{where}: {problems}"
 
 
 def alert_text(page, pattern: str, timeout_s: float = 60) -> re.Match:

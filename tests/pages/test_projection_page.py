@@ -105,3 +105,64 @@ def test_page_settings_survive_a_trip_to_another_page(shared_home, monkeypatch, 
     at.switch_page("pages/2_Projection.py").run()
     assert not at.exception
     assert at.number_input(key="cap").value == 40 and at.radio(key="method").value == "pca"
+
+
+@pytest.fixture
+def zero_shot_run(shared_home, monkeypatch, data_dir):
+    """A real residual run on the view's level, trained with 1 zero-shot class (trained once per session)."""
+    monkeypatch.setenv("BIOVIZ_HOME", str(shared_home))
+    out = shared_home / "runs" / "zero-shot-run"
+    if not (out / "run.json").is_file():
+        from trainer.config import TrainConfig, validate
+        from trainer.runs import train_run
+
+        train_run(validate(TrainConfig(source=str(data_dir / "views_table.tsv"), depth=1, shots=2, seed=5,
+                                       zero_shot_classes=1, hidden=32, epochs=2, device="cpu")), out)
+    return out
+
+
+def test_markers_show_the_compared_runs_own_split(app, zero_shot_run):
+    app.query_params.update({"method": "pca", "model_b": str(zero_shot_run)})
+    at = app.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    spec = charts(at)[0]
+    caption = spec["layout"]["annotations"][-1]["text"]
+    assert "markers: zero-shot-run's own split (2 shots, seed 5, 1 zero-shot classes)" in caption
+    split = json.loads((zero_shot_run / "split.json").read_text())
+    by_part = {}
+    for trace in spec["data"]:
+        part = (trace.get("hovertemplate") or "").rsplit("<br>", 1)[-1].replace("<extra></extra>", "")
+        by_part.setdefault(part, set()).update(p[1] for p in trace.get("customdata") or [])
+    assert by_part["zero-shot"] == set(split["zero_shot"]) and by_part["train"] == set(split["train"])
+    assert at.number_input(key="shots").disabled
+
+
+def test_a_run_of_another_level_falls_back_to_the_pages_split(app, zero_shot_run):
+    app.query_params.update({"method": "pca", "depth": "2", "model_b": str(zero_shot_run)})
+    at = app.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    caption = charts(at)[0]["layout"]["annotations"][-1]["text"]
+    assert "markers: split with 15 shots, seed 0, no zero-shot classes (zero-shot-run was trained on another level)" \
+        in caption
+    assert not at.number_input(key="shots").disabled
+
+
+def test_a_second_visit_reuses_the_built_figure(app, monkeypatch):
+    import bioviz.figures as figures
+
+    built = []
+    real = figures.projection_pair_figure
+    monkeypatch.setattr(figures, "projection_pair_figure", lambda *a, **k: built.append(1) or real(*a, **k))
+    app.query_params.update({"method": "pca", "cap": "33"})
+    at = app.run()
+    assert not at.exception and len(built) == 1
+    fresh = AppTest.from_file(str(PAGE), default_timeout=300)
+    fresh.query_params.update(dict(app.query_params))
+    again = fresh.run()
+    assert not again.exception and len(built) == 1  # a new session, the same figure
+    assert charts(again)[0] == charts(at)[0]
+    # The CSV is built only when its button is clicked.
+    assert [b.label for b in again.get("download_button")][0] == "Download numbers (CSV, 33 rows)"
+    again.session_state["_projection_selected"] = np.array([0])
+    again.run()
+    assert len(built) == 2  # a selection changes what is drawn

@@ -126,6 +126,12 @@ def test_hierarchy_figure_kinds_and_colours(onto):
         assert trace.marker.cmid == 0 and trace.marker.cmax == pytest.approx(-trace.marker.cmin)
     plain = hierarchy_figure(tree, None)
     assert plain.data[0].marker.colorscale is None
+    # Long labels wrap into a few short lines in boxes (one long line would be hidden), not in the sunburst.
+    long_label = next(label for label in tree.nodes["label"] if len(label) > 18)
+    row = list(tree.nodes["label"]).index(long_label)
+    box_label = hierarchy_figure(tree, values, "treemap").data[0].labels[row]
+    assert "<br>" in box_label and all(len(line) <= 18 for line in box_label.split("<br>"))
+    assert "<br>" not in hierarchy_figure(tree, values, "sunburst").data[0].labels[row]
     with pytest.raises(ValueError):
         hierarchy_figure(tree, values, "pie")
 
