@@ -118,6 +118,9 @@ gain = values[node_ids.index(node)] if values is not None else np.nan
 st.caption(f"{int(row['names']):,} names in {int(row['classes'])} classes · depth {int(row['depth'])}"
            + (f" · {value_label} {gain:+.3f}" if np.isfinite(gain) else ""))
 
+# Column and panel names: the models' ids, told apart when both sides show the same model.
+model_names = ((space_a.model_id, space_b.model_id) if space_a.model_id != space_b.model_id
+               else (f"{space_a.model_id} (baseline)", f"{space_b.model_id} (compared)"))
 names_col, near_col = st.columns([1, 2])
 with names_col:
     st.markdown("**Names under this node**")
@@ -129,12 +132,12 @@ with near_col:
     st.markdown(f"**Nearest names to “{labels[node]}”** (✓ = under this node)")
     under = set(name_rows.tolist())
     near_tables = []
-    for space, model in ((space_a, model_a), (space_b, model_b)):
+    for space, model, name in ((space_a, model_a, model_names[0]), (space_b, model_b, model_names[1])):
         query_vec = cache.term_space(model, (labels[node],)).vectors[0]
         rows, scores = nearest(space.vectors, query_vec, k=10)
         near_tables.append(pd.DataFrame({
-            f"{space.model_id}": [("✓ " if r in under else "") + view.names[r] for r in rows],
-            f"cosine ({space.model_id})": np.round(scores, 3),
+            name: [("✓ " if r in under else "") + view.names[r] for r in rows],
+            f"cosine ({name})": np.round(scores, 3),
         }))
     st.dataframe(pd.concat(near_tables, axis=1), hide_index=True, width="stretch", height=300)
 
@@ -157,9 +160,9 @@ true_class = int(view.labels[mention_row])
 try:
     hyp_names, hyp_classes = hypernym_candidates(view)
     rankings = {}
-    for space, model in ((space_a, model_a), (space_b, model_b)):
+    for space, model, name in ((space_a, model_a, model_names[0]), (space_b, model_b, model_names[1])):
         hyp_vectors = cache.term_space(model, tuple(hyp_names)).vectors
-        rankings[space.model_id] = hypernym_ranking(space.vectors[mention_row], hyp_vectors, hyp_names, hyp_classes,
+        rankings[name] = hypernym_ranking(space.vectors[mention_row], hyp_vectors, hyp_names, hyp_classes,
                                                     true_class, view, k=10)
 except BiovizError as error:
     st.error(str(error))

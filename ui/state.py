@@ -250,5 +250,7 @@ def model_pickers(two: bool = True) -> tuple[str, str | None]:
             if st.button("Use model", disabled=not custom.strip()):
                 st.session_state["model_a" if slot == "Baseline" else "model_b"] = custom.strip()
                 st.rerun()
+        if two and st.session_state["model_a"] == st.session_state["model_b"]:
+            st.warning("Baseline and compared model are the same: the two sides will not differ.")
     _save()
     return st.session_state["model_a"], (st.session_state["model_b"] if two else None)

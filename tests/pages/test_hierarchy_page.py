@@ -77,3 +77,14 @@ def test_synonym_sets_have_no_hierarchy(app):
     at = app.run()
     assert not at.exception
     assert "turn off synonym sets" in at.error[0].value
+
+
+def test_the_same_model_on_both_sides_is_told_apart_not_a_crash(app):
+    app.query_params["model_b"] = "char-tfidf"
+    app.query_params["model_a"] = "char-tfidf"
+    at = app.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("the same" in w.value for w in at.sidebar.warning)
+    neighbours = at.dataframe[2].value
+    assert list(neighbours.columns)[:2] == ["char-tfidf (baseline)", "cosine (char-tfidf (baseline))"]
+    assert "char-tfidf (compared)" in neighbours.columns
