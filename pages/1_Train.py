@@ -36,9 +36,13 @@ CHOICES = {"stop_on": STOP_ON, "definition_scope": ("train", "all")}
 # leaves the page while the job table refreshes itself, and later picks the newest job
 # again, so the choice is kept under a key no widget owns and the widget is set from it.
 SELECTED = "train_selected_job"
+# Form widgets whose values survive a visit to another page (see ui.state.restore_form).
+FORM_KEYS = ("train_all_names", "train_shots", "train_encoder", "train_start", "train_base_other", "train_device")
+FORM_PREFIXES = ("train_hp_",)
 
 st.set_page_config(page_title="Train · bioviz", page_icon="🧬", layout="wide")
 state.init_state()
+state.restore_form("train")
 if SELECTED not in st.session_state and st.query_params.get("job"):
     st.session_state[SELECTED] = st.query_params["job"]
 state.selection_sidebar()
@@ -99,6 +103,8 @@ with st.expander("Hyperparameters (the papers' defaults for this encoder)"):
             else:
                 values[name] = int(st.number_input(name, value=int(default), min_value=0, step=1, key=key,
                                                    help=h["help"]))
+
+state.keep_form("train", FORM_KEYS, FORM_PREFIXES)
 
 if view is not None:
     seed = values.get("split_seed") if values.get("split_seed") is not None else values.get("seed", 0)

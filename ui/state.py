@@ -26,6 +26,7 @@ PRESET_MODELS = ["minilm", "char-tfidf"]
 UMLS_KEYS = ("sab", "semantic_group", "hierarchy")
 SHARED_KEYS = ("source", "root", "depth", "synonyms", "keep_ambiguous", "model_a", "model_b", *UMLS_KEYS)
 SAVED = "_bioviz_selection"  # a copy of SHARED_KEYS under a key no widget is bound to
+FORMS = "_bioviz_forms"  # page -> {widget key: value}: form values kept across page visits
 DEFAULT_ROOTS = {s["name"]: s["default_root"] for s in list_sources() if s["kind"] == "bundled"}
 
 
@@ -82,6 +83,25 @@ def init_state() -> None:
     st.session_state.update(_from_url())
     st.session_state["_bioviz_init"] = True
     _save()
+
+
+def restore_form(page: str) -> None:
+    """Put back a page's form values that Streamlit dropped when the user left the page.
+
+    Streamlit forgets the state of widgets not drawn on a run, so a form would come back
+    with its defaults after a visit to another page. Call before the form's widgets are
+    created; :func:`keep_form` records them.
+    """
+    for key, value in (st.session_state.get(FORMS) or {}).get(page, {}).items():
+        if key not in st.session_state:
+            st.session_state[key] = value
+
+
+def keep_form(page: str, keys: tuple[str, ...] = (), prefixes: tuple[str, ...] = ()) -> None:
+    """Record the current values of a page's form widgets (value widgets only, never buttons)."""
+    forms = st.session_state.setdefault(FORMS, {})
+    forms[page] = {k: v for k, v in st.session_state.items()
+                   if isinstance(k, str) and (k in keys or k.startswith(prefixes))}
 
 
 def _ensure_init() -> None:

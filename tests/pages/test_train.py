@@ -154,6 +154,23 @@ def test_the_selected_job_stays_selected_after_a_visit_to_another_page(tmp_home,
     assert any(m.value.startswith(f"**{older.id}**") for m in at.markdown)
 
 
+def test_the_form_keeps_its_values_after_a_visit_to_another_page(tmp_home, data_dir):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params["source"] = str(data_dir / "mini.obo")
+    at.run()
+    at.switch_page("pages/1_Train.py").run()
+    at.number_input(key="train_shots").set_value(1)
+    at.selectbox(key="train_encoder").set_value("dan")
+    at.number_input(key="train_hp_hidden").set_value(32).run()
+    assert not at.error, [e.value for e in at.error]
+    at.switch_page("app.py").run()
+    at.switch_page("pages/1_Train.py").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]  # 15 shots would not fit mini.obo
+    assert at.number_input(key="train_shots").value == 1
+    assert at.selectbox(key="train_encoder").value == "dan"
+    assert at.number_input(key="train_hp_hidden").value == 32
+
+
 @pytest.mark.slow
 def test_launch_a_real_run_from_the_page_and_open_it_in_views(tmp_home, data_dir):
     # Entered from app.py, as in the app, so st.switch_page finds the other pages.
