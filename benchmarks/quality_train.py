@@ -56,7 +56,8 @@ def best_validation(result, stop_on: str) -> dict:
     if not result.history:
         return {}
     record = next((r for r in result.history if r["epoch"] == result.best_epoch), result.history[-1])
-    return {"val_mAP": record.get("val_mAP"), "val_loss": record.get("val_loss")}
+    return {"val_mAP": record.get("val_mAP"), "val_loss": record.get("val_loss"),
+            "val_retention": record.get("val_retention")}
 
 
 def run_one(config, with_relatedness: bool) -> dict:
@@ -142,7 +143,16 @@ def _task(task: dict) -> dict:
 
 
 def selection_value(rows: list[dict], select: str) -> float:
-    """Mean validation criterion of a grid point (higher is better: losses are negated)."""
+    """Mean validation criterion of a grid point (higher is better: losses are negated).
+
+    ``balanced`` is the validation mAP gain over the base times the validation retention
+    (:class:`bioviz.metrics.CrossClassRetention`): zero for a head that learns nothing and
+    for one that scrambles everything between classes, so neither extreme of a grid wins.
+    """
+    if select == "balanced":
+        values = [(r["val_mAP"] - r["base_val_mAP"]) * r["val_retention"] for r in rows
+                  if isinstance(r.get("val_mAP"), (int, float)) and isinstance(r.get("val_retention"), (int, float))]
+        return statistics.fmean(values) if values else float("-inf")
     key = "val_loss" if select == "loss" else "val_mAP"
     values = [r[key] for r in rows if isinstance(r.get(key), (int, float))]
     if not values:
@@ -162,6 +172,9 @@ def summarise(rows: list[dict], with_relatedness: bool) -> dict:
         if any(r.get("val_mAP") is not None for r in rows) else None,
         "mean_val_loss": round(statistics.fmean(r["val_loss"] for r in rows if r.get("val_loss") is not None), 4)
         if any(r.get("val_loss") is not None for r in rows) else None,
+        "mean_val_retention": round(statistics.fmean(r["val_retention"] for r in rows
+                                                     if r.get("val_retention") is not None), 4)
+        if any(r.get("val_retention") is not None for r in rows) else None,
     }
     if rows and "cca_only_test_mAP" in rows[0]:
         summary["cca_only_test_mAP"] = statistics.median(r["cca_only_test_mAP"] for r in rows)
@@ -193,8 +206,9 @@ def main(argv=None) -> int:
                         help="any TrainConfig field, e.g. --set hidden=9600 --set epochs=20")
     parser.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
                         help="train every combination; the best mean validation criterion is selected")
-    parser.add_argument("--select", choices=("auto", "loss", "mAP"), default="auto",
-                        help="validation criterion for the selection (auto: the encoder's stopping criterion)")
+    parser.add_argument("--select", choices=("auto", "loss", "mAP", "balanced"), default="auto",
+                        help="validation criterion for the selection (auto: the encoder's stopping criterion; "
+                             "balanced: validation mAP gain x cross-class retention of the base's similarities)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per training (the machine is shared)")
     parser.add_argument("--workers", type=int, default=1, help="trainings at once (separate processes)")
     parser.add_argument("--no-relatedness", action="store_true")
@@ -234,16 +248,20 @@ def main(argv=None) -> int:
     for encoder in args.encoders:
         stop_on = fixed.get("stop_on") or _DEFAULTS[encoder]["stop_on"]
         select = args.select if args.select != "auto" else stop_on
-        scored = []
+        scored, scored_balanced = [], []
         for overrides in points:
             mine = [r for r in rows if r["encoder"] == encoder and r["overrides"] == overrides]
             summary = {"encoder": encoder, "source": args.source, "root": args.root, "depth": args.depth,
                        "fixed": fixed, "overrides": overrides, **summarise(mine, not args.no_relatedness)}
             scored.append((selection_value(mine, select), summary))
+            scored_balanced.append((selection_value(mine, "balanced"), summary))
             print(json.dumps({"summary": summary}), flush=True)
         if len(points) > 1:
             value, best = max(scored, key=lambda item: item[0])
             print(json.dumps({"selected": {"by": f"validation {select}", **best}}), flush=True)
+            if select != "balanced":  # the trade-off choice, side by side
+                value, best = max(scored_balanced, key=lambda item: item[0])
+                print(json.dumps({"selected": {"by": "validation balanced", **best}}), flush=True)
     return 0
 
 

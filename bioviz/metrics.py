@@ -443,3 +443,51 @@ def spearman_bootstrap_ci(x, y, n_boot: int = 1000, seed: int = 0, level: float 
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(rhos, [tail, 100 - tail])
     return [float(low), float(high)]
+
+
+class CrossClassRetention:
+    """How much of a base model's similarity structure between classes a trained model keeps.
+
+    Spearman correlation between base and trained cosine similarities of name pairs from
+    different classes. Class-based training is meant to pull each class together; what it
+    does between classes is what relatedness benchmarks (MayoSRS, UMNSRS) see, and a class
+    metric such as mAP cannot. Computed on a split's own names (the trainer uses the
+    validation names), so a hyperparameter choice that weighs it never sees benchmark pairs.
+
+    Parameters
+    ----------
+    base_vectors : array (n, d)
+        The base model's vectors of the names.
+    labels : array (n,)
+        Class index per name; only pairs with different labels count.
+    max_pairs : int
+        A fixed random sample of at most this many pairs keeps each call cheap.
+    seed : int
+        Seed of that sample.
+
+    Examples
+    --------
+    >>> probe = CrossClassRetention(base, labels)
+    >>> probe(trained)  # 1.0: the same order of cross-class similarities as the base
+    """
+
+    def __init__(self, base_vectors, labels, max_pairs: int = 200_000, seed: int = 0):
+        labels = np.asarray(labels)
+        upper = np.triu_indices(len(labels), 1)
+        cross = labels[upper[0]] != labels[upper[1]]
+        self.left, self.right = upper[0][cross], upper[1][cross]
+        if len(self.left) > max_pairs:
+            keep = np.sort(np.random.default_rng(seed).choice(len(self.left), max_pairs, replace=False))
+            self.left, self.right = self.left[keep], self.right[keep]
+        self.base_ranks = rankdata(self._cosines(base_vectors))
+
+    def _cosines(self, vectors) -> np.ndarray:
+        x = np.asarray(vectors, dtype=np.float32)
+        x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+        return np.einsum("ij,ij->i", x[self.left], x[self.right])
+
+    def __call__(self, trained_vectors) -> float:
+        """Spearman's rho between base and trained cross-class similarities (NaN under 3 pairs)."""
+        if len(self.left) < 3:
+            return float("nan")
+        return float(np.corrcoef(self.base_ranks, rankdata(self._cosines(trained_vectors)))[0, 1])

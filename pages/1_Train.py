@@ -16,7 +16,7 @@ from bioviz.evaluation import read_run_evaluations, results_table
 from bioviz.figures import baseline_vs_trained, export_config, training_curves
 from bioviz.runs import is_run_dir, list_runs, read_run, run_row, stored_results_rows
 from trainer.config import ENCODERS, STOP_ON
-from trainer.job_options import encoder_defaults, estimate_sizes, field_help, hyperparameters
+from trainer.job_options import applies_to, encoder_defaults, estimate_sizes, field_help, hyperparameters
 from trainer.jobs import ACTIVE, CANCELLED, QUEUED, RUNNING, SUCCEEDED, describe_config, job_row, queue_position, \
     read_progress, tail
 from trainer.worker import DEVICE_CHOICES, Worker, gpu_count
@@ -86,9 +86,7 @@ defaults = encoder_defaults(encoder)
 values: dict = {}
 with st.expander("Hyperparameters (the papers' defaults for this encoder)"):
     columns = st.columns(4)
-    shown = [h for h in hyperparameters() if h["name"] != "shots"
-             # encoder-specific settings ("cca: ...", "definitions: ...") only for that encoder
-             and (":" not in h["help"].split(" ")[0] or h["help"].startswith(f"{encoder}:"))]
+    shown = [h for h in hyperparameters() if h["name"] != "shots" and applies_to(h, encoder)]
     for i, h in enumerate(shown):
         name, default = h["name"], defaults.get(h["name"], h["default"])
         key = f"train_hp_{encoder}_{name}" if h["per_encoder"] else f"train_hp_{name}"
@@ -96,6 +94,8 @@ with st.expander("Hyperparameters (the papers' defaults for this encoder)"):
             if name in CHOICES:
                 options = [c for c in CHOICES[name] if c != "auto"]
                 values[name] = st.selectbox(name, options, index=options.index(default), key=key, help=h["help"])
+            elif h["type"] == "bool":
+                values[name] = st.checkbox(name, value=bool(default), key=key, help=h["help"])
             elif "float" in h["type"]:
                 values[name] = st.number_input(name, value=float(default), key=key, help=h["help"], format="%g")
             elif default is None:  # optional integer (split_seed): empty = derived from another field

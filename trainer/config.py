@@ -18,12 +18,16 @@ STOP_ON = ("auto", "loss", "mAP")
 DEVICES = ("auto", "cpu", "cuda")
 
 # Per-encoder defaults from the papers: batch size, learning rate, max epochs, stopping criterion.
+# The contextual weight is the DAN's gamma (higher-level §3, alpha = beta = gamma = 1); the
+# grounding paper's CCA+DAN has no contextual objective (0), the other types none at all.
 _DEFAULTS = {
-    "residual": {"batch_size": 16, "lr": 1e-3, "epochs": 100, "stop_on": "loss"},  # fewshot §3.2
-    "dan": {"batch_size": 64, "lr": 1e-3, "epochs": 100, "stop_on": "mAP"},  # higher-level §5.2
-    "cca": {"batch_size": 64, "lr": 1e-3, "epochs": 100, "stop_on": "mAP"},  # grounding §5.3
-    "hierarchical": {"batch_size": 64, "lr": 1e-3, "epochs": 100, "stop_on": "mAP"},  # HiPrBERT §3.5 head
-    "definitions": {"batch_size": 64, "lr": 2e-5, "epochs": 1, "stop_on": "mAP"},  # BioLORD §3.2, App. A
+    "residual": {"batch_size": 16, "lr": 1e-3, "epochs": 100, "stop_on": "loss", "context_weight": 0.0},  # fewshot §3.2
+    "dan": {"batch_size": 64, "lr": 1e-3, "epochs": 100, "stop_on": "mAP", "context_weight": 1.0},  # higher-level §5.2
+    "cca": {"batch_size": 64, "lr": 1e-3, "epochs": 100, "stop_on": "mAP", "context_weight": 0.0},  # grounding §5.3
+    "hierarchical": {"batch_size": 64, "lr": 1e-3, "epochs": 100, "stop_on": "mAP",
+                     "context_weight": 0.0},  # HiPrBERT §3.5 head
+    "definitions": {"batch_size": 64, "lr": 2e-5, "epochs": 1, "stop_on": "mAP",
+                    "context_weight": 0.0},  # BioLORD §3.2, App. A
 }
 
 
@@ -52,7 +56,11 @@ class TrainConfig:
     lr: float | None = None  # learning rate (Adam 1e-3; AdamW 2e-5 for fine-tuning)
     batch_size: int | None = None  # 16 residual, 64 dan/cca/hierarchical/definitions
     margin: float = 0.1  # triplet margin
+    triplet_weight: float = 1.0  # residual/dan/cca: weight of the triplet loss (alpha in higher-level §3)
+    grounding_weight: float = 1.0  # residual/dan/cca: weight of the grounding loss (beta in higher-level §3)
+    context_weight: float | None = None  # dan/cca: weight of the contextual loss d(f(n), u_n) (gamma; dan 1, cca 0)
     dropout: float = 0.5  # dropout on the hidden layer
+    identity_start: bool = False  # residual/dan/cca/hierarchical: start the head at f(u) = u, not random (hidden >= 2 x dim)
     synonym_dropout: float = 0.5  # cca: names left out of each prototype mean
     patience: int = 10  # epochs without validation improvement before stopping
     stop_on: str = "auto"  # early-stopping criterion: loss (few-shot) or mAP (level training)
@@ -99,8 +107,15 @@ def _check_numbers(c: TrainConfig) -> None:
         (c.lr > 0, f"learning rate must be positive (got {c.lr})"),
         (c.batch_size >= 2, f"batch size must be at least 2 (got {c.batch_size})"),
         (c.margin >= 0, f"margin must be >= 0 (got {c.margin})"),
+        (min(c.triplet_weight, c.grounding_weight, c.context_weight) >= 0,
+         "loss weights must be >= 0 (got triplet {}, grounding {}, context {})".format(
+             c.triplet_weight, c.grounding_weight, c.context_weight)),
+        (c.context_weight == 0 or c.encoder in ("dan", "cca"),
+         f"a contextual loss applies to dan and cca only (got context_weight {c.context_weight} for {c.encoder})"),
         (0 <= c.dropout < 1, f"dropout must be in [0, 1) (got {c.dropout})"),
         (0 <= c.synonym_dropout < 1, f"synonym dropout must be in [0, 1) (got {c.synonym_dropout})"),
+        (not c.identity_start or (c.encoder != "definitions" and not c.finetune),
+         "identity_start applies to trained heads (not to fine-tuning)"),
         (c.patience >= 1, f"patience must be at least 1 (got {c.patience})"),
         (c.max_pairs >= 1, f"max_pairs must be at least 1 (got {c.max_pairs})"),
     ]
@@ -186,6 +201,7 @@ def validate(config: TrainConfig, check_data: bool = True) -> TrainConfig:
         lr=config.lr or defaults["lr"],
         epochs=config.epochs or defaults["epochs"],
         stop_on=defaults["stop_on"] if config.stop_on == "auto" else config.stop_on,
+        context_weight=defaults["context_weight"] if config.context_weight is None else config.context_weight,
         source_options=dict(config.source_options or {}),
     )
     _check_numbers(c)

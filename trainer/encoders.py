@@ -44,6 +44,42 @@ class FeedForward(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.output_layer(self.dropout(torch.relu(self.hidden_layer(x))))
 
+    @torch.no_grad()
+    def start_at_identity(self) -> "FeedForward":
+        """Start training from ``enc(x) = x`` instead of a random map.
+
+        The first ``2 * dim`` hidden units become ``relu(x)`` and ``relu(-x)`` and the output
+        layer reads ``relu(x) - relu(-x) = x`` from them; the other hidden units keep their
+        random weights with zero output weights, so they start silent but get gradients.
+        Why: trained on a few hundred names, a randomly initialised head never relearns the
+        base space on names it has not seen (relatedness pairs, other levels), although the
+        contextual and grounding objectives ask for it; starting there keeps it. Dropout is
+        inverted, so the identity holds in expectation while training and exactly at
+        inference.
+
+        Returns
+        -------
+        FeedForward
+            ``self``, for chaining.
+
+        Raises
+        ------
+        ValueError
+            If input and output widths differ or the hidden layer is narrower than ``2 * dim``.
+        """
+        d, h = self.hidden_layer.in_features, self.hidden_layer.out_features
+        if self.output_layer.out_features != d:
+            raise ValueError("an identity start needs the output as wide as the input")
+        if h < 2 * d:
+            raise ValueError(f"an identity start needs hidden >= 2 x {d} = {2 * d} (got {h})")
+        eye = torch.eye(d)
+        self.hidden_layer.weight[: 2 * d] = torch.cat([eye, -eye])
+        self.hidden_layer.bias[: 2 * d] = 0
+        self.output_layer.weight.zero_()
+        self.output_layer.weight[:, : 2 * d] = torch.cat([eye, -eye], dim=1)
+        self.output_layer.bias.zero_()
+        return self
+
 
 class ResidualEncoder(nn.Module):
     """``f(n) = (enc(u_n) + u_n) / 2``: the encoder updates rather than replaces ``u_n``.
@@ -201,10 +237,18 @@ def fit_cca(vectors: np.ndarray, labels: np.ndarray, seed: int = 0) -> tuple[Lin
     return LinearMap(wx, bx), LinearMap(wy, by), k
 
 
-def build_head(kind: str, dim: int, hidden: int, dropout: float) -> nn.Module:
-    """A fresh trainable head for an encoder type (``hierarchical`` uses the residual head)."""
+def build_head(kind: str, dim: int, hidden: int, dropout: float, identity_start: bool = False) -> nn.Module:
+    """A fresh trainable head for an encoder type (``hierarchical`` uses the residual head).
+
+    ``identity_start`` starts the head's ``enc`` at the identity
+    (:meth:`FeedForward.start_at_identity`), so the head starts at ``f(u) = u``.
+    """
     if kind in ("residual", "hierarchical"):
-        return ResidualEncoder(dim, hidden, dropout)
-    if kind in ("dan", "cca"):
-        return DANEncoder(dim, hidden, dropout)
-    raise ValueError(f"no head for encoder {kind!r}")
+        head = ResidualEncoder(dim, hidden, dropout)
+    elif kind in ("dan", "cca"):
+        head = DANEncoder(dim, hidden, dropout)
+    else:
+        raise ValueError(f"no head for encoder {kind!r}")
+    if identity_start:
+        head.enc.start_at_identity()
+    return head

@@ -20,7 +20,7 @@ from trainer.config import ENCODERS, TrainConfig, check_split_feasible, validate
 SELECTION_FIELDS = ("source", "root", "depth", "synonyms", "keep_ambiguous", "source_options")
 MODEL_FIELDS = ("encoder", "base", "init")
 # Settings whose default depends on the encoder type (filled by trainer.config.validate).
-ENCODER_DEPENDENT = ("epochs", "lr", "batch_size", "stop_on")
+ENCODER_DEPENDENT = ("epochs", "lr", "batch_size", "stop_on", "context_weight")
 
 _FIELD_COMMENT = re.compile(r"^\s+(\w+)\s*:[^#]*#\s*(.+?)\s*$")
 
@@ -55,6 +55,18 @@ def hyperparameters() -> list[dict]:
         out.append({"name": f.name, "default": default, "type": str(f.type), "help": helps.get(f.name, ""),
                     "per_encoder": f.name in ENCODER_DEPENDENT})
     return out
+
+
+def applies_to(option: dict, encoder: str) -> bool:
+    """Whether a hyperparameter from :func:`hyperparameters` concerns ``encoder``.
+
+    Settings of some encoder types only say so in their help: ``"cca: ..."`` or
+    ``"dan/cca: ..."``; the rest apply to all.
+    """
+    first = option["help"].split(" ")[0]
+    if not first.endswith(":"):
+        return True
+    return encoder in first[:-1].split("/")
 
 
 def estimate_sizes(view: LevelView, shots: int | None, seed: int = 0, test_per_class: int = 1,

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from bioviz.errors import BiovizError
+from bioviz.metrics import CrossClassRetention
 from trainer import encoders, losses, sampling
 from trainer.config import TrainConfig, validate  # noqa: F401  (TrainConfig is re-exported here)
 from trainer.data import TrainingData
@@ -202,7 +204,10 @@ class Trainer:
         if c.encoder == "cca":
             projection, prototype_map, k = encoders.fit_cca(data.vectors[train_rows], labels_np[train_rows], c.seed)
             x_all = projection(u_all)
-        model = encoders.build_head(c.encoder, data.dim, c.hidden, c.dropout).to(dev)
+        try:
+            model = encoders.build_head(c.encoder, data.dim, c.hidden, c.dropout, c.identity_start).to(dev)
+        except ValueError as error:  # e.g. an identity start with too narrow a hidden layer
+            raise BiovizError(f"{error} for base vectors of {data.dim} dimensions") from None
         optimiser = _adam(model.parameters(), c.lr, dev)
 
         prototypes = encoders.class_prototypes(data.vectors[train_rows], labels_np[train_rows], n_classes)
@@ -212,7 +217,9 @@ class Trainer:
         targets = {
             "residual": {"ground": (proto_t[labels_t] + u_all) / 2},
             "dan": {"context": u_all, "ground": (proto_t[labels_t] + u_all) / 2},
-            "cca": {"proto": prototype_map(proto_t) if prototype_map is not None else None},
+            # cca's optional contextual target is the name's own CCA-projected vector (its input).
+            "cca": {"proto": prototype_map(proto_t) if prototype_map is not None else None,
+                    "context": x_all if c.context_weight > 0 else None},
             "hierarchical": {},
         }[c.encoder]
         targets = {k: v.to(dev) for k, v in targets.items() if v is not None}
@@ -246,7 +253,15 @@ class Trainer:
                 names = torch.cat([a, p])
                 name_labels = labels_t[torch.cat([rows, pos]).cpu()].to(dev)
                 terms["ground"] = proto_loss(names, name_labels, targets["proto"], generator=self.generator)
+                if c.context_weight > 0:
+                    terms["context"] = loss_fns["ground"](a, targets["context"][rows])
             return terms
+
+        weights = {"triplet": c.triplet_weight, "ground": c.grounding_weight, "context": c.context_weight, "ms": 1.0}
+
+        def weighted_total(terms: dict):
+            """The multi-task loss: the papers' weighted sum of the terms (all weights 1 by default)."""
+            return sum(weights[name] * value for name, value in terms.items())
 
         def batch_losses(rows: torch.Tensor, pos: torch.Tensor | None, neg: torch.Tensor | None,
                          cats: torch.Tensor | None = None) -> dict:
@@ -278,7 +293,7 @@ class Trainer:
                     rows_t = torch.from_numpy(val_rows)
                     terms = loss_terms(enc, enc[pos.to(dev)], enc[neg.to(dev)], rows_t.to(dev),
                                        rows_t[pos].to(dev), training=False)
-            return float(sum(t.item() for t in terms.values()))
+            return float(weighted_total(terms))
 
         def validation_map(encoded: torch.Tensor) -> float:
             from bioviz.metrics import class_retrieval_map
@@ -288,6 +303,10 @@ class Trainer:
             enc = _normalise(encoded.numpy())  # the metric assumes unit rows
             return float(class_retrieval_map(enc[n_train:], labels_np[val_rows], enc[:n_train],
                                              labels_np[train_rows]))
+
+        # What the head keeps of the base's similarities between classes (a relatedness proxy
+        # computed on validation names only; quality_train.py can select on it).
+        retention = CrossClassRetention(data.vectors[val_rows], labels_np[val_rows])
 
         history: list[dict] = []
         per_epoch: list[float] = []
@@ -321,7 +340,7 @@ class Trainer:
                     terms = batch_losses(rows, None, None, categories[local][:, local])
                 else:
                     terms = batch_losses(rows, pos_all[local], neg_all[local])
-                total = sum(terms.values())
+                total = weighted_total(terms)
                 optimiser.zero_grad(set_to_none=True)
                 total.backward()
                 optimiser.step()
@@ -341,7 +360,7 @@ class Trainer:
             elapsed = time.perf_counter() - started
             per_epoch.append(time.perf_counter() - epoch_started)
             record = {"epoch": epoch, "losses": epoch_losses, "val_mAP": val_map, "val_loss": val_loss,
-                      "seconds": per_epoch[-1]}
+                      "val_retention": retention(encoded[n_train:].numpy()), "seconds": per_epoch[-1]}
             history.append(record)
             self._emit({"event": "epoch", "epoch": epoch, "max_epochs": c.epochs, "losses": epoch_losses,
                         "val_metric": value, "val_name": c.stop_on, "val_mAP": val_map,

@@ -181,3 +181,29 @@ def test_spearman_matches_scipy():
     low, high = metrics.spearman_bootstrap_ci(x, y, n_boot=300)
     assert low < metrics.spearman(x, y) < high
     assert np.isnan(metrics.spearman([1, 2], [1, 2]))
+
+
+def test_cross_class_retention_is_one_for_the_base_and_lower_for_a_scramble():
+    from bioviz.metrics import CrossClassRetention
+
+    rng = np.random.default_rng(0)
+    labels = np.repeat(np.arange(4), 10)
+    base = rng.normal(size=(40, 8))
+    probe = CrossClassRetention(base, labels)
+    assert probe(base) == pytest.approx(1.0)
+    assert probe(3.0 * base) == pytest.approx(1.0)  # cosines: the scale does not matter
+    assert abs(probe(rng.normal(size=(40, 8)))) < 0.2
+    # Only pairs across classes count.
+    assert len(probe.left) == 40 * 39 // 2 - 4 * 45
+    assert (labels[probe.left] != labels[probe.right]).all()
+
+
+def test_cross_class_retention_samples_a_fixed_subset_of_pairs():
+    from bioviz.metrics import CrossClassRetention
+
+    rng = np.random.default_rng(1)
+    labels = np.arange(100) % 5
+    base = rng.normal(size=(100, 6))
+    first, second = CrossClassRetention(base, labels, max_pairs=500), CrossClassRetention(base, labels, max_pairs=500)
+    assert len(first.left) == 500 and np.array_equal(first.left, second.left)
+    assert np.isnan(CrossClassRetention(base[:2], labels[:2])(base[:2]))

@@ -62,7 +62,14 @@ def test_form_shows_the_training_set_estimate_and_encoder_defaults(page):
     assert at.number_input(key="train_hp_dan_batch_size").value == 64  # higher-level semantics §5.2
     assert at.selectbox(key="train_hp_dan_stop_on").value == "mAP"
     assert at.number_input(key="train_hp_hidden").help.startswith("hidden layer width")
+    assert at.number_input(key="train_hp_dan_context_weight").value == 1.0  # gamma, higher-level §3
+    assert at.checkbox(key="train_hp_identity_start").value is False
     assert "No training jobs yet" in at.info[0].value
+    # Options of other encoder types stay hidden; switches are checkboxes, not numbers.
+    at.selectbox(key="train_encoder").set_value("hierarchical").run()
+    keys = {w.key for w in at.number_input} | {w.key for w in at.checkbox}
+    assert "train_hp_finetune" in {w.key for w in at.checkbox}
+    assert not any("context_weight" in k or "synonym_dropout" in k for k in keys)
 
 
 def test_invalid_config_is_refused_with_one_line_and_no_job(page):
@@ -186,6 +193,7 @@ def test_launch_a_real_run_from_the_page_and_open_it_in_views(tmp_home, data_dir
     assert not at.exception and not at.error, [e.value for e in at.error]
     [job] = Worker().store.list()
     assert job.config["shots"] == 1 and job.config["epochs"] == 2 and job.requested_device == "cpu"
+    assert job.config["identity_start"] is False  # a checkbox, passed on as a switch
     assert at.selectbox(key="train_job").value == job.id
     done = wait_for(Worker(), job.id, lambda j: j.finished)
     assert done.status == SUCCEEDED, done.error

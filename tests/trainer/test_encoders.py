@@ -79,3 +79,30 @@ def test_stack_exports_cca_then_dan():
 def test_unknown_head_is_refused():
     with pytest.raises(ValueError):
         build_head("definitions", 4, 4, 0.5)
+
+
+@pytest.mark.parametrize("kind", ["residual", "dan", "cca", "hierarchical"])
+def test_identity_start_makes_the_head_start_at_its_input(kind):
+    torch.manual_seed(0)
+    head = build_head(kind, dim=8, hidden=24, dropout=0.5, identity_start=True).eval()
+    x = torch.nn.functional.normalize(torch.randn(5, 8), dim=1)
+    with torch.no_grad():
+        assert torch.allclose(head(x), x, atol=1e-6)
+        # ...and the exported Dense modules compute the same identity.
+        assert torch.allclose(_run_dense(head.to_dense_modules(), x), x, atol=1e-6)
+    # The extra hidden units start silent but are trainable.
+    assert head.enc.output_layer.weight[:, 16:].abs().sum() == 0
+    assert head.enc.hidden_layer.weight[16:].abs().sum() > 0
+
+
+def test_random_start_is_not_the_identity():
+    torch.manual_seed(0)
+    head = build_head("dan", dim=8, hidden=24, dropout=0.5).eval()
+    x = torch.nn.functional.normalize(torch.randn(5, 8), dim=1)
+    with torch.no_grad():
+        assert not torch.allclose(head(x), x, atol=1e-2)
+
+
+def test_identity_start_needs_twice_the_input_width():
+    with pytest.raises(ValueError, match="hidden >= 2 x 8"):
+        build_head("dan", dim=8, hidden=12, dropout=0.5, identity_start=True)

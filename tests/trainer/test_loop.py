@@ -99,3 +99,41 @@ def test_embedding_progress_reports_throttled_and_honours_a_cancel():
     cancel.set()
     with pytest.raises(Cancelled):
         report(60, 100)
+
+
+def test_history_reports_the_cross_class_retention(tiny_data, tiny_config):
+    result = Trainer(tiny_config(encoder="dan", epochs=2), tiny_data).run()
+    assert all(-1.0 <= h["val_retention"] <= 1.0 for h in result.history)
+
+
+def test_identity_started_dan_keeps_more_of_the_base_than_a_random_one(tiny_data, tiny_config):
+    random_start = Trainer(tiny_config(encoder="dan", epochs=1, lr=1e-12, stop_on="mAP"), tiny_data).run()
+    identity = Trainer(tiny_config(encoder="dan", epochs=1, lr=1e-12, stop_on="mAP", identity_start=True),
+                       tiny_data).run()
+    # Nothing is learnt at this learning rate: the identity start is the base space itself.
+    assert identity.history[0]["val_retention"] == pytest.approx(1.0, abs=1e-6)
+    assert random_start.history[0]["val_retention"] < 0.99
+    assert np.allclose(identity.vectors, tiny_data.vectors, atol=1e-5)
+
+
+def test_identity_start_too_narrow_is_a_one_line_error(tiny_data, tiny_config):
+    from bioviz.errors import BiovizError
+
+    with pytest.raises(BiovizError, match="hidden >= 2 x 16 = 32 .* 16 dimensions"):
+        Trainer(tiny_config(encoder="dan", hidden=20, identity_start=True), tiny_data).run()
+
+
+def test_loss_weights_scale_the_multi_task_loss(tiny_data, tiny_config):
+    plain = Trainer(tiny_config(encoder="dan", epochs=1), tiny_data).run().history[0]["losses"]
+    weighted = Trainer(tiny_config(encoder="dan", epochs=1, triplet_weight=0.0, context_weight=3.0),
+                       tiny_data).run().history[0]["losses"]
+    # Terms are reported unweighted; the total is their weighted sum (same first batch).
+    assert plain["total"] == pytest.approx(plain["triplet"] + plain["context"] + plain["ground"], rel=1e-5)
+    assert weighted["total"] == pytest.approx(3.0 * weighted["context"] + weighted["ground"], rel=1e-5)
+
+
+def test_cca_takes_an_optional_contextual_term(tiny_data, tiny_config):
+    without = Trainer(tiny_config(encoder="cca", epochs=1), tiny_data).run().history[0]["losses"]
+    with_context = Trainer(tiny_config(encoder="cca", epochs=1, context_weight=1.0), tiny_data).run()
+    assert "context" not in without
+    assert with_context.history[0]["losses"]["context"] > 0

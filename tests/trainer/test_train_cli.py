@@ -105,6 +105,9 @@ def test_cca_run_also_saves_the_projection_alone(data_dir, tmp_home, tmp_path, c
         (["--base", "char-tfidf"], "char-tfidf"),
         (["--lr", "-1"], "learning rate"),
         (["--init", "/nonexistent/run"], "not a complete trained run"),
+        (["--context-weight", "1"], "contextual loss applies to dan and cca only"),
+        (["--encoder", "definitions", "--identity-start"], "identity_start applies to trained heads"),
+        (["--triplet-weight", "-1"], "loss weights must be >= 0"),
     ],
 )
 def test_bad_input_exits_2_before_training(extra, reason, data_dir, tmp_home, tmp_path, capsys):
