@@ -364,6 +364,7 @@ class Trainer:
             history.append(record)
             self._emit({"event": "epoch", "epoch": epoch, "max_epochs": c.epochs, "losses": epoch_losses,
                         "val_metric": value, "val_name": c.stop_on, "val_mAP": val_map,
+                        "val_retention": record["val_retention"],
                         "elapsed_s": elapsed, "eta_s": elapsed / epoch * (c.epochs - epoch)})
             if epoch - best_epoch >= c.patience and best_epoch > 0:
                 stopped_early = epoch < c.epochs

@@ -15,6 +15,9 @@ from bioviz.figures.theme import apply_theme, theme
 def training_curves(events: list[dict], title: str, caption: str | None = None) -> go.Figure:
     """Loss components (left) and the validation metric (right) per epoch.
 
+    When the events carry ``val_retention`` (head encoders), the right panel also shows it:
+    Spearman's rho between base and trained similarities of validation names across classes.
+
     Parameters
     ----------
     events : list of dict
@@ -48,6 +51,16 @@ def training_curves(events: list[dict], title: str, caption: str | None = None) 
                                  marker={"size": 12, "symbol": "star", "color": "#e4572e"},
                                  hovertemplate=f"best {val_name} %{{y:.4g}} at epoch %{{x}}<extra></extra>"),
                       row=1, col=2)
+    # What the head keeps of the base's similarities between classes (trainer.loop records
+    # it for head encoders): falling while mAP rises is the relatedness cost of training.
+    kept = [(e["epoch"], e["val_retention"]) for e in epochs
+            if isinstance(e.get("val_retention"), (int, float)) and e["val_retention"] == e["val_retention"]]
+    if kept:
+        fig.add_trace(go.Scatter(x=[p[0] for p in kept], y=[p[1] for p in kept], mode="lines+markers",
+                                 name="cross-class retention", line={"color": "#7b8794", "dash": "dash"},
+                                 hovertemplate="retention of the base's cross-class similarities (Spearman)"
+                                               "<br>epoch %{x}<br>%{y:.4g}<extra></extra>"), row=1, col=2)
+        fig.layout.annotations[1].text = f"Validation {val_name} · cross-class retention"
     fig.update_xaxes(title_text="epoch")
     if not epochs:
         fig.add_annotation(text="waiting for the first epoch…", xref="paper", yref="paper", x=0.5, y=0.5,

@@ -19,6 +19,7 @@ def test_each_head_trains_and_reports_epochs(encoder, tiny_data, tiny_config):
     assert [e["epoch"] for e in epochs] == [1, 2, 3]
     assert all({"total", *({"triplet"} if encoder != "hierarchical" else {"ms"})} <= set(e["losses"]) for e in epochs)
     assert all(e["val_name"] == config.stop_on and e["eta_s"] >= 0 for e in epochs)
+    assert all(-1.0 <= e["val_retention"] <= 1.0 for e in epochs)  # drawn on the Train page's curves
     assert result.vectors.shape == tiny_data.vectors.shape
     assert np.allclose(np.linalg.norm(result.vectors, axis=1), 1.0, atol=1e-5)
     assert set(result.metrics) >= {"baseline", "trained"}

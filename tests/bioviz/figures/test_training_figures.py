@@ -37,3 +37,12 @@ def test_baseline_vs_trained_compares_shared_scores_only():
     assert [t.name for t in fig.data] == ["minilm", "r1"]
     assert list(fig.data[0].x) == ["validation mAP", "test mAP"]
     assert list(fig.data[1].y) == [0.6, 0.55]
+
+
+def test_curves_show_the_cross_class_retention_when_reported():
+    events = [{"event": "epoch", "epoch": i, "losses": {"total": 1.0}, "val_metric": 0.5, "val_name": "mAP",
+               "val_retention": r} for i, r in ((1, 0.9), (2, 0.8), (3, float("nan")))]
+    fig = training_curves(events, "t")
+    [kept] = [t for t in fig.data if t.name == "cross-class retention"]
+    assert list(kept.x) == [1, 2] and list(kept.y) == [0.9, 0.8]  # NaN epochs left out
+    assert "cross-class retention" in fig.layout.annotations[1].text
