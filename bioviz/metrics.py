@@ -44,6 +44,8 @@ import numpy as np
 from scipy import sparse
 from scipy.stats import rankdata
 
+from bioviz.space import l2_normalise
+
 logger = logging.getLogger(__name__)
 
 # Queries per chunk are chosen so one chunk's score matrix stays near this many entries
@@ -461,7 +463,8 @@ class CrossClassRetention:
     labels : array (n,)
         Class index per name; only pairs with different labels count.
     max_pairs : int
-        A fixed random sample of at most this many pairs keeps each call cheap.
+        Above this many pairs, a fixed random sample of this many (drawn with replacement)
+        keeps each call cheap.
     seed : int
         Seed of that sample.
 
@@ -472,22 +475,38 @@ class CrossClassRetention:
     """
 
     def __init__(self, base_vectors, labels, max_pairs: int = 200_000, seed: int = 0):
-        labels = np.asarray(labels)
-        upper = np.triu_indices(len(labels), 1)
-        cross = labels[upper[0]] != labels[upper[1]]
-        self.left, self.right = upper[0][cross], upper[1][cross]
-        if len(self.left) > max_pairs:
-            keep = np.sort(np.random.default_rng(seed).choice(len(self.left), max_pairs, replace=False))
-            self.left, self.right = self.left[keep], self.right[keep]
-        self.base_ranks = rankdata(self._cosines(base_vectors))
+        self.left, self.right = _cross_class_pairs(np.asarray(labels), max_pairs, seed)
+        self.base_cosines = self._cosines(base_vectors)
 
     def _cosines(self, vectors) -> np.ndarray:
-        x = np.asarray(vectors, dtype=np.float32)
-        x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+        x = l2_normalise(vectors)
         return np.einsum("ij,ij->i", x[self.left], x[self.right])
 
     def __call__(self, trained_vectors) -> float:
         """Spearman's rho between base and trained cross-class similarities (NaN under 3 pairs)."""
-        if len(self.left) < 3:
-            return float("nan")
-        return float(np.corrcoef(self.base_ranks, rankdata(self._cosines(trained_vectors)))[0, 1])
+        return spearman(self.base_cosines, self._cosines(trained_vectors))
+
+
+def _cross_class_pairs(labels: np.ndarray, max_pairs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs ``i < j`` with different labels: all of them, or a fixed sample of ``max_pairs``.
+
+    The sample is drawn directly, never by listing all ``n (n - 1) / 2`` pairs first: a
+    level trained with all its names (or on synonym sets) has tens of thousands of
+    validation names, and that list would take gigabytes.
+    """
+    n = len(labels)
+    if n * (n - 1) // 2 <= max_pairs:
+        left, right = np.triu_indices(n, 1)
+        cross = labels[left] != labels[right]
+        return left[cross], right[cross]
+    rng = np.random.default_rng(seed)
+    found_left, found_right, found = [], [], 0
+    for _ in range(20):  # a few rounds suffice unless nearly every name is in one class
+        i, j = rng.integers(n, size=(2, 2 * max_pairs))
+        keep = (i != j) & (labels[i] != labels[j])
+        found_left.append(np.minimum(i, j)[keep])
+        found_right.append(np.maximum(i, j)[keep])
+        found += int(keep.sum())
+        if found >= max_pairs:
+            break
+    return np.concatenate(found_left)[:max_pairs], np.concatenate(found_right)[:max_pairs]

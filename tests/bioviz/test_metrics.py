@@ -206,4 +206,17 @@ def test_cross_class_retention_samples_a_fixed_subset_of_pairs():
     base = rng.normal(size=(100, 6))
     first, second = CrossClassRetention(base, labels, max_pairs=500), CrossClassRetention(base, labels, max_pairs=500)
     assert len(first.left) == 500 and np.array_equal(first.left, second.left)
+    assert (labels[first.left] != labels[first.right]).all() and (first.left < first.right).all()
+    assert first(base) == pytest.approx(1.0)
     assert np.isnan(CrossClassRetention(base[:2], labels[:2])(base[:2]))
+
+
+def test_cross_class_retention_never_lists_every_pair_of_a_large_split(monkeypatch):
+    from bioviz.metrics import CrossClassRetention
+
+    # 60,000 names would mean 1.8e9 pairs (tens of GB as index arrays): they must be sampled.
+    monkeypatch.setattr(np, "triu_indices", lambda *a, **k: pytest.fail("listed every pair"))
+    labels = np.arange(60_000) % 50
+    base = np.random.default_rng(2).normal(size=(60_000, 4)).astype(np.float32)
+    probe = CrossClassRetention(base, labels, max_pairs=10_000)
+    assert len(probe.left) == 10_000 and probe(base) == pytest.approx(1.0)
