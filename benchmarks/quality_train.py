@@ -51,7 +51,7 @@ def relatedness(encode) -> dict:
     return out
 
 
-def best_validation(result, stop_on: str) -> dict:
+def best_validation(result) -> dict:
     """Validation figures of the restored (best) epoch."""
     if not result.history:
         return {}
@@ -77,7 +77,7 @@ def run_one(config, with_relatedness: bool) -> dict:
         "base_test_mAP": round(result.metrics["baseline"]["test"]["mAP"], 4),
         "trained_test_mAP": round(result.metrics["trained"]["test"]["mAP"], 4),
         "base_val_mAP": round(result.metrics["baseline"]["validation"]["mAP"], 4),
-        **best_validation(result, config.stop_on),
+        **best_validation(result),
     }
     if "cca_projection" in result.metrics:
         row["cca_only_test_mAP"] = round(result.metrics["cca_projection"]["test"]["mAP"], 4)
@@ -150,15 +150,18 @@ def selection_value(rows: list[dict], select: str) -> float:
     for one that scrambles everything between classes, so neither extreme of a grid wins.
     """
     if select == "balanced":
-        values = [(r["val_mAP"] - r["base_val_mAP"]) * r["val_retention"] for r in rows
-                  if isinstance(r.get("val_mAP"), (int, float)) and isinstance(r.get("val_retention"), (int, float))]
-        return statistics.fmean(values) if values else float("-inf")
-    key = "val_loss" if select == "loss" else "val_mAP"
-    values = [r[key] for r in rows if isinstance(r.get(key), (int, float))]
-    if not values:
+        rows = [{**r, "balanced": (r["val_mAP"] - r["base_val_mAP"]) * r["val_retention"]} for r in rows
+                if isinstance(r.get("val_mAP"), (int, float)) and isinstance(r.get("val_retention"), (int, float))]
+    mean = _mean(rows, {"loss": "val_loss", "mAP": "val_mAP"}.get(select, select))
+    if mean is None:
         return float("-inf")
-    mean = statistics.fmean(values)
     return -mean if select == "loss" else mean
+
+
+def _mean(rows: list[dict], key: str) -> float | None:
+    """Mean of ``key`` over the rows that report it (None when none does)."""
+    values = [r[key] for r in rows if isinstance(r.get(key), (int, float))]
+    return round(statistics.fmean(values), 4) if values else None
 
 
 def summarise(rows: list[dict], with_relatedness: bool) -> dict:
@@ -168,13 +171,7 @@ def summarise(rows: list[dict], with_relatedness: bool) -> dict:
         "base_test_mAP": statistics.median(r["base_test_mAP"] for r in rows),
         "trained_test_mAP": statistics.median(r["trained_test_mAP"] for r in rows),
         "median_gain": round(statistics.median(r["trained_test_mAP"] - r["base_test_mAP"] for r in rows), 4),
-        "mean_val_mAP": round(statistics.fmean(r["val_mAP"] for r in rows if r.get("val_mAP") is not None), 4)
-        if any(r.get("val_mAP") is not None for r in rows) else None,
-        "mean_val_loss": round(statistics.fmean(r["val_loss"] for r in rows if r.get("val_loss") is not None), 4)
-        if any(r.get("val_loss") is not None for r in rows) else None,
-        "mean_val_retention": round(statistics.fmean(r["val_retention"] for r in rows
-                                                     if r.get("val_retention") is not None), 4)
-        if any(r.get("val_retention") is not None for r in rows) else None,
+        **{f"mean_{key}": _mean(rows, key) for key in ("val_mAP", "val_loss", "val_retention")},
     }
     if rows and "cca_only_test_mAP" in rows[0]:
         summary["cca_only_test_mAP"] = statistics.median(r["cca_only_test_mAP"] for r in rows)

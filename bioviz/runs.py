@@ -80,12 +80,16 @@ def list_runs(base: str | Path | None = None) -> list[RunInfo]:
 # ---------------------------------------------------------------------------- the run list
 
 
-def level_label(config: dict) -> str:
+def _level_text(source, root, synonyms: bool, depth) -> str:
     """``hpo under HP:0000118 d1``, ``icd10 d1`` or ``hpo under HP:0000118 synonym sets``."""
+    under = f" under {root}" if root else ""
+    return f"{source or '?'}{under} {'synonym sets' if synonyms else f'd{depth}'}"
+
+
+def level_label(config: dict) -> str:
+    """The level a run's config trained on (see :func:`_level_text`)."""
     source = Path(str(config.get("source", "?"))).name  # a path source: its file name is enough
-    root = f" under {config['root']}" if config.get("root") else ""
-    level = "synonym sets" if config.get("synonyms") else f"d{config.get('depth', '?')}"
-    return f"{source}{root} {level}"
+    return _level_text(source, config.get("root"), config.get("synonyms"), config.get("depth", "?"))
 
 
 def _created(run: RunInfo) -> str:
@@ -137,8 +141,7 @@ def evaluated_on(result: dict) -> str:
         return "relatedness benchmark"
     view, split = data.get("view"), data.get("split") or {}
     if view:
-        level = "synonym sets" if view.get("mode") == "synonyms" else f"d{view.get('depth')}"
-        where = f"{view.get('source')} under {view.get('root')} {level}"
+        where = _level_text(view.get("source"), view.get("root"), view.get("mode") == "synonyms", view.get("depth"))
         if split:
             shots = "all names" if split.get("shots") is None else f"{split.get('shots')} shots"
             where += f" · {shots}, seed {split.get('seed')}"

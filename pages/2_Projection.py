@@ -38,7 +38,7 @@ def run_markers() -> tuple:
     for model in (model_b, model_a):
         if model and is_run_dir(model):
             try:
-                return cache.run_split(model, compare.selection(), (Path(model) / RUN_FILE).stat().st_mtime), ""
+                return cache.run_split(model, state.selection(), (Path(model) / RUN_FILE).stat().st_mtime), ""
             except SplitError as error:
                 return None, str(error)
     return None, ""
@@ -68,7 +68,7 @@ state.sync_url(**compare.url_values(DEFAULTS))
 
 if view is None:
     st.stop()
-selection = compare.selection()
+selection = state.selection()
 try:
     params = ProjectionParams(st.session_state["method"], int(st.session_state["dims"]), int(st.session_state["nn"]),
                               float(st.session_state["md"]), int(st.session_state["cap"]))
@@ -100,7 +100,7 @@ def draw(pair, preview: bool = False) -> None:
     caption = f"{pair.params.caption()} · Procrustes disparity {pair.disparity:.3f}<br>{marks_caption}"
     title = (f"{pair.params.method.upper()} · {space_a.model_id} vs {space_b.model_id} · {view.title}"
              + (" · preview while UMAP computes" if preview else ""))
-    key = cache.digest(compare.selection(), space_a.model_id, space_b.model_id, pair.rows, pair.coords_a,
+    key = cache.digest(state.selection(), space_a.model_id, space_b.model_id, pair.rows, pair.coords_a,
                        pair.coords_b, parts, highlight, caption, title)
     fig = cache.figure(key, lambda: projection_pair_figure(
         view, pair.rows, pair.coords_a, pair.coords_b, space_a.model_id, space_b.model_id, parts, highlight,

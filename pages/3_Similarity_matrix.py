@@ -57,7 +57,7 @@ state.sync_url(**compare.url_values(["from", "order", "colour", *URL_KEYS[source
 
 if view is None:
     st.stop()
-selection = compare.selection()
+selection = state.selection()
 try:
     if source == "example":
         terms = load_example(st.session_state["example"])

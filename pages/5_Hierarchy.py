@@ -33,7 +33,7 @@ st.caption("The ontology under the root down to the level's classes. Size = name
 
 if view is None:
     st.stop()
-selection = compare.selection()
+selection = state.selection()
 try:
     tree = cache.level_tree(selection)
 except BiovizError as error:

@@ -17,17 +17,15 @@ ENCODERS = ("residual", "dan", "cca", "hierarchical", "definitions")
 STOP_ON = ("auto", "loss", "mAP")
 DEVICES = ("auto", "cpu", "cuda")
 
-# Per-encoder defaults from the papers: batch size, learning rate, max epochs, stopping criterion.
-# The contextual weight is the DAN's gamma (higher-level §3, alpha = beta = gamma = 1); the
-# grounding paper's CCA+DAN has no contextual objective (0), the other types none at all.
+# Per-encoder defaults from the papers: batch size, learning rate, max epochs, stopping criterion,
+# and the contextual weight: the DAN's gamma (higher-level §3, alpha = beta = gamma = 1); the
+# grounding paper's CCA+DAN has no contextual objective, so 0 where a type leaves it out.
 _DEFAULTS = {
-    "residual": {"batch_size": 16, "lr": 1e-3, "epochs": 100, "stop_on": "loss", "context_weight": 0.0},  # fewshot §3.2
+    "residual": {"batch_size": 16, "lr": 1e-3, "epochs": 100, "stop_on": "loss"},  # fewshot §3.2
     "dan": {"batch_size": 64, "lr": 1e-3, "epochs": 100, "stop_on": "mAP", "context_weight": 1.0},  # higher-level §5.2
-    "cca": {"batch_size": 64, "lr": 1e-3, "epochs": 100, "stop_on": "mAP", "context_weight": 0.0},  # grounding §5.3
-    "hierarchical": {"batch_size": 64, "lr": 1e-3, "epochs": 100, "stop_on": "mAP",
-                     "context_weight": 0.0},  # HiPrBERT §3.5 head
-    "definitions": {"batch_size": 64, "lr": 2e-5, "epochs": 1, "stop_on": "mAP",
-                    "context_weight": 0.0},  # BioLORD §3.2, App. A
+    "cca": {"batch_size": 64, "lr": 1e-3, "epochs": 100, "stop_on": "mAP"},  # grounding §5.3
+    "hierarchical": {"batch_size": 64, "lr": 1e-3, "epochs": 100, "stop_on": "mAP"},  # HiPrBERT §3.5 head
+    "definitions": {"batch_size": 64, "lr": 2e-5, "epochs": 1, "stop_on": "mAP"},  # BioLORD §3.2, App. A
 }
 
 
@@ -201,7 +199,7 @@ def validate(config: TrainConfig, check_data: bool = True) -> TrainConfig:
         lr=config.lr or defaults["lr"],
         epochs=config.epochs or defaults["epochs"],
         stop_on=defaults["stop_on"] if config.stop_on == "auto" else config.stop_on,
-        context_weight=defaults["context_weight"] if config.context_weight is None else config.context_weight,
+        context_weight=defaults.get("context_weight", 0.0) if config.context_weight is None else config.context_weight,
         source_options=dict(config.source_options or {}),
     )
     _check_numbers(c)

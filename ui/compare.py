@@ -12,12 +12,6 @@ from typing import Callable
 import streamlit as st
 
 from bioviz.figures import export_config_as
-from ui import state
-
-
-def selection() -> tuple:
-    """The shared selection as the tuple ``ui.cache`` functions take (same as ``state.current_view``)."""
-    return state.selection()
 
 
 def init_params(defaults: dict, casts: dict[str, Callable] | None = None, choices: dict[str, list] | None = None) -> None:

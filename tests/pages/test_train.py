@@ -29,6 +29,18 @@ def wait_for(worker: Worker, job_id: str, predicate, timeout: float = 300.0):
         time.sleep(0.1)
 
 
+def train_page_from_app(data_dir) -> AppTest:
+    """The Train page on the tiny fixture ontology, entered from app.py as in the app.
+
+    So ``st.switch_page`` finds the other pages, and leaving and coming back behaves as
+    it does for a user.
+    """
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params["source"] = str(data_dir / "mini.obo")
+    at.run()
+    return at.switch_page("pages/1_Train.py").run()
+
+
 @pytest.fixture
 def page(tmp_home, data_dir):
     """A fresh session of the Train page on the tiny fixture ontology."""
@@ -146,10 +158,7 @@ def test_the_selected_job_stays_selected_after_a_visit_to_another_page(tmp_home,
     wait_for(worker, older.id, lambda j: j.finished)
     newer = worker.submit({"source": "mini", "epochs": 1}, validate=False)
     wait_for(worker, newer.id, lambda j: j.finished)
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.query_params["source"] = str(data_dir / "mini.obo")
-    at.run()
-    at.switch_page("pages/1_Train.py").run()
+    at = train_page_from_app(data_dir)
     assert at.selectbox(key="train_job").value == newer.id  # newest first
     at.selectbox(key="train_job").set_value(older.id).run()
     assert at.query_params["job"] in (older.id, [older.id])
@@ -162,10 +171,7 @@ def test_the_selected_job_stays_selected_after_a_visit_to_another_page(tmp_home,
 
 
 def test_the_form_keeps_its_values_after_a_visit_to_another_page(tmp_home, data_dir):
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.query_params["source"] = str(data_dir / "mini.obo")
-    at.run()
-    at.switch_page("pages/1_Train.py").run()
+    at = train_page_from_app(data_dir)
     at.number_input(key="train_shots").set_value(1)
     at.selectbox(key="train_encoder").set_value("dan")
     at.number_input(key="train_hp_hidden").set_value(32).run()
@@ -180,11 +186,7 @@ def test_the_form_keeps_its_values_after_a_visit_to_another_page(tmp_home, data_
 
 @pytest.mark.slow
 def test_launch_a_real_run_from_the_page_and_open_it_in_views(tmp_home, data_dir):
-    # Entered from app.py, as in the app, so st.switch_page finds the other pages.
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.query_params["source"] = str(data_dir / "mini.obo")
-    at.run()
-    at.switch_page("pages/1_Train.py").run()
+    at = train_page_from_app(data_dir)
     at.number_input(key="train_shots").set_value(1)
     at.selectbox(key="train_device").set_value("cpu")
     at.number_input(key="train_hp_residual_epochs").set_value(2)
