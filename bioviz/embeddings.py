@@ -416,6 +416,28 @@ class EmbedStats:
         return self.names / self.seconds if self.seconds > 0 else float("inf")
 
 
+def model_dimension(spec: str) -> int:
+    """Output dimensionality of a MODEL, for checks before any work starts.
+
+    Loads the weights once per process (kept by :func:`load_encoder`) without the loading
+    progress bar, so a check that fails prints its one-line reason and nothing else.
+
+    Raises
+    ------
+    ModelError
+        If the model cannot be found or loaded.
+    """
+    import transformers.utils.logging as hf_logging
+
+    shown = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        return load_encoder(spec).dim
+    finally:
+        if shown:
+            hf_logging.enable_progress_bar()
+
+
 def encode_cached(encoder: Encoder, texts, batch_size: int = 64, progress: Progress | None = None,
                   use_cache: bool = True) -> tuple[np.ndarray, EmbedStats]:
     """Vectors of ``texts`` from the disk cache, encoding (and storing) only the missing ones.

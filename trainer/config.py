@@ -214,4 +214,11 @@ def validate(config: TrainConfig, check_data: bool = True) -> TrainConfig:
 
         view = load_view(c)
         check_split_feasible(view.class_sizes(), c.shots, c.test_per_class)
+        if c.identity_start:  # known only from the model; checked here so no job is created in vain
+            from bioviz.embeddings import model_dimension
+
+            dim = model_dimension(c.input_model)
+            if c.hidden < 2 * dim:
+                raise BiovizError(f"an identity start needs hidden >= 2 x {dim} = {2 * dim} for the "
+                                  f"{dim}-dimensional vectors of {c.input_model} (got {c.hidden})")
     return c

@@ -108,6 +108,7 @@ def test_cca_run_also_saves_the_projection_alone(data_dir, tmp_home, tmp_path, c
         (["--context-weight", "1"], "contextual loss applies to dan and cca only"),
         (["--encoder", "definitions", "--identity-start"], "identity_start applies to trained heads"),
         (["--triplet-weight", "-1"], "loss weights must be >= 0"),
+        (["--encoder", "dan", "--identity-start"], "identity start needs hidden >= 2 x 384 = 768"),
     ],
 )
 def test_bad_input_exits_2_before_training(extra, reason, data_dir, tmp_home, tmp_path, capsys):
