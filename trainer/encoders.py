@@ -4,6 +4,8 @@
 - :class:`DANEncoder` (higher-level-semantics §3.1): ``f(n) = enc(u_n)``.
 - :class:`LinearMap` holding a fitted CCA projection (conceptual-grounding §3.2); a CCA+DAN
   encoder is a ``LinearMap`` followed by a DAN.
+- :class:`BaseMix`: any of them mixed with its input, ``(1 - w) f(u) / s + w u``, to keep
+  what the base model knew between classes.
 
 ``enc`` is one hidden ReLU layer with dropout. Each head can be rewritten exactly as
 sentence-transformers ``Dense`` modules (:meth:`to_dense_modules`), so an exported run is
@@ -105,18 +107,9 @@ class ResidualEncoder(nn.Module):
         return (self.enc(u) + u) / 2.0
 
     def to_dense_modules(self) -> list:
-        """Two Dense modules computing exactly the same function (at inference).
-
-        The identity path is carried through the hidden layer as ``relu(u)`` and
-        ``relu(-u)`` (their difference is ``u``), so the averaging needs no custom module.
-        """
-        d, h = self.dim, self.hidden
-        eye = torch.eye(d)
-        w1 = torch.cat([self.enc.hidden_layer.weight, eye, -eye])
-        b1 = torch.cat([self.enc.hidden_layer.bias, torch.zeros(2 * d)])
-        w2 = torch.cat([self.enc.output_layer.weight, eye, -eye], dim=1) / 2.0
-        b2 = self.enc.output_layer.bias / 2.0
-        return [_dense(d, h + 2 * d, w1, b1, relu=True), _dense(h + 2 * d, d, w2, b2, relu=False)]
+        """Two Dense modules computing exactly the same function (at inference): ``enc``
+        with the input carried alongside (:func:`with_input_path`), weights 1/2 and 1/2."""
+        return with_input_path(_enc_dense_modules(self.enc), self.dim, 0.5, 0.5)
 
 
 class DANEncoder(nn.Module):
@@ -134,11 +127,7 @@ class DANEncoder(nn.Module):
 
     def to_dense_modules(self) -> list:
         """The two layers as Dense modules."""
-        d, h = self.dim, self.hidden
-        return [
-            _dense(d, h, self.enc.hidden_layer.weight, self.enc.hidden_layer.bias, relu=True),
-            _dense(h, d, self.enc.output_layer.weight, self.enc.output_layer.bias, relu=False),
-        ]
+        return _enc_dense_modules(self.enc)
 
 
 class LinearMap(nn.Module):
@@ -175,6 +164,112 @@ class Stack(nn.Module):
     def to_dense_modules(self) -> list:
         """Dense modules of every part, in order."""
         return [module for part in self.parts for module in part.to_dense_modules()]
+
+
+def _enc_dense_modules(enc: FeedForward) -> list:
+    """``enc``'s two layers as Dense modules (ReLU, then linear)."""
+    hidden, output = enc.hidden_layer, enc.output_layer
+    return [_dense(hidden.in_features, hidden.out_features, hidden.weight, hidden.bias, relu=True),
+            _dense(output.in_features, output.out_features, output.weight, output.bias, relu=False)]
+
+
+def with_input_path(modules: list, dim: int, head_weight: float, input_weight: float) -> list:
+    """Dense modules computing ``head_weight * f(u) + input_weight * u``, where ``modules`` compute ``f``.
+
+    sentence-transformers runs modules in a chain, with no skip connection, so the input
+    ``u`` travels alongside ``f``'s activations: as ``u`` itself through linear modules and
+    as ``relu(u)`` and ``relu(-u)`` (whose difference is ``u``) through ReLU modules. The
+    result is exact and made of built-in ``Dense`` modules only.
+
+    Parameters
+    ----------
+    modules : list of Dense
+        ``f`` as a chain whose first module reads ``u`` (``dim`` wide) and whose last one
+        is linear.
+    dim : int
+        Width of ``u`` (and of ``f``'s output).
+    head_weight, input_weight : float
+        The coefficients of ``f(u)`` and ``u``.
+
+    Raises
+    ------
+    ValueError
+        If the last module has an activation (the sum could not be formed linearly).
+    """
+    eye = torch.eye(dim)
+    out_modules = []
+    carry_kind = "signed"  # what carries u into the current module: u itself, or relu(u) and relu(-u)
+    carry_start = 0  # its first column in the module's input (the input itself for the first module)
+    for position, module in enumerate(modules):
+        weight = module.linear.weight.detach().float().cpu()
+        bias = module.linear.bias.detach().float().cpu()
+        n_out, n_in = weight.shape
+        total_in = n_in if position == 0 else n_in + (dim if carry_kind == "signed" else 2 * dim)
+        # ``read`` turns the carried columns into u (signed) or into relu(u), relu(-u) rows.
+        read = eye if carry_kind == "signed" else torch.cat([eye, -eye], dim=1)
+        last = position == len(modules) - 1
+        relu = isinstance(module.activation_function, nn.ReLU)
+        if last:
+            if relu:
+                raise ValueError("the last module must be linear to add the input to its output")
+            w = torch.zeros(n_out, total_in)
+            w[:, :n_in] = head_weight * weight
+            w[:, carry_start : carry_start + read.shape[1]] += input_weight * read
+            out_modules.append(_dense(total_in, n_out, w, head_weight * bias, relu=False))
+            break
+        carry_rows = torch.cat([read, -read]) if relu else read
+        if relu and carry_kind == "split":  # relu(u) and relu(-u) are non-negative: pass them on as they are
+            carry_rows = torch.eye(2 * dim)
+        w = torch.zeros(n_out + carry_rows.shape[0], total_in)
+        w[:n_out, :n_in] = weight
+        w[n_out:, carry_start : carry_start + carry_rows.shape[1]] = carry_rows
+        b = torch.cat([bias, torch.zeros(carry_rows.shape[0])])
+        out_modules.append(_dense(total_in, w.shape[0], w, b, relu=relu))
+        carry_kind, carry_start = ("split" if relu else "signed"), n_out
+    return out_modules
+
+
+class BaseMix(nn.Module):
+    """``g(u) = (1 - w) f(u) / s + w u``: a trained head pulled back towards its input.
+
+    The papers' heads move names so that classes separate; what they do between classes
+    is what relatedness benchmarks see, and trained on a few hundred names they lose much
+    of the base model's order there. Mixing the input back in, with ``w`` chosen on the
+    validation split (:func:`trainer.loop.choose_base_weight`), trades some class
+    separation for that order. ``s`` is the head's mean output norm on the training names,
+    so ``w`` means the same for heads whose outputs have different scales. ``w = 0`` is the
+    head itself; the residual head of fewshot-biomedical-names is ``enc`` mixed with
+    ``w = 1/2``.
+
+    Parameters
+    ----------
+    head : nn.Module
+        A trained head with ``to_dense_modules()`` (input and output ``dim`` wide).
+    dim : int
+        Width of the input vectors.
+    weight : float
+        ``w`` in ``[0, 1]``.
+    scale : float
+        ``s > 0``.
+    """
+
+    kind = "base_mix"
+
+    def __init__(self, head: nn.Module, dim: int, weight: float, scale: float = 1.0):
+        super().__init__()
+        if not 0 <= weight <= 1 or scale <= 0:
+            raise ValueError(f"base weight must be in [0, 1] and scale positive (got {weight}, {scale})")
+        self.head, self.dim = head, dim
+        self.weight, self.scale = float(weight), float(scale)
+        # Kept in the state dict too, so head.safetensors records the mix.
+        self.register_buffer("mix", torch.tensor([self.weight, self.scale]))
+
+    def forward(self, u: torch.Tensor) -> torch.Tensor:
+        return (1.0 - self.weight) / self.scale * self.head(u) + self.weight * u
+
+    def to_dense_modules(self) -> list:
+        """The head's Dense modules with the input carried alongside (:func:`with_input_path`)."""
+        return with_input_path(self.head.to_dense_modules(), self.dim, (1.0 - self.weight) / self.scale, self.weight)
 
 
 def class_prototypes(vectors: np.ndarray, labels: np.ndarray, n_classes: int) -> np.ndarray:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from trainer.encoders import DANEncoder, ResidualEncoder, Stack, build_head, class_prototypes, fit_cca
+from trainer.encoders import BaseMix, DANEncoder, ResidualEncoder, Stack, build_head, class_prototypes, fit_cca
 
 
 def _run_dense(modules, x: torch.Tensor) -> torch.Tensor:
@@ -74,6 +74,37 @@ def test_stack_exports_cca_then_dan():
     inputs = torch.from_numpy(x[:4])
     with torch.no_grad():
         assert torch.allclose(_run_dense(stack.to_dense_modules(), inputs), stack(inputs), atol=1e-4)
+
+
+def _heads(dim=12):
+    x, labels = _clusters(dim=dim)
+    names_map, _, _ = fit_cca(x, labels)
+    return {"residual": ResidualEncoder(dim, 16, 0.5), "dan": DANEncoder(dim, 16, 0.5),
+            "cca": Stack(names_map, build_head("cca", dim, 16, 0.5))}
+
+
+@pytest.mark.parametrize("kind", ["residual", "dan", "cca"])
+@pytest.mark.parametrize("weight", [0.0, 0.3, 1.0])
+def test_base_mix_exports_exactly_for_every_head(kind, weight):
+    torch.manual_seed(1)
+    mix = BaseMix(_heads()[kind], dim=12, weight=weight, scale=2.5).eval()
+    x = torch.nn.functional.normalize(torch.randn(6, 12), dim=1)
+    with torch.no_grad():
+        assert torch.allclose(_run_dense(mix.to_dense_modules(), x), mix(x), atol=1e-5)
+
+
+def test_base_mix_interpolates_between_the_head_and_its_input():
+    torch.manual_seed(2)
+    head = DANEncoder(8, 16, 0.5).eval()
+    x = torch.randn(4, 8)
+    with torch.no_grad():
+        assert torch.allclose(BaseMix(head, 8, 0.0, scale=2.0)(x), head(x) / 2)
+        assert torch.allclose(BaseMix(head, 8, 1.0)(x), x)
+        halfway = BaseMix(head, 8, 0.5)(x)
+        assert torch.allclose(halfway, (head(x) + x) / 2, atol=1e-6)
+    assert BaseMix(head, 8, 0.25, scale=3.0).state_dict()["mix"].tolist() == [0.25, 3.0]
+    with pytest.raises(ValueError):
+        BaseMix(head, 8, 1.5)
 
 
 def test_unknown_head_is_refused():
