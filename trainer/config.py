@@ -59,6 +59,8 @@ class TrainConfig:
     context_weight: float | None = None  # dan/cca: weight of the contextual loss d(f(n), u_n) (gamma; dan 1, cca 0)
     dropout: float = 0.5  # dropout on the hidden layer
     identity_start: bool = False  # residual/dan/cca/hierarchical: start the head at f(u) = u, not random (hidden >= 2 x dim)
+    base_weight: float | None = None  # residual/dan/cca/hierarchical: weight w of the input u in the output (1 - w) f(u) / s + w u; auto (empty): chosen on validation
+    min_retention: float = 0.85  # residual/dan/cca/hierarchical: auto base_weight keeps at least this validation retention of the base's cross-class order
     synonym_dropout: float = 0.5  # cca: names left out of each prototype mean
     patience: int = 10  # epochs without validation improvement before stopping
     stop_on: str = "auto"  # early-stopping criterion: loss (few-shot) or mAP (level training)
@@ -114,6 +116,10 @@ def _check_numbers(c: TrainConfig) -> None:
         (0 <= c.synonym_dropout < 1, f"synonym dropout must be in [0, 1) (got {c.synonym_dropout})"),
         (not c.identity_start or (c.encoder != "definitions" and not c.finetune),
          "identity_start applies to trained heads (not to fine-tuning)"),
+        (c.base_weight is None or 0 <= c.base_weight <= 1, f"base_weight must be in [0, 1] (got {c.base_weight})"),
+        (not c.base_weight or (c.encoder != "definitions" and not c.finetune),
+         "base_weight applies to trained heads (not to fine-tuning)"),
+        (0 <= c.min_retention <= 1, f"min_retention must be in [0, 1] (got {c.min_retention})"),
         (c.patience >= 1, f"patience must be at least 1 (got {c.patience})"),
         (c.max_pairs >= 1, f"max_pairs must be at least 1 (got {c.max_pairs})"),
     ]

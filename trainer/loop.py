@@ -374,12 +374,33 @@ class Trainer:
         training_s = time.perf_counter() - started
         model.load_state_dict(best_state)
         model = model.cpu().eval()
-        head = encoders.Stack(projection, model) if projection is not None else model
+        # eval() on the whole stack: _encode restores a module's own training flag, and a
+        # Stack left in training mode would put the DAN's dropout back on.
+        head = encoders.Stack(projection, model).eval() if projection is not None else model
+        head, mixing = self._keep_base(head, u_all, retention)
         vectors = _normalise(self._encode(head, u_all).numpy())
-        extra = {}
+        extra = {"base_mix": mixing}
         if projection is not None:
             extra["cca_projection"] = retrieval_figures(_normalise(x_all.numpy()), data)
             extra["cca_components"] = k
         logger.info("trained %s: best epoch %d of %d in %.1fs", c.encoder, best_epoch, len(history), training_s)
         return TrainResult(head, None, projection, vectors, history, best_epoch, stopped_early, training_s,
                            per_epoch, str(self.device), metrics=extra)
+
+    def _keep_base(self, head: torch.nn.Module, u_all: torch.Tensor, retention) -> tuple[torch.nn.Module, dict]:
+        """Mix the trained head with its input, ``w`` fixed or chosen on validation (:mod:`trainer.base_mix`).
+
+        Returns the head (wrapped in :class:`~trainer.encoders.BaseMix` when ``w > 0``) and
+        the record of the choice for the run's metrics.
+        """
+        from trainer.base_mix import choose_base_weight
+
+        c, split, labels = self.config, self.data.split, self.data.view.labels
+        rows = np.concatenate([split.train, split.validation])
+        outputs = self._encode(head, u_all[torch.from_numpy(rows)]).numpy()
+        record = choose_base_weight(outputs, self.data.vectors[rows], labels[rows], len(split.train), retention,
+                                    c.min_retention, c.base_weight)
+        logger.info("base weight %.1f (%s)", record["weight"], record["chosen_by"])
+        if record["weight"] == 0:
+            return head, record
+        return encoders.BaseMix(head, self.data.dim, record["weight"], record["scale"]).eval(), record

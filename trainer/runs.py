@@ -99,6 +99,8 @@ def summary(record: dict, run_dir: Path) -> dict:
     }
     if "cca_projection" in metrics:
         out["cca_projection"] = metrics["cca_projection"]
+    if "base_mix" in metrics:
+        out["base_weight"] = metrics["base_mix"]["weight"]
     return out
 
 

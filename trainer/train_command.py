@@ -24,8 +24,8 @@ from bioviz.errors import BiovizError
 from trainer.config import TrainConfig
 
 EXIT_CANCELLED = 130
-_NONE_WORDS = ("none", "all", "null")
-_EXPLICIT_NONE = "__none__"  # ``--shots all``: differs from an option left out (its default)
+_NONE_WORDS = ("none", "all", "null", "auto")
+_EXPLICIT_NONE = "__none__"  # ``--shots all``, ``--base-weight auto``: differs from an option left out
 
 
 def _optional(kind):

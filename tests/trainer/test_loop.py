@@ -26,6 +26,11 @@ def test_each_head_trains_and_reports_epochs(encoder, tiny_data, tiny_config):
     assert result.metrics["trained"]["test"]["mAP"] is not None
     if encoder == "cca":
         assert "cca_projection" in result.metrics
+    # The head is handed over for inference: no dropout anywhere (a cca Stack once came back in training mode).
+    assert not any(module.training for module in result.head.modules())
+    u = torch.from_numpy(tiny_data.vectors)
+    with torch.no_grad():
+        assert torch.equal(result.head(u), result.head(u))
 
 
 def test_training_lowers_the_training_loss(tiny_data, tiny_config):
@@ -138,3 +143,28 @@ def test_cca_takes_an_optional_contextual_term(tiny_data, tiny_config):
     with_context = Trainer(tiny_config(encoder="cca", epochs=1, context_weight=1.0), tiny_data).run()
     assert "context" not in without
     assert with_context.history[0]["losses"]["context"] > 0
+
+
+def test_auto_base_weight_is_chosen_on_validation_and_recorded(tiny_data, tiny_config):
+    result = Trainer(tiny_config(encoder="dan", epochs=2), tiny_data).run()
+    record = result.metrics["base_mix"]
+    assert record["chosen_by"] == "validation" and len(record["candidates"]) == 11
+    chosen = next(c for c in record["candidates"] if c["weight"] == record["weight"])
+    assert chosen["val_retention"] >= record["min_retention"]
+    # The run's trained validation figure is the chosen candidate's.
+    assert result.metrics["trained"]["validation"]["mAP"] == pytest.approx(chosen["val_mAP"], abs=1e-6)
+
+
+def test_fixed_base_weight_mixes_the_head_with_its_input(tiny_data, tiny_config):
+    from trainer.encoders import BaseMix
+
+    plain = Trainer(tiny_config(encoder="cca", epochs=2, base_weight=0.0), tiny_data).run()
+    mixed = Trainer(tiny_config(encoder="cca", epochs=2, base_weight=0.5), tiny_data).run()
+    assert not isinstance(plain.head, BaseMix) and plain.metrics["base_mix"]["chosen_by"] == "fixed"
+    assert isinstance(mixed.head, BaseMix) and mixed.head.weight == 0.5
+    u = torch.from_numpy(tiny_data.vectors)
+    with torch.no_grad():
+        f = mixed.head.head(u)  # the trained head underneath
+    scale = mixed.metrics["base_mix"]["scale"]
+    expected = torch.nn.functional.normalize(0.5 * f / scale + 0.5 * u, dim=1).numpy()
+    assert np.allclose(mixed.vectors, expected, atol=1e-5)

@@ -88,12 +88,25 @@ def test_init_continues_from_an_earlier_run(data_dir, tmp_home, tmp_path, capsys
 
 def test_cca_run_also_saves_the_projection_alone(data_dir, tmp_home, tmp_path, capsys):
     out = tmp_path / "cca"
-    assert main(_args(data_dir, out, "--encoder", "cca")) == 0
+    assert main(_args(data_dir, out, "--encoder", "cca", "--base-weight", "0.5")) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert "cca_projection" in summary
+    assert "cca_projection" in summary and summary["base_weight"] == 0.5
+    from sentence_transformers import SentenceTransformer
+
     from bioviz.embeddings import embed
 
     assert embed(["asthma"], str(out / "cca_projection"), use_cache=False).vectors.shape == (1, 384)
+    # CCA, DAN and the input carried alongside: still only built-in modules, still exact.
+    direct = SentenceTransformer(str(out), device="cpu").encode(["asthma", "hives"], normalize_embeddings=True)
+    assert np.allclose(direct, embed(["asthma", "hives"], str(out), use_cache=False).vectors, atol=1e-5)
+    assert json.loads((out / "run.json").read_text())["metrics"]["base_mix"]["chosen_by"] == "fixed"
+
+
+def test_base_weight_auto_is_spelt_out(data_dir, tmp_home, tmp_path, capsys):
+    assert main(_args(data_dir, tmp_path / "auto", "--encoder", "dan", "--base-weight", "auto",
+                      "--min-retention", "1")) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["base_weight"] == 1.0  # only the input itself keeps all of its order
 
 
 @pytest.mark.parametrize(
@@ -108,6 +121,9 @@ def test_cca_run_also_saves_the_projection_alone(data_dir, tmp_home, tmp_path, c
         (["--context-weight", "1"], "contextual loss applies to dan and cca only"),
         (["--encoder", "definitions", "--identity-start"], "identity_start applies to trained heads"),
         (["--triplet-weight", "-1"], "loss weights must be >= 0"),
+        (["--base-weight", "1.5"], "base_weight must be in [0, 1]"),
+        (["--encoder", "definitions", "--base-weight", "0.5"], "base_weight applies to trained heads"),
+        (["--min-retention", "2"], "min_retention must be in [0, 1]"),
         (["--encoder", "dan", "--identity-start"], "identity start needs hidden >= 2 x 384 = 768"),
     ],
 )

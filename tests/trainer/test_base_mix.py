@@ -1,0 +1,63 @@
+"""trainer.base_mix: the input weight is chosen on validation figures only, or kept as given."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bioviz.metrics import CrossClassRetention
+from trainer.base_mix import BASE_WEIGHTS, choose_base_weight, head_scale, mix
+
+
+def _split(seed=0, per_class=6, classes=4, dim=10):
+    """Inputs with some class structure and a 'head' that separates classes but scrambles the rest."""
+    rng = np.random.default_rng(seed)
+    labels = np.repeat(np.arange(classes), per_class)
+    inputs = rng.normal(size=(classes, dim))[labels] * 0.5 + rng.normal(size=(len(labels), dim))
+    inputs /= np.linalg.norm(inputs, axis=1, keepdims=True)
+    outputs = 3.0 * (np.eye(classes, dim)[labels] * 2 + rng.normal(size=(len(labels), dim)))
+    order = rng.permutation(len(labels))  # interleave classes between the train and validation halves
+    return outputs[order], inputs[order], labels[order]
+
+
+def test_auto_weight_is_the_best_validation_map_that_keeps_the_retention():
+    outputs, inputs, labels = _split()
+    n_train = 12
+    retention = CrossClassRetention(inputs[n_train:], labels[n_train:])
+    record = choose_base_weight(outputs, inputs, labels, n_train, retention, min_retention=0.6)
+    assert record["chosen_by"] == "validation"
+    assert [c["weight"] for c in record["candidates"]] == list(BASE_WEIGHTS)
+    keeping = [c for c in record["candidates"] if c["val_retention"] >= 0.6]
+    assert record["weight"] == max(keeping, key=lambda c: (c["val_mAP"], c["weight"]))["weight"]
+    # The input itself keeps all of its own order; the raw head keeps less.
+    assert record["candidates"][-1]["val_retention"] == pytest.approx(1.0)
+    assert record["candidates"][0]["val_retention"] < 0.6 <= record["candidates"][-1]["val_retention"]
+    assert record["scale"] == pytest.approx(np.linalg.norm(outputs[:n_train], axis=1).mean())
+
+
+def test_a_stricter_retention_never_chooses_a_smaller_weight():
+    outputs, inputs, labels = _split(seed=3)
+    retention = CrossClassRetention(inputs[12:], labels[12:])
+    weights = [choose_base_weight(outputs, inputs, labels, 12, retention, r)["weight"] for r in (0.0, 0.5, 0.9, 1.0)]
+    assert weights == sorted(weights) and weights[-1] == 1.0
+
+
+def test_fixed_weight_is_evaluated_not_chosen():
+    outputs, inputs, labels = _split()
+    retention = CrossClassRetention(inputs[12:], labels[12:])
+    record = choose_base_weight(outputs, inputs, labels, 12, retention, 0.85, weight=0.3)
+    assert record["weight"] == 0.3 and record["chosen_by"] == "fixed"
+    assert [c["weight"] for c in record["candidates"]] == [0.3]
+
+
+def test_without_validation_names_the_head_is_kept_as_the_papers_define_it():
+    outputs, inputs, labels = _split()
+    record = choose_base_weight(outputs, inputs, labels, len(labels), lambda v: float("nan"), 0.85)
+    assert record == {**record, "weight": 0.0, "chosen_by": "no validation names", "candidates": []}
+
+
+def test_mix_and_scale():
+    outputs, inputs, _ = _split()
+    assert np.allclose(mix(outputs, inputs, 1.0, 5.0), inputs)
+    assert np.allclose(np.linalg.norm(mix(outputs, inputs, 0.4, 2.0), axis=1), 1.0)
+    assert head_scale(np.zeros((3, 4))) == 1.0 and head_scale(np.zeros((0, 4))) == 1.0
