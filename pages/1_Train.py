@@ -15,6 +15,7 @@ from bioviz.errors import BiovizError
 from bioviz.evaluation import read_run_evaluations, results_table
 from bioviz.figures import baseline_vs_trained, export_config, training_curves
 from bioviz.runs import is_run_dir, list_runs, read_run, run_row, stored_results_rows
+from trainer.base_mix import BASE_WEIGHTS, describe as describe_base_mix
 from trainer.config import ENCODERS, STOP_ON
 from trainer.job_options import applies_to, encoder_defaults, estimate_sizes, field_help, hyperparameters
 from trainer.jobs import ACTIVE, CANCELLED, QUEUED, RUNNING, SUCCEEDED, describe_config, job_row, queue_position, \
@@ -32,6 +33,8 @@ ENCODER_HELP = {
     "definitions": "fine-tunes the base model on name-definition pairs (BioLORD)",
 }
 CHOICES = {"stop_on": STOP_ON, "definition_scope": ("train", "all")}
+# Optional settings offered as "auto" (None: the trainer decides) or one of a few values.
+AUTO_CHOICES = {"base_weight": BASE_WEIGHTS}
 # The selected job. Streamlit drops the state of the "Selected job" widget when the user
 # leaves the page while the job table refreshes itself, and later picks the newest job
 # again, so the choice is kept under a key no widget owns and the widget is set from it.
@@ -94,6 +97,11 @@ with st.expander("Hyperparameters (the papers' defaults for this encoder)"):
             if name in CHOICES:
                 options = [c for c in CHOICES[name] if c != "auto"]
                 values[name] = st.selectbox(name, options, index=options.index(default), key=key, help=h["help"])
+            elif name in AUTO_CHOICES:
+                options = ["auto", *AUTO_CHOICES[name]]
+                choice = st.selectbox(name, options, index=options.index("auto" if default is None else default),
+                                      key=key, help=h["help"])
+                values[name] = None if choice == "auto" else float(choice)
             elif h["type"] == "bool":
                 values[name] = st.checkbox(name, value=bool(default), key=key, help=h["help"])
             elif "float" in h["type"]:
@@ -208,7 +216,9 @@ def show_job(job, jobs) -> None:
             fig = baseline_vs_trained(metrics["baseline"], metrics["trained"],
                                       f"Class retrieval · {base} vs run {run.run_id} · {describe_config(run.config)}",
                                       f"best epoch {metrics.get('best_epoch')} of {len(metrics.get('history', []))}"
-                                      + (" (stopped early)" if metrics.get("stopped_early") else ""),
+                                      + (" (stopped early)" if metrics.get("stopped_early") else "")
+                                      + (f" · {describe_base_mix(metrics.get('base_mix'))}"
+                                         if metrics.get("base_mix") else ""),
                                       labels=(f"baseline ({base})", "trained"))
             st.plotly_chart(fig, width="stretch", config=export_config(f"baseline-vs-trained-{job.id}"),
                             key=f"train_scores_{job.id}")

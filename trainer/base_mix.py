@@ -97,3 +97,13 @@ def _best(candidates: list[dict], min_retention: float) -> float:
 def _finite(value) -> float | None:
     value = float(value)
     return value if math.isfinite(value) else None
+
+
+def describe(record: dict | None) -> str:
+    """One line for a run's figures, e.g. ``"base weight 0.4 (chosen on validation, retention >= 0.85)"``."""
+    if not record:
+        return ""
+    text = f"base weight {record['weight']:g}"
+    if record.get("chosen_by") == "validation":
+        return text + f" (chosen on validation, retention ≥ {record['min_retention']:g})"
+    return text + f" ({record.get('chosen_by', 'fixed')})"

@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from bioviz.evaluation import store_with_run
+from bioviz.runs import read_run
 from trainer.jobs import QUEUED, RUNNING, SUCCEEDED
 from trainer.worker import Worker, config_to_argv
 
@@ -76,6 +77,8 @@ def test_form_shows_the_training_set_estimate_and_encoder_defaults(page):
     assert at.number_input(key="train_hp_hidden").help.startswith("hidden layer width")
     assert at.number_input(key="train_hp_dan_context_weight").value == 1.0  # gamma, higher-level §3
     assert at.checkbox(key="train_hp_identity_start").value is False
+    assert at.selectbox(key="train_hp_base_weight").value == "auto"  # chosen on validation unless fixed
+    assert at.number_input(key="train_hp_min_retention").value == 0.85
     assert "No training jobs yet" in at.info[0].value
     # Options of other encoder types stay hidden; switches are checkboxes, not numbers.
     at.selectbox(key="train_encoder").set_value("hierarchical").run()
@@ -190,12 +193,14 @@ def test_launch_a_real_run_from_the_page_and_open_it_in_views(tmp_home, data_dir
     at.number_input(key="train_shots").set_value(1)
     at.selectbox(key="train_device").set_value("cpu")
     at.number_input(key="train_hp_residual_epochs").set_value(2)
-    at.number_input(key="train_hp_hidden").set_value(32).run()
+    at.number_input(key="train_hp_hidden").set_value(32)
+    at.selectbox(key="train_hp_base_weight").set_value(0.3).run()
     at.button[0].click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     [job] = Worker().store.list()
     assert job.config["shots"] == 1 and job.config["epochs"] == 2 and job.requested_device == "cpu"
     assert job.config["identity_start"] is False  # a checkbox, passed on as a switch
+    assert job.config["base_weight"] == 0.3
     assert at.selectbox(key="train_job").value == job.id
     done = wait_for(Worker(), job.id, lambda j: j.finished)
     assert done.status == SUCCEEDED, done.error
@@ -205,6 +210,7 @@ def test_launch_a_real_run_from_the_page_and_open_it_in_views(tmp_home, data_dir
     })
     at.run()
     assert table(at)[0]["status"] == SUCCEEDED and table(at)[0]["progress"] == "epoch 2/2"
+    assert read_run(done.run_dir).metrics["base_mix"]["weight"] == 0.3
     assert any("Evaluations stored with this run" in m.value for m in at.markdown)
     stored = [d.value for d in at.dataframe if "value" in d.value.columns]  # the job's and the run list's
     assert stored and all(t["value"].tolist() == [0.5] for t in stored)
