@@ -81,6 +81,8 @@ def run_one(config, with_relatedness: bool) -> dict:
     }
     if "cca_projection" in result.metrics:
         row["cca_only_test_mAP"] = round(result.metrics["cca_projection"]["test"]["mAP"], 4)
+    if "base_mix" in result.metrics:  # the input weight, fixed or chosen on validation (trainer.base_mix)
+        row["base_weight"] = result.metrics["base_mix"]["weight"]
     if with_relatedness:
         def base_encode(texts):
             return embed(texts, config.input_model).vectors
@@ -173,6 +175,8 @@ def summarise(rows: list[dict], with_relatedness: bool) -> dict:
         "median_gain": round(statistics.median(r["trained_test_mAP"] - r["base_test_mAP"] for r in rows), 4),
         **{f"mean_{key}": _mean(rows, key) for key in ("val_mAP", "val_loss", "val_retention")},
     }
+    if rows and "base_weight" in rows[0]:
+        summary["base_weights"] = [r["base_weight"] for r in rows]
     if rows and "cca_only_test_mAP" in rows[0]:
         summary["cca_only_test_mAP"] = statistics.median(r["cca_only_test_mAP"] for r in rows)
     if with_relatedness:

@@ -77,12 +77,12 @@ def choose_base_weight(head_outputs: np.ndarray, inputs: np.ndarray, labels: np.
     elif not candidates:
         chosen, how = 0.0, "no validation names"  # nothing to choose on: the head as the papers define it
     else:
-        chosen, how = _best(candidates, min_retention), "validation"
+        chosen, how = best_weight(candidates, min_retention), "validation"
     return {"weight": chosen, "scale": scale, "chosen_by": how, "min_retention": float(min_retention),
             "candidates": candidates}
 
 
-def _best(candidates: list[dict], min_retention: float) -> float:
+def best_weight(candidates: list[dict], min_retention: float) -> float:
     """The best validation mAP among weights keeping ``min_retention``; ties go to the larger weight.
 
     If no weight has usable figures, the largest weight tried (closest to the input) is kept.
