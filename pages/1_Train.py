@@ -13,7 +13,7 @@ import streamlit as st
 
 from bioviz.errors import BiovizError
 from bioviz.evaluation import read_run_evaluations, results_table
-from bioviz.figures import baseline_vs_trained, export_config, training_curves
+from bioviz.figures import base_weight_choice, baseline_vs_trained, export_config, training_curves
 from bioviz.runs import is_run_dir, list_runs, read_run, run_row, stored_results_rows
 from trainer.base_mix import BASE_WEIGHTS, describe as describe_base_mix
 from trainer.config import ENCODERS, STOP_ON
@@ -222,6 +222,12 @@ def show_job(job, jobs) -> None:
                                       labels=(f"baseline ({base})", "trained"))
             st.plotly_chart(fig, width="stretch", config=export_config(f"baseline-vs-trained-{job.id}"),
                             key=f"train_scores_{job.id}")
+        mixing = metrics.get("base_mix") or {}
+        if len(mixing.get("candidates") or []) > 1:  # an automatic choice: show what it weighed
+            fig = base_weight_choice(mixing, f"Base weight · run {run.run_id} · {describe_config(run.config)}",
+                                     describe_base_mix(mixing))
+            st.plotly_chart(fig, width="stretch", config=export_config(f"base-weight-{job.id}"),
+                            key=f"train_base_weight_{job.id}")
         stored = read_run_evaluations(job.run_dir)
         if stored:
             st.markdown("**Evaluations stored with this run** (from the Evaluation page or `python -m bioviz eval`)")

@@ -121,3 +121,44 @@ def baseline_vs_trained(baseline: dict, trained: dict, title: str, caption: str 
     if not shared:
         fig.add_annotation(text="no scores in common", xref="paper", yref="paper", x=0.5, y=0.5, showarrow=False)
     return _caption_below_axis_titles(apply_theme(fig, title, caption, height=400), caption)
+
+
+def base_weight_choice(record: dict, title: str, caption: str | None = None) -> go.Figure:
+    """Validation mAP and cross-class retention of every base weight tried, the choice marked.
+
+    Parameters
+    ----------
+    record : dict
+        A run's ``metrics.base_mix`` (:func:`trainer.base_mix.choose_base_weight`):
+        ``candidates`` (``weight``, ``val_mAP``, ``val_retention``), ``weight``,
+        ``min_retention``.
+    title : str
+        Names the run, its base, the source and the level.
+    caption : str, optional
+        One line of parameters.
+    """
+    candidates = [c for c in record.get("candidates") or [] if c.get("weight") is not None]
+    palette = theme()["qualitative"]
+    fig = go.Figure()
+    x = [c["weight"] for c in candidates]
+    for key, name, colour, dash in (("val_mAP", "validation mAP", palette[0], None),
+                                    ("val_retention", "cross-class retention", "#7b8794", "dash")):
+        fig.add_trace(go.Scatter(x=x, y=[c.get(key) for c in candidates], mode="lines+markers", name=name,
+                                 line={"color": colour, "dash": dash},
+                                 hovertemplate=f"{name}<br>base weight %{{x:g}}<br>%{{y:.4f}}<extra></extra>"))
+    threshold = record.get("min_retention")
+    if threshold is not None and len(candidates) > 1:
+        fig.add_hline(y=threshold, line={"color": "#7b8794", "width": 1, "dash": "dot"},
+                      annotation_text=f"min retention {threshold:g}", annotation_position="bottom right")
+    chosen = next((c for c in candidates if c["weight"] == record.get("weight")), None)
+    if chosen is not None:
+        fig.add_trace(go.Scatter(x=[chosen["weight"]], y=[chosen.get("val_mAP")], mode="markers",
+                                 name=f"chosen: w = {chosen['weight']:g}",
+                                 marker={"size": 13, "symbol": "star", "color": "#e4572e"},
+                                 hovertemplate="chosen base weight %{x:g}<br>validation mAP %{y:.4f}<extra></extra>"))
+    fig.update_xaxes(title_text="base weight w in (1 − w)·f(u)/s + w·u", range=[-0.03, 1.03])
+    fig.update_yaxes(title_text="validation figure")
+    if not candidates:
+        fig.add_annotation(text="no validation names: the head is kept as trained", xref="paper", yref="paper",
+                           x=0.5, y=0.5, showarrow=False)
+    return _caption_below_axis_titles(apply_theme(fig, title, caption, height=380), caption)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -116,7 +117,9 @@ def test_reload_mid_training_shows_the_same_job_and_progress(page, tmp_path):
     at = page().run()
     assert table(at)[0]["status"] == SUCCEEDED
     assert any("Finished in" in s.value for s in at.success)
-    assert len(at.get("plotly_chart")) == 2  # curves, then baseline vs trained
+    assert len(at.get("plotly_chart")) == 3  # curves, baseline vs trained, the base-weight choice
+    scores = json.dumps(json.loads(at.get("plotly_chart")[1].proto.spec), ensure_ascii=False)
+    assert "base weight 0.5 (chosen on validation, retention ≥ 0.85)" in scores
 
 
 def test_two_jobs_back_to_back_the_second_waits_visibly(page, tmp_path):

@@ -19,6 +19,11 @@ from pathlib import Path
 
 stop = False
 
+# What a head run records of its automatic base-weight choice (trainer.base_mix).
+STANDIN_BASE_MIX = {"weight": 0.5, "scale": 1.0, "chosen_by": "validation", "min_retention": 0.85,
+                    "candidates": [{"weight": w / 10, "val_mAP": 0.8 - w / 40, "val_retention": 0.5 + w / 20}
+                                   for w in range(11)]}
+
 
 def on_term(signum, frame):
     global stop
@@ -73,7 +78,8 @@ def main(argv=None) -> int:
             return 130
         time.sleep(0.05)
     (tmp / "run.json").write_text(json.dumps({"run_id": out.name, "config": {"source": args.source},
-                                              "metrics": {"baseline": {"mAP": 0.5}, "trained": {"mAP": 0.6}}}))
+                                              "metrics": {"baseline": {"mAP": 0.5}, "trained": {"mAP": 0.6},
+                                                          "base_mix": STANDIN_BASE_MIX}}))
     os.replace(tmp, out)
     emit(progress, {"event": "done", "run_dir": str(out), "summary": {"mAP": 0.6}})
     if args.json:

@@ -1,6 +1,6 @@
 """Training figures: curves from progress events, baseline vs trained bars from run metrics."""
 
-from bioviz.figures import baseline_vs_trained, training_curves
+from bioviz.figures import base_weight_choice, baseline_vs_trained, training_curves
 
 EVENTS = [
     {"event": "start", "max_epochs": 3},
@@ -46,3 +46,16 @@ def test_curves_show_the_cross_class_retention_when_reported():
     [kept] = [t for t in fig.data if t.name == "cross-class retention"]
     assert list(kept.x) == [1, 2] and list(kept.y) == [0.9, 0.8]  # NaN epochs left out
     assert "cross-class retention" in fig.layout.annotations[1].text
+
+
+def test_base_weight_choice_marks_the_chosen_weight_and_the_threshold():
+    record = {"weight": 0.2, "min_retention": 0.85, "chosen_by": "validation",
+              "candidates": [{"weight": w, "val_mAP": 0.7 - w / 2, "val_retention": 0.6 + w} for w in (0.0, 0.1, 0.2, 0.3)]}
+    fig = base_weight_choice(record, "Base weight · run r1 · dan on icd10 d1")
+    names = [t.name for t in fig.data]
+    assert names == ["validation mAP", "cross-class retention", "chosen: w = 0.2"]
+    assert list(fig.data[2].x) == [0.2] and fig.data[2].y[0] == 0.6
+    assert any(s.y0 == 0.85 for s in fig.layout.shapes)
+    assert fig.layout.title.text.startswith("Base weight")
+    empty = base_weight_choice({"weight": 0.0, "candidates": [], "chosen_by": "no validation names"}, "t")
+    assert any("no validation names" in a.text for a in empty.layout.annotations)
