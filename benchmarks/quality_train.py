@@ -83,6 +83,7 @@ def run_one(config, with_relatedness: bool) -> dict:
         row["cca_only_test_mAP"] = round(result.metrics["cca_projection"]["test"]["mAP"], 4)
     if "base_mix" in result.metrics:  # the input weight, fixed or chosen on validation (trainer.base_mix)
         row["base_weight"] = result.metrics["base_mix"]["weight"]
+        row["mixed_val_mAP"] = result.metrics["trained"]["validation"]["mAP"]  # val_mAP is the head's own
     if with_relatedness:
         def base_encode(texts):
             return embed(texts, config.input_model).vectors

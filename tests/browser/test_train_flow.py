@@ -199,9 +199,11 @@ def test_launch_from_the_train_page_keep_exploring_and_open_the_run_in_views(tmp
                           "epochs": len(metrics.get("history", [])), "best_epoch": metrics.get("best_epoch"),
                           "test_mAP": [metrics["baseline"]["test"]["mAP"], metrics["trained"]["test"]["mAP"]]}
         titles = chart_titles(page)
-        assert len(titles) == 2, titles
+        assert len(titles) == 3, titles
         assert titles[0].startswith("Training curves") and first in titles[0], titles
         assert titles[1].startswith("Class retrieval") and first in titles[1], titles
+        assert titles[2].startswith("Base weight") and first in titles[2], titles  # chosen on validation
+        assert "chosen: w = " in page.get_by_test_id("stPlotlyChart").nth(2).text_content()
         curves = page.get_by_test_id("stPlotlyChart").first
         assert "Training loss" in curves.text_content() and "Validation" in curves.text_content()
         assert "baseline (minilm)" in page.get_by_test_id("stPlotlyChart").nth(1).text_content()
