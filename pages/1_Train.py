@@ -175,7 +175,9 @@ def show_job(job, jobs) -> None:
                 f"{'GPU' if job.requested_device != 'cpu' and gpu_count() else 'CPU'} slot is free.")
     elif job.status == RUNNING:
         p = job.progress
-        if p.get("max_epochs"):
+        if p.get("base_weight", {}).get("total"):  # after training: the input weight is being chosen
+            done = p["base_weight"]["done"] / p["base_weight"]["total"]
+        elif p.get("max_epochs"):
             done = p.get("epoch", 0) / p["max_epochs"]
         elif p.get("embedding", {}).get("total"):  # before training: embedding the level's names
             done = p["embedding"]["done"] / p["embedding"]["total"]

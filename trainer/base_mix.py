@@ -36,7 +36,7 @@ def mix(head_outputs: np.ndarray, inputs: np.ndarray, weight: float, scale: floa
 
 def choose_base_weight(head_outputs: np.ndarray, inputs: np.ndarray, labels: np.ndarray, n_train: int,
                        retention, min_retention: float, weight: float | None = None,
-                       weights=BASE_WEIGHTS) -> dict:
+                       weights=BASE_WEIGHTS, max_queries: int = 2000, progress=None) -> dict:
     """Pick ``w`` on the validation split, or evaluate a fixed one.
 
     Parameters
@@ -56,6 +56,13 @@ def choose_base_weight(head_outputs: np.ndarray, inputs: np.ndarray, labels: np.
         A fixed ``w``: evaluated, not chosen.
     weights : sequence of float
         The candidates of the automatic choice.
+    max_queries : int
+        Above this many validation names, the validation mAP of each candidate is computed
+        on a fixed random sample of this many (every training name stays a reference): a
+        level trained on all its names has tens of thousands, and ranking each against every
+        training name eleven times would take minutes.
+    progress : callable, optional
+        ``progress(done, total)`` after each candidate.
 
     Returns
     -------
@@ -65,13 +72,19 @@ def choose_base_weight(head_outputs: np.ndarray, inputs: np.ndarray, labels: np.
         validation mAP and retention).
     """
     scale = head_scale(head_outputs[:n_train])
-    has_validation = len(inputs) > n_train
+    n_val = len(inputs) - n_train
+    queries = np.arange(n_val)
+    if n_val > max_queries:
+        queries = np.sort(np.random.default_rng(0).choice(n_val, size=max_queries, replace=False))
+    tried = ([weight] if weight is not None else list(weights)) if n_val > 0 else []
     candidates = []
-    for w in ([weight] if weight is not None else weights) if has_validation else []:
+    for done, w in enumerate(tried, start=1):
         vectors = mix(head_outputs, inputs, w, scale)
-        val_map = class_retrieval_map(vectors[n_train:], labels[n_train:], vectors[:n_train], labels[:n_train])
-        candidates.append({"weight": float(w), "val_mAP": _finite(val_map), "val_retention":
-                           _finite(retention(vectors[n_train:]))})
+        val = vectors[n_train:]
+        val_map = class_retrieval_map(val[queries], labels[n_train:][queries], vectors[:n_train], labels[:n_train])
+        candidates.append({"weight": float(w), "val_mAP": _finite(val_map), "val_retention": _finite(retention(val))})
+        if progress is not None:
+            progress(done, len(tried))
     if weight is not None:
         chosen, how = float(weight), "fixed"
     elif not candidates:

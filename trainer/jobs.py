@@ -339,6 +339,8 @@ def summarise_progress(events: list[dict]) -> dict:
         elif kind == "epoch":
             summary.update({k: event[k] for k in ("epoch", "max_epochs", "losses", "val_metric", "val_name",
                                                    "elapsed_s", "eta_s") if k in event})
+        elif kind == "base_weight":  # after the last epoch: the weight of the input is chosen
+            summary["base_weight"] = {"done": event.get("done", 0), "total": event.get("total", 0)}
         elif kind == "done":
             summary["done"] = True
             summary["eta_s"] = 0
@@ -570,6 +572,8 @@ def job_row(job: Job, jobs: list[Job] | None = None, now: float | None = None) -
     if job.status == QUEUED:
         place = queue_position(jobs or [job], job)
         progress = f"waiting (#{place} in queue)" if place else "waiting"
+    elif p.get("base_weight") and job.status == RUNNING:
+        progress = f"choosing the base weight {p['base_weight']['done']}/{p['base_weight']['total']}"
     elif p.get("max_epochs"):
         progress = f"epoch {p.get('epoch', 0)}/{p['max_epochs']}"
     elif p.get("embedding") and job.status == RUNNING:

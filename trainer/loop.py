@@ -398,8 +398,12 @@ class Trainer:
         c, split, labels = self.config, self.data.split, self.data.view.labels
         rows = np.concatenate([split.train, split.validation])
         outputs = self._encode(head, u_all[torch.from_numpy(rows)]).numpy()
+        def progress(done: int, total: int) -> None:
+            self.cancel.check()
+            self._emit({"event": "base_weight", "done": done, "total": total})
+
         record = choose_base_weight(outputs, self.data.vectors[rows], labels[rows], len(split.train), retention,
-                                    c.min_retention, c.base_weight)
+                                    c.min_retention, c.base_weight, progress=progress)
         logger.info("base weight %.1f (%s)", record["weight"], record["chosen_by"])
         if record["weight"] == 0:
             return head, record

@@ -122,6 +122,8 @@ class ProgressWriter:
             metric_text = f"{metric:.4f}" if isinstance(metric, float) else str(metric)
             sys.stderr.write(f"epoch {event['epoch']}/{event['max_epochs']} {losses} "
                              f"val_{event['val_name']}={metric_text} eta={event['eta_s']:.0f}s\n")
+        elif kind == "base_weight":
+            sys.stderr.write(f"choosing the base weight: {event['done']}/{event['total']} weights scored\n")
         elif kind == "embedding":
             eta = event.get("eta_s")
             sys.stderr.write(f"embedding {event['done']:,}/{event['total']:,} names"

@@ -61,3 +61,16 @@ def test_mix_and_scale():
     assert np.allclose(mix(outputs, inputs, 1.0, 5.0), inputs)
     assert np.allclose(np.linalg.norm(mix(outputs, inputs, 0.4, 2.0), axis=1), 1.0)
     assert head_scale(np.zeros((3, 4))) == 1.0 and head_scale(np.zeros((0, 4))) == 1.0
+
+
+def test_a_large_validation_split_is_sampled_and_progress_is_reported():
+    outputs, inputs, labels = _split(per_class=30)  # 120 names
+    retention = CrossClassRetention(inputs[20:], labels[20:])
+    calls = []
+    full = choose_base_weight(outputs, inputs, labels, 20, retention, 0.85)
+    sampled = choose_base_weight(outputs, inputs, labels, 20, retention, 0.85, max_queries=30,
+                                 progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(i, len(BASE_WEIGHTS)) for i in range(1, len(BASE_WEIGHTS) + 1)]
+    # Retention always uses every validation name; the mAP of 30 sampled queries differs from all 100.
+    assert [c["val_retention"] for c in sampled["candidates"]] == [c["val_retention"] for c in full["candidates"]]
+    assert [c["val_mAP"] for c in sampled["candidates"]] != [c["val_mAP"] for c in full["candidates"]]

@@ -104,6 +104,11 @@ def test_progress_summary_and_job_row_show_the_embedding_before_training(tmp_hom
     summary = summarise_progress(read_progress(path))
     assert "embedding" not in summary
     assert job_row(replace(queued, status=RUNNING, progress=summary))["progress"] == "epoch 0/4"
+    with open(path, "a") as handle:  # training over: the base weight is being chosen
+        handle.write('{"event":"epoch","epoch":4,"max_epochs":4,"losses":{"total":1.0},"eta_s":0}\n'
+                     '{"event":"base_weight","done":3,"total":11}\n')
+    summary = summarise_progress(read_progress(path))
+    assert job_row(replace(queued, status=RUNNING, progress=summary))["progress"] == "choosing the base weight 3/11"
 
 
 def test_tiny_job_goes_from_submit_to_succeeded(worker):

@@ -146,7 +146,10 @@ def test_cca_takes_an_optional_contextual_term(tiny_data, tiny_config):
 
 
 def test_auto_base_weight_is_chosen_on_validation_and_recorded(tiny_data, tiny_config):
-    result = Trainer(tiny_config(encoder="dan", epochs=2), tiny_data).run()
+    events = []
+    result = Trainer(tiny_config(encoder="dan", epochs=2), tiny_data, callbacks=[events.append]).run()
+    assert [e["done"] for e in events if e["event"] == "base_weight"] == list(range(1, 12))  # after the epochs
+    assert events[-1]["event"] == "base_weight"
     record = result.metrics["base_mix"]
     assert record["chosen_by"] == "validation" and len(record["candidates"]) == 11
     chosen = next(c for c in record["candidates"] if c["weight"] == record["weight"])
