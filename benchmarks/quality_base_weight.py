@@ -30,7 +30,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere, without installing
 
-from quality_train import BENCHMARKS, parse_assignments, relatedness  # noqa: E402
+from quality_train import BENCHMARKS, add_level_options, parse_assignments, relatedness, run_tasks  # noqa: E402
 
 
 def score_weights(config) -> dict:
@@ -108,41 +108,18 @@ def summarise(seeds: list[dict], retentions) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--source", default="icd10")
-    parser.add_argument("--root")
-    parser.add_argument("--depth", type=int, default=1)
-    parser.add_argument("--shots", type=int, default=15)
-    parser.add_argument("--encoders", nargs="+", default=["dan"],
-                        choices=("residual", "dan", "cca", "hierarchical"))
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
-    parser.add_argument("--base", default="minilm")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="any TrainConfig field, e.g. --set identity_start=true")
+    add_level_options(parser, ["dan"])
     parser.add_argument("--retention", nargs="+", type=float, default=[0.8, 0.85, 0.9],
                         help="min_retention thresholds to report the validation choice for")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads per training")
-    parser.add_argument("--workers", type=int, default=1, help="trainings at once (separate processes)")
     args = parser.parse_args(argv)
+    unknown = set(args.encoders) - {"residual", "dan", "cca", "hierarchical"}
+    if unknown:
+        parser.error(f"no base weight for {', '.join(sorted(unknown))}: choose head encoders")
     fixed = parse_assignments(args.set, several=False)
     tasks = [{"config": {"source": args.source, "root": args.root, "depth": args.depth, "shots": args.shots,
                          "encoder": encoder, "base": args.base, "seed": seed, **fixed, "base_weight": 0.0},
               "threads": args.threads} for encoder in args.encoders for seed in args.seeds]
-    rows = []
-    if args.workers > 1:
-        import multiprocessing
-
-        from trainer.config import TrainConfig, validate
-        from trainer.data import prepare
-
-        prepare(validate(TrainConfig(**tasks[0]["config"]), check_data=False))  # warm the caches once
-        with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
-            for row in pool.imap_unordered(_task, tasks):
-                rows.append(row)
-                print(json.dumps(row), flush=True)
-    else:
-        for task in tasks:
-            rows.append(_task(task))
-            print(json.dumps(rows[-1]), flush=True)
+    rows = run_tasks(_task, tasks, args.workers)
     for encoder in args.encoders:
         mine = sorted((r for r in rows if r["encoder"] == encoder), key=lambda r: r["seed"])
         print(json.dumps({"summary": {"encoder": encoder, "source": args.source, "root": args.root,

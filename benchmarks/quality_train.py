@@ -193,26 +193,53 @@ def summarise(rows: list[dict], with_relatedness: bool) -> dict:
     return summary
 
 
-def main(argv=None) -> int:
-    from trainer.config import _DEFAULTS
-
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_level_options(parser: argparse.ArgumentParser, encoders: list[str]) -> None:
+    """The options every quality script shares: the level, the encoders, seeds, base, fixed settings, workers."""
     parser.add_argument("--source", default="icd10")
     parser.add_argument("--root")
     parser.add_argument("--depth", type=int, default=1)
     parser.add_argument("--shots", type=int, default=15)
-    parser.add_argument("--encoders", nargs="+", default=["residual"])
+    parser.add_argument("--encoders", nargs="+", default=encoders)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     parser.add_argument("--base", default="minilm")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="any TrainConfig field, e.g. --set hidden=9600 --set epochs=20")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per training (the machine is shared)")
+    parser.add_argument("--workers", type=int, default=1, help="trainings at once (separate processes)")
+
+
+def run_tasks(task_function, tasks: list[dict], workers: int) -> list[dict]:
+    """Run ``task_function`` on every task (in ``workers`` processes), printing each row as it lands."""
+    rows = []
+    if workers > 1:
+        import multiprocessing
+
+        # Parsed sources and vectors are cached on disk: warm them once before forking out.
+        from trainer.config import TrainConfig, validate
+        from trainer.data import prepare
+
+        prepare(validate(TrainConfig(**tasks[0]["config"]), check_data=False))
+        with multiprocessing.get_context("spawn").Pool(workers) as pool:
+            for row in pool.imap_unordered(task_function, tasks):
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    else:
+        for task in tasks:
+            rows.append(task_function(task))
+            print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def main(argv=None) -> int:
+    from trainer.config import _DEFAULTS
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_level_options(parser, ["residual"])
     parser.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
                         help="train every combination; the best mean validation criterion is selected")
     parser.add_argument("--select", choices=("auto", "loss", "mAP", "balanced"), default="auto",
                         help="validation criterion for the selection (auto: the encoder's stopping criterion; "
                              "balanced: validation mAP gain x cross-class retention of the base's similarities)")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads per training (the machine is shared)")
-    parser.add_argument("--workers", type=int, default=1, help="trainings at once (separate processes)")
     parser.add_argument("--no-relatedness", action="store_true")
     args = parser.parse_args(argv)
     fixed = parse_assignments(args.set, several=False)
@@ -227,24 +254,7 @@ def main(argv=None) -> int:
                           "encoder": encoder, "base": args.base, "seed": seed, **fixed, **overrides}
                 tasks.append({"config": config, "overrides": overrides, "threads": args.threads,
                               "relatedness": not args.no_relatedness})
-    if args.workers > 1:
-        import multiprocessing
-
-        # Parsed sources and vectors are cached on disk: warm them once before forking out.
-        from trainer.config import TrainConfig, validate
-        from trainer.data import prepare
-
-        prepare(validate(TrainConfig(**tasks[0]["config"]), check_data=False))
-        with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
-            rows = []
-            for row in pool.imap_unordered(_task, tasks):
-                rows.append(row)
-                print(json.dumps(row), flush=True)
-    else:
-        rows = []
-        for task in tasks:
-            rows.append(_task(task))
-            print(json.dumps(rows[-1]), flush=True)
+    rows = run_tasks(_task, tasks, args.workers)
 
     print("# medians over seeds", file=sys.stderr)
     for encoder in args.encoders:
