@@ -67,9 +67,9 @@ def choose_base_weight(head_outputs: np.ndarray, inputs: np.ndarray, labels: np.
     Returns
     -------
     dict
-        ``weight``, ``scale``, ``chosen_by`` (``"validation"``, ``"fixed"`` or
-        ``"no validation names"``), ``min_retention`` and ``candidates`` (per weight:
-        validation mAP and retention).
+        ``weight``, ``scale``, ``chosen_by`` (``"validation"``, ``"fixed"``, or why the
+        head was kept as trained: no validation names, or too few to measure retention),
+        ``min_retention`` and ``candidates`` (per weight: validation mAP and retention).
     """
     scale = head_scale(head_outputs[:n_train])
     n_val = len(inputs) - n_train
@@ -89,6 +89,10 @@ def choose_base_weight(head_outputs: np.ndarray, inputs: np.ndarray, labels: np.
         chosen, how = float(weight), "fixed"
     elif not candidates:
         chosen, how = 0.0, "no validation names"  # nothing to choose on: the head as the papers define it
+    elif all(c["val_retention"] is None for c in candidates):
+        # Fewer than three cross-class validation pairs: nothing says what the head loses, and
+        # falling back to the input would throw the training away.
+        chosen, how = 0.0, "retention not measurable (too few validation names)"
     else:
         chosen, how = best_weight(candidates, min_retention), "validation"
     return {"weight": chosen, "scale": scale, "chosen_by": how, "min_retention": float(min_retention),

@@ -65,17 +65,7 @@ def training_curves(events: list[dict], title: str, caption: str | None = None) 
     if not epochs:
         fig.add_annotation(text="waiting for the first epoch…", xref="paper", yref="paper", x=0.5, y=0.5,
                            showarrow=False)
-    return _caption_below_axis_titles(apply_theme(fig, title, caption, height=400), caption)
-
-
-def _caption_below_axis_titles(fig: go.Figure, caption: str | None) -> go.Figure:
-    """Move the theme's caption under the x-axis titles (they share its default place)."""
-    if caption:
-        for annotation in fig.layout.annotations:
-            if annotation.text == caption:
-                annotation.y = -0.2
-        fig.update_layout(margin={"b": 100})
-    return fig
+    return apply_theme(fig, title, caption, height=400)
 
 
 def _flatten(metrics: dict, prefix: str = "", exclude: tuple[str, ...] = ()) -> dict[str, float]:
@@ -120,7 +110,7 @@ def baseline_vs_trained(baseline: dict, trained: dict, title: str, caption: str 
     fig.update_yaxes(title_text="score")
     if not shared:
         fig.add_annotation(text="no scores in common", xref="paper", yref="paper", x=0.5, y=0.5, showarrow=False)
-    return _caption_below_axis_titles(apply_theme(fig, title, caption, height=400), caption)
+    return apply_theme(fig, title, caption, height=400)
 
 
 def base_weight_choice(record: dict, title: str, caption: str | None = None) -> go.Figure:
@@ -161,4 +151,4 @@ def base_weight_choice(record: dict, title: str, caption: str | None = None) -> 
     if not candidates:
         fig.add_annotation(text="no validation names: the head is kept as trained", xref="paper", yref="paper",
                            x=0.5, y=0.5, showarrow=False)
-    return _caption_below_axis_titles(apply_theme(fig, title, caption, height=380), caption)
+    return apply_theme(fig, title, caption, height=380)

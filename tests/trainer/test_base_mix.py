@@ -74,3 +74,10 @@ def test_a_large_validation_split_is_sampled_and_progress_is_reported():
     # Retention always uses every validation name; the mAP of 30 sampled queries differs from all 100.
     assert [c["val_retention"] for c in sampled["candidates"]] == [c["val_retention"] for c in full["candidates"]]
     assert [c["val_mAP"] for c in sampled["candidates"]] != [c["val_mAP"] for c in full["candidates"]]
+
+
+def test_without_a_measurable_retention_the_head_is_kept():
+    outputs, inputs, labels = _split()
+    record = choose_base_weight(outputs, inputs, labels, 20, lambda v: float("nan"), 0.85)
+    assert record["weight"] == 0.0 and record["chosen_by"].startswith("retention not measurable")
+    assert len(record["candidates"]) == len(BASE_WEIGHTS)
