@@ -72,8 +72,10 @@ def job_table(page) -> dict[str, list[str]]:
     return rows
 
 
-def chart_titles(page) -> list[str]:
+def chart_titles(page, expected: int) -> list[str]:
+    """Titles of the page's charts, once ``expected`` of them are drawn (they render one by one)."""
     charts = page.get_by_test_id("stPlotlyChart")
+    charts.nth(expected - 1).wait_for(state="attached", timeout=60_000)
     titles = []
     for i in range(charts.count()):
         title = charts.nth(i).locator(".gtitle").first
@@ -198,7 +200,7 @@ def test_launch_from_the_train_page_keep_exploring_and_open_the_run_in_views(tmp
         timings["run"] = {"device": run.get("device"), "timings": run.get("timings"),
                           "epochs": len(metrics.get("history", [])), "best_epoch": metrics.get("best_epoch"),
                           "test_mAP": [metrics["baseline"]["test"]["mAP"], metrics["trained"]["test"]["mAP"]]}
-        titles = chart_titles(page)
+        titles = chart_titles(page, 3)
         assert len(titles) == 3, titles
         assert titles[0].startswith("Training curves") and first in titles[0], titles
         assert titles[1].startswith("Class retrieval") and first in titles[1], titles
