@@ -129,6 +129,8 @@ def run_row(run: RunInfo) -> dict:
         "created (UTC)": _created(run),
         "test mAP base": _test_map(run.metrics, "baseline"),
         "test mAP trained": _test_map(run.metrics, "trained"),
+        # How much of its input a head run keeps (trainer.base_mix); empty for fine-tuned runs.
+        "base weight": (run.metrics.get("base_mix") or {}).get("weight"),
         "stored evaluations": len(read_run_evaluations(run.path)),
         "path": str(run.path),
     }

@@ -22,15 +22,17 @@ def test_only_complete_runs_are_listed_with_their_settings(evaluated_run, tmp_ho
     assert row == {
         "run": "mini-definitions", "encoder": "definitions", "trained on": "mini.obo d1", "shots": 2,
         "base": "minilm", "created (UTC)": "2026-01-02 03:04", "test mAP base": 0.5, "test mAP trained": 0.75,
-        "stored evaluations": 2, "path": str(evaluated_run),
+        "base weight": None, "stored evaluations": 2, "path": str(evaluated_run),
     }
 
 
 def test_a_run_without_creation_time_or_figures_still_gets_a_line(tmp_home):
     run = tmp_home / "runs" / "old"
     run.mkdir(parents=True)
-    (run / "run.json").write_text(json.dumps({"config": {"source": "hpo", "shots": None, "init": "/r/first"}}))
+    (run / "run.json").write_text(json.dumps({"config": {"source": "hpo", "shots": None, "init": "/r/first"},
+                                              "metrics": {"base_mix": {"weight": 0.4}}}))
     row = run_row(list_runs()[0])
+    assert row["base weight"] == 0.4
     assert row["run"] == "old" and row["shots"] == "all" and row["base"] == "first (init)"
     assert row["test mAP trained"] is None and row["stored evaluations"] == 0
     assert len(row["created (UTC)"]) == 16  # from the file's modification time
