@@ -83,7 +83,24 @@ class FeedForward(nn.Module):
         return self
 
 
-class ResidualEncoder(nn.Module):
+class Head(nn.Module):
+    """A head that sentence-transformers can run: its function as ``a * chain(u) + b * u``.
+
+    Subclasses give :meth:`linear_form`; :meth:`to_dense_modules` turns it into standard
+    ``Dense`` modules (:func:`dense_modules`), so mixing a head with its input never carries
+    the input through the layers twice.
+    """
+
+    def linear_form(self) -> tuple[list, float, float]:
+        """``(modules, a, b)``: Dense modules computing ``chain`` from ``u``, and the coefficients."""
+        raise NotImplementedError
+
+    def to_dense_modules(self) -> list:
+        """Dense modules computing exactly the head's function (at inference)."""
+        return dense_modules(self)
+
+
+class ResidualEncoder(Head):
     """``f(n) = (enc(u_n) + u_n) / 2``: the encoder updates rather than replaces ``u_n``.
 
     Parameters
@@ -96,44 +113,35 @@ class ResidualEncoder(nn.Module):
         Dropout on the hidden layer (0.5 in the papers).
     """
 
-    kind = "residual"
-
     def __init__(self, dim: int, hidden: int = 9600, dropout: float = 0.5):
         super().__init__()
-        self.dim, self.hidden = dim, hidden
         self.enc = FeedForward(dim, hidden, dropout)
 
     def forward(self, u: torch.Tensor) -> torch.Tensor:
         return (self.enc(u) + u) / 2.0
 
-    def to_dense_modules(self) -> list:
-        """Two Dense modules computing exactly the same function (at inference): ``enc``
-        with the input carried alongside (:func:`with_input_path`), weights 1/2 and 1/2."""
-        return with_input_path(_enc_dense_modules(self.enc), self.dim, 0.5, 0.5)
+    def linear_form(self) -> tuple[list, float, float]:
+        """``enc`` with weights 1/2 and 1/2."""
+        return _enc_dense_modules(self.enc), 0.5, 0.5
 
 
-class DANEncoder(nn.Module):
+class DANEncoder(Head):
     """``f(n) = enc(u_n)`` (higher-level-semantics §3.1), output as wide as the input."""
-
-    kind = "dan"
 
     def __init__(self, dim: int, hidden: int = 9600, dropout: float = 0.5):
         super().__init__()
-        self.dim, self.hidden = dim, hidden
         self.enc = FeedForward(dim, hidden, dropout)
 
     def forward(self, u: torch.Tensor) -> torch.Tensor:
         return self.enc(u)
 
-    def to_dense_modules(self) -> list:
-        """The two layers as Dense modules."""
-        return _enc_dense_modules(self.enc)
+    def linear_form(self) -> tuple[list, float, float]:
+        """``enc`` alone."""
+        return _enc_dense_modules(self.enc), 1.0, 0.0
 
 
-class LinearMap(nn.Module):
+class LinearMap(Head):
     """A fixed affine map ``x @ weight + bias`` (a fitted CCA projection); not trained."""
-
-    kind = "linear"
 
     def __init__(self, weight: np.ndarray, bias: np.ndarray):
         super().__init__()
@@ -143,16 +151,16 @@ class LinearMap(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x @ self.weight + self.bias
 
-    def to_dense_modules(self) -> list:
+    def linear_form(self) -> tuple[list, float, float]:
         """One Dense module without activation."""
         d_in, d_out = self.weight.shape
-        return [_dense(d_in, d_out, self.weight.T, self.bias, relu=False)]
+        return [_dense(d_in, d_out, self.weight.T, self.bias, relu=False)], 1.0, 0.0
 
 
-class Stack(nn.Module):
-    """Modules applied in order (CCA then DAN); exported as the concatenation of their Dense modules."""
+class Stack(Head):
+    """Heads applied in order (CCA then DAN); exported as the concatenation of their Dense modules."""
 
-    def __init__(self, *parts: nn.Module):
+    def __init__(self, *parts: Head):
         super().__init__()
         self.parts = nn.ModuleList(parts)
 
@@ -161,9 +169,17 @@ class Stack(nn.Module):
             x = part(x)
         return x
 
-    def to_dense_modules(self) -> list:
-        """Dense modules of every part, in order."""
-        return [module for part in self.parts for module in part.to_dense_modules()]
+    def linear_form(self) -> tuple[list, float, float]:
+        """Every part's exact Dense modules, in order (each part's own input is carried within it)."""
+        return [module for part in self.parts for module in dense_modules(part)], 1.0, 0.0
+
+
+def dense_modules(head: Head) -> list:
+    """A head's exact Dense modules: its chain, with the input carried alongside when it has a share."""
+    modules, head_weight, input_weight = head.linear_form()
+    if head_weight == 1 and input_weight == 0:
+        return modules
+    return with_input_path(modules, head_weight, input_weight)
 
 
 def _enc_dense_modules(enc: FeedForward) -> list:
@@ -173,7 +189,7 @@ def _enc_dense_modules(enc: FeedForward) -> list:
             _dense(output.in_features, output.out_features, output.weight, output.bias, relu=False)]
 
 
-def with_input_path(modules: list, dim: int, head_weight: float, input_weight: float) -> list:
+def with_input_path(modules: list, head_weight: float, input_weight: float) -> list:
     """Dense modules computing ``head_weight * f(u) + input_weight * u``, where ``modules`` compute ``f``.
 
     sentence-transformers runs modules in a chain, with no skip connection, so the input
@@ -184,10 +200,8 @@ def with_input_path(modules: list, dim: int, head_weight: float, input_weight: f
     Parameters
     ----------
     modules : list of Dense
-        ``f`` as a chain whose first module reads ``u`` (``dim`` wide) and whose last one
-        is linear.
-    dim : int
-        Width of ``u`` (and of ``f``'s output).
+        ``f`` as a chain whose first module reads ``u`` and whose last one is linear, with
+        an output as wide as ``u``.
     head_weight, input_weight : float
         The coefficients of ``f(u)`` and ``u``.
 
@@ -196,6 +210,7 @@ def with_input_path(modules: list, dim: int, head_weight: float, input_weight: f
     ValueError
         If the last module has an activation (the sum could not be formed linearly).
     """
+    dim = modules[0].linear.in_features
     eye = torch.eye(dim)
     out_modules = []
     carry_kind = "signed"  # what carries u into the current module: u itself, or relu(u) and relu(-u)
@@ -229,13 +244,13 @@ def with_input_path(modules: list, dim: int, head_weight: float, input_weight: f
     return out_modules
 
 
-class BaseMix(nn.Module):
+class BaseMix(Head):
     """``g(u) = (1 - w) f(u) / s + w u``: a trained head pulled back towards its input.
 
     The papers' heads move names so that classes separate; what they do between classes
     is what relatedness benchmarks see, and trained on a few hundred names they lose much
-    of the base model's order there. Mixing the input back in, with ``w`` chosen on the
-    validation split (:func:`trainer.loop.choose_base_weight`), trades some class
+    of the input model's order there. Mixing the input back in, with ``w`` chosen on the
+    validation split (:func:`trainer.base_mix.choose_base_weight`), trades some class
     separation for that order. ``s`` is the head's mean output norm on the training names,
     so ``w`` means the same for heads whose outputs have different scales. ``w = 0`` is the
     head itself; the residual head of fewshot-biomedical-names is ``enc`` mixed with
@@ -243,23 +258,19 @@ class BaseMix(nn.Module):
 
     Parameters
     ----------
-    head : nn.Module
-        A trained head with ``to_dense_modules()`` (input and output ``dim`` wide).
-    dim : int
-        Width of the input vectors.
+    head : Head
+        A trained head (input and output equally wide).
     weight : float
         ``w`` in ``[0, 1]``.
     scale : float
         ``s > 0``.
     """
 
-    kind = "base_mix"
-
-    def __init__(self, head: nn.Module, dim: int, weight: float, scale: float = 1.0):
+    def __init__(self, head: Head, weight: float, scale: float = 1.0):
         super().__init__()
         if not 0 <= weight <= 1 or scale <= 0:
             raise ValueError(f"base weight must be in [0, 1] and scale positive (got {weight}, {scale})")
-        self.head, self.dim = head, dim
+        self.head = head
         self.weight, self.scale = float(weight), float(scale)
         # Kept in the state dict too, so head.safetensors records the mix.
         self.register_buffer("mix", torch.tensor([self.weight, self.scale]))
@@ -267,9 +278,11 @@ class BaseMix(nn.Module):
     def forward(self, u: torch.Tensor) -> torch.Tensor:
         return (1.0 - self.weight) / self.scale * self.head(u) + self.weight * u
 
-    def to_dense_modules(self) -> list:
-        """The head's Dense modules with the input carried alongside (:func:`with_input_path`)."""
-        return with_input_path(self.head.to_dense_modules(), self.dim, (1.0 - self.weight) / self.scale, self.weight)
+    def linear_form(self) -> tuple[list, float, float]:
+        """The head's own form with the coefficients mixed: ``a (1 - w) / s`` and ``b (1 - w) / s + w``."""
+        modules, a, b = self.head.linear_form()
+        share = (1.0 - self.weight) / self.scale
+        return modules, a * share, b * share + self.weight
 
 
 def class_prototypes(vectors: np.ndarray, labels: np.ndarray, n_classes: int) -> np.ndarray:

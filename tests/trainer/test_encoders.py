@@ -87,10 +87,15 @@ def _heads(dim=12):
 @pytest.mark.parametrize("weight", [0.0, 0.3, 1.0])
 def test_base_mix_exports_exactly_for_every_head(kind, weight):
     torch.manual_seed(1)
-    mix = BaseMix(_heads()[kind], dim=12, weight=weight, scale=2.5).eval()
+    mix = BaseMix(_heads()[kind], weight=weight, scale=2.5).eval()
     x = torch.nn.functional.normalize(torch.randn(6, 12), dim=1)
     with torch.no_grad():
         assert torch.allclose(_run_dense(mix.to_dense_modules(), x), mix(x), atol=1e-5)
+
+
+def test_a_mixed_residual_head_carries_its_input_once():
+    modules = BaseMix(ResidualEncoder(8, 16, 0.5), 0.3).to_dense_modules()
+    assert [m.linear.out_features for m in modules] == [16 + 2 * 8, 8]  # not 16 + 4 * 8
 
 
 def test_base_mix_interpolates_between_the_head_and_its_input():
@@ -98,13 +103,13 @@ def test_base_mix_interpolates_between_the_head_and_its_input():
     head = DANEncoder(8, 16, 0.5).eval()
     x = torch.randn(4, 8)
     with torch.no_grad():
-        assert torch.allclose(BaseMix(head, 8, 0.0, scale=2.0)(x), head(x) / 2)
-        assert torch.allclose(BaseMix(head, 8, 1.0)(x), x)
-        halfway = BaseMix(head, 8, 0.5)(x)
+        assert torch.allclose(BaseMix(head, 0.0, scale=2.0)(x), head(x) / 2)
+        assert torch.allclose(BaseMix(head, 1.0)(x), x)
+        halfway = BaseMix(head, 0.5)(x)
         assert torch.allclose(halfway, (head(x) + x) / 2, atol=1e-6)
-    assert BaseMix(head, 8, 0.25, scale=3.0).state_dict()["mix"].tolist() == [0.25, 3.0]
+    assert BaseMix(head, 0.25, scale=3.0).state_dict()["mix"].tolist() == [0.25, 3.0]
     with pytest.raises(ValueError):
-        BaseMix(head, 8, 1.5)
+        BaseMix(head, 1.5)
 
 
 def test_unknown_head_is_refused():
