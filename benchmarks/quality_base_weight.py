@@ -1,8 +1,8 @@
 """What the base weight costs and buys: every weight of the same trained heads, side by side.
 
-For each encoder and split seed, one head is trained as the papers define it
-(``base_weight 0``); then, for every weight ``w`` the trainer's automatic choice considers
-(``trainer.base_mix.BASE_WEIGHTS``), the mixed model ``(1 - w) f(u) / s + w u`` is scored:
+For each encoder and split seed, one head is trained; then, for every weight ``w`` the
+trainer's automatic choice considered (``trainer.base_mix.BASE_WEIGHTS``, with the
+validation figures it recorded), the mixed model ``(1 - w) f(u) / s + w u`` is scored:
 validation mAP and validation retention (what the choice sees), test mAP and the
 MayoSRS/UMNSRS Spearman changes against the base (what it never sees). The medians per
 weight, and the weights each ``--retention`` threshold would choose with their medians,
@@ -30,48 +30,40 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere, without installing
 
-from quality_train import BENCHMARKS, add_level_options, parse_assignments, relatedness, run_tasks  # noqa: E402
+from quality_train import BENCHMARKS, add_level_options, parse_assignments, run_tasks  # noqa: E402
 
 
 def score_weights(config) -> dict:
-    """Train the raw head once, then score every candidate weight (one row per weight)."""
+    """Train a head once, then score every candidate weight the trainer considered (one row each)."""
+    from bioviz.benchmarks import load_benchmark, score_benchmark
     from bioviz.embeddings import embed
-    from bioviz.metrics import CrossClassRetention, class_retrieval_map
-    from trainer.base_mix import BASE_WEIGHTS, choose_base_weight, mix
+    from trainer.base_mix import mix
     from trainer.data import prepare
-    from trainer.loop import Trainer
+    from trainer.encoders import BaseMix
+    from trainer.loop import Trainer, encode_in_chunks, retrieval_figures
 
     data = prepare(config)
     result = Trainer(config, data).run()
-    split, labels, u = data.split, data.view.labels, data.vectors
-    with torch.no_grad():
-        f = result.head(torch.from_numpy(u)).numpy()
-    rows = np.concatenate([split.train, split.validation])
-    retention = CrossClassRetention(u[split.validation], labels[split.validation])
-    choice = choose_base_weight(f[rows], u[rows], labels[rows], len(split.train), retention, 0.0)
+    head = result.head.head if isinstance(result.head, BaseMix) else result.head  # the head as trained
+    choice = result.metrics["base_mix"]  # every candidate's validation figures, and the scale
     scale = choice["scale"]
+    outputs = encode_in_chunks(head, torch.from_numpy(data.vectors)).numpy()
+    benchmarks = {name: load_benchmark(name) for name in BENCHMARKS}
+    base = {name: embed(b.terms, config.input_model).vectors for name, b in benchmarks.items()}
+    head_out = {name: encode_in_chunks(head, torch.from_numpy(v)).numpy() for name, v in base.items()}
 
-    def base_encode(texts):
-        return embed(texts, config.input_model).vectors
+    def rho(name: str, vectors: np.ndarray) -> float:
+        bench = benchmarks[name]
+        return float(score_benchmark(bench, dict(zip(bench.terms, vectors)), n_boot=10)["spearman"])
 
-    base_rel = relatedness(base_encode)
+    base_rel = {name: round(rho(name, base[name]), 4) for name in BENCHMARKS}
     weights = []
     for candidate in choice["candidates"]:
         w = candidate["weight"]
-        vectors = mix(f, u, w, scale)
-        test = class_retrieval_map(vectors[split.test], labels[split.test], vectors[split.train], labels[split.train])
-
-        def encode(texts, w=w):
-            b = base_encode(texts)
-            with torch.no_grad():
-                out = result.head(torch.from_numpy(b)).numpy()
-            return mix(out, b, w, scale)
-
-        rel = relatedness(encode)
-        weights.append({**candidate, "test_mAP": round(float(test), 4),
-                        **{f"{name}_change": round(rel[name] - base_rel[name], 4) for name in BENCHMARKS
-                           if isinstance(rel[name], float) and isinstance(base_rel[name], float)}})
-    assert [w["weight"] for w in weights] == list(BASE_WEIGHTS)
+        test = retrieval_figures(mix(outputs, data.vectors, w, scale), data)["test"]["mAP"]
+        weights.append({**candidate, "test_mAP": None if test is None else round(test, 4),
+                        **{f"{name}_change": round(rho(name, mix(head_out[name], base[name], w, scale))
+                                                   - base_rel[name], 4) for name in BENCHMARKS}})
     return {"encoder": config.encoder, "seed": config.seed, "epochs": len(result.history), "scale": round(scale, 4),
             "base_test_mAP": round(result.metrics["baseline"]["test"]["mAP"], 4), "base_rel": base_rel,
             "weights": weights}
@@ -91,7 +83,7 @@ def _medians(rows: list[dict]) -> dict:
 
 def summarise(seeds: list[dict], retentions) -> dict:
     """Medians per weight, and per retention threshold the weights chosen on validation."""
-    from trainer.base_mix import best_weight
+    from trainer.base_mix import decide
 
     per_weight = [{"weight": seeds[0]["weights"][i]["weight"], **_medians([s["weights"][i] for s in seeds])}
                   for i in range(len(seeds[0]["weights"]))]
@@ -99,7 +91,7 @@ def summarise(seeds: list[dict], retentions) -> dict:
     for threshold in retentions:
         chosen = []
         for s in seeds:
-            w = best_weight(s["weights"], threshold)
+            w, _ = decide(s["weights"], threshold)
             chosen.append(next(c for c in s["weights"] if c["weight"] == w))
         per_threshold.append({"min_retention": threshold, "weights": [c["weight"] for c in chosen], **_medians(chosen)})
     return {"seeds": len(seeds), "base_test_mAP": statistics.median(s["base_test_mAP"] for s in seeds),
@@ -117,7 +109,7 @@ def main(argv=None) -> int:
         parser.error(f"no base weight for {', '.join(sorted(unknown))}: choose head encoders")
     fixed = parse_assignments(args.set, several=False)
     tasks = [{"config": {"source": args.source, "root": args.root, "depth": args.depth, "shots": args.shots,
-                         "encoder": encoder, "base": args.base, "seed": seed, **fixed, "base_weight": 0.0},
+                         "encoder": encoder, "base": args.base, "seed": seed, **fixed, "base_weight": None},
               "threads": args.threads} for encoder in args.encoders for seed in args.seeds]
     rows = run_tasks(_task, tasks, args.workers)
     for encoder in args.encoders:

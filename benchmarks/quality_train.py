@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import statistics
 import sys
 import time
@@ -52,12 +53,23 @@ def relatedness(encode) -> dict:
 
 
 def best_validation(result) -> dict:
-    """Validation figures of the restored (best) epoch."""
+    """Validation figures of the model the row reports, which the selection compares.
+
+    The restored (best) epoch's figures, and, when the head was mixed with its input
+    (:mod:`trainer.base_mix`), the chosen weight's validation mAP and retention in place of
+    the head's own (kept as ``head_val_*``); the validation loss is always the head's.
+    """
     if not result.history:
         return {}
     record = next((r for r in result.history if r["epoch"] == result.best_epoch), result.history[-1])
-    return {"val_mAP": record.get("val_mAP"), "val_loss": record.get("val_loss"),
-            "val_retention": record.get("val_retention")}
+    out = {"val_mAP": record.get("val_mAP"), "val_loss": record.get("val_loss"),
+           "val_retention": record.get("val_retention")}
+    mixing = result.metrics.get("base_mix") or {}
+    chosen = next((c for c in mixing.get("candidates", []) if c["weight"] == mixing.get("weight")), None)
+    if chosen is not None:
+        out.update({"head_val_mAP": out["val_mAP"], "head_val_retention": out["val_retention"],
+                    "val_mAP": chosen["val_mAP"], "val_retention": chosen["val_retention"]})
+    return out
 
 
 def run_one(config, with_relatedness: bool) -> dict:
@@ -83,7 +95,6 @@ def run_one(config, with_relatedness: bool) -> dict:
         row["cca_only_test_mAP"] = round(result.metrics["cca_projection"]["test"]["mAP"], 4)
     if "base_mix" in result.metrics:  # the input weight, fixed or chosen on validation (trainer.base_mix)
         row["base_weight"] = result.metrics["base_mix"]["weight"]
-        row["mixed_val_mAP"] = result.metrics["trained"]["validation"]["mAP"]  # val_mAP is the head's own
     if with_relatedness:
         def base_encode(texts):
             return embed(texts, config.input_model).vectors
@@ -163,7 +174,7 @@ def selection_value(rows: list[dict], select: str) -> float:
 
 def _mean(rows: list[dict], key: str) -> float | None:
     """Mean of ``key`` over the rows that report it (None when none does)."""
-    values = [r[key] for r in rows if isinstance(r.get(key), (int, float))]
+    values = [r[key] for r in rows if isinstance(r.get(key), (int, float)) and math.isfinite(r[key])]
     return round(statistics.fmean(values), 4) if values else None
 
 

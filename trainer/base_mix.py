@@ -16,7 +16,8 @@ import math
 
 import numpy as np
 
-from bioviz.metrics import class_retrieval_map, l2_normalise
+from bioviz.metrics import class_retrieval_map
+from bioviz.space import l2_normalise
 
 # The weights tried by the automatic choice (0 is the head itself, 1 the input itself).
 BASE_WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))
@@ -85,30 +86,29 @@ def choose_base_weight(head_outputs: np.ndarray, inputs: np.ndarray, labels: np.
         candidates.append({"weight": float(w), "val_mAP": _finite(val_map), "val_retention": _finite(retention(val))})
         if progress is not None:
             progress(done, len(tried))
-    if weight is not None:
-        chosen, how = float(weight), "fixed"
-    elif not candidates:
-        chosen, how = 0.0, "no validation names"  # nothing to choose on: the head as the papers define it
-    elif all(c["val_retention"] is None for c in candidates):
-        # Fewer than three cross-class validation pairs: nothing says what the head loses, and
-        # falling back to the input would throw the training away.
-        chosen, how = 0.0, "retention not measurable (too few validation names)"
-    else:
-        chosen, how = best_weight(candidates, min_retention), "validation"
+    chosen, how = (float(weight), "fixed") if weight is not None else decide(candidates, min_retention)
     return {"weight": chosen, "scale": scale, "chosen_by": how, "min_retention": float(min_retention),
             "candidates": candidates}
 
 
-def best_weight(candidates: list[dict], min_retention: float) -> float:
-    """The best validation mAP among weights keeping ``min_retention``; ties go to the larger weight.
+def decide(candidates: list[dict], min_retention: float) -> tuple[float, str]:
+    """``(weight, how it was chosen)`` from the candidates' validation figures.
 
-    If no weight has usable figures, the largest weight tried (closest to the input) is kept.
+    The best validation mAP among weights keeping ``min_retention`` (ties go to the larger
+    weight); the largest weight tried when none keeps it; the head itself (``0``) when there
+    is nothing to choose on.
     """
+    if not candidates:
+        return 0.0, "no validation names"  # nothing to choose on: the head as the papers define it
+    if all(c["val_retention"] is None for c in candidates):
+        # Fewer than three cross-class validation pairs: nothing says what the head loses, and
+        # falling back to the input would throw the training away.
+        return 0.0, "retention not measurable (too few validation names)"
     keeping = [c for c in candidates if c["val_retention"] is not None and c["val_retention"] >= min_retention
                and c["val_mAP"] is not None]
     if not keeping:
-        return max(c["weight"] for c in candidates)
-    return max(keeping, key=lambda c: (c["val_mAP"], c["weight"]))["weight"]
+        return max(c["weight"] for c in candidates), "validation (no weight keeps the retention: the largest)"
+    return max(keeping, key=lambda c: (c["val_mAP"], c["weight"]))["weight"], "validation"
 
 
 def _finite(value) -> float | None:

@@ -21,7 +21,9 @@ import torch
 
 from bioviz.errors import BiovizError
 from bioviz.metrics import CrossClassRetention
+from bioviz.space import l2_normalise
 from trainer import encoders, losses, sampling
+from trainer.base_mix import choose_base_weight, mix
 from trainer.config import TrainConfig, validate  # noqa: F401  (TrainConfig is re-exported here)
 from trainer.data import TrainingData
 
@@ -106,8 +108,16 @@ def _adam(parameters, lr: float, device: torch.device) -> torch.optim.Optimizer:
         return torch.optim.Adam(parameters, lr=lr)
 
 
-def _normalise(x: np.ndarray) -> np.ndarray:
-    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+def encode_in_chunks(model: torch.nn.Module, x: torch.Tensor, chunk: int = 4096) -> torch.Tensor:
+    """Eval-mode encodings of ``x`` in chunks (bounded memory at wide hidden layers).
+
+    The model is left in eval mode (the epoch loop switches it back to training at the start
+    of each epoch): restoring a "previous" flag would switch every child of a freshly built
+    wrapper to training mode, dropout included.
+    """
+    model.eval()
+    with torch.no_grad():
+        return torch.cat([model(x[s : s + chunk]) for s in range(0, len(x), chunk)]) if len(x) else x
 
 
 def retrieval_figures(vectors: np.ndarray, data: TrainingData) -> dict:
@@ -184,15 +194,6 @@ class Trainer:
         return result
 
     # ----------------------------------------------------------------- heads
-    def _encode(self, model: torch.nn.Module, x: torch.Tensor, chunk: int = 4096) -> torch.Tensor:
-        """Eval-mode encodings of ``x`` in chunks (bounded memory at wide hidden layers)."""
-        was_training = model.training
-        model.eval()
-        with torch.no_grad():
-            out = torch.cat([model(x[s : s + chunk]) for s in range(0, len(x), chunk)]) if len(x) else x
-        model.train(was_training)
-        return out
-
     def _train_head(self) -> TrainResult:
         c, data, dev = self.config, self.data, self.device
         split, labels_np = data.split, data.view.labels
@@ -213,6 +214,7 @@ class Trainer:
         prototypes = encoders.class_prototypes(data.vectors[train_rows], labels_np[train_rows], n_classes)
         proto_t = torch.from_numpy(prototypes)
         labels_t = torch.from_numpy(labels_np)
+        labels_dev = labels_t.to(dev)  # indexed with on-device rows in every cca batch
         # Fixed per-name targets of the grounding objectives (computed once, on the device).
         targets = {
             "residual": {"ground": (proto_t[labels_t] + u_all) / 2},
@@ -251,7 +253,7 @@ class Trainer:
             elif c.encoder == "cca":
                 proto_loss = loss_fns["proto"].train(training)
                 names = torch.cat([a, p])
-                name_labels = labels_t[torch.cat([rows, pos]).cpu()].to(dev)
+                name_labels = labels_dev[torch.cat([rows, pos])]
                 terms["ground"] = proto_loss(names, name_labels, targets["proto"], generator=self.generator)
                 if c.context_weight > 0:
                     terms["context"] = loss_fns["ground"](a, targets["context"][rows])
@@ -300,7 +302,7 @@ class Trainer:
 
             if not len(val_rows):
                 return float("nan")
-            enc = _normalise(encoded.numpy())  # the metric assumes unit rows
+            enc = l2_normalise(encoded.numpy())  # the metric assumes unit rows
             return float(class_retrieval_map(enc[n_train:], labels_np[val_rows], enc[:n_train],
                                              labels_np[train_rows]))
 
@@ -319,7 +321,7 @@ class Trainer:
         # One eval-mode pass over training + validation names per epoch serves the validation
         # figures of this epoch and the negative sampling of the next.
         tv_rows = torch.from_numpy(np.concatenate([train_rows, val_rows]))
-        encoded = self._encode(model, x_dev[tv_rows]).cpu()
+        encoded = encode_in_chunks(model, x_dev[tv_rows]).cpu()
         for epoch in range(1, c.epochs + 1):
             epoch_started = time.perf_counter()
             model.train()
@@ -350,7 +352,7 @@ class Trainer:
                 seen += len(local)
             self.cancel.check()
             epoch_losses = {k: v / max(seen, 1) for k, v in sums.items()}
-            encoded = self._encode(model, x_dev[tv_rows]).cpu()
+            encoded = encode_in_chunks(model, x_dev[tv_rows]).cpu()
             val_map = validation_map(encoded)
             val_loss = validation_loss(encoded[n_train:]) if c.stop_on == "loss" else None
             value = val_map if higher_is_better else val_loss
@@ -373,38 +375,37 @@ class Trainer:
                 best_state, best_epoch = copy.deepcopy(model.state_dict()), epoch
         training_s = time.perf_counter() - started
         model.load_state_dict(best_state)
-        model = model.cpu().eval()
-        # eval() on the whole stack: _encode restores a module's own training flag, and a
-        # Stack left in training mode would put the DAN's dropout back on.
-        head = encoders.Stack(projection, model).eval() if projection is not None else model
-        head, mixing = self._keep_base(head, u_all, retention)
-        vectors = _normalise(self._encode(head, u_all).numpy())
+        # The head's outputs for every name, once and on the training device: the base-weight
+        # choice reads the training and validation rows, the run's vectors all of them.
+        outputs = encode_in_chunks(model, x_dev).cpu().numpy()
+        model = model.cpu()
+        head = encoders.Stack(projection, model) if projection is not None else model
+        mixing = self._choose_base_weight(outputs, np.concatenate([train_rows, val_rows]), retention)
+        if mixing["weight"] > 0:
+            head = encoders.BaseMix(head, mixing["weight"], mixing["scale"])
+        head.eval()
+        vectors = mix(outputs, data.vectors, mixing["weight"], mixing["scale"])
         extra = {"base_mix": mixing}
         if projection is not None:
-            extra["cca_projection"] = retrieval_figures(_normalise(x_all.numpy()), data)
+            extra["cca_projection"] = retrieval_figures(l2_normalise(x_all.numpy()), data)
             extra["cca_components"] = k
         logger.info("trained %s: best epoch %d of %d in %.1fs", c.encoder, best_epoch, len(history), training_s)
         return TrainResult(head, None, projection, vectors, history, best_epoch, stopped_early, training_s,
                            per_epoch, str(self.device), metrics=extra)
 
-    def _keep_base(self, head: torch.nn.Module, u_all: torch.Tensor, retention) -> tuple[torch.nn.Module, dict]:
-        """Mix the trained head with its input, ``w`` fixed or chosen on validation (:mod:`trainer.base_mix`).
+    def _choose_base_weight(self, outputs: np.ndarray, rows: np.ndarray, retention) -> dict:
+        """The weight of the input in the run's output, fixed or chosen on validation (:mod:`trainer.base_mix`).
 
-        Returns the head (wrapped in :class:`~trainer.encoders.BaseMix` when ``w > 0``) and
-        the record of the choice for the run's metrics.
+        ``outputs`` are the head's outputs for every name of the view; ``rows`` the training
+        then the validation names. Returns the record of the choice for the run's metrics.
         """
-        from trainer.base_mix import choose_base_weight
+        c, labels = self.config, self.data.view.labels
 
-        c, split, labels = self.config, self.data.split, self.data.view.labels
-        rows = np.concatenate([split.train, split.validation])
-        outputs = self._encode(head, u_all[torch.from_numpy(rows)]).numpy()
         def progress(done: int, total: int) -> None:
             self.cancel.check()
             self._emit({"event": "base_weight", "done": done, "total": total})
 
-        record = choose_base_weight(outputs, self.data.vectors[rows], labels[rows], len(split.train), retention,
-                                    c.min_retention, c.base_weight, progress=progress)
+        record = choose_base_weight(outputs[rows], self.data.vectors[rows], labels[rows], len(self.data.split.train),
+                                    retention, c.min_retention, c.base_weight, progress=progress)
         logger.info("base weight %.1f (%s)", record["weight"], record["chosen_by"])
-        if record["weight"] == 0:
-            return head, record
-        return encoders.BaseMix(head, self.data.dim, record["weight"], record["scale"]).eval(), record
+        return record
