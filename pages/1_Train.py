@@ -15,11 +15,11 @@ from bioviz.errors import BiovizError
 from bioviz.evaluation import read_run_evaluations, results_table
 from bioviz.figures import base_weight_choice, baseline_vs_trained, export_config, training_curves
 from bioviz.runs import is_run_dir, list_runs, read_run, run_row, stored_results_rows
-from trainer.base_mix import BASE_WEIGHTS, describe as describe_base_mix
-from trainer.config import ENCODERS, STOP_ON
+from trainer.base_mix import describe as describe_base_mix
+from trainer.config import ENCODERS
 from trainer.job_options import applies_to, encoder_defaults, estimate_sizes, field_help, hyperparameters
-from trainer.jobs import ACTIVE, CANCELLED, QUEUED, RUNNING, SUCCEEDED, describe_config, job_row, queue_position, \
-    read_progress, tail
+from trainer.jobs import ACTIVE, CANCELLED, QUEUED, RUNNING, SUCCEEDED, describe_config, job_row, \
+    progress_stage, queue_position, read_progress, tail
 from trainer.worker import DEVICE_CHOICES, Worker, gpu_count
 from ui import state
 
@@ -32,9 +32,6 @@ ENCODER_HELP = {
     "hierarchical": "head trained with a multi-similarity loss over the hierarchy (HiPrBERT)",
     "definitions": "fine-tunes the base model on name-definition pairs (BioLORD)",
 }
-CHOICES = {"stop_on": STOP_ON, "definition_scope": ("train", "all")}
-# Optional settings offered as "auto" (None: the trainer decides) or one of a few values.
-AUTO_CHOICES = {"base_weight": BASE_WEIGHTS}
 # The selected job. Streamlit drops the state of the "Selected job" widget when the user
 # leaves the page while the job table refreshes itself, and later picks the newest job
 # again, so the choice is kept under a key no widget owns and the widget is set from it.
@@ -94,14 +91,13 @@ with st.expander("Hyperparameters (the papers' defaults for this encoder)"):
         name, default = h["name"], defaults.get(h["name"], h["default"])
         key = f"train_hp_{encoder}_{name}" if h["per_encoder"] else f"train_hp_{name}"
         with columns[i % 4]:
-            if name in CHOICES:
-                options = [c for c in CHOICES[name] if c != "auto"]
-                values[name] = st.selectbox(name, options, index=options.index(default), key=key, help=h["help"])
-            elif name in AUTO_CHOICES:
-                options = ["auto", *AUTO_CHOICES[name]]
-                choice = st.selectbox(name, options, index=options.index("auto" if default is None else default),
+            if h["choices"]:
+                # An "auto" value is resolved per encoder in the defaults shown; a field whose
+                # None means "decided by the trainer" offers that word (e.g. base_weight: auto).
+                options = [*([h["none"]] if h["none"] else []), *(c for c in h["choices"] if c != "auto")]
+                choice = st.selectbox(name, options, index=options.index(h["none"] if default is None else default),
                                       key=key, help=h["help"])
-                values[name] = None if choice == "auto" else float(choice)
+                values[name] = None if choice == h["none"] else choice
             elif h["type"] == "bool":
                 values[name] = st.checkbox(name, value=bool(default), key=key, help=h["help"])
             elif "float" in h["type"]:
@@ -174,17 +170,9 @@ def show_job(job, jobs) -> None:
         st.info(f"Waiting in the queue (#{queue_position(jobs, job)}): it starts when a "
                 f"{'GPU' if job.requested_device != 'cpu' and gpu_count() else 'CPU'} slot is free.")
     elif job.status == RUNNING:
-        p = job.progress
-        if p.get("base_weight", {}).get("total"):  # after training: the input weight is being chosen
-            done = p["base_weight"]["done"] / p["base_weight"]["total"]
-        elif p.get("max_epochs"):
-            done = p.get("epoch", 0) / p["max_epochs"]
-        elif p.get("embedding", {}).get("total"):  # before training: embedding the level's names
-            done = p["embedding"]["done"] / p["embedding"]["total"]
-        else:
-            done = 0.0
-        st.progress(min(1.0, done), text=job_row(job)["progress"] + (f" · ETA {job_row(job)['eta']}" if p.get(
-            "eta_s") else ""))
+        row = job_row(job)
+        text, done = progress_stage(job)
+        st.progress(min(1.0, done), text=text + (f" · ETA {row['eta']}" if job.progress.get("eta_s") else ""))
     elif job.status == SUCCEEDED:
         st.success(f"Finished in {job_row(job)['duration']}: run directory {job.run_dir}")
     elif job.status == CANCELLED:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bioviz.errors import BiovizError, ModelError, SplitError
+from trainer.base_mix import BASE_WEIGHTS
 
 ENCODERS = ("residual", "dan", "cca", "hierarchical", "definitions")
 STOP_ON = ("auto", "loss", "mAP")
@@ -59,18 +60,18 @@ class TrainConfig:
     context_weight: float | None = None  # dan/cca: weight of the contextual loss d(f(n), u_n) (gamma; dan 1, cca 0)
     dropout: float = 0.5  # dropout on the hidden layer
     identity_start: bool = False  # residual/dan/cca/hierarchical: start the head at f(u) = u, not random (hidden >= 2 x dim)
-    base_weight: float | None = None  # residual/dan/cca/hierarchical: weight w of the input u in the output (1 - w) f(u) / s + w u; auto (empty): chosen on validation
+    base_weight: float | None = field(default=None, metadata={"choices": BASE_WEIGHTS, "none": "auto"})  # residual/dan/cca/hierarchical: weight w of the input u in the output (1 - w) f(u) / s + w u; auto: chosen on validation
     min_retention: float = 0.85  # residual/dan/cca/hierarchical: auto base_weight keeps at least this validation retention of the base's cross-class order
     synonym_dropout: float = 0.5  # cca: names left out of each prototype mean
     patience: int = 10  # epochs without validation improvement before stopping
-    stop_on: str = "auto"  # early-stopping criterion: loss (few-shot) or mAP (level training)
+    stop_on: str = field(default="auto", metadata={"choices": STOP_ON})  # early-stopping criterion: loss (few-shot) or mAP (level training)
     finetune: bool = False  # hierarchical: fine-tune the base transformer (AdamW 2e-5) instead of a head
     ms_alpha: float = 2.0  # hierarchical: multi-similarity alpha
     ms_beta: float = 2.0  # hierarchical: multi-similarity beta
     ms_lambda: float = 0.5  # hierarchical: multi-similarity lambda
     weight_decay: float = 0.01  # definitions: AdamW weight decay (BioLORD App. A)
     warmup_ratio: float = 0.05  # definitions: linear warm-up share of the steps
-    definition_scope: str = "train"  # definitions: pairs from "train" names or "all" names but val/test
+    definition_scope: str = field(default="train", metadata={"choices": ("train", "all")})  # definitions: pairs from "train" names or "all" names but val/test
     max_pairs: int = 20000  # definitions: cap on (name, definition) pairs
     device: str = "auto"  # auto (CUDA when present) | cpu | cuda
     source_options: dict = field(default_factory=dict)  # loader options (UMLS sab, semantic_group, hierarchy)
@@ -116,7 +117,9 @@ def _check_numbers(c: TrainConfig) -> None:
         (0 <= c.synonym_dropout < 1, f"synonym dropout must be in [0, 1) (got {c.synonym_dropout})"),
         (not c.identity_start or (c.encoder != "definitions" and not c.finetune),
          "identity_start applies to trained heads (not to fine-tuning)"),
-        (c.base_weight is None or 0 <= c.base_weight <= 1, f"base_weight must be in [0, 1] (got {c.base_weight})"),
+        (c.base_weight is None or (isinstance(c.base_weight, (int, float)) and not isinstance(c.base_weight, bool)
+                                   and 0 <= c.base_weight <= 1),
+         f"base_weight must be in [0, 1], or auto (got {c.base_weight!r})"),
         (not c.base_weight or (c.encoder != "definitions" and not c.finetune),
          "base_weight applies to trained heads (not to fine-tuning)"),
         (0 <= c.min_retention <= 1, f"min_retention must be in [0, 1] (got {c.min_retention})"),

@@ -40,7 +40,8 @@ def encoder_defaults(encoder: str) -> dict:
 
 
 def hyperparameters() -> list[dict]:
-    """The tunable fields, in declaration order: name, default, type and help.
+    """The tunable fields, in declaration order: name, default, type, help, and for fields with
+    a fixed set of values their ``choices`` (with ``none``, the word for None, e.g. ``auto``).
 
     Selection fields (source, level), model choice (encoder, base, init) and the device are
     left to the caller's own widgets.
@@ -53,7 +54,8 @@ def hyperparameters() -> list[dict]:
             continue
         default = None if f.default is dataclasses.MISSING else f.default
         out.append({"name": f.name, "default": default, "type": str(f.type), "help": helps.get(f.name, ""),
-                    "per_encoder": f.name in ENCODER_DEPENDENT})
+                    "per_encoder": f.name in ENCODER_DEPENDENT, "choices": f.metadata.get("choices"),
+                    "none": f.metadata.get("none")})
     return out
 
 

@@ -335,12 +335,14 @@ def summarise_progress(events: list[dict]) -> dict:
         elif kind == "start":
             summary.update({k: event[k] for k in ("max_epochs", "device") if k in event})
             summary["epoch"] = 0
+            summary["eta_s"] = None  # the embedding's estimate no longer holds
             summary.pop("embedding", None)
         elif kind == "epoch":
             summary.update({k: event[k] for k in ("epoch", "max_epochs", "losses", "val_metric", "val_name",
                                                    "elapsed_s", "eta_s") if k in event})
         elif kind == "base_weight":  # after the last epoch: the weight of the input is chosen
             summary["base_weight"] = {"done": event.get("done", 0), "total": event.get("total", 0)}
+            summary["eta_s"] = None  # the epochs' estimate does not cover it (and early stopping ended them)
         elif kind == "done":
             summary["done"] = True
             summary["eta_s"] = 0
@@ -566,20 +568,33 @@ def queue_position(jobs: list[Job], job: Job) -> int | None:
     return ids.index(job.id) + 1 if job.id in ids else None
 
 
+def progress_stage(job: Job) -> tuple[str, float]:
+    """What a started job is doing and the share of that stage done: ``("epoch 3/10", 0.3)``.
+
+    Stages in order: embedding the level's names, epochs, then choosing the base weight;
+    a finished job keeps its last epoch count.
+    """
+    p = job.progress or {}
+    running = job.status == RUNNING
+    if p.get("base_weight") and running:
+        done, total = p["base_weight"]["done"], p["base_weight"]["total"]
+        return f"choosing the base weight {done}/{total}", done / max(total, 1)
+    if p.get("max_epochs"):
+        return f"epoch {p.get('epoch', 0)}/{p['max_epochs']}", p.get("epoch", 0) / p["max_epochs"]
+    if p.get("embedding") and running:
+        done, total = p["embedding"]["done"], p["embedding"]["total"]
+        return f"embedding {done:,}/{total:,} names", done / max(total, 1)
+    return ("preparing data" if running else ""), 0.0
+
+
 def job_row(job: Job, jobs: list[Job] | None = None, now: float | None = None) -> dict:
     """One line of the job table: status, progress, device, duration, key metric, ETA, what."""
     p = job.progress or {}
     if job.status == QUEUED:
         place = queue_position(jobs or [job], job)
         progress = f"waiting (#{place} in queue)" if place else "waiting"
-    elif p.get("base_weight") and job.status == RUNNING:
-        progress = f"choosing the base weight {p['base_weight']['done']}/{p['base_weight']['total']}"
-    elif p.get("max_epochs"):
-        progress = f"epoch {p.get('epoch', 0)}/{p['max_epochs']}"
-    elif p.get("embedding") and job.status == RUNNING:
-        progress = f"embedding {p['embedding']['done']:,}/{p['embedding']['total']:,} names"
     else:
-        progress = "preparing data" if job.status == RUNNING else ""
+        progress = progress_stage(job)[0]
     metric = ""
     if p.get("val_metric") is not None:
         metric = f"{p.get('val_name', 'val')} {p['val_metric']:.4g}"

@@ -24,13 +24,16 @@ from bioviz.errors import BiovizError
 from trainer.config import TrainConfig
 
 EXIT_CANCELLED = 130
-_NONE_WORDS = ("none", "all", "null", "auto")
-_EXPLICIT_NONE = "__none__"  # ``--shots all``, ``--base-weight auto``: differs from an option left out
+_NONE_WORDS = ("none", "all", "null")
+_EXPLICIT_NONE = "__none__"  # ``--shots all``: differs from an option left out (its default)
 
 
-def _optional(kind):
+def _optional(kind, none_word: str | None = None):
+    """Parse ``kind``, or None from a none word (plus the field's own word for None, e.g. ``auto``)."""
+    words = (*_NONE_WORDS, none_word) if none_word else _NONE_WORDS
+
     def parse(text: str):
-        return _EXPLICIT_NONE if text.strip().lower() in _NONE_WORDS else kind(text)
+        return _EXPLICIT_NONE if text.strip().lower() in words else kind(text)
 
     parse.__name__ = kind.__name__
     return parse
@@ -76,7 +79,7 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
         else:
             args = typing.get_args(hint)
             base = next((a for a in args if a is not type(None)), hint)
-            kind = _optional(base) if type(None) in args else base
+            kind = _optional(base, f.metadata.get("none")) if type(None) in args else base
             parser.add_argument(flag, type=kind, default=None, metavar=f.name.upper(), help=text)
 
 

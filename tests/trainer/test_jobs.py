@@ -19,7 +19,7 @@ from bioviz.errors import BiovizError
 from bioviz.runs import is_run_dir
 from trainer.jobs import (
     CANCELLED, FAILED, INTERRUPTED, QUEUED, RUNNING, SUCCEEDED, JobError, JobStore, LocalProcessExecutor,
-    read_progress, summarise_progress,
+    progress_stage, read_progress, summarise_progress,
 )
 from trainer.jobs import group_alive
 from trainer.worker import Worker, config_to_argv, parse_slots
@@ -102,13 +102,15 @@ def test_progress_summary_and_job_row_show_the_embedding_before_training(tmp_hom
     with open(path, "a") as handle:  # training started: the epoch counter takes over
         handle.write('{"event":"start","max_epochs":4,"device":"cpu"}\n')
     summary = summarise_progress(read_progress(path))
-    assert "embedding" not in summary
+    assert "embedding" not in summary and summary["eta_s"] is None  # the embedding's ETA is gone
     assert job_row(replace(queued, status=RUNNING, progress=summary))["progress"] == "epoch 0/4"
     with open(path, "a") as handle:  # training over: the base weight is being chosen
         handle.write('{"event":"epoch","epoch":4,"max_epochs":4,"losses":{"total":1.0},"eta_s":0}\n'
                      '{"event":"base_weight","done":3,"total":11}\n')
     summary = summarise_progress(read_progress(path))
-    assert job_row(replace(queued, status=RUNNING, progress=summary))["progress"] == "choosing the base weight 3/11"
+    choosing = replace(queued, status=RUNNING, progress=summary)
+    assert job_row(choosing)["progress"] == "choosing the base weight 3/11" and job_row(choosing)["eta"] == ""
+    assert progress_stage(choosing) == ("choosing the base weight 3/11", 3 / 11)  # the page's progress bar
 
 
 def test_tiny_job_goes_from_submit_to_succeeded(worker):

@@ -137,6 +137,17 @@ def test_bad_input_exits_2_before_training(extra, reason, data_dir, tmp_home, tm
     assert [e["event"] for e in _events(progress)] == ["error"]
 
 
+def test_auto_is_a_word_of_base_weight_only(data_dir, tmp_home, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exited:  # argparse: "auto" shots are not "all names"
+        main(_args(data_dir, tmp_path / "never", "--shots", "auto"))
+    assert exited.value.code == 2 and "invalid int value: 'auto'" in capsys.readouterr().err
+    from bioviz.errors import BiovizError
+    from trainer.config import TrainConfig, validate
+
+    with pytest.raises(BiovizError, match="base_weight must be in \\[0, 1\\], or auto"):
+        validate(TrainConfig(source=str(data_dir / "trainer_tiny.tsv"), base_weight="auto"), check_data=False)
+
+
 def test_existing_output_is_refused(data_dir, tmp_home, tmp_path, capsys):
     out = tmp_path / "taken"
     out.mkdir()
