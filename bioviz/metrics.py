@@ -478,9 +478,15 @@ class CrossClassRetention:
         self.left, self.right = _cross_class_pairs(np.asarray(labels), max_pairs, seed)
         self.base_cosines = self._cosines(base_vectors)
 
-    def _cosines(self, vectors) -> np.ndarray:
+    def _cosines(self, vectors, chunk: int = 16_384) -> np.ndarray:
+        # In chunks of pairs: gathering both ends of 200k pairs at once copies two 200k x d
+        # arrays (over a gigabyte at d = 768), and this runs every epoch.
         x = l2_normalise(vectors)
-        return np.einsum("ij,ij->i", x[self.left], x[self.right])
+        out = np.empty(len(self.left), dtype=np.float32)
+        for start in range(0, len(out), chunk):
+            left, right = self.left[start : start + chunk], self.right[start : start + chunk]
+            out[start : start + chunk] = np.einsum("ij,ij->i", x[left], x[right])
+        return out
 
     def __call__(self, trained_vectors) -> float:
         """Spearman's rho between base and trained cross-class similarities (NaN under 3 pairs)."""

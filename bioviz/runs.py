@@ -227,7 +227,10 @@ def run_split(path: str | Path, view) -> RunSplit:
     """
     if not is_run_dir(path):
         raise SplitError(f"{path} is not a trained run")
-    run = read_run(path)
+    try:
+        run = read_run(path)
+    except (OSError, ValueError):  # a damaged run.json, as list_runs tolerates it
+        raise SplitError(f"{path}: unreadable {RUN_FILE}") from None
     names = read_split_names(path)
     if names is None:
         raise SplitError(f"{run.run_id} has no {SPLIT_FILE}")

@@ -52,6 +52,10 @@ def test_a_split_that_cannot_mark_the_view_says_why(view, data_dir, tmp_path):
     (odd / "split.json").write_text(json.dumps({"train": ["a name this level lacks"]}))
     with pytest.raises(SplitError, match="lacks"):
         run_split(odd, view)
+    damaged = fake_run(tmp_path / "damaged", view, split)
+    (damaged / "run.json").write_text("{not json")
+    with pytest.raises(SplitError, match="unreadable run.json"):
+        run_split(damaged, view)
 
 
 def test_read_split_names_tolerates_missing_parts(tmp_path):
