@@ -25,6 +25,7 @@ model never serves stale vectors.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import threading
@@ -419,23 +420,53 @@ class EmbedStats:
 def model_dimension(spec: str) -> int:
     """Output dimensionality of a MODEL, for checks before any work starts.
 
-    Loads the weights once per process (kept by :func:`load_encoder`) without the loading
-    progress bar, so a check that fails prints its one-line reason and nothing else.
+    Read from the model's configuration files (:func:`dimension_from_files`), so a check in
+    the app's process never loads weights it will not use; only a model whose files do not
+    say (char-tfidf) is loaded.
 
     Raises
     ------
     ModelError
         If the model cannot be found or loaded.
     """
-    import transformers.utils.logging as hf_logging
+    ref = resolve(spec)
+    if ref.kind != "char-tfidf":
+        dim = dimension_from_files(ref.path if ref.kind != "hub" else _hub_snapshot(ref.spec))
+        if dim:
+            return dim
+    return load_encoder(spec).dim
 
-    shown = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
+
+def dimension_from_files(path: str | Path) -> int | None:
+    """The output width a sentence-transformers directory declares, or None when it does not say.
+
+    The last module that sets a width wins: a ``Dense`` module's ``out_features``, or a
+    ``Pooling`` module's ``word_embedding_dimension`` times its pooling modes. A plain
+    checkpoint (no ``modules.json``, [CLS] pooling here) has its ``hidden_size``.
+    """
+    path = Path(path)
+
+    def read(file: Path) -> dict:
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
     try:
-        return load_encoder(spec).dim
-    finally:
-        if shown:
-            hf_logging.enable_progress_bar()
+        modules = json.loads((path / "modules.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        hidden = read(path / "config.json").get("hidden_size")
+        return int(hidden) if isinstance(hidden, int) else None
+    dim = None
+    for module in modules if isinstance(modules, list) else []:
+        config = read(path / str(module.get("path", "")) / "config.json") if module.get("path") else {}
+        if isinstance(config.get("out_features"), int):
+            dim = config["out_features"]
+        elif isinstance(config.get("word_embedding_dimension"), int):
+            modes = sum(1 for key, on in config.items() if key.startswith("pooling_mode_") and on is True)
+            dim = config["word_embedding_dimension"] * max(modes, 1)
+    return dim
 
 
 def encode_cached(encoder: Encoder, texts, batch_size: int = 64, progress: Progress | None = None,

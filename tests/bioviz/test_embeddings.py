@@ -217,3 +217,32 @@ def test_large_requests_are_reopened_from_one_block(tmp_home, monkeypatch):
     second, stats2 = encode_cached(encoder, NAMES)
     assert stats1.encoded == len(NAMES) and stats2.cache_hits == len(NAMES) and stats2.encoded == 0
     np.testing.assert_array_equal(first, second)
+
+
+def test_model_width_is_read_from_the_files_without_loading(tmp_path, monkeypatch):
+    import json
+
+    from bioviz import embeddings
+    from bioviz.embeddings import dimension_from_files, model_dimension
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("weights loaded for a width check")
+
+    monkeypatch.setattr(embeddings, "load_encoder", no_loading)
+    assert model_dimension("minilm") == 384  # Pooling: 384 x one mode
+    run = tmp_path / "run"
+    (run / "1_Pooling").mkdir(parents=True)
+    (run / "3_Dense").mkdir()
+    (run / "modules.json").write_text(json.dumps([{"path": ""}, {"path": "1_Pooling"}, {"path": "3_Dense"},
+                                                   {"path": "4_Normalize"}]))
+    (run / "config.json").write_text(json.dumps({"hidden_size": 768}))  # the transformer's own width
+    (run / "1_Pooling" / "config.json").write_text(json.dumps(
+        {"word_embedding_dimension": 768, "pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": True}))
+    assert dimension_from_files(run) == 1536  # two pooling modes, concatenated
+    (run / "3_Dense" / "config.json").write_text(json.dumps({"in_features": 1536, "out_features": 256}))
+    assert dimension_from_files(run) == 256
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "config.json").write_text(json.dumps({"hidden_size": 1024}))
+    assert dimension_from_files(plain) == 1024
+    assert dimension_from_files(tmp_path / "nothing") is None
