@@ -37,7 +37,8 @@ ENCODER_HELP = {
 # again, so the choice is kept under a key no widget owns and the widget is set from it.
 SELECTED = "train_selected_job"
 # Form widgets whose values survive a visit to another page (see ui.state.restore_form).
-FORM_KEYS = ("train_all_names", "train_shots", "train_encoder", "train_start", "train_base_other", "train_device")
+FORM_KEYS = ("train_all_names", "train_shots", "train_encoder", "train_start", "train_base", "train_init",
+             "train_base_other", "train_device")
 FORM_PREFIXES = ("train_hp_",)
 
 st.set_page_config(page_title="Train · bioviz", page_icon="🧬", layout="wide")
@@ -69,10 +70,12 @@ with middle:
     init = None
     if start.startswith("Earlier") and runs:
         by_label = {r.label: str(r.path) for r in runs}
+        state.forget_stale_choice("train_init", by_label)
         init = by_label[st.selectbox("Earlier run", list(by_label), key="train_init", help=helps["init"])]
         base = encoder_defaults(encoder)["base"]
     else:
         base_choices = {"minilm (bundled)": "minilm", **{f"run {r.label}": str(r.path) for r in runs}}
+        state.forget_stale_choice("train_base", [*base_choices, "other…"])
         base_label = st.selectbox("Base model", [*base_choices, "other…"], key="train_base", help=helps["base"])
         base = base_choices.get(base_label) or st.text_input(
             "Sentence-transformers directory or hub id", key="train_base_other",

@@ -97,6 +97,12 @@ def restore_form(page: str) -> None:
             st.session_state[key] = value
 
 
+def forget_stale_choice(key: str, options) -> None:
+    """Drop a kept select-box value that is no longer among its options (e.g. a deleted run)."""
+    if key in st.session_state and st.session_state[key] not in list(options):
+        del st.session_state[key]
+
+
 def keep_form(page: str, keys: tuple[str, ...] = (), prefixes: tuple[str, ...] = ()) -> None:
     """Record the current values of a page's form widgets (value widgets only, never buttons)."""
     forms = st.session_state.setdefault(FORMS, {})

@@ -180,7 +180,9 @@ def test_the_form_keeps_its_values_after_a_visit_to_another_page(tmp_home, data_
     at = train_page_from_app(data_dir)
     at.number_input(key="train_shots").set_value(1)
     at.selectbox(key="train_encoder").set_value("dan")
-    at.number_input(key="train_hp_hidden").set_value(32).run()
+    at.number_input(key="train_hp_hidden").set_value(32)
+    at.selectbox(key="train_base").set_value("other…").run()
+    at.text_input(key="train_base_other").set_value("FremyCompany/BioLORD-2023").run()
     assert not at.error, [e.value for e in at.error]
     at.switch_page("app.py").run()
     at.switch_page("pages/1_Train.py").run()
@@ -188,6 +190,8 @@ def test_the_form_keeps_its_values_after_a_visit_to_another_page(tmp_home, data_
     assert at.number_input(key="train_shots").value == 1
     assert at.selectbox(key="train_encoder").value == "dan"
     assert at.number_input(key="train_hp_hidden").value == 32
+    assert at.selectbox(key="train_base").value == "other…"  # the typed hub id is in use again
+    assert at.text_input(key="train_base_other").value == "FremyCompany/BioLORD-2023"
 
 
 @pytest.mark.slow
