@@ -11,7 +11,7 @@ from bioviz.figures import export_config
 from bioviz.figures.neighbours import SAME_CLASS, SAME_CONCEPT, neighbour_table_figure, row_colour
 from bioviz.neighbours import AMONG, comparison_rows, concept_card, find_query, rank_neighbours
 from bioviz.vector_cache import VectorCache
-from ui import cache, state
+from ui import cache, compare, state
 
 SEARCH_MATCHES = 50  # ontology names suggested for a typed query on large levels
 
@@ -19,28 +19,20 @@ st.set_page_config(page_title="Neighbours · bioviz", page_icon="🧬", layout="
 state.init_state()
 state.selection_sidebar()
 view = state.current_view()
-if "nb_two" not in st.session_state:
-    st.session_state["nb_two"] = st.query_params.get("two", "1") != "0"
+# Page keys: from the URL (a shared link reopens the comparison), else as last used on this
+# page (Streamlit drops widget keys on a visit to another page), else the default.
+URL_NAMES = {"nb_two": "two", "nb_query": "query", "nb_among": "among", "nb_k": "k", "nb_restrict": "restrict",
+             "nb_image": "image"}
+compare.init_params({"nb_two": True}, casts={"nb_two": lambda v: v != "0"}, url_names=URL_NAMES)
 two = st.sidebar.toggle("Compare two models", key="nb_two")
 model_a, model_b = state.model_pickers(two=two)
 
-# Page keys, read from the URL once per session so a shared link reopens the comparison.
-if "nb_query" not in st.session_state:
-    st.session_state["nb_query"] = st.query_params.get("query") or None
 AMONG_LABELS = {"names": "all names of the level", "train": "training names (15-shot split, seed 0)",
                 "hypernyms": "class names (hypernyms)"}
-if "nb_among" not in st.session_state:
-    st.session_state["nb_among"] = st.query_params.get("among", "names") if st.query_params.get("among") in AMONG \
-        else "names"
-if "nb_k" not in st.session_state:
-    try:
-        st.session_state["nb_k"] = min(100, max(1, int(st.query_params.get("k", 10))))
-    except ValueError:
-        st.session_state["nb_k"] = 10
-if "nb_restrict" not in st.session_state:
-    st.session_state["nb_restrict"] = st.query_params.get("restrict") == "1"
-if "nb_image" not in st.session_state:
-    st.session_state["nb_image"] = "svg" if st.query_params.get("image") == "svg" else "png"
+compare.init_params({"nb_query": None, "nb_among": "names", "nb_k": 10, "nb_restrict": False, "nb_image": "png"},
+                    casts={"nb_query": lambda v: v or None, "nb_k": lambda v: min(100, max(1, int(v))),
+                           "nb_restrict": lambda v: v == "1"},
+                    choices={"nb_among": list(AMONG), "nb_image": ["png", "svg"]}, url_names=URL_NAMES)
 
 st.title("Neighbours")
 st.caption("The nearest names of a term among the names of the chosen level, for two models side by side. "
@@ -59,7 +51,8 @@ with st.sidebar.expander("Embedding cache"):
 
 
 def sync_url(query: str | None) -> None:
-    """Mirror the page's controls in the URL (the concept and image format where they are shown)."""
+    """Mirror the page's controls in the URL (the concept and image format where they are shown), and keep them."""
+    compare.keep(URL_NAMES)
     state.sync_url(k=str(st.session_state["nb_k"]), two="1" if two else "0", among=st.session_state["nb_among"],
                    restrict="1" if st.session_state["nb_restrict"] else "0", image=st.session_state["nb_image"])
     state.set_url_param("query", query)

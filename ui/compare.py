@@ -12,9 +12,11 @@ from typing import Callable
 import streamlit as st
 
 from bioviz.figures import export_config_as
+from ui import state
 
 
-def init_params(defaults: dict, casts: dict[str, Callable] | None = None, choices: dict[str, list] | None = None) -> None:
+def init_params(defaults: dict, casts: dict[str, Callable] | None = None, choices: dict[str, list] | None = None,
+                url_names: dict[str, str] | None = None) -> None:
     """Set each page key once: from the URL when it has a valid value, else as last used, else the default.
 
     Widget keys are dropped by Streamlit when the user moves to another page; the values
@@ -29,14 +31,18 @@ def init_params(defaults: dict, casts: dict[str, Callable] | None = None, choice
         ``key -> callable`` turning the URL string into the value (default: the default's type).
     choices : dict, optional
         ``key -> allowed values``; a URL value outside them falls back to the default.
+    url_names : dict, optional
+        ``key -> URL parameter`` where the two differ (e.g. ``nb_k`` is ``k`` in the URL).
     """
     casts = casts or {}
     choices = choices or {}
+    url_names = url_names or {}
+    entering = state.entered_page()
     for key, default in defaults.items():
-        if key in st.session_state:
-            continue
+        if key in st.session_state and not (entering and f"_keep_{key}" in st.session_state):
+            continue  # set on this page's earlier runs (on entering, a reset widget's value is stale)
         value = st.session_state.get(f"_keep_{key}", default)
-        raw = st.query_params.get(key)
+        raw = st.query_params.get(url_names.get(key, key))
         if raw is not None:
             cast = casts.get(key, type(default))
             try:
@@ -48,14 +54,17 @@ def init_params(defaults: dict, casts: dict[str, Callable] | None = None, choice
         st.session_state[key] = value
 
 
-def url_values(keys) -> dict[str, str]:
-    """``key -> str(value)`` of page keys, for ``state.sync_url(**...)``; also keeps them (see :func:`init_params`)."""
-    out = {}
+def keep(keys) -> None:
+    """Keep the current values of page keys under ``_keep_<key>`` (see :func:`init_params`)."""
     for key in keys:
         if key in st.session_state:
             st.session_state[f"_keep_{key}"] = st.session_state[key]
-            out[key] = str(st.session_state[key])
-    return out
+
+
+def url_values(keys) -> dict[str, str]:
+    """``key -> str(value)`` of page keys, for ``state.sync_url(**...)``; also keeps them (:func:`keep`)."""
+    keep(keys)
+    return {key: str(st.session_state[key]) for key in keys if key in st.session_state}
 
 
 def image_format() -> str:

@@ -30,6 +30,8 @@ FORMS = "_bioviz_forms"  # page -> {widget key: value}: form values kept across 
 DEFAULT_ROOTS = {s["name"]: s["default_root"] for s in list_sources() if s["kind"] == "bundled"}
 
 
+PAGE, ENTERED = "_bioviz_page", "_bioviz_entered_page"  # the page of the last run; whether this run changed it
+
 def _from_url() -> dict:
     """The shared selection as the URL (or the defaults) gives it."""
     params = st.query_params
@@ -62,6 +64,7 @@ def init_state() -> None:
 
     Call it first thing on every page, before any widget is created.
     """
+    _note_page()
     if st.session_state.get("_bioviz_init"):
         # Re-assigning detaches the keys from the previous page's widgets, which Streamlit
         # would otherwise forget on a page switch. A key may be gone already: when a
@@ -83,6 +86,25 @@ def init_state() -> None:
     st.session_state.update(_from_url())
     st.session_state["_bioviz_init"] = True
     _save()
+
+
+def _note_page() -> None:
+    """Record whether this run is the first on its page since another page ran."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    page = getattr(ctx, "page_script_hash", None)
+    st.session_state[ENTERED] = st.session_state.get(PAGE) != page
+    st.session_state[PAGE] = page
+
+
+def entered_page() -> bool:
+    """True on the first run of a page after another page (or at the start of the session).
+
+    Streamlit resets a widget that was not drawn while the user was on another page; values
+    kept from the last visit (:func:`ui.compare.init_params`) take over on such a run.
+    """
+    return bool(st.session_state.get(ENTERED, True))
 
 
 def restore_form(page: str) -> None:

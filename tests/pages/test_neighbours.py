@@ -167,3 +167,21 @@ def test_large_levels_search_ontology_names_on_the_server(app, monkeypatch):
     assert "MINI:0000011" in " ".join(m.value for m in at.markdown)  # now an ontology name: concept card
     at.text_input(key="nb_query").input("zzz unheard of").run()
     assert not at.exception and at.selectbox(key="_nb_match").disabled
+
+
+def test_settings_survive_a_visit_to_another_page(shared_home, monkeypatch, data_dir):
+    monkeypatch.setenv("BIOVIZ_HOME", str(shared_home))
+    at = AppTest.from_file(str(PAGE.parents[1] / "app.py"), default_timeout=240)
+    at.query_params.update({"source": str(data_dir / "mini.obo"), "model_a": "minilm", "model_b": "char-tfidf"})
+    at.run()
+    at.switch_page("pages/4_Neighbours.py").run()
+    at.selectbox(key="nb_query").set_value("asthma").run()
+    at.number_input(key="nb_k").set_value(3).run()
+    at.radio(key="nb_image").set_value("svg").run()
+    at.switch_page("app.py").run()
+    at.query_params.clear()  # a link in the page list opens a page without its parameters
+    at.switch_page("pages/4_Neighbours.py").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.number_input(key="nb_k").value == 3 and at.radio(key="nb_image").value == "svg"
+    assert at.selectbox(key="nb_query").value == "asthma"
+    assert all(len(t.value) == 3 for t in at.dataframe)
