@@ -86,6 +86,11 @@ def _level_text(source, root, synonyms: bool, depth) -> str:
     return f"{source or '?'}{under} {'synonym sets' if synonyms else f'd{depth}'}"
 
 
+def shots_text(shots) -> str:
+    """``15 shots``, or ``all names`` when a split took every name (``shots`` None)."""
+    return "all names" if shots is None else f"{shots} shots"
+
+
 def level_label(config: dict) -> str:
     """The level a run's config trained on (see :func:`_level_text`)."""
     source = Path(str(config.get("source", "?"))).name  # a path source: its file name is enough
@@ -145,8 +150,7 @@ def evaluated_on(result: dict) -> str:
     if view:
         where = _level_text(view.get("source"), view.get("root"), view.get("mode") == "synonyms", view.get("depth"))
         if split:
-            shots = "all names" if split.get("shots") is None else f"{split.get('shots')} shots"
-            where += f" · {shots}, seed {split.get('seed')}"
+            where += f" · {shots_text(split.get('shots'))}, seed {split.get('seed')}"
             if split.get("zero_shot_classes"):
                 where += f", {split['zero_shot_classes']} zero-shot classes"
         return where
@@ -197,9 +201,8 @@ class RunSplit:
 
     def describe(self) -> str:
         """``<run>'s own split (15 shots, seed 0, 2 zero-shot classes)`` for captions."""
-        shots = "all names" if self.shots is None else f"{self.shots} shots"
         seed = "" if self.seed is None else f", seed {self.seed}"
-        return f"{self.run_id}'s own split ({shots}{seed}, {self.zero_shot_classes} zero-shot classes)"
+        return f"{self.run_id}'s own split ({shots_text(self.shots)}{seed}, {self.zero_shot_classes} zero-shot classes)"
 
 
 def run_split(path: str | Path, view) -> RunSplit:

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from bioviz.errors import BiovizError
 from bioviz.paths import home
+from bioviz.runs import level_label, shots_text
 
 logger = logging.getLogger(__name__)
 
@@ -553,12 +554,9 @@ def _clock(seconds: float | None) -> str:
 
 def describe_config(config: dict) -> str:
     """``residual on icd10 d1 · 15 shots · base minilm`` for tables and titles."""
-    level = "synonym sets" if config.get("synonyms") else f"d{config.get('depth', 1)}"
-    root = f" under {config['root']}" if config.get("root") else ""
-    source = Path(str(config.get("source", "?"))).name
-    shots = "all names" if config.get("shots", 15) is None else f"{config.get('shots', 15)} shots"
+    level = level_label({"depth": 1, **config})  # a job's config left out means the TrainConfig default
     start = f"init {Path(str(config['init'])).name}" if config.get("init") else f"base {config.get('base', 'minilm')}"
-    return f"{config.get('encoder', 'residual')} on {source}{root} {level} · {shots} · {start}"
+    return f"{config.get('encoder', 'residual')} on {level} · {shots_text(config.get('shots', 15))} · {start}"
 
 
 def queue_position(jobs: list[Job], job: Job) -> int | None:
