@@ -13,7 +13,8 @@ so the app asks this index instead. Matches come in tiers, best first:
 
 Tiers 2-4 are only looked for when the tiers above found fewer names than asked.
 Within tiers 0-3, shorter names come first (the closest to what was typed), then alphabetical.
-Names are compared after :func:`~bioviz.ontology.model.normalise_name` (case and spacing).
+Names are compared after :func:`~bioviz.ontology.model.normalise_name` (case and spacing), with
+accents dropped (:func:`search_key`).
 Every tier is a sorted-array range or a numpy mask, so a search over 110k names takes a few
 milliseconds; building the index takes about a second (the app keeps it per level).
 """
@@ -21,6 +22,7 @@ milliseconds; building the index takes about a second (the app keeps it per leve
 from __future__ import annotations
 
 import re
+import unicodedata
 from bisect import bisect_left
 from collections.abc import Sequence
 
@@ -57,6 +59,12 @@ def _find_all(blob: str, starts: np.ndarray, needle: str) -> np.ndarray:
     return np.unique(np.searchsorted(starts, positions, side="right") - 1)
 
 
+def search_key(text: str) -> str:
+    """:func:`~bioviz.ontology.model.normalise_name` without accents: "sjog" finds "Sjögren syndrome"."""
+    decomposed = unicodedata.normalize("NFKD", normalise_name(text))
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
 class NameSearch:
     """An index of names (and their concept codes) for ranked prefix, word and substring search.
 
@@ -76,7 +84,7 @@ class NameSearch:
     def __init__(self, names: Sequence[str], concept_ids: Sequence[str] | None = None) -> None:
         if concept_ids is not None and len(concept_ids) != len(names):
             raise ValueError(f"{len(concept_ids)} concept ids for {len(names)} names")
-        keys = [normalise_name(name) for name in names]
+        keys = [search_key(name) for name in names]
         # Walked backwards so that the first spelling of a key is the one that stays.
         first = {key: i for i, key in zip(range(len(keys) - 1, -1, -1), reversed(keys)) if key}
         # Row order is alphabetical by key: a row number is then also the alphabetical
@@ -136,7 +144,7 @@ class NameSearch:
 
     def concept_of(self, name: str) -> str | None:
         """The concept code of an indexed name (None for other text or without codes)."""
-        row = self._row_of.get(normalise_name(name))
+        row = self._row_of.get(search_key(name))
         return None if row is None or self._concepts is None else self._concepts[row]
 
     def search(self, text: str, limit: int = 20) -> list[str]:
@@ -154,7 +162,7 @@ class NameSearch:
         list of str
             Names in their indexed spelling; empty for empty text or no match.
         """
-        key = normalise_name(text)
+        key = search_key(text)
         if not key or limit <= 0 or not self._keys:
             return []
         found: list[int] = []

@@ -105,3 +105,11 @@ def test_matches_agree_with_a_plain_scan_on_random_names():
         # The rest are partial word matches: some, not all, typed words start a word.
         for name in got[len(expected):]:
             assert any(w.startswith(t) for w in re.findall(r"\w+", name) for t in words), (text, name)
+
+
+def test_accents_do_not_matter_either_way():
+    search = NameSearch(["Sjögren syndrome", "Ménière disease", "Sjogren-like rash"], ["M35.0", "H81.0", "X1"])
+    assert set(search.search("sjog")) == {"Sjogren-like rash", "Sjögren syndrome"}
+    assert search.search("meniere") == ["Ménière disease"]
+    assert search.search("Ménière") == ["Ménière disease"]
+    assert search.concept_of("sjögren syndrome") == "M35.0"
