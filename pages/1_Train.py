@@ -87,7 +87,7 @@ with right:
 
 defaults = encoder_defaults(encoder)
 values: dict = {}
-with st.expander("Hyperparameters (the papers' defaults for this encoder)"):
+with st.expander("Hyperparameters (the papers' defaults for this encoder; base_weight auto: chosen on validation)"):
     columns = st.columns(4)
     shown = [h for h in hyperparameters() if h["name"] != "shots" and applies_to(h, encoder)]
     for i, h in enumerate(shown):
