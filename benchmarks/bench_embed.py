@@ -47,9 +47,9 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     os.environ["BIOVIZ_HOME"] = args.home or tempfile.mkdtemp(prefix="bench-embed-")
 
-    from bioviz.embeddings import encode_cached, load_encoder
+    from bioviz.models.embeddings import encode_cached, load_encoder
     from bioviz.ontology import level_view, load_source
-    from bioviz.vector_cache import VectorCache
+    from bioviz.models.vector_cache import VectorCache
 
     if args.full_icd10cm:
         return full_icd10cm(args)
@@ -96,7 +96,7 @@ def main(argv=None) -> dict:
 def full_icd10cm(args) -> dict:
     """Every ICD-10-CM name (inclusion terms included) with a progress bar; then a second open."""
     from bioviz.cli.progress import progress_bar
-    from bioviz.neighbours import level_space
+    from bioviz.search.neighbours import level_space
     from bioviz.ontology import level_view, load_source
 
     view = level_view(load_source("icd10cm"), depth=1)

@@ -50,10 +50,10 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    from bioviz import metrics
-    from bioviz.evaluation import TASKS, SplitSpec, evaluate, evaluate_benchmarks
+    from bioviz.evaluation import metrics
+    from bioviz.evaluation.run import TASKS, SplitSpec, evaluate, evaluate_benchmarks
     from bioviz.ontology import level_view, load_source
-    from bioviz.protocols import synonym_problems
+    from bioviz.evaluation.protocols import synonym_problems
 
     print(f"{'level':<10} {'model':<12} {'warm-up s':>10} {'all tasks s':>12} {'x budget':>9}  per task (s)")
     for level in args.levels:
@@ -74,7 +74,7 @@ def main() -> None:
             print(f"{level:<10} {model:<12} {warm:>10.1f} {elapsed:>12.2f} {elapsed / BUDGET_S:>9.3f}  {per_task}")
 
         # Vectorised vs per-query loop on the synonym task's training names (each ranks all others).
-        from bioviz.embeddings import embed
+        from bioviz.models.embeddings import embed
 
         problem = synonym_problems(view, split)["train"]
         space = embed(list(problem.queries), args.models[0])

@@ -50,7 +50,7 @@ def recall(index, reference, queries: np.ndarray, k: int) -> float:
 
 
 def compare(space, queries: np.ndarray, k: int, kinds) -> dict:
-    from bioviz.index import NeighbourIndex
+    from bioviz.search.index import NeighbourIndex
 
     out: dict = {"names": len(space), "dim": space.dim, "queries": len(queries)}
     indexes = {}
@@ -102,7 +102,7 @@ def main(argv=None) -> dict:
     result["load_average"] = [round(x, 2) for x in os.getloadavg()]
     if not args.skip_real:
         os.environ["BIOVIZ_HOME"] = args.home or tempfile.mkdtemp(prefix="bench-index-")
-        from bioviz.neighbours import level_space
+        from bioviz.search.neighbours import level_space
         from bioviz.ontology import level_view, load_source
 
         view = level_view(load_source("icd10cm"), depth=1)

@@ -1,6 +1,6 @@
 """Type-ahead name search speed over a large level (default: every ICD-10-CM name).
 
-Builds :class:`bioviz.name_search.NameSearch` once (timed), then times what a user types:
+Builds :class:`bioviz.search.name_search.NameSearch` once (timed), then times what a user types:
 for random names of the level, every prefix of 2, 5, 8, ... characters (as typed
 character by character), the name's words in reverse order, and a fragment from inside a
 word (the substring tier). Prints the median, 95th percentile and worst milliseconds per
@@ -37,7 +37,7 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     os.environ["BIOVIZ_HOME"] = args.home or tempfile.mkdtemp(prefix="bench-names-")
 
-    from bioviz.name_search import NameSearch
+    from bioviz.search.name_search import NameSearch
     from bioviz.ontology import level_view, load_source
 
     view = level_view(load_source(args.source), depth=args.depth)

@@ -40,13 +40,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bioviz.projection import ProjectionParams, align_pair, project, stratified_sample  # noqa: E402
+from bioviz.views.projection import ProjectionParams, align_pair, project, stratified_sample  # noqa: E402
 from bioviz.space import Space, l2_normalise  # noqa: E402
 
 
 def real_vectors(n: int):
     """``(Space a, Space b, view)``: ICD-10-CM chapter names under char-tfidf and a perturbed copy."""
-    from bioviz.embeddings import embed
+    from bioviz.models.embeddings import embed
     from bioviz.ontology import level_view, load_source
 
     view = level_view(load_source("icd10cm"), 1)

@@ -38,7 +38,7 @@ BENCHMARKS = ("mayosrs", "umnsrs-sim", "umnsrs-rel")
 
 def relatedness(encode) -> dict:
     """Spearman per benchmark for an ``encode(texts) -> unit rows`` function."""
-    from bioviz.benchmarks import load_benchmark, score_benchmark
+    from bioviz.evaluation.benchmarks import load_benchmark, score_benchmark
 
     out = {}
     for name in BENCHMARKS:
@@ -73,7 +73,7 @@ def best_validation(result) -> dict:
 
 
 def run_one(config, with_relatedness: bool) -> dict:
-    from bioviz.embeddings import embed
+    from bioviz.models.embeddings import embed
     from trainer.data import prepare
     from trainer.loop import Trainer
 
@@ -160,7 +160,7 @@ def selection_value(rows: list[dict], select: str) -> float:
     """Mean validation criterion of a grid point (higher is better: losses are negated).
 
     ``balanced`` is the validation mAP gain over the base times the validation retention
-    (:class:`bioviz.metrics.CrossClassRetention`): zero for a head that learns nothing and
+    (:class:`bioviz.evaluation.metrics.CrossClassRetention`): zero for a head that learns nothing and
     for one that scrambles everything between classes, so neither extreme of a grid wins.
     """
     if select == "balanced":

@@ -1,6 +1,6 @@
 """Train: launch few-shot training runs in the background and follow them while exploring.
 
-Jobs run as their own processes (trainer.worker); this page only submits, lists and reads
+Jobs run as their own processes (trainer.jobs.worker); this page only submits, lists and reads
 them, so a reload, another tab or an app restart shows the same jobs and their history.
 """
 
@@ -12,15 +12,15 @@ import pandas as pd
 import streamlit as st
 
 from bioviz.errors import BiovizError
-from bioviz.evaluation import read_run_evaluations, results_table
+from bioviz.evaluation.run import read_run_evaluations, results_table
 from bioviz.figures import base_weight_choice, baseline_vs_trained, export_config, training_curves
-from bioviz.runs import is_run_dir, list_runs, read_run, run_row, stored_results_rows
+from bioviz.models.runs import is_run_dir, list_runs, read_run, run_row, stored_results_rows
 from trainer.base_mix import describe as describe_base_mix
 from trainer.config import ENCODERS
 from trainer.job_options import applies_to, encoder_defaults, estimate_sizes, field_help, hyperparameters
-from trainer.jobs import ACTIVE, CANCELLED, QUEUED, RUNNING, SUCCEEDED, describe_config, job_row, \
+from trainer.jobs.store import ACTIVE, CANCELLED, QUEUED, RUNNING, SUCCEEDED, describe_config, job_row, \
     progress_stage, queue_position, read_progress, tail
-from trainer.worker import DEVICE_CHOICES, Worker, gpu_count
+from trainer.jobs.worker import DEVICE_CHOICES, Worker, gpu_count
 from ui import state
 
 NEIGHBOURS_PAGE = "pages/4_Neighbours.py"

@@ -12,9 +12,9 @@ import streamlit as st
 from bioviz.errors import BiovizError, SplitError
 from bioviz.figures import projection_pair_figure, projection_table, selected_rows, separation_figure, slug
 from bioviz.ontology import make_split
-from bioviz.projection import ProjectionParams, align_pair, pair_is_cached, preview_params
-from bioviz.runs import RUN_FILE, is_run_dir
-from bioviz.separation import MEASURES
+from bioviz.views.projection import ProjectionParams, align_pair, pair_is_cached, preview_params
+from bioviz.models.runs import RUN_FILE, is_run_dir
+from bioviz.views.separation import MEASURES
 from ui import cache, compare, state
 
 st.set_page_config(page_title="Projection · bioviz", page_icon="🧬", layout="wide")

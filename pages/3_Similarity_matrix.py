@@ -6,7 +6,7 @@ import streamlit as st
 
 from bioviz.errors import BiovizError
 from bioviz.figures import similarity_figures, slug
-from bioviz.similarity import (ORDERS, class_terms, compare_terms, concept_family_terms, example_sets, load_example,
+from bioviz.views.similarity import (ORDERS, class_terms, compare_terms, concept_family_terms, example_sets, load_example,
                                parse_terms, view_groups)
 from ui import cache, compare, state
 

@@ -9,8 +9,8 @@ import streamlit as st
 from bioviz.errors import BiovizError
 from bioviz.figures import export_config
 from bioviz.figures.neighbours import SAME_CLASS, SAME_CONCEPT, neighbour_table_figure, row_colour
-from bioviz.neighbours import AMONG, comparison_rows, concept_card, find_query, rank_neighbours
-from bioviz.vector_cache import VectorCache
+from bioviz.search.neighbours import AMONG, comparison_rows, concept_card, find_query, rank_neighbours
+from bioviz.models.vector_cache import VectorCache
 from ui import cache, compare, state
 
 SEARCH_MATCHES = 50  # ontology names suggested for a typed query on large levels

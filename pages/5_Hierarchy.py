@@ -10,7 +10,7 @@ import streamlit as st
 from bioviz.errors import BiovizError
 from bioviz.figures import hierarchy_figure, hypernym_ranking_figure, slug
 from bioviz.figures.hierarchy import KINDS
-from bioviz.hierarchy import hypernym_candidates, hypernym_ranking, nearest, node_scores, search_nodes
+from bioviz.views.hierarchy import hypernym_candidates, hypernym_ranking, nearest, node_scores, search_nodes
 from bioviz.ontology import make_split
 from ui import cache, compare, state
 

@@ -42,7 +42,7 @@ def shared_home(tmp_path_factory) -> Path:
 class _TrigramModel:
     """A tiny deterministic stand-in for an evaluated model: hashed character trigrams.
 
-    Has what ``bioviz.evaluation`` needs of a loaded model (``spec``, ``label``,
+    Has what ``bioviz.evaluation.run`` needs of a loaded model (``spec``, ``label``,
     ``fingerprint``, ``run_dir``, ``vectors(texts)``) and counts the names it encodes.
     """
 
@@ -69,11 +69,11 @@ class _TrigramModel:
 
 @pytest.fixture
 def fake_eval_models(monkeypatch):
-    """Replace the models ``bioviz.evaluation`` loads with trigram encoders; returns them by spec.
+    """Replace the models ``bioviz.evaluation.run`` loads with trigram encoders; returns them by spec.
 
     A spec naming a directory gets it as ``run_dir`` (results are then stored with the run).
     """
-    from bioviz import evaluation
+    from bioviz.evaluation import run as evaluation
 
     made = {}
 
@@ -108,11 +108,11 @@ def evaluated_run(tmp_home, fake_eval_models):
 
     ``run.json`` as the trainer writes it (no weights: the fake models never load any);
     ranking on mini.obo depth 1 (2 shots) and MayoSRS are evaluated through
-    :mod:`bioviz.evaluation`, so ``.eval.json`` is the real stored form.
+    :mod:`bioviz.evaluation.run`, so ``.eval.json`` is the real stored form.
     """
     import json
 
-    from bioviz import evaluation
+    from bioviz.evaluation import run as evaluation
     from bioviz.ontology import level_view, load_source
 
     run = tmp_home / "runs" / "mini-definitions"

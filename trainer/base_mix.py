@@ -6,7 +6,7 @@ what relatedness benchmarks measure (docs/training.md, "Keeping the base"). Mixi
 input back in (:class:`trainer.encoders.BaseMix`) restores that order at some cost in class
 separation. The weight ``w`` is chosen after training, on the validation split only: the
 best validation mAP among the weights whose validation retention
-(:class:`bioviz.metrics.CrossClassRetention`) reaches ``min_retention``. Benchmark pairs are
+(:class:`bioviz.evaluation.metrics.CrossClassRetention`) reaches ``min_retention``. Benchmark pairs are
 never seen.
 """
 
@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from bioviz.metrics import class_retrieval_map
+from bioviz.evaluation.metrics import class_retrieval_map
 from bioviz.space import l2_normalise
 
 # The weights tried by the automatic choice (0 is the head itself, 1 the input itself).
@@ -49,7 +49,7 @@ def choose_base_weight(head_outputs: np.ndarray, inputs: np.ndarray, labels: np.
     n_train : int
         How many of the rows are training names (the references of the validation mAP).
     retention : callable
-        Validation vectors -> retention (a :class:`bioviz.metrics.CrossClassRetention` built
+        Validation vectors -> retention (a :class:`bioviz.evaluation.metrics.CrossClassRetention` built
         on the validation names' input vectors).
     min_retention : float
         The retention a weight must keep to be chosen.

@@ -132,8 +132,8 @@ def _check_numbers(c: TrainConfig) -> None:
 
 
 def _check_models(c: TrainConfig) -> None:
-    from bioviz.embeddings import resolve
-    from bioviz.runs import is_run_dir
+    from bioviz.models.embeddings import resolve
+    from bioviz.models.runs import is_run_dir
 
     ref = resolve(c.base)  # raises ModelError with a one-line reason
     if ref.kind == "char-tfidf" and c.init is None:
@@ -224,7 +224,7 @@ def validate(config: TrainConfig, check_data: bool = True) -> TrainConfig:
         view = load_view(c)
         check_split_feasible(view.class_sizes(), c.shots, c.test_per_class)
         if c.identity_start:  # known only from the model; checked here so no job is created in vain
-            from bioviz.embeddings import model_dimension
+            from bioviz.models.embeddings import model_dimension
 
             dim = model_dimension(c.input_model)
             if c.hidden < 2 * dim:

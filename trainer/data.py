@@ -76,7 +76,7 @@ def prepare(config: TrainConfig, progress=None) -> TrainingData:
     progress : callable, optional
         ``progress(done, total)`` while names are embedded.
     """
-    from bioviz.embeddings import encode_cached, load_encoder
+    from bioviz.models.embeddings import encode_cached, load_encoder
 
     ontology = load_ontology(config)
     view = load_view(config, ontology)

@@ -74,8 +74,8 @@ def fit_sentence_transformer(trainer, columns: dict, make_loss: Callable, loss_n
     from transformers import TrainerCallback
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
-    from bioviz.embeddings import load_sentence_transformer
-    from bioviz.metrics import class_retrieval_map
+    from bioviz.models.embeddings import load_sentence_transformer
+    from bioviz.evaluation.metrics import class_retrieval_map
     from trainer.loop import Cancelled, TrainResult
 
     c, data = trainer.config, trainer.data

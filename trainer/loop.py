@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from bioviz.errors import BiovizError
-from bioviz.metrics import CrossClassRetention
+from bioviz.evaluation.metrics import CrossClassRetention
 from bioviz.space import l2_normalise
 from trainer import encoders, losses, sampling
 from trainer.base_mix import choose_base_weight, mix
@@ -59,7 +59,7 @@ class CancelFlag:
 def resolve_device(name: str) -> torch.device:
     """``auto`` -> CUDA when present (else MPS, else CPU); ``cpu``/``cuda`` as given."""
     if name == "auto":
-        from bioviz.embeddings import device
+        from bioviz.models.embeddings import device
 
         return torch.device(device())
     return torch.device(name)
@@ -125,7 +125,7 @@ def retrieval_figures(vectors: np.ndarray, data: TrainingData) -> dict:
 
     Validation and test names rank the training names; zero-shot names rank each other.
     """
-    from bioviz.metrics import class_retrieval_map
+    from bioviz.evaluation.metrics import class_retrieval_map
 
     split, labels = data.split, data.view.labels
     out = {}
@@ -298,7 +298,7 @@ class Trainer:
             return float(weighted_total(terms))
 
         def validation_map(encoded: torch.Tensor) -> float:
-            from bioviz.metrics import class_retrieval_map
+            from bioviz.evaluation.metrics import class_retrieval_map
 
             if not len(val_rows):
                 return float("nan")

@@ -2,7 +2,7 @@
 
 Everything is written into a temporary sibling of the target (``.<name>.partial-*``) and
 renamed onto it at the very end, so a killed or cancelled job never leaves a directory
-that looks complete (``run.json`` is the completeness marker, see :mod:`bioviz.runs`).
+that looks complete (``run.json`` is the completeness marker, see :mod:`bioviz.models.runs`).
 """
 
 from __future__ import annotations

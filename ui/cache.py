@@ -48,7 +48,7 @@ def selection_ontology(selection: tuple) -> Ontology:
 @st.cache_resource(max_entries=8, show_spinner="Embedding the level's names (cached on disk after the first time)…")
 def view_space(model: str, selection: tuple):
     """Vectors of every name of the selected level view under ``model`` (a Space)."""
-    from bioviz.embeddings import embed
+    from bioviz.models.embeddings import embed
 
     return embed(view(*selection).names, model)
 
@@ -56,7 +56,7 @@ def view_space(model: str, selection: tuple):
 @st.cache_data(max_entries=64, show_spinner=False)
 def term_space(model: str, terms: tuple):
     """Vectors of a short term list under ``model`` (a Space)."""
-    from bioviz.embeddings import embed
+    from bioviz.models.embeddings import embed
 
     return embed(list(terms), model)
 
@@ -68,7 +68,7 @@ def projection(model: str, selection: tuple, params: tuple):
     The rows are the class-stratified sample for the point cap; coordinates also live in
     the disk cache (``BIOVIZ_HOME/projections``), so a new session reads them back at once.
     """
-    from bioviz.projection import ProjectionParams, project, stratified_sample
+    from bioviz.views.projection import ProjectionParams, project, stratified_sample
 
     settings = ProjectionParams(*params)
     rows = stratified_sample(view(*selection).labels, settings.max_points, settings.seed)
@@ -78,7 +78,7 @@ def projection(model: str, selection: tuple, params: tuple):
 @st.cache_data(max_entries=16, show_spinner=False)
 def separation(model_a: str, model_b: str, selection: tuple, measure: str, max_names: int, seed: int):
     """Per-class separation of the selected view under two models."""
-    from bioviz.separation import compare_separation
+    from bioviz.views.separation import compare_separation
 
     v = view(*selection)
     return compare_separation(view_space(model_a, selection), view_space(model_b, selection), v.labels,
@@ -113,12 +113,12 @@ def figure(key: str, _build):
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def run_split(run_dir: str, selection: tuple, stamp: float):
-    """The split run ``run_dir`` was trained with, on the selected view (:func:`bioviz.runs.run_split`).
+    """The split run ``run_dir`` was trained with, on the selected view (:func:`bioviz.models.runs.run_split`).
 
     ``stamp`` (the mtime of the run's ``run.json``) is only part of the key: a run deleted
     and trained again under the same path is read afresh.
     """
-    from bioviz.runs import run_split as read
+    from bioviz.models.runs import run_split as read
 
     return read(run_dir, view(*selection))
 
@@ -126,19 +126,19 @@ def run_split(run_dir: str, selection: tuple, stamp: float):
 @st.cache_resource(max_entries=8, show_spinner="Drawing the subtree…")
 def level_tree(selection: tuple):
     """The ontology subtree from the selected view's root down to its classes."""
-    from bioviz.hierarchy import level_tree as build
+    from bioviz.views.hierarchy import level_tree as build
 
     return build(selection_ontology(selection), view(*selection))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def evaluation_results(selection: tuple, models: tuple, tasks: tuple, split: tuple, settings: tuple) -> list[dict]:
-    """Results of the ontology protocols (:func:`bioviz.evaluation.evaluate`) for the selected view.
+    """Results of the ontology protocols (:func:`bioviz.evaluation.run.evaluate`) for the selected view.
 
     ``split`` and ``settings`` are the fields of ``SplitSpec`` and ``EvalSettings``; results
     also live in the disk result cache (``BIOVIZ_HOME/eval``) and, for runs, in the run.
     """
-    from bioviz.evaluation import EvalSettings, SplitSpec, evaluate
+    from bioviz.evaluation.run import EvalSettings, SplitSpec, evaluate
 
     v = view(*selection)
     return evaluate(v, SplitSpec(*split).make(v), list(models), list(tasks), selection_ontology(selection),
@@ -148,7 +148,7 @@ def evaluation_results(selection: tuple, models: tuple, tasks: tuple, split: tup
 @st.cache_data(max_entries=16, show_spinner=False)
 def benchmark_results(models: tuple, benchmarks: tuple, settings: tuple) -> list[dict]:
     """Spearman's rho of the models on relatedness benchmarks (names or stored upload paths)."""
-    from bioviz.evaluation import EvalSettings, evaluate_benchmarks
+    from bioviz.evaluation.run import EvalSettings, evaluate_benchmarks
 
     return evaluate_benchmarks(list(models), list(benchmarks), EvalSettings(*settings))
 
@@ -156,7 +156,7 @@ def benchmark_results(models: tuple, benchmarks: tuple, settings: tuple) -> list
 @st.cache_data(max_entries=8, show_spinner=False)
 def cross_level_table(selection: tuple, models: tuple, depths: tuple, split: tuple, settings: tuple) -> dict:
     """Ranking mAP of the models on each level under the selected root (higher-level-semantics Table 4)."""
-    from bioviz.evaluation import EvalSettings, SplitSpec, cross_level
+    from bioviz.evaluation.run import EvalSettings, SplitSpec, cross_level
 
     root, keep_ambiguous = selection[1], selection[4]
     table = cross_level(selection_ontology(selection), list(models), list(depths), root, SplitSpec(*split),
@@ -178,8 +178,8 @@ def neighbour_index(model: str, selection: tuple):
     """
     import time
 
-    from bioviz.index import NeighbourIndex
-    from bioviz.neighbours import level_space
+    from bioviz.search.index import NeighbourIndex
+    from bioviz.search.neighbours import level_space
 
     v = view(*selection)
     bar = st.empty()
@@ -201,7 +201,7 @@ def neighbour_index(model: str, selection: tuple):
 @st.cache_data(max_entries=256, show_spinner=False)
 def query_vector(model: str, text: str):
     """Unit vector of one query text under ``model``."""
-    from bioviz.neighbours import query_vector as encode
+    from bioviz.search.neighbours import query_vector as encode
 
     return encode(text, model)
 
@@ -213,8 +213,8 @@ MAX_BROWSER_NAMES = 60_000
 
 @st.cache_resource(max_entries=4, show_spinner="Indexing the level's names for search…")
 def name_search(selection: tuple):
-    """Type-ahead search over the selected view's names (:class:`bioviz.name_search.NameSearch`)."""
-    from bioviz.name_search import NameSearch
+    """Type-ahead search over the selected view's names (:class:`bioviz.search.name_search.NameSearch`)."""
+    from bioviz.search.name_search import NameSearch
 
     return NameSearch.from_view(view(*selection))
 
@@ -222,15 +222,15 @@ def name_search(selection: tuple):
 @st.cache_data(max_entries=16, show_spinner=False)
 def held_out_names(selection: tuple) -> list[str]:
     """Held-out test names of the selected view's default split (seed 0)."""
-    from bioviz.neighbours import held_out_names as names
+    from bioviz.search.neighbours import held_out_names as names
 
     return names(view(*selection))
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def candidate_index(model: str, selection: tuple, among: str):
-    """Index of the names a query is ranked against (``bioviz.neighbours.AMONG``) under ``model``."""
-    from bioviz.neighbours import candidate_index as build
+    """Index of the names a query is ranked against (``bioviz.search.neighbours.AMONG``) under ``model``."""
+    from bioviz.search.neighbours import candidate_index as build
 
     if among == "names":
         return neighbour_index(model, selection)[0]

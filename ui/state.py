@@ -14,7 +14,7 @@ from bioviz.ontology import list_sources
 from bioviz.ontology.levels import LevelView
 from bioviz.ontology.sources import source_kind
 from bioviz.ontology.umls import COMMON_SABS, DEFAULT_SAB, HIERARCHIES, SEMANTIC_GROUPS
-from bioviz.runs import list_runs
+from bioviz.models.runs import list_runs
 from ui import cache
 
 BUNDLED = [s["name"] for s in list_sources() if s["kind"] == "bundled"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from bioviz.cli.common import add_json, add_level_options, view_from_args
 from bioviz.cli.progress import progress_bar
-from bioviz.neighbours import level_space
+from bioviz.search.neighbours import level_space
 
 
 def register(subparsers) -> None:

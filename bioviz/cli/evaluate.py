@@ -15,9 +15,9 @@ from __future__ import annotations
 import sys
 import time
 
-from bioviz import evaluation
+from bioviz.evaluation import run as evaluation
 from bioviz.cli.common import add_json, add_level_options, source_options, view_from_args
-from bioviz.evaluation import EvalSettings, EvaluationError, SplitSpec
+from bioviz.evaluation.run import EvalSettings, EvaluationError, SplitSpec
 from bioviz.ontology import load_source
 
 
@@ -62,7 +62,7 @@ def _progress(quiet: bool):
 
 def choose_split(args, models: list[str]) -> tuple[SplitSpec, list[str]]:
     """The split from the options, else a run's own split, else the defaults (see
-    :func:`bioviz.evaluation.choose_split`)."""
+    :func:`bioviz.evaluation.run.choose_split`)."""
     return evaluation.choose_split(models, shots=args.shots, seed=args.seed, test_per_class=args.test_per_class,
                                    zero_shot_classes=args.zero_shot)
 
@@ -70,7 +70,7 @@ def choose_split(args, models: list[str]) -> tuple[SplitSpec, list[str]]:
 def _run_level_warnings(models: list[str], args) -> list[str]:
     """Warn when a run was trained on another source or level than the one evaluated and its
     training names are unknown (no ``split.json``: they cannot be left out of the queries)."""
-    from bioviz.runs import is_run_dir, read_run
+    from bioviz.models.runs import is_run_dir, read_run
 
     warnings = []
     for model in models:

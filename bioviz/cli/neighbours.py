@@ -11,8 +11,8 @@ import time
 from bioviz.cli.common import add_json, add_level_options, source_options
 from bioviz.cli.progress import progress_bar
 from bioviz.errors import BiovizError
-from bioviz.index import NeighbourIndex
-from bioviz.neighbours import AMONG, candidate_index, find_query, level_space, query_vector, rank_neighbours
+from bioviz.search.index import NeighbourIndex
+from bioviz.search.neighbours import AMONG, candidate_index, find_query, level_space, query_vector, rank_neighbours
 from bioviz.ontology import level_view, load_source, synonym_view
 
 

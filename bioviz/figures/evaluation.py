@@ -19,7 +19,7 @@ def metric_bars(rows: list[dict], title: str, caption: str | None = None) -> go.
     Parameters
     ----------
     rows : list of dict
-        Long-form rows (:func:`bioviz.evaluation.results_table`) of one or more tasks.
+        Long-form rows (:func:`bioviz.evaluation.run.results_table`) of one or more tasks.
     title : str
         States the models, the source and level.
     caption : str, optional
@@ -71,7 +71,7 @@ def cross_level_heatmap(table: dict, title: str, caption: str | None = None) -> 
     Parameters
     ----------
     table : dict
-        From :func:`bioviz.evaluation.cross_level` (``models``, ``depths``, ``map``, ``ci``).
+        From :func:`bioviz.evaluation.run.cross_level` (``models``, ``depths``, ``map``, ``ci``).
     """
     z = [[None if v is None else float(v) for v in row] for row in table["map"]]
     text = []

@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from bioviz.figures.theme import apply_theme, theme
-from bioviz.hierarchy import Tree
+from bioviz.views.hierarchy import Tree
 
 KINDS = ("icicle", "sunburst", "treemap")
 
@@ -53,7 +53,7 @@ def hierarchy_figure(
     Parameters
     ----------
     tree : Tree
-        From :func:`bioviz.hierarchy.level_tree`.
+        From :func:`bioviz.views.hierarchy.level_tree`.
     values : numpy.ndarray, optional
         One value per node (same order as ``tree.nodes``); NaN nodes are grey. Without
         values nodes are coloured by depth.
@@ -128,7 +128,7 @@ def hypernym_ranking_figure(rankings: dict[str, pd.DataFrame], mention: str, tru
     Parameters
     ----------
     rankings : dict
-        ``model label -> DataFrame`` from :func:`bioviz.hierarchy.hypernym_ranking`.
+        ``model label -> DataFrame`` from :func:`bioviz.views.hierarchy.hypernym_ranking`.
     mention : str
         The ranked mention (shown in the caption).
     true_label : str

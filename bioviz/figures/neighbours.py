@@ -43,7 +43,7 @@ def neighbour_table_figure(query: str, rankings: list[tuple[str, list[dict]]], l
     query : str
         The query text (in the title).
     rankings : list of (model label, rows)
-        Rows from :func:`bioviz.neighbours.rank_neighbours`.
+        Rows from :func:`bioviz.search.neighbours.rank_neighbours`.
     level : str
         The level view's title (source and level), for the title.
     k : int

@@ -6,7 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from bioviz.figures.theme import apply_theme, class_colours, theme
-from bioviz.separation import MEASURES, Separation
+from bioviz.views.separation import MEASURES, Separation
 
 
 def _short(label: str, width: int = 40) -> str:
@@ -22,7 +22,7 @@ def separation_figure(separation: Separation, view_title: str, max_classes: int 
     Parameters
     ----------
     separation : Separation
-        From :func:`bioviz.separation.compare_separation`.
+        From :func:`bioviz.views.separation.compare_separation`.
     view_title : str
         The level view's title (source and level).
     max_classes : int

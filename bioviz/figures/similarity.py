@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from bioviz.figures.theme import apply_theme, class_colour, theme
-from bioviz.similarity import SimilarityComparison
+from bioviz.views.similarity import SimilarityComparison
 
 MAX_ANNOTATED = 25
 

@@ -22,6 +22,11 @@ import numpy as np
 from bioviz.errors import SplitError
 from bioviz.ontology.levels import LevelView
 
+# The one default split: 15 training (and 15 validation) names per class, seed 0
+# (fewshot-biomedical-names §3.2). Everything that says "the default split" uses these.
+DEFAULT_SHOTS = 15
+DEFAULT_SPLIT_SEED = 0
+
 
 @dataclass(frozen=True)
 class Split:
@@ -72,8 +77,8 @@ class Split:
 
 def make_split(
     view: LevelView,
-    shots: int | None = 15,
-    seed: int = 0,
+    shots: int | None = DEFAULT_SHOTS,
+    seed: int = DEFAULT_SPLIT_SEED,
     test_per_class: int = 1,
     zero_shot_classes: int | float = 0,
 ) -> Split:
@@ -152,3 +157,27 @@ def make_split(
         zero_shot_classes=tuple(zero),
         short_classes=short,
     )
+
+
+@dataclass(frozen=True)
+class SplitSpec:
+    """The settings that draw a split (:func:`make_split`); ``SplitSpec()`` is the default split.
+
+    Examples
+    --------
+    >>> SplitSpec()
+    SplitSpec(shots=15, seed=0, test_per_class=1, zero_shot_classes=0)
+    """
+
+    shots: int | None = DEFAULT_SHOTS
+    seed: int = DEFAULT_SPLIT_SEED
+    test_per_class: int = 1
+    zero_shot_classes: float = 0
+
+    def make(self, view: LevelView) -> Split:
+        """Draw the split of ``view``."""
+        return make_split(view, shots=self.shots, seed=self.seed, test_per_class=self.test_per_class,
+                          zero_shot_classes=self.zero_shot_classes)
+
+
+DEFAULT_SPLIT = SplitSpec()

@@ -100,8 +100,8 @@ def test_launch_from_the_train_page_keep_exploring_and_open_the_run_in_views(tmp
     shots.mkdir(parents=True, exist_ok=True)
     home = tmp_path / "home"
     monkeypatch.setenv("BIOVIZ_HOME", str(home))  # this process reads the same job table
-    from trainer.jobs import RUNNING
-    from trainer.worker import Worker
+    from trainer.jobs.store import RUNNING
+    from trainer.jobs.worker import Worker
 
     timings: dict[str, float | str] = {"flow": flow_name}
     with streamlit_app(home, tmp_path / "streamlit.log", {"BIOVIZ_JOB_SLOTS": "cpu=1"}) as url, \

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from bioviz import evaluation
+from bioviz.evaluation import run as evaluation
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "pages" / "6_Evaluation.py"

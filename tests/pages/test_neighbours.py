@@ -92,7 +92,7 @@ def test_one_model_only(app):
 
 
 def test_embedding_cache_can_be_cleared_from_the_page(tmp_home, data_dir):
-    from bioviz.vector_cache import VectorCache
+    from bioviz.models.vector_cache import VectorCache
 
     at = AppTest.from_file(str(PAGE), default_timeout=240)
     at.query_params.update({"source": str(data_dir / "mini.obo"), "depth": "1", "model_a": "minilm",

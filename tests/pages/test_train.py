@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from bioviz.evaluation import store_with_run
-from bioviz.runs import read_run
-from trainer.jobs import QUEUED, RUNNING, SUCCEEDED
-from trainer.worker import Worker, config_to_argv
+from bioviz.evaluation.run import store_with_run
+from bioviz.models.runs import read_run
+from trainer.jobs.store import QUEUED, RUNNING, SUCCEEDED
+from trainer.jobs.worker import Worker, config_to_argv
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "pages" / "1_Train.py"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bioviz.metrics import CrossClassRetention
+from bioviz.evaluation.metrics import CrossClassRetention
 from trainer.base_mix import BASE_WEIGHTS, choose_base_weight, head_scale, mix
 
 

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from bioviz.errors import BiovizError
-from bioviz.runs import is_run_dir
-from trainer.jobs import (
+from bioviz.models.runs import is_run_dir
+from trainer.jobs.store import (
     CANCELLED, FAILED, INTERRUPTED, QUEUED, RUNNING, SUCCEEDED, JobError, JobStore, LocalProcessExecutor,
     progress_stage, read_progress, summarise_progress,
 )
-from trainer.jobs import group_alive
-from trainer.worker import Worker, config_to_argv, parse_slots
+from trainer.jobs.store import group_alive
+from trainer.jobs.worker import Worker, config_to_argv, parse_slots
 
 STANDIN = "tests.trainer.standin_trainer"
 
@@ -90,7 +90,7 @@ def test_progress_summary_keeps_latest_epoch_and_skips_half_lines(tmp_path):
 def test_progress_summary_and_job_row_show_the_embedding_before_training(tmp_home, tmp_path):
     from dataclasses import replace
 
-    from trainer.jobs import job_row
+    from trainer.jobs.store import job_row
 
     queued = JobStore().create({"source": "icd10"})
     path = tmp_path / "progress.jsonl"
@@ -337,7 +337,7 @@ def test_gpu_slots_device_choice_and_environment(tmp_home, monkeypatch):
     from collections import Counter
     from dataclasses import replace
 
-    import trainer.worker as worker_module
+    import trainer.jobs.worker as worker_module
 
     monkeypatch.setattr(worker_module, "gpu_count", lambda: 2)
     worker = Worker(slots={"cpu": 1, "cuda": 1})
@@ -362,7 +362,7 @@ def test_gpu_slots_device_choice_and_environment(tmp_home, monkeypatch):
 
 
 def test_cuda_request_is_refused_without_a_gpu(tmp_home, monkeypatch):
-    import trainer.worker as worker_module
+    import trainer.jobs.worker as worker_module
 
     monkeypatch.setattr(worker_module, "gpu_count", lambda: 0)
     with pytest.raises(BiovizError, match="not available here"):

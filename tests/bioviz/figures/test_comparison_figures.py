@@ -8,10 +8,10 @@ import pytest
 from bioviz.figures import (export_config_as, hierarchy_figure, hypernym_ranking_figure, projection_pair_figure,
                             projection_table, selected_rows, separation_figure, similarity_figures, slug)
 from bioviz.figures.theme import class_colours, theme
-from bioviz.hierarchy import level_tree, node_scores
+from bioviz.views.hierarchy import level_tree, node_scores
 from bioviz.ontology import level_view, load_source, make_split
-from bioviz.separation import Separation
-from bioviz.similarity import SimilarityComparison
+from bioviz.views.separation import Separation
+from bioviz.views.similarity import SimilarityComparison
 
 
 @pytest.fixture

@@ -1,0 +1,1 @@
+"""Evaluation: metrics, the papers' protocols, relatedness benchmarks, orchestration and tables."""

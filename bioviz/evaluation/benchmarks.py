@@ -1,0 +1,222 @@
+"""Relatedness benchmarks: term pairs rated by clinicians, scored by Spearman's rho.
+
+The bundled sets (MayoSRS, UMNSRS similarity and relatedness, provenance in
+``assets/benchmarks/README.md``) and any user file of the same shape: three columns
+``term1, term2, score``, tab-separated (``.tsv``) or comma-separated (``.csv``), with an
+optional header row. A model's cosine similarity of each pair is compared with the human
+scores by Spearman's rank correlation (no fine-tuning on the pairs); the sets are small,
+so a percentile bootstrap over pairs gives a 95% interval.
+
+A pair is *covered* when both terms get a non-zero vector (a character model can give an
+all-zero vector to a term made of unseen characters); rho is computed on covered pairs.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import logging
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bioviz.evaluation import metrics
+from bioviz.errors import BiovizError
+
+logger = logging.getLogger(__name__)
+
+BENCHMARK_DIR = Path(__file__).resolve().parents[2] / "assets" / "benchmarks"
+BUNDLED = {
+    "mayosrs": ("mayosrs.tsv", "MayoSRS"),
+    "umnsrs-sim": ("umnsrs_similarity.tsv", "UMNSRS-sim"),
+    "umnsrs-rel": ("umnsrs_relatedness.tsv", "UMNSRS-rel"),
+}
+MIN_PAIRS = 3
+MAX_BYTES = 20 * 1024 * 1024
+
+
+class BenchmarkError(BiovizError):
+    """A benchmark that cannot be found or read."""
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """Rated term pairs.
+
+    Attributes
+    ----------
+    name : str
+        ``mayosrs`` etc. for bundled sets, the file name for others.
+    label : str
+        Display name (``MayoSRS``).
+    term1, term2 : tuple of str
+        The pairs.
+    scores : numpy.ndarray
+        Human ratings, float.
+    digest : str
+        Content hash (cache key).
+    """
+
+    name: str
+    label: str
+    term1: tuple[str, ...]
+    term2: tuple[str, ...]
+    scores: np.ndarray
+    digest: str
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+    @property
+    def terms(self) -> list[str]:
+        """Every distinct term, in first-seen order."""
+        return list(dict.fromkeys(self.term1 + self.term2))
+
+
+def list_benchmarks() -> list[dict]:
+    """The bundled benchmarks: name, label, file and number of pairs."""
+    rows = []
+    for name, (file_name, label) in BUNDLED.items():
+        bench = load_benchmark(name)
+        rows.append({"name": name, "label": label, "file": file_name, "pairs": len(bench)})
+    return rows
+
+
+def expand_benchmarks(spec: str) -> list[str]:
+    """``all`` -> every bundled name; anything else -> ``[spec]``."""
+    return list(BUNDLED) if spec == "all" else [spec]
+
+
+def load_benchmark(spec: str | Path) -> Benchmark:
+    """A bundled benchmark by name, or a user file by path.
+
+    Raises
+    ------
+    BenchmarkError
+        Unknown name, missing file, or a malformed file (see :func:`parse_pairs`).
+    """
+    key = str(spec)
+    if key in BUNDLED:
+        file_name, label = BUNDLED[key]
+        path = BENCHMARK_DIR / file_name
+        return parse_pairs(path.read_bytes(), name=key, label=label, delimiter="\t")
+    path = Path(key).expanduser()
+    if not path.is_file():
+        raise BenchmarkError(
+            f"unknown benchmark {key!r}: use one of {', '.join(BUNDLED)}, all, or a path to a .tsv/.csv file"
+        )
+    if path.stat().st_size > MAX_BYTES:
+        raise BenchmarkError(f"{path.name} is larger than {MAX_BYTES // 2**20} MiB; not a benchmark file")
+    return parse_pairs(path.read_bytes(), name=path.name, delimiter=_delimiter_for(path.name))
+
+
+def _delimiter_for(file_name: str) -> str | None:
+    suffix = Path(file_name).suffix.lower()
+    return {".tsv": "\t", ".csv": ","}.get(suffix)
+
+
+def parse_pairs(data: bytes | str, name: str = "pairs", label: str | None = None,
+                delimiter: str | None = None) -> Benchmark:
+    """Parse ``term1, term2, score`` rows (an uploaded file's bytes, or text).
+
+    Parameters
+    ----------
+    data : bytes or str
+        File content, UTF-8.
+    name, label : str
+        Benchmark name and display label (label defaults to the name).
+    delimiter : str, optional
+        ``"\\t"`` or ``","``; guessed from the first line when omitted (a tab wins).
+
+    Raises
+    ------
+    BenchmarkError
+        Not UTF-8, empty, a row without exactly three columns, an empty term, a score that
+        is not a finite number, or fewer than 3 pairs. The message names the line.
+    """
+    if isinstance(data, bytes):
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise BenchmarkError(f"{name}: not a UTF-8 text file") from None
+    else:
+        text = data
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        raise BenchmarkError(f"{name}: the file is empty; expected rows of term1, term2, score")
+    if delimiter is None:
+        delimiter = "\t" if "\t" in lines[0] else ","
+    rows = list(csv.reader(io.StringIO("\n".join(lines)), delimiter=delimiter))
+    start = 1 if _is_header(rows[0]) else 0
+    term1, term2, scores = [], [], []
+    for line_no, row in enumerate(rows[start:], start=start + 1):
+        if len(row) != 3:
+            shown = "tab" if delimiter == "\t" else "comma"
+            raise BenchmarkError(
+                f"{name} line {line_no}: expected 3 {shown}-separated columns (term1, term2, score), got {len(row)}"
+            )
+        a, b, raw = (cell.strip() for cell in row)
+        if not a or not b:
+            raise BenchmarkError(f"{name} line {line_no}: empty term")
+        try:
+            score = float(raw)
+        except ValueError:
+            raise BenchmarkError(f"{name} line {line_no}: score {raw!r} is not a number") from None
+        if not math.isfinite(score):
+            raise BenchmarkError(f"{name} line {line_no}: score {raw!r} is not a finite number")
+        term1.append(a)
+        term2.append(b)
+        scores.append(score)
+    if len(scores) < MIN_PAIRS:
+        raise BenchmarkError(f"{name}: {len(scores)} pairs; at least {MIN_PAIRS} are needed for a rank correlation")
+    digest = hashlib.sha256("\n".join(f"{a}\t{b}\t{s!r}" for a, b, s in zip(term1, term2, scores)).encode()).hexdigest()[:16]
+    return Benchmark(name, label or name, tuple(term1), tuple(term2), np.asarray(scores, dtype=float), digest)
+
+
+def _is_header(row: list[str]) -> bool:
+    """A first row whose score cell is not a number is a header."""
+    if len(row) != 3:
+        return False
+    try:
+        float(row[2])
+    except ValueError:
+        return True
+    return False
+
+
+def score_benchmark(benchmark: Benchmark, term_vectors: dict[str, np.ndarray], n_boot: int = 1000,
+                    seed: int = 0) -> dict:
+    """Spearman's rho between cosine similarities and human scores.
+
+    Parameters
+    ----------
+    benchmark : Benchmark
+    term_vectors : dict
+        ``term -> L2-normalised vector`` for (at least) every term of the benchmark.
+    n_boot : int
+        Bootstrap resamples for the 95% interval.
+    seed : int
+
+    Returns
+    -------
+    dict
+        ``spearman``, ``ci`` (``{"spearman": [low, high]}``), ``pairs`` (in the file),
+        ``covered`` (pairs with two non-zero vectors).
+    """
+    missing = [t for t in benchmark.terms if t not in term_vectors]
+    if missing:
+        raise ValueError(f"no vectors for {len(missing)} benchmark terms, e.g. {missing[0]!r}")
+    a = np.stack([term_vectors[t] for t in benchmark.term1]).astype(np.float32)
+    b = np.stack([term_vectors[t] for t in benchmark.term2]).astype(np.float32)
+    covered = (np.linalg.norm(a, axis=1) > 0) & (np.linalg.norm(b, axis=1) > 0)
+    cosines = (a * b).sum(axis=1)[covered]
+    human = benchmark.scores[covered]
+    return {
+        "spearman": metrics.spearman(cosines, human),
+        "ci": {"spearman": metrics.spearman_bootstrap_ci(cosines, human, n_boot, seed)},
+        "pairs": len(benchmark),
+        "covered": int(covered.sum()),
+    }

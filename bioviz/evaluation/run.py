@@ -1,0 +1,632 @@
+"""Evaluate models on the papers' protocols and benchmarks, with cached results.
+
+:func:`evaluate` takes a level view, its split and one or more MODEL strings and returns
+one result dict per (model, task); :func:`evaluate_benchmarks` does the same for the
+relatedness benchmarks; :func:`cross_level` gives the models x levels table of
+higher-level-semantics Table 4.
+
+A result dict::
+
+    {"model": label, "model_spec": MODEL, "fingerprint": ..., "task": "ranking",
+     "metrics": {"map": 0.61, ...}, "ci": {"map": [0.55, 0.67], ...},
+     "sizes": {"queries": 22, "references": 330}, "data": {...what was evaluated...},
+     "seconds": 0.4, "cached": False}
+
+Results are cached on disk per (model fingerprint, task, data) under
+``BIOVIZ_HOME/eval`` and, for a trained run, also stored with the run in
+``<run>/.eval.json`` (atomic writes; :func:`read_run_evaluations`) so the Train page and
+the run list can show them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from bioviz.evaluation import metrics, protocols
+from bioviz.evaluation.benchmarks import expand_benchmarks, load_benchmark, score_benchmark
+from bioviz.errors import BiovizError
+from bioviz.ontology import Split, SplitSpec, make_split
+from bioviz.ontology.levels import LevelView
+from bioviz.ontology.model import Ontology
+from bioviz.paths import subdir, write_text_atomic
+
+logger = logging.getLogger(__name__)
+
+TASKS = ("ranking", "hypernym", "synonym", "leaf2parent", "hierarchy-auc")
+TASK_LABELS = {
+    "ranking": "Semantic similarity ranking",
+    "hypernym": "Hypernym detection",
+    "synonym": "Synonym retrieval / concept mapping",
+    "leaf2parent": "Leaf-to-parent mapping",
+    "hierarchy-auc": "Hierarchy distance ROC-AUC",
+}
+# Bump when a metric's definition or a protocol changes: old cached results stop matching.
+EVAL_VERSION = 1
+# Results stored with a run. A dot-file, because the embedding cache keys a run's vectors by a
+# hash of its files minus dot-files (bioviz.models.embeddings): storing results must not change it.
+RUN_EVAL_FILE = ".eval.json"
+
+Progress = Callable[[str], None]
+
+
+class EvaluationError(BiovizError):
+    """An evaluation that cannot run with the given settings."""
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    """Sizes of the samples and of the bootstrap (part of every cache key)."""
+
+    n_boot: int = 1000  # bootstrap resamples for the 95% intervals
+    leaf_queries: int = 2000  # leaf-to-parent: leaf concepts sampled (fixed seed)
+    pairs_per_distance: int = 1000  # hierarchy AUC: pairs sampled per distance (fixed seed)
+    sample_seed: int = 0  # seed of both samples and of the bootstrap
+
+
+def split_spec_for_run(run_dir: str | Path) -> SplitSpec | None:
+    """The split a trained run was trained with, from its ``run.json`` config (None if unknown)."""
+    from bioviz.models.runs import is_run_dir, read_run
+
+    if not is_run_dir(run_dir):
+        return None
+    config = read_run(run_dir).config
+    if "shots" not in config:
+        return None
+    seed = config.get("split_seed")
+    return SplitSpec(
+        shots=config.get("shots"),
+        seed=int(config.get("seed", 0) if seed is None else seed),
+        test_per_class=int(config.get("test_per_class", 1)),
+        zero_shot_classes=config.get("zero_shot_classes", 0) or 0,
+    )
+
+
+def choose_split(models, shots=None, seed=None, test_per_class=None,
+                 zero_shot_classes=None) -> tuple[SplitSpec, list[str]]:
+    """The split to evaluate on: given settings, else the runs' own split, else the defaults.
+
+    Parameters
+    ----------
+    models : list of str
+        MODEL strings; run directories among them bring the split they were trained with.
+    shots, seed, test_per_class, zero_shot_classes : optional
+        Explicit settings (any given one overrides the runs' split).
+
+    Returns
+    -------
+    (SplitSpec, warnings)
+        ``warnings`` names runs evaluated on a split other than their own whose training
+        names are unknown (no ``split.json``), so they may be among the test names.
+
+    Raises
+    ------
+    EvaluationError
+        If runs trained on different splits are compared and no setting is given.
+    """
+    explicit = {k: v for k, v in {"shots": shots, "seed": seed, "test_per_class": test_per_class,
+                                  "zero_shot_classes": zero_shot_classes}.items() if v is not None}
+    run_specs = {m: s for m in models if (s := split_spec_for_run(m)) is not None}
+    if explicit:
+        spec = SplitSpec(**{**asdict(SplitSpec()), **explicit})
+        # Runs with a split.json have their training names left out of the queries
+        # (evaluate's exclude_names); only runs without one are at risk.
+        warnings = [f"{model} was trained on another split ({own}) and has no split.json: its training names "
+                    "may be among the test names" for model, own in run_specs.items()
+                    if own != spec and not run_seen_names(model)]
+        return spec, warnings
+    distinct = set(run_specs.values())
+    if len(distinct) > 1:
+        raise EvaluationError("the runs were trained on different splits; choose one with --shots/--seed/"
+                              "--test-per-class/--zero-shot")
+    return (distinct.pop() if distinct else SplitSpec()), []
+
+
+def run_seen_names(run_dir: str | Path) -> list[str]:
+    """Training and validation names of a trained run (its ``split.json``); empty if unknown."""
+    from bioviz.models.runs import read_split_names
+
+    names = read_split_names(run_dir) or {}
+    return [n for part in ("train", "validation") for n in names.get(part, [])]
+
+
+def seen_by_runs(models) -> list[str]:
+    """Every name that a run among ``models`` trained or validated on (sorted, distinct)."""
+    from bioviz.models.runs import is_run_dir
+
+    return sorted({n for m in models if is_run_dir(m) for n in run_seen_names(m)})
+
+
+# ---------------------------------------------------------------------------- keys & cache
+
+
+def _digest(*parts) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part if isinstance(part, bytes) else str(part).encode())
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def view_key(view: LevelView) -> dict:
+    """What identifies a level view's content (names and their classes)."""
+    return {
+        "source": view.source, "root": view.root, "depth": view.depth, "mode": view.mode,
+        "names": len(view.names), "classes": len(view.classes),
+        "digest": _digest("\n".join(view.names), view.labels.tobytes(), "\n".join(view.classes)),
+    }
+
+
+def split_key(split: Split) -> dict:
+    """What identifies a split (settings and the rows drawn)."""
+    return {
+        "seed": split.seed, "shots": split.shots, "test_per_class": split.test_per_class,
+        "zero_shot_classes": len(split.zero_shot_classes), **split.sizes(),
+        "digest": _digest(split.train.tobytes(), split.validation.tobytes(), split.test.tobytes(),
+                          split.zero_shot.tobytes()),
+    }
+
+
+def _cache_key(fingerprint: str, task: str, data: dict) -> str:
+    return _digest(EVAL_VERSION, fingerprint, task, json.dumps(data, sort_keys=True, default=str))
+
+
+def _cache_path(key: str) -> Path:
+    return subdir("eval") / f"{key}.json"
+
+
+def _read_cached(key: str) -> dict | None:
+    path = _cache_path(key)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _json_safe(value):
+    """NaN -> None and numpy scalars -> Python, so files are strict JSON."""
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, (np.floating, float)):
+        value = float(value)
+        return None if math.isnan(value) else value
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+def _store(key: str, result: dict, run_dir: Path | None) -> None:
+    write_text_atomic(_cache_path(key), json.dumps(result))
+    if run_dir is not None:
+        store_with_run(run_dir, key, result)
+
+
+def store_with_run(run_dir: str | Path, key: str, result: dict) -> None:
+    """Add one result to ``<run>/.eval.json`` (``{"results": {key: result}}``), atomically.
+
+    A file lock serialises writers (the page and the command line may evaluate the same
+    run at once), and the rename keeps readers from ever seeing half a file.
+    """
+    from filelock import FileLock
+
+    path = Path(run_dir) / RUN_EVAL_FILE
+    with FileLock(str(Path(run_dir) / f"{RUN_EVAL_FILE}.lock"), timeout=30):
+        stored = read_run_evaluations(run_dir, keyed=True)
+        stored[key] = result
+        write_text_atomic(path, json.dumps({"version": EVAL_VERSION, "results": stored}, indent=1))
+
+
+def read_run_evaluations(run_dir: str | Path, keyed: bool = False):
+    """Results stored with a run (for the Train page and the run list).
+
+    Returns
+    -------
+    list of dict, or dict ``key -> result`` with ``keyed``
+        Empty when the run has not been evaluated (or the file is damaged).
+    """
+    path = Path(run_dir) / RUN_EVAL_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        results = dict(data.get("results", {}))
+    except (OSError, ValueError, AttributeError):
+        results = {}
+    return results if keyed else list(results.values())
+
+
+# ---------------------------------------------------------------------------- models
+
+
+@dataclass
+class _Model:
+    spec: str
+    label: str
+    fingerprint: str
+    run_dir: Path | None
+    encoder: object
+
+    def vectors(self, texts: list[str]) -> dict[str, np.ndarray]:
+        """``text -> vector`` through the embedding cache."""
+        from bioviz.models.embeddings import encode_cached
+
+        unique = list(dict.fromkeys(texts))
+        vectors, _ = encode_cached(self.encoder, unique)
+        return dict(zip(unique, vectors))
+
+
+def _load_model(spec: str) -> _Model:
+    from bioviz.models.embeddings import load_encoder, resolve
+
+    ref = resolve(spec)
+    encoder = load_encoder(spec)
+    run_dir = ref.path if ref.kind == "run" else None
+    return _Model(spec, encoder.label, encoder.fingerprint, run_dir, encoder)
+
+
+def _matrix(lookup: dict[str, np.ndarray], texts) -> np.ndarray:
+    if not len(texts):
+        return np.zeros((0, len(next(iter(lookup.values()))) if lookup else 0), dtype=np.float32)
+    return np.stack([lookup[t] for t in texts]).astype(np.float32)
+
+
+# ---------------------------------------------------------------------------- tasks
+
+
+def _score_problem(problem: protocols.RankingProblem, lookup: dict, settings: EvalSettings,
+                   with_ap: bool = True, per_query: bool = False) -> dict:
+    relevance = (metrics.matrix_relevance(problem.relevance) if problem.relevance is not None
+                 else metrics.label_relevance(problem.query_labels, problem.reference_labels))
+    return metrics.ranking_metrics(
+        _matrix(lookup, problem.queries), _matrix(lookup, problem.references), relevance,
+        exclude_self=problem.exclude_self, reference_groups=problem.reference_groups,
+        with_ap=with_ap, n_boot=settings.n_boot, seed=settings.sample_seed, per_query=per_query,
+    )
+
+
+def _split_metrics(result: dict, prefix: str = "") -> tuple[dict, dict, dict]:
+    values = {f"{prefix}{k}": result[k] for k in ("map", "acc1", "mrr") if k in result}
+    ci = {f"{prefix}{k}": v for k, v in result["ci"].items()}
+    sizes = {f"{prefix}{k}": result[k] for k in ("queries", "skipped", "references")}
+    return values, ci, sizes
+
+
+class _TaskData:
+    """Builds each task's problem once per evaluation, shared by every model."""
+
+    def __init__(self, view: LevelView, split: Split, ontology: Ontology | None, settings: EvalSettings,
+                 exclude_names=()):
+        self.view, self.split, self.ontology, self.settings = view, split, ontology, settings
+        self.exclude = sorted(set(exclude_names))
+        self._built: dict[str, object] = {}
+
+    def get(self, task: str):
+        if task not in self._built:
+            built = self._build(task)
+            if self.exclude and task != "hierarchy-auc":
+                if isinstance(built, dict):
+                    # Training names are the train part's queries by definition: only the
+                    # held-out parts lose names that a compared run has seen.
+                    built = {part: problem if part == "train" else protocols.drop_queries(problem, self.exclude)
+                             for part, problem in built.items()}
+                else:
+                    built = protocols.drop_queries(built, self.exclude)
+            self._built[task] = built
+        return self._built[task]
+
+    def _need_ontology(self, task: str) -> Ontology:
+        if self.ontology is None:
+            raise EvaluationError(f"task {task} needs the ontology (its IS-A graph), not only the level view")
+        return self.ontology
+
+    def _build(self, task: str):
+        view, split, s = self.view, self.split, self.settings
+        if task == "ranking":
+            return protocols.ranking_problem(view, split)
+        if task == "hypernym":
+            return protocols.hypernym_problem(view, split)
+        if task == "synonym":
+            return protocols.synonym_problems(view, split)
+        if task == "leaf2parent":
+            try:
+                return protocols.leaf_to_parent_problem(self._need_ontology(task), view.root,
+                                                        s.leaf_queries, s.sample_seed)
+            except ValueError as error:
+                raise EvaluationError(str(error)) from None
+        if task == "hierarchy-auc":
+            seen = [view.names[i] for i in np.concatenate([split.train, split.validation])] + self.exclude
+            return protocols.hierarchy_pairs(self._need_ontology(task), view.root, seen,
+                                             s.pairs_per_distance, s.sample_seed)
+        raise EvaluationError(f"unknown task {task!r}: choose from {', '.join(TASKS)} or all")
+
+    def data_key(self, task: str) -> dict:
+        base = {"settings": asdict(self.settings)}
+        if self.exclude:
+            base["excluded_names"] = {"count": len(self.exclude), "digest": _digest("\n".join(self.exclude))}
+        if task == "leaf2parent":
+            onto = self._need_ontology(task)
+            return {**base, "ontology": onto.label, "concepts": len(onto), "root": self.view.root}
+        key = {**base, "view": view_key(self.view), "split": split_key(self.split)}
+        if task == "hierarchy-auc":
+            key["ontology"] = self._need_ontology(task).label
+        return key
+
+    def texts(self, task: str) -> list[str]:
+        built = self.get(task)
+        if isinstance(built, dict):
+            return [t for problem in built.values() for t in problem.texts]
+        return built.texts
+
+    def score(self, task: str, lookup: dict) -> tuple[dict, dict, dict, dict]:
+        """(metrics, ci, sizes, extra) of one task for one model's vectors."""
+        built = self.get(task)
+        s = self.settings
+        extra: dict = {}
+        if task == "synonym":
+            values, ci, sizes = {}, {}, {}
+            for part, problem in built.items():
+                v, c, z = _split_metrics(_score_problem(problem, lookup, s), f"{part}.")
+                values.update(v)
+                ci.update(c)
+                sizes.update(z)
+            return values, ci, sizes, extra
+        if task == "hierarchy-auc":
+            a, b = _matrix(lookup, built.first), _matrix(lookup, built.second)
+            sims = (a * b).sum(axis=1) if len(a) else np.zeros(0)
+            result = metrics.hierarchy_auc(sims, built.distances, s.n_boot, s.sample_seed)
+            values = {"mean_auc": result["mean_auc"], **result["auc"]}
+            sizes = {f"pairs.d{d}": n for d, n in result["pairs"].items()}
+            return values, result["ci"], sizes, extra
+        if task == "ranking":
+            scored = _score_problem(built, lookup, s, per_query=True)
+            per_class = metrics.per_class_map(scored["per_query"]["ap"], built.query_labels)
+            extra["per_class"] = {self.view.classes[int(c)]: v for c, v in per_class.items()}
+            values, ci, sizes = _split_metrics(scored)
+            return {"map": values["map"]}, {"map": ci["map"]}, sizes, extra
+        if task == "hypernym":
+            values, ci, sizes = _split_metrics(_score_problem(built, lookup, s, with_ap=False))
+            return values, ci, sizes, extra
+        if task == "leaf2parent":
+            values, ci, sizes = _split_metrics(_score_problem(built, lookup, s, with_ap=False))
+            return values, ci, sizes, extra
+        raise EvaluationError(f"unknown task {task!r}")
+
+
+def expand_tasks(tasks) -> list[str]:
+    """``all`` (or None) -> every task; validates names."""
+    if tasks is None or tasks == "all" or (not isinstance(tasks, str) and "all" in tasks):
+        return list(TASKS)
+    tasks = [tasks] if isinstance(tasks, str) else list(tasks)
+    unknown = [t for t in tasks if t not in TASKS]
+    if unknown:
+        raise EvaluationError(f"unknown task {unknown[0]!r}: choose from {', '.join(TASKS)} or all")
+    return tasks
+
+
+def evaluate(view: LevelView, split: Split, models, tasks="all", ontology: Ontology | None = None,
+             settings: EvalSettings | None = None, use_cache: bool = True,
+             progress: Progress | None = None, exclude_names=None) -> list[dict]:
+    """Evaluate every model on every task, on the same view and split.
+
+    Parameters
+    ----------
+    view : LevelView
+    split : Split
+        The split of ``view`` (for a trained run: the one it was trained with, see
+        :func:`split_spec_for_run`).
+    models : str or list of str
+        MODEL strings (``minilm``, ``char-tfidf``, directories, hub ids, run directories).
+    tasks : str or list of str
+        Names from :data:`TASKS`, or ``all``.
+    ontology : Ontology, optional
+        Needed by ``leaf2parent`` and ``hierarchy-auc`` (the IS-A graph).
+    settings : EvalSettings, optional
+    use_cache : bool
+        Serve and store results in the result cache (``BIOVIZ_HOME/eval``).
+    progress : callable, optional
+        ``progress(message)`` before each (model, task).
+    exclude_names : iterable of str, optional
+        Names left out of every held-out query set and of the hierarchy pairs. By default
+        the training and validation names of every trained run among ``models`` (from its
+        ``split.json``), so all models are compared on items no compared run has seen,
+        also on levels or splits the runs were not trained on.
+
+    Returns
+    -------
+    list of dict
+        One result per (model, task), models in the given order.
+
+    Raises
+    ------
+    EvaluationError, ModelError
+        Unknown task, a task needing the ontology without it, a model that cannot load.
+    """
+    settings = settings or EvalSettings()
+    tasks = expand_tasks(tasks)
+    models = [models] if isinstance(models, str) else list(models)
+    if exclude_names is None:
+        exclude_names = seen_by_runs(models)
+    data = _TaskData(view, split, ontology, settings, exclude_names)
+    results = []
+    for spec in models:
+        model = _load_model(spec)
+        lookup: dict[str, np.ndarray] = {}  # vectors shared by this model's tasks
+        for task in tasks:
+            key_data = data.data_key(task)
+            key = _cache_key(model.fingerprint, task, key_data)
+            cached = _read_cached(key) if use_cache else None
+            if cached is not None:
+                cached["cached"] = True
+                if model.run_dir is not None and key not in read_run_evaluations(model.run_dir, keyed=True):
+                    store_with_run(model.run_dir, key, cached)
+                results.append(cached)
+                continue
+            if progress is not None:
+                progress(f"{model.label}: {TASK_LABELS[task]}")
+            started = time.perf_counter()
+            missing = [t for t in data.texts(task) if t not in lookup]
+            if missing:
+                lookup.update(model.vectors(missing))
+            values, ci, sizes, extra = data.score(task, lookup)
+            result = _json_safe({
+                "model": model.label, "model_spec": spec, "fingerprint": model.fingerprint,
+                "task": task, "metrics": values, "ci": ci, "sizes": sizes, "data": key_data,
+                "seconds": round(time.perf_counter() - started, 3), "cached": False, **extra,
+            })
+            if use_cache:
+                _store(key, result, model.run_dir)
+            results.append(result)
+    return results
+
+
+def evaluate_benchmarks(models, benchmarks="all", settings: EvalSettings | None = None,
+                        use_cache: bool = True, progress: Progress | None = None) -> list[dict]:
+    """Spearman's rho of every model on relatedness benchmarks (names or file paths).
+
+    Returns
+    -------
+    list of dict
+        One result per (model, benchmark): ``metrics.spearman``, ``ci.spearman``,
+        ``sizes.pairs`` and ``sizes.covered``.
+    """
+    settings = settings or EvalSettings()
+    names = [b for spec in ([benchmarks] if isinstance(benchmarks, (str, Path)) else benchmarks)
+             for b in expand_benchmarks(str(spec))]
+    loaded = [load_benchmark(name) for name in names]
+    models = [models] if isinstance(models, str) else list(models)
+    results = []
+    for spec in models:
+        model = _load_model(spec)
+        lookup = None
+        for bench in loaded:
+            key_data = {"benchmark": bench.name, "digest": bench.digest, "n_boot": settings.n_boot,
+                        "seed": settings.sample_seed}
+            key = _cache_key(model.fingerprint, "benchmark", key_data)
+            cached = _read_cached(key) if use_cache else None
+            if cached is not None:
+                cached["cached"] = True
+                results.append(cached)
+                continue
+            if progress is not None:
+                progress(f"{model.label}: {bench.label}")
+            started = time.perf_counter()
+            if lookup is None or any(t not in lookup for t in bench.terms):
+                lookup = {**(lookup or {}), **model.vectors([t for b in loaded for t in b.terms])}
+            scored = score_benchmark(bench, lookup, settings.n_boot, settings.sample_seed)
+            result = _json_safe({
+                "model": model.label, "model_spec": spec, "fingerprint": model.fingerprint,
+                "task": bench.label, "metrics": {"spearman": scored["spearman"]}, "ci": scored["ci"],
+                "sizes": {"pairs": scored["pairs"], "covered": scored["covered"]}, "data": key_data,
+                "seconds": round(time.perf_counter() - started, 3), "cached": False,
+            })
+            if use_cache:
+                _store(key, result, model.run_dir)
+            results.append(result)
+    return results
+
+
+def cross_level(ontology: Ontology, models, depths=(1, 2, 3, 4), root: str | None = None,
+                split_spec: SplitSpec | None = None, keep_ambiguous: bool = False,
+                settings: EvalSettings | None = None, use_cache: bool = True,
+                progress: Progress | None = None) -> dict:
+    """Semantic similarity ranking mAP of each model on each level (higher-level-semantics Table 4).
+
+    Each level is cut from the same root and split with the same settings; a model trained
+    on level i is then read along its row. Levels deeper than the tree are skipped.
+
+    Returns
+    -------
+    dict
+        ``depths`` (evaluated), ``models`` (labels), ``map`` (models x depths, None where
+        nothing was scored), ``ci`` (same shape, ``[low, high]``), ``skipped`` (depth ->
+        reason), and ``results`` (the per-level result dicts).
+    """
+    from bioviz.ontology import level_view
+
+    split_spec = split_spec or SplitSpec()
+    models = [models] if isinstance(models, str) else list(models)
+    done, skipped, table, ci, labels, results = [], {}, {}, {}, {}, []
+    for depth in depths:
+        try:
+            view = level_view(ontology, depth=depth, root=root, keep_ambiguous=keep_ambiguous)
+            split = split_spec.make(view)
+        except BiovizError as error:
+            skipped[depth] = str(error)
+            continue
+        done.append(depth)
+        for result in evaluate(view, split, models, ["ranking"], ontology, settings, use_cache, progress):
+            labels[result["model_spec"]] = result["model"]
+            table[(result["model_spec"], depth)] = result["metrics"]["map"]
+            ci[(result["model_spec"], depth)] = result["ci"]["map"]
+            results.append(result)
+    return {
+        "depths": done,
+        "models": [labels.get(m, m) for m in models],
+        "map": [[table.get((m, d)) for d in done] for m in models],
+        "ci": [[ci.get((m, d)) for d in done] for m in models],
+        "skipped": skipped,
+        "results": results,
+    }
+
+
+METRIC_LABELS = {"map": "mAP", "acc1": "Acc@1", "mrr": "MRR", "spearman": "Spearman", "mean_auc": "mean AUC"}
+
+
+def metric_label(metric: str) -> str:
+    """Readable metric name: ``test.acc1`` -> ``test Acc@1``, ``0-1`` -> ``AUC 0 vs 1``."""
+    if "." in metric:
+        part, name = metric.split(".", 1)
+        return f"{part.replace('_', '-')} {METRIC_LABELS.get(name, name)}"
+    if "-" in metric and metric.replace("-", "").isdigit():
+        i, j = metric.split("-")
+        return f"AUC {i} vs {j}"
+    return METRIC_LABELS.get(metric, metric)
+
+
+def results_table(results: list[dict]) -> list[dict]:
+    """Results in long form: one row per (model, task, metric) with its interval and sample size.
+
+    Returns
+    -------
+    list of dict
+        ``model``, ``task``, ``metric`` (readable), ``key`` (the metric's key), ``value``,
+        ``ci_low``, ``ci_high``, ``n`` (queries, pairs covered, or pairs at the two
+        distances, as fits the metric).
+    """
+    rows = []
+    for result in results:
+        sizes = result.get("sizes", {})
+        for key, value in result.get("metrics", {}).items():
+            low, high = (result.get("ci", {}).get(key) or [None, None])[:2]
+            rows.append({
+                "model": result["model"],
+                "task": TASK_LABELS.get(result["task"], result["task"]),
+                "metric": metric_label(key),
+                "key": key,
+                "value": value,
+                "ci_low": low,
+                "ci_high": high,
+                "n": _sample_size(key, sizes),
+            })
+    return rows
+
+
+def _sample_size(key: str, sizes: dict):
+    if "covered" in sizes:
+        return sizes["covered"]
+    if "." in key:
+        return sizes.get(f"{key.split('.', 1)[0]}.queries")
+    if "-" in key and key.replace("-", "").isdigit():
+        i, j = key.split("-")
+        return (sizes.get(f"pairs.d{i}") or 0) + (sizes.get(f"pairs.d{j}") or 0)
+    if key == "mean_auc":
+        return sum(v for k, v in sizes.items() if k.startswith("pairs."))
+    return sizes.get("queries")

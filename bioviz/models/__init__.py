@@ -1,0 +1,1 @@
+"""Embedding models: loading, encoding, the vector cache and trained runs read back."""

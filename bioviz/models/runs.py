@@ -1,0 +1,255 @@
+"""Reading trained runs: directories with a ``run.json`` under ``BIOVIZ_HOME/runs``.
+
+The trainer writes runs; the library only reads them, so a run directory can be used as
+a MODEL everywhere (embed, neighbours, eval, views). A run directory is complete only when
+``run.json`` exists: the trainer writes into a temporary directory and renames at the end.
+The run list (Train page) is :func:`list_runs`, one :func:`run_row` per run and
+:func:`stored_results_rows` for the evaluations stored with a run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bioviz.errors import SplitError
+from bioviz.paths import subdir
+
+RUN_FILE = "run.json"
+SPLIT_FILE = "split.json"  # the names of each split part, written by trainer.runs
+# split.json key -> the part label of ``Split.part_of``
+SPLIT_PARTS = {"train": "train", "validation": "validation", "test": "test", "zero_shot": "zero-shot"}
+# LevelView.stats() fields that identify the level a run was trained on
+LEVEL_KEYS = ("source", "root", "depth", "mode", "classes", "names")
+
+
+def runs_dir() -> Path:
+    """``BIOVIZ_HOME/runs`` (created if missing)."""
+    return subdir("runs")
+
+
+def is_run_dir(path: str | Path) -> bool:
+    """True when ``path`` is a complete trained run (has ``run.json``)."""
+    return (Path(path) / RUN_FILE).is_file()
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What the views need to know about a run without loading it."""
+
+    path: Path
+    run_id: str
+    config: dict
+    metrics: dict
+    created: str | None = None  # ISO time written by the trainer (absent in older runs)
+
+    @property
+    def label(self) -> str:
+        """``run-id (encoder on source depth k)`` for pickers and titles."""
+        c = self.config
+        what = f"{c.get('encoder', '?')} on {c.get('source', '?')}"
+        if c.get("depth"):
+            what += f" d{c['depth']}"
+        return f"{self.run_id} ({what})"
+
+
+def read_run(path: str | Path) -> RunInfo:
+    """Read ``run.json`` of a run directory."""
+    path = Path(path)
+    data = json.loads((path / RUN_FILE).read_text(encoding="utf-8"))
+    return RunInfo(path, data.get("run_id", path.name), data.get("config", {}), data.get("metrics", {}),
+                   data.get("created"))
+
+
+def list_runs(base: str | Path | None = None) -> list[RunInfo]:
+    """Complete runs under ``base`` (default ``BIOVIZ_HOME/runs``), newest first."""
+    base = Path(base) if base else runs_dir()
+    runs = []
+    for child in base.iterdir() if base.is_dir() else []:
+        if child.is_dir() and is_run_dir(child):
+            try:
+                runs.append(read_run(child))
+            except (OSError, ValueError):
+                continue  # a damaged run.json: skip rather than break every picker
+    return sorted(runs, key=lambda r: r.path.stat().st_mtime, reverse=True)
+
+
+# ---------------------------------------------------------------------------- the run list
+
+
+def _level_text(source, root, synonyms: bool, depth) -> str:
+    """``hpo under HP:0000118 d1``, ``icd10 d1`` or ``hpo under HP:0000118 synonym sets``."""
+    under = f" under {root}" if root else ""
+    return f"{source or '?'}{under} {'synonym sets' if synonyms else f'd{depth}'}"
+
+
+def shots_text(shots) -> str:
+    """``15 shots``, or ``all names`` when a split took every name (``shots`` None)."""
+    return "all names" if shots is None else f"{shots} shots"
+
+
+def level_label(config: dict) -> str:
+    """The level a run's config trained on (see :func:`_level_text`)."""
+    source = Path(str(config.get("source", "?"))).name  # a path source: its file name is enough
+    return _level_text(source, config.get("root"), config.get("synonyms"), config.get("depth", "?"))
+
+
+def _created(run: RunInfo) -> str:
+    """``YYYY-MM-DD HH:MM`` (UTC) from ``run.json``, else from its modification time."""
+    import datetime as dt
+
+    raw = run.created
+    try:
+        when = dt.datetime.fromisoformat(raw) if raw else None
+    except ValueError:
+        when = None
+    if when is None:
+        when = dt.datetime.fromtimestamp((run.path / RUN_FILE).stat().st_mtime, dt.timezone.utc)
+    return when.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+def _test_map(metrics: dict, which: str):
+    """The trainer's own test class-retrieval mAP (``metrics[which]["test"]["mAP"]``), or None."""
+    part = metrics.get(which)
+    test = part.get("test") if isinstance(part, dict) else None
+    return test.get("mAP") if isinstance(test, dict) else None
+
+
+def run_row(run: RunInfo) -> dict:
+    """One line of the run list: what was trained on what, when, and what is stored with it."""
+    from bioviz.evaluation.run import read_run_evaluations
+
+    c = run.config
+    shots = c.get("shots", "?")
+    return {
+        "run": run.run_id,
+        "encoder": c.get("encoder", "?"),
+        "trained on": level_label(c),
+        "shots": "all" if "shots" in c and shots is None else shots,
+        "base": Path(str(c["init"])).name + " (init)" if c.get("init")
+        else c.get("input_label") or c.get("base", "?"),
+        "created (UTC)": _created(run),
+        "test mAP base": _test_map(run.metrics, "baseline"),
+        "test mAP trained": _test_map(run.metrics, "trained"),
+        # How much of its input a head run keeps (trainer.base_mix); empty for fine-tuned runs.
+        "base weight": (run.metrics.get("base_mix") or {}).get("weight"),
+        "stored evaluations": len(read_run_evaluations(run.path)),
+        "path": str(run.path),
+    }
+
+
+def evaluated_on(result: dict) -> str:
+    """Where a stored result was computed: the level and split, the ontology, or the benchmark."""
+    data = result.get("data") or {}
+    if "benchmark" in data:
+        return "relatedness benchmark"
+    view, split = data.get("view"), data.get("split") or {}
+    if view:
+        where = _level_text(view.get("source"), view.get("root"), view.get("mode") == "synonyms", view.get("depth"))
+        if split:
+            where += f" · {shots_text(split.get('shots'))}, seed {split.get('seed')}"
+            if split.get("zero_shot_classes"):
+                where += f", {split['zero_shot_classes']} zero-shot classes"
+        return where
+    if "ontology" in data:
+        return f"{data['ontology']} under {data.get('root')}"
+    return "?"
+
+
+def stored_results_rows(run_dir: str | Path) -> list[dict]:
+    """The evaluations stored with a run (``<run>/.eval.json``), one row per figure.
+
+    Returns
+    -------
+    list of dict
+        ``evaluated on``, ``task``, ``metric``, ``value``, ``ci_low``, ``ci_high``, ``n``,
+        ordered by where they were computed, then task.
+    """
+    from bioviz.evaluation.run import read_run_evaluations, results_table
+
+    rows = []
+    for result in read_run_evaluations(run_dir):
+        where = evaluated_on(result)
+        for row in results_table([result]):
+            rows.append({"evaluated on": where, **{k: v for k, v in row.items() if k not in ("model", "key")}})
+    return sorted(rows, key=lambda r: (r["evaluated on"], r["task"]))
+
+
+def read_split_names(path: str | Path) -> dict[str, list[str]] | None:
+    """``part -> names`` from a run's ``split.json`` (keys as in :data:`SPLIT_PARTS`); None if absent or unreadable."""
+    try:
+        data = json.loads((Path(path) / SPLIT_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    return {part: [str(n) for n in data.get(part) or []] for part in SPLIT_PARTS}
+
+
+@dataclass(frozen=True)
+class RunSplit:
+    """The split a run was trained with, as a part label per row of a level view."""
+
+    run_id: str
+    parts: np.ndarray
+    shots: int | None
+    seed: int | None
+    zero_shot_classes: int
+
+    def describe(self) -> str:
+        """``<run>'s own split (15 shots, seed 0, 2 zero-shot classes)`` for captions."""
+        seed = "" if self.seed is None else f", seed {self.seed}"
+        return f"{self.run_id}'s own split ({shots_text(self.shots)}{seed}, {self.zero_shot_classes} zero-shot classes)"
+
+
+def run_split(path: str | Path, view) -> RunSplit:
+    """The split run ``path`` was trained with, mapped onto the rows of ``view``.
+
+    Parts are matched by name (``split.json`` stores names, not rows, so the result does
+    not depend on how the view's rows are ordered).
+
+    Parameters
+    ----------
+    path : path-like
+        A run directory.
+    view : LevelView
+        The level shown; it must be the level the run was trained on.
+
+    Returns
+    -------
+    RunSplit
+
+    Raises
+    ------
+    SplitError
+        With the reason when the run's split cannot mark this view: not a run, no
+        ``split.json``, trained on another level, or names of its split missing here.
+    """
+    if not is_run_dir(path):
+        raise SplitError(f"{path} is not a trained run")
+    try:
+        run = read_run(path)
+    except (OSError, ValueError):  # a damaged run.json, as list_runs tolerates it
+        raise SplitError(f"{path}: unreadable {RUN_FILE}") from None
+    names = read_split_names(path)
+    if names is None:
+        raise SplitError(f"{run.run_id} has no {SPLIT_FILE}")
+    trained_on = run.config.get("view") or {}
+    here = view.stats()
+    if any(trained_on.get(key) != here[key] for key in LEVEL_KEYS):
+        raise SplitError(f"{run.run_id} was trained on another level")
+    rows_of: dict[str, list[int]] = {}
+    for row, name in enumerate(view.names):
+        rows_of.setdefault(name, []).append(row)
+    parts = np.full(len(view.names), "unused", dtype=object)
+    for key, label in SPLIT_PARTS.items():
+        for name in names[key]:
+            if name not in rows_of:
+                raise SplitError(f"{run.run_id}'s split has names this level lacks (e.g. {name!r})")
+            parts[rows_of[name]] = label
+    split = run.config.get("split") or {}
+    return RunSplit(run.run_id, parts, split.get("shots", run.config.get("shots")), split.get("seed"),
+                    len(split.get("zero_shot_classes") or []))

@@ -1,0 +1,1 @@
+"""Neighbour search: the faiss index, type-ahead name search and neighbour rankings."""

@@ -1,0 +1,238 @@
+"""Neighbour rankings of a query over a level view, as in the papers' ranking tables.
+
+The papers compare encoders by the top-ranked names for one mention, marking the names
+that share its class (fewshot-biomedical-names Table 4) or belong to its synonym set
+(conceptual-grounding Tables 6-7). This module gives those rankings for any text: which
+class and concept the query has in the view, its top-k neighbours with both marks, and
+where each neighbour sits in another model's full ranking.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bioviz.models.embeddings import Progress, embed, encode_cached, load_encoder
+from bioviz.search.index import NeighbourIndex
+from bioviz.ontology.model import Ontology, normalise_name
+from bioviz.space import Space
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class QueryInfo:
+    """Where a query text sits in a level view.
+
+    Attributes
+    ----------
+    text : str
+    row : int or None
+        Row of the same name (normalised) in the view, if it is one of its names.
+    class_id, class_label : str or None
+        The class of that row.
+    concept_ids : tuple of str
+        Concepts that carry the text in the ontology (or the row's concept).
+    """
+
+    text: str
+    row: int | None = None
+    class_id: str | None = None
+    class_label: str | None = None
+    concept_ids: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def in_ontology(self) -> bool:
+        """True when the text is a name of the view or of the ontology."""
+        return self.row is not None or bool(self.concept_ids)
+
+
+def find_query(text: str, view, ontology: Ontology | None = None) -> QueryInfo:
+    """Locate ``text`` in ``view`` (and ``ontology``), comparing normalised names.
+
+    Parameters
+    ----------
+    text : str
+        Any text; free text simply has no row, class or concept.
+    view : LevelView
+    ontology : Ontology, optional
+        To find the concepts of names the view dropped (ambiguous or hypernym names).
+    """
+    key = normalise_name(text)
+    view.class_of(text)  # builds the view's normalised-name -> row lookup once
+    lookup = getattr(view, "_row_of", None)
+    if lookup is not None:
+        row = lookup.get(key)
+    else:  # a view without the lookup: one linear scan
+        row = next((i for i, name in enumerate(view.names) if normalise_name(name) == key), None)
+    concepts: list[str] = []
+    if ontology is not None:
+        concepts = [c.id for c in ontology.lookup(text)]
+    if row is not None and view.name_concepts[row] not in concepts:
+        concepts.insert(0, view.name_concepts[row])
+    if row is None:
+        return QueryInfo(text=text, concept_ids=tuple(concepts))
+    label = int(view.labels[row])
+    return QueryInfo(text, int(row), view.classes[label], view.class_labels[label], tuple(concepts))
+
+
+def level_space(view, model: str, batch_size: int = 64, progress: Progress | None = None,
+                use_cache: bool = True) -> tuple[Space, dict]:
+    """Vectors of every name of ``view`` under ``model``, through the vector cache.
+
+    Returns
+    -------
+    (Space, stats)
+        The Space (rows aligned with ``view.names``) and ``names``, ``cache_hits``,
+        ``encoded``, ``seconds``, ``names_per_second``.
+    """
+    encoder = load_encoder(model)
+    vectors, stats = encode_cached(encoder, view.names, batch_size=batch_size, progress=progress,
+                                   use_cache=use_cache)
+    info = {"names": stats.names, "cache_hits": stats.cache_hits, "encoded": stats.encoded,
+            "seconds": round(stats.seconds, 3), "names_per_second": round(stats.names_per_second, 1),
+            "dim": int(vectors.shape[1]), "fingerprint": encoder.fingerprint}  # not encoder.dim: loads weights
+    return Space(tuple(view.names), vectors, encoder.label), info
+
+
+def query_vector(text: str, model: str) -> np.ndarray:
+    """Unit vector of one query text."""
+    return embed([text], model).vectors[0]
+
+
+def rank_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo, k: int = 10,
+                    restrict_class: str | None = None,
+                    other: tuple[NeighbourIndex, np.ndarray] | None = None) -> list[dict]:
+    """Top-k neighbours of a query, marked as in the papers' ranking tables.
+
+    Parameters
+    ----------
+    index : NeighbourIndex
+        Built over the view's names (:meth:`NeighbourIndex.from_view`).
+    vector : numpy.ndarray
+        The query's vector from the same model.
+    query : QueryInfo
+        From :func:`find_query`; names equal to the query are left out of the ranking.
+    k : int
+    restrict_class : str, optional
+        Rank only names of this class.
+    other : (NeighbourIndex, vector), optional
+        The compared model's index and query vector: each hit gets its rank there.
+
+    Returns
+    -------
+    list of dict
+        ``rank, name, concept_id, class_id, class_label, score, same_class, same_concept``
+        and, with ``other``, ``other_rank`` and ``rank_change`` (``other_rank - rank``:
+        positive when this model ranks the name higher).
+    """
+    exclude = index.rows_named(query.text) or None  # the query's own name is not its neighbour
+    hits = index.search(vector, k=k, restrict_class=restrict_class, exclude_rows=exclude)
+    rows = [h.as_dict() for h in hits]
+    concepts = set(query.concept_ids)
+    for row in rows:
+        row["score"] = round(row["score"], 4)
+        row["same_class"] = query.class_id is not None and row["class_id"] == query.class_id
+        row["same_concept"] = bool(concepts) and row["concept_id"] in concepts
+    if other is not None and rows:
+        other_index, other_vector = other
+        ranks = other_index.ranks(other_vector, [r["row"] for r in rows], exclude_rows=exclude)
+        for row, other_rank in zip(rows, ranks):
+            row["other_rank"] = int(other_rank)
+            row["rank_change"] = int(other_rank) - row["rank"]
+    return rows
+
+
+AMONG = ("names", "train", "hypernyms")
+
+
+def candidate_index(view, model: str, among: str = "names", base: NeighbourIndex | None = None,
+                    progress: Progress | None = None, shots: int = 15, seed: int = 0) -> NeighbourIndex:
+    """The names a query is ranked against, as in the papers' tables.
+
+    Parameters
+    ----------
+    view : LevelView
+    model : str
+    among : str
+        ``names``: every name of the level; ``train``: the training names of the few-shot
+        split (``shots``, ``seed``), as fewshot-biomedical-names Table 4 ranks training names
+        for a validation mention; ``hypernyms``: the names of the class concepts themselves,
+        as higher-level-semantics Table 6 ranks hypernyms (a hit in the query's class is a
+        matching hypernym).
+    base : NeighbourIndex, optional
+        An index over all of the view's names under ``model`` (built if not given).
+    progress : callable, optional
+        ``progress(done, total)`` while encoding.
+
+    Raises
+    ------
+    BiovizError
+        For an unknown ``among`` or a view without hypernym names.
+    """
+    from bioviz.errors import BiovizError
+
+    if among not in AMONG:
+        raise BiovizError(f"unknown candidate set {among!r}: use one of {', '.join(AMONG)}")
+    if among == "hypernyms":
+        names, classes, labels = [], [], []
+        for i, class_id in enumerate(view.classes):
+            for name in view.hypernym_names.get(class_id, []):
+                names.append(name)
+                classes.append(class_id)
+                labels.append(view.class_labels[i])
+        if not names:
+            raise BiovizError("this view has no hypernym names (synonym-set views have none): rank among names")
+        encoder = load_encoder(model)
+        vectors, _ = encode_cached(encoder, names, progress=progress)
+        return NeighbourIndex(Space(tuple(names), vectors, encoder.label), concept_ids=classes, classes=classes,
+                              class_labels=labels)
+    if base is None:
+        space, _ = level_space(view, model, progress=progress)
+        base = NeighbourIndex.from_view(space, view)
+    if among == "names":
+        return base
+    from bioviz.ontology import make_split
+
+    return base.subset(make_split(view, shots=shots, seed=seed).train)
+
+
+def concept_card(ontology: Ontology, concept_id: str) -> dict:
+    """What a clinician wants to see about a concept: code, names, definition, path to root.
+
+    Returns
+    -------
+    dict
+        ``id, name, synonyms, definition, path`` (list of ``{id, name}`` from the concept
+        up to its top concept).
+    """
+    concept = ontology.concept(concept_id)
+    return {
+        "id": concept.id,
+        "name": concept.name,
+        "synonyms": list(concept.names[1:]),
+        "definition": concept.definition,
+        "path": [{"id": c, "name": ontology.concepts[c].name} for c in ontology.path_to_root(concept_id)],
+    }
+
+
+def held_out_names(view, seed: int = 0) -> list[str]:
+    """The held-out test names of the view's default few-shot split (one per class)."""
+    from bioviz.ontology import make_split
+
+    split = make_split(view, shots=15, seed=seed)
+    return [view.names[i] for i in split.test]
+
+
+def comparison_rows(rows_a: list[dict], rows_b: list[dict] | None, label_a: str, label_b: str | None,
+                    query: str) -> list[dict]:
+    """Long-form rows of one or two rankings, for CSV export."""
+    columns = ("rank", "name", "concept_id", "class_id", "class_label", "score", "same_class", "same_concept",
+               "other_rank", "rank_change")
+    out = []
+    for label, rows in ((label_a, rows_a), (label_b, rows_b)):
+        for row in rows or []:
+            out.append({"query": query, "model": label, **{c: row.get(c) for c in columns}})
+    return out

@@ -1,0 +1,1 @@
+"""Comparison views: projection, per-class separation, similarity matrices and hierarchy trees."""

@@ -1,0 +1,108 @@
+"""The SQLite vector cache: exact round trips, per-model keys, clearing, concurrent writers."""
+
+import multiprocessing
+import sqlite3
+
+import numpy as np
+
+from bioviz.models.vector_cache import VectorCache, default_path
+
+
+def vectors(n, dim=8, seed=0):
+    return np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32)
+
+
+def test_round_trip_is_bit_exact_and_only_asked_texts_come_back(tmp_home):
+    cache = VectorCache()
+    assert cache.path == default_path() and str(tmp_home) in str(cache.path)
+    data = vectors(3)
+    assert cache.put("fp-a", ["fever", "Fever", "cough"], data, label="a") == 3
+    found = cache.get("fp-a", ["Fever", "headache"])
+    assert list(found) == ["Fever"]  # exact text: case matters, unknown texts are absent
+    np.testing.assert_array_equal(found["Fever"], data[1])
+
+
+def test_entries_are_per_model_fingerprint(tmp_home):
+    cache = VectorCache()
+    cache.put("fp-a", ["fever"], vectors(1, seed=1))
+    cache.put("fp-b", ["fever"], vectors(1, seed=2))
+    np.testing.assert_array_equal(cache.get("fp-a", ["fever"])["fever"], vectors(1, seed=1)[0])
+    np.testing.assert_array_equal(cache.get("fp-b", ["fever"])["fever"], vectors(1, seed=2)[0])
+    assert cache.get("fp-c", ["fever"]) == {}
+
+
+def test_existing_entries_are_kept_and_wrong_dims_ignored(tmp_home):
+    cache = VectorCache()
+    cache.put("fp", ["fever"], vectors(1, seed=1))
+    assert cache.put("fp", ["fever"], vectors(1, seed=2)) == 0
+    np.testing.assert_array_equal(cache.get("fp", ["fever"])["fever"], vectors(1, seed=1)[0])
+    assert cache.get("fp", ["fever"], dim=16) == {}
+
+
+def test_large_requests_cross_the_parameter_chunks(tmp_home):
+    cache = VectorCache()
+    texts = [f"name {i}" for i in range(2500)]
+    data = vectors(2500, dim=4)
+    cache.put("fp", texts, data)
+    found = cache.get("fp", texts[::-1] + ["absent"])
+    assert len(found) == 2500
+    np.testing.assert_array_equal(found["name 1234"], data[1234])
+
+
+def test_stats_and_clear(tmp_home):
+    cache = VectorCache()
+    cache.put("fp-a", ["a", "b"], vectors(2), label="model a")
+    cache.put("fp-b", ["a"], vectors(1), label="model b")
+    stats = {row["model"]: row for row in cache.stats()}
+    assert stats["fp-a"]["vectors"] == 2 and stats["fp-a"]["label"] == "model a" and stats["fp-a"]["dim"] == 8
+    assert cache.size_bytes() > 0
+    assert cache.clear("fp-a") == 2
+    assert cache.get("fp-a", ["a", "b"]) == {} and len(cache.get("fp-b", ["a"])) == 1
+    assert cache.clear() == 1 and cache.stats() == []
+
+
+def _writer(path, worker, rounds):
+    cache = VectorCache(path)
+    for r in range(rounds):
+        # overlapping texts: every worker writes names 0..59 of each round, plus its own
+        texts = [f"shared {r}-{i}" for i in range(60)] + [f"own {worker}-{r}-{i}" for i in range(20)]
+        rows = np.array([[hash(t) % 1000, len(t), worker == -1, r] for t in texts], dtype=np.float32)
+        rows[:, 2] = 0  # identical vectors for identical texts, whoever writes them
+        cache.put("fp", texts, rows)
+        cache.get("fp", texts[:10])
+
+
+def test_concurrent_writers_from_several_processes_do_not_corrupt(tmp_home):
+    path = default_path()
+    VectorCache(path)
+    ctx = multiprocessing.get_context("spawn")
+    workers = [ctx.Process(target=_writer, args=(str(path), w, 15)) for w in range(4)]
+    for p in workers:
+        p.start()
+    for p in workers:
+        p.join(timeout=120)
+    assert all(p.exitcode == 0 for p in workers)
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    cache = VectorCache(path)
+    expected = [f"shared {r}-{i}" for r in range(15) for i in range(60)]
+    expected += [f"own {w}-{r}-{i}" for w in range(4) for r in range(15) for i in range(20)]
+    found = cache.get("fp", expected)
+    assert len(found) == len(expected) == cache.stats()[0]["vectors"]
+    assert found["shared 3-7"][1] == len("shared 3-7")
+
+
+def test_blocks_store_a_whole_text_list_and_are_cleared_with_their_model(tmp_home):
+    cache = VectorCache()
+    texts = [f"name {i}" for i in range(50)]
+    data = vectors(50)
+    assert cache.get_block("fp-a", texts) is None
+    cache.put_block("fp-a", texts, data)
+    cache.put_block("fp-b", texts, data)
+    np.testing.assert_array_equal(cache.get_block("fp-a", texts), data)
+    assert cache.get_block("fp-a", texts[::-1]) is None  # keyed by the exact list, order included
+    cache.clear("fp-a")
+    assert cache.get_block("fp-a", texts) is None and cache.get_block("fp-b", texts) is not None
+    cache.clear()
+    assert cache.get_block("fp-b", texts) is None

@@ -1,0 +1,160 @@
+"""``python -m trainer jobs submit|list|status|cancel|logs|delete``: the job queue from a shell.
+
+``jobs submit`` takes the same options as ``train`` (minus ``--out`` and ``--progress-file``,
+which the queue chooses) and prints the job id; the job runs in the background and a run
+directory appears under ``BIOVIZ_HOME/runs/<job id>`` when it succeeds. Every command first
+reconciles the queue (reaps dead jobs, starts queued ones), so no daemon is needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+
+from bioviz.errors import BiovizError
+
+from trainer.jobs.store import job_row, tail
+from trainer.train_command import add_config_options, config_from_args
+from trainer.jobs.worker import Worker
+
+
+def _print_json(value) -> None:
+    sys.stdout.write(json.dumps(value, default=str) + "\n")
+
+
+def _submit(args: argparse.Namespace) -> int:
+    config = dataclasses.asdict(config_from_args(args))
+    device = config.pop("device", "auto") or "auto"
+    job = Worker().submit(config, device=device)
+    if args.json:
+        _print_json(job.as_dict())
+    else:
+        sys.stdout.write(job.id + "\n")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    jobs = Worker().reconcile()
+    if args.active:
+        jobs = [j for j in jobs if not j.finished]
+    if args.json:
+        _print_json({"jobs": [j.as_dict() for j in jobs]})
+        return 0
+    rows = [job_row(j, jobs) for j in jobs]
+    if not rows:
+        sys.stdout.write("no jobs\n")
+        return 0
+    columns = list(rows[0])
+    widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in columns}
+    sys.stdout.write("  ".join(c.upper().ljust(widths[c]) for c in columns).rstrip() + "\n")
+    for row in rows:
+        sys.stdout.write("  ".join(str(row[c]).ljust(widths[c]) for c in columns).rstrip() + "\n")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    worker = Worker()
+    worker.reconcile()
+    job = worker.store.get(args.job_id)
+    if args.json:
+        _print_json(job.as_dict())
+    else:
+        for key, value in job_row(job, worker.store.list()).items():
+            sys.stdout.write(f"{key}: {value}\n")
+        if job.error:
+            sys.stdout.write(f"error: {job.error}\n")
+        sys.stdout.write(f"run_dir: {job.run_dir}\nlog: {job.log_path}\n")
+    return 0
+
+
+def _cancel(args: argparse.Namespace) -> int:
+    job = Worker().cancel(args.job_id, grace_s=args.grace)
+    if args.json:
+        _print_json(job.as_dict())
+    else:
+        sys.stdout.write(f"{job.id}: {job.status}\n")
+    return 0
+
+
+def _delete(args: argparse.Namespace) -> int:
+    Worker().delete(args.job_id, remove_run=args.with_run)
+    sys.stdout.write(f"{args.job_id}: deleted\n")
+    return 0
+
+
+def _logs(args: argparse.Namespace) -> int:
+    worker = Worker()
+    worker.reconcile()
+    job = worker.store.get(args.job_id)
+    text = tail(job.log_path, args.tail)
+    sys.stdout.write(text + ("\n" if text else ""))
+    if not args.follow:
+        return 0
+    # Follow: print what is appended until the job ends (reconciling, so a dead job ends too).
+    with open(job.log_path, "rb") as log:
+        log.seek(0, 2)
+        while True:
+            chunk = log.read()
+            if chunk:
+                sys.stdout.write(chunk.decode("utf-8", errors="replace"))
+                sys.stdout.flush()
+            elif worker.store.get(job.id).finished:
+                return 0
+            else:
+                worker.reconcile()
+                time.sleep(1.0)
+
+
+def _guard(handler):
+    """Bad input -> ``error: <reason>`` on stderr, exit code 2."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except BiovizError as error:
+            sys.stderr.write(f"error: {error}\n")
+            return 2
+
+    return run
+
+
+def register(subparsers) -> None:
+    """Add the ``jobs`` sub-command and its own sub-commands."""
+    parser = subparsers.add_parser("jobs", help="background training jobs (submit, list, status, cancel, logs, delete)",
+                                   description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="jobs_command", required=True, parser_class=type(parser))
+
+    submit = sub.add_parser("submit", help="queue a training run (same options as train); prints the job id")
+    add_config_options(submit)
+    submit.add_argument("--json", action="store_true", help="print the job as one JSON object")
+    submit.set_defaults(handler=_guard(_submit))
+
+    listing = sub.add_parser("list", help="all jobs, oldest first")
+    listing.add_argument("--active", action="store_true", help="only queued and running jobs")
+    listing.add_argument("--json", action="store_true", help="print one JSON object")
+    listing.set_defaults(handler=_guard(_list))
+
+    status = sub.add_parser("status", help="one job's status, progress and error")
+    status.add_argument("job_id")
+    status.add_argument("--json", action="store_true", help="print one JSON object")
+    status.set_defaults(handler=_guard(_status))
+
+    cancel = sub.add_parser("cancel", help="stop a queued or running job (and its child processes)")
+    cancel.add_argument("job_id")
+    cancel.add_argument("--grace", type=float, default=10.0, help="seconds before SIGTERM becomes SIGKILL")
+    cancel.add_argument("--json", action="store_true", help="print one JSON object")
+    cancel.set_defaults(handler=_guard(_cancel))
+
+    delete = sub.add_parser("delete", help="forget a job (cancelling it first), its log and progress")
+    delete.add_argument("job_id")
+    delete.add_argument("--with-run", action="store_true", help="also delete its run directory")
+    delete.set_defaults(handler=_guard(_delete))
+
+    logs = sub.add_parser("logs", help="the job's log (stdout and stderr of the trainer)")
+    logs.add_argument("job_id")
+    logs.add_argument("--tail", type=int, default=200, help="last lines to print")
+    logs.add_argument("-f", "--follow", action="store_true", help="keep printing until the job ends")
+    logs.set_defaults(handler=_guard(_logs))
