@@ -14,7 +14,8 @@ import streamlit as st
 from bioviz.errors import BiovizError
 from bioviz.evaluation.run import read_run_evaluations, results_table
 from bioviz.figures import base_weight_choice, baseline_vs_trained, export_config, training_curves
-from bioviz.models.runs import is_run_dir, list_runs, read_run, run_row, stored_results_rows
+from bioviz.evaluation.run_list import run_row, stored_results_rows
+from bioviz.models.runs import is_run_dir, list_runs, read_run
 from trainer.base_mix import describe as describe_base_mix
 from trainer.config import ENCODERS
 from trainer.job_options import applies_to, encoder_defaults, estimate_sizes, field_help, hyperparameters

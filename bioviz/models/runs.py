@@ -3,8 +3,8 @@
 The trainer writes runs; the library only reads them, so a run directory can be used as
 a MODEL everywhere (embed, neighbours, eval, views). A run directory is complete only when
 ``run.json`` exists: the trainer writes into a temporary directory and renames at the end.
-The run list (Train page) is :func:`list_runs`, one :func:`run_row` per run and
-:func:`stored_results_rows` for the evaluations stored with a run.
+The Train page's run list (one line per run, with what is stored with it) is
+:mod:`bioviz.evaluation.run_list`.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def list_runs(base: str | Path | None = None) -> list[RunInfo]:
     return sorted(runs, key=lambda r: r.path.stat().st_mtime, reverse=True)
 
 
-# ---------------------------------------------------------------------------- the run list
+# ---------------------------------------------------------------------------- labels
 
 
 def _level_text(source, root, synonyms: bool, depth) -> str:
@@ -95,87 +95,6 @@ def level_label(config: dict) -> str:
     """The level a run's config trained on (see :func:`_level_text`)."""
     source = Path(str(config.get("source", "?"))).name  # a path source: its file name is enough
     return _level_text(source, config.get("root"), config.get("synonyms"), config.get("depth", "?"))
-
-
-def _created(run: RunInfo) -> str:
-    """``YYYY-MM-DD HH:MM`` (UTC) from ``run.json``, else from its modification time."""
-    import datetime as dt
-
-    raw = run.created
-    try:
-        when = dt.datetime.fromisoformat(raw) if raw else None
-    except ValueError:
-        when = None
-    if when is None:
-        when = dt.datetime.fromtimestamp((run.path / RUN_FILE).stat().st_mtime, dt.timezone.utc)
-    return when.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
-
-
-def _test_map(metrics: dict, which: str):
-    """The trainer's own test class-retrieval mAP (``metrics[which]["test"]["mAP"]``), or None."""
-    part = metrics.get(which)
-    test = part.get("test") if isinstance(part, dict) else None
-    return test.get("mAP") if isinstance(test, dict) else None
-
-
-def run_row(run: RunInfo) -> dict:
-    """One line of the run list: what was trained on what, when, and what is stored with it."""
-    from bioviz.evaluation.run import read_run_evaluations
-
-    c = run.config
-    shots = c.get("shots", "?")
-    return {
-        "run": run.run_id,
-        "encoder": c.get("encoder", "?"),
-        "trained on": level_label(c),
-        "shots": "all" if "shots" in c and shots is None else shots,
-        "base": Path(str(c["init"])).name + " (init)" if c.get("init")
-        else c.get("input_label") or c.get("base", "?"),
-        "created (UTC)": _created(run),
-        "test mAP base": _test_map(run.metrics, "baseline"),
-        "test mAP trained": _test_map(run.metrics, "trained"),
-        # How much of its input a head run keeps (trainer.base_mix); empty for fine-tuned runs.
-        "base weight": (run.metrics.get("base_mix") or {}).get("weight"),
-        "stored evaluations": len(read_run_evaluations(run.path)),
-        "path": str(run.path),
-    }
-
-
-def evaluated_on(result: dict) -> str:
-    """Where a stored result was computed: the level and split, the ontology, or the benchmark."""
-    data = result.get("data") or {}
-    if "benchmark" in data:
-        return "relatedness benchmark"
-    view, split = data.get("view"), data.get("split") or {}
-    if view:
-        where = _level_text(view.get("source"), view.get("root"), view.get("mode") == "synonyms", view.get("depth"))
-        if split:
-            where += f" · {shots_text(split.get('shots'))}, seed {split.get('seed')}"
-            if split.get("zero_shot_classes"):
-                where += f", {split['zero_shot_classes']} zero-shot classes"
-        return where
-    if "ontology" in data:
-        return f"{data['ontology']} under {data.get('root')}"
-    return "?"
-
-
-def stored_results_rows(run_dir: str | Path) -> list[dict]:
-    """The evaluations stored with a run (``<run>/.eval.json``), one row per figure.
-
-    Returns
-    -------
-    list of dict
-        ``evaluated on``, ``task``, ``metric``, ``value``, ``ci_low``, ``ci_high``, ``n``,
-        ordered by where they were computed, then task.
-    """
-    from bioviz.evaluation.run import read_run_evaluations, results_table
-
-    rows = []
-    for result in read_run_evaluations(run_dir):
-        where = evaluated_on(result)
-        for row in results_table([result]):
-            rows.append({"evaluated on": where, **{k: v for k, v in row.items() if k not in ("model", "key")}})
-    return sorted(rows, key=lambda r: (r["evaluated on"], r["task"]))
 
 
 def read_split_names(path: str | Path) -> dict[str, list[str]] | None:
