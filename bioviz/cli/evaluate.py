@@ -18,6 +18,7 @@ import time
 from bioviz.evaluation import run as evaluation
 from bioviz.cli.common import add_json, add_level_options, source_options, view_from_args
 from bioviz.evaluation.run import EvalSettings, EvaluationError, SplitSpec
+from bioviz.models.runs import is_run_dir, read_run
 from bioviz.ontology import load_source
 
 
@@ -70,8 +71,6 @@ def choose_split(args, models: list[str]) -> tuple[SplitSpec, list[str]]:
 def _run_level_warnings(models: list[str], args) -> list[str]:
     """Warn when a run was trained on another source or level than the one evaluated and its
     training names are unknown (no ``split.json``: they cannot be left out of the queries)."""
-    from bioviz.models.runs import is_run_dir, read_run
-
     warnings = []
     for model in models:
         if not is_run_dir(model) or evaluation.run_seen_names(model):

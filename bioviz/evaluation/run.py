@@ -30,11 +30,14 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+from filelock import FileLock
 
 from bioviz.evaluation import metrics, protocols
 from bioviz.evaluation.benchmarks import expand_benchmarks, load_benchmark, score_benchmark
 from bioviz.errors import BiovizError
-from bioviz.ontology import Split, SplitSpec, make_split
+from bioviz.models.embeddings import encode_cached, load_encoder, resolve
+from bioviz.models.runs import is_run_dir, read_run, read_split_names
+from bioviz.ontology import Split, SplitSpec, level_view, make_split
 from bioviz.ontology.levels import LevelView
 from bioviz.ontology.model import Ontology
 from bioviz.paths import subdir, write_text_atomic
@@ -74,8 +77,6 @@ class EvalSettings:
 
 def split_spec_for_run(run_dir: str | Path) -> SplitSpec | None:
     """The split a trained run was trained with, from its ``run.json`` config (None if unknown)."""
-    from bioviz.models.runs import is_run_dir, read_run
-
     if not is_run_dir(run_dir):
         return None
     config = read_run(run_dir).config
@@ -132,16 +133,12 @@ def choose_split(models, shots=None, seed=None, test_per_class=None,
 
 def run_seen_names(run_dir: str | Path) -> list[str]:
     """Training and validation names of a trained run (its ``split.json``); empty if unknown."""
-    from bioviz.models.runs import read_split_names
-
     names = read_split_names(run_dir) or {}
     return [n for part in ("train", "validation") for n in names.get(part, [])]
 
 
 def seen_by_runs(models) -> list[str]:
     """Every name that a run among ``models`` trained or validated on (sorted, distinct)."""
-    from bioviz.models.runs import is_run_dir
-
     return sorted({n for m in models if is_run_dir(m) for n in run_seen_names(m)})
 
 
@@ -217,8 +214,6 @@ def store_with_run(run_dir: str | Path, key: str, result: dict) -> None:
     A file lock serialises writers (the page and the command line may evaluate the same
     run at once), and the rename keeps readers from ever seeing half a file.
     """
-    from filelock import FileLock
-
     path = Path(run_dir) / RUN_EVAL_FILE
     with FileLock(str(Path(run_dir) / f"{RUN_EVAL_FILE}.lock"), timeout=30):
         stored = read_run_evaluations(run_dir, keyed=True)
@@ -256,16 +251,12 @@ class _Model:
 
     def vectors(self, texts: list[str]) -> dict[str, np.ndarray]:
         """``text -> vector`` through the embedding cache."""
-        from bioviz.models.embeddings import encode_cached
-
         unique = list(dict.fromkeys(texts))
         vectors, _ = encode_cached(self.encoder, unique)
         return dict(zip(unique, vectors))
 
 
 def _load_model(spec: str) -> _Model:
-    from bioviz.models.embeddings import load_encoder, resolve
-
     ref = resolve(spec)
     encoder = load_encoder(spec)
     run_dir = ref.path if ref.kind == "run" else None
@@ -549,8 +540,6 @@ def cross_level(ontology: Ontology, models, depths=(1, 2, 3, 4), root: str | Non
         nothing was scored), ``ci`` (same shape, ``[low, high]``), ``skipped`` (depth ->
         reason), and ``results`` (the per-level result dicts).
     """
-    from bioviz.ontology import level_view
-
     split_spec = split_spec or SplitSpec()
     models = [models] if isinstance(models, str) else list(models)
     done, skipped, table, ci, labels, results = [], {}, {}, {}, {}, []

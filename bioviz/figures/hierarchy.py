@@ -13,6 +13,7 @@ import textwrap
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from bioviz.figures.theme import apply_theme, theme
 from bioviz.views.hierarchy import Tree
@@ -135,8 +136,6 @@ def hypernym_ranking_figure(rankings: dict[str, pd.DataFrame], mention: str, tru
         Its class label (the correct hypernyms name this class).
     title, caption : str
     """
-    from plotly.subplots import make_subplots
-
     t = theme()
     labels = list(rankings)
     fig = make_subplots(rows=1, cols=len(labels), subplot_titles=[f"<b>{_short(m, 40)}</b>" for m in labels],

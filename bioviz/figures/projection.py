@@ -10,6 +10,7 @@ WebGL (``Scattergl``) draws 2-D panels, so tens of thousands of points stay inte
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -233,8 +234,6 @@ def selected_rows(selection: dict | None) -> np.ndarray:
 def projection_table(view: LevelView, rows: np.ndarray, coords_a: np.ndarray, coords_b: np.ndarray,
                      parts: np.ndarray | None = None):
     """The numbers behind a projection figure, for CSV download."""
-    import pandas as pd
-
     rows = np.asarray(rows, dtype=np.int64)
     frame = pd.DataFrame({
         "name": [view.names[r] for r in rows],

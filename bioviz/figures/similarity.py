@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from bioviz.figures.theme import apply_theme, class_colour, theme
 from bioviz.views.similarity import SimilarityComparison
@@ -123,8 +124,6 @@ def similarity_pair_figure(comparison: SimilarityComparison, subtitle: str = "",
     caption : str, optional
         Parameter line; by default the number of terms, the order and the colour range.
     """
-    from plotly.subplots import make_subplots
-
     low, high = shared_range(comparison.a, comparison.b)
     n = len(comparison.terms)
     ticks = _tick_labels(comparison.terms, comparison.groups, colour_order)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bioviz.ontology.sources import bundled_sources, load_source
 from bioviz.paths import atomic_path, subdir
 from bioviz.space import l2_normalise
 
@@ -80,7 +81,7 @@ class CharTfidfModel:
         return "char-tfidf-" + digest.hexdigest()[:24]
 
     def _vectoriser(self):
-        from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.feature_extraction.text import TfidfVectorizer  # imported here: scikit-learn takes seconds to import
 
         vectoriser = TfidfVectorizer(
             analyzer=self.settings["analyzer"],
@@ -130,6 +131,7 @@ def fit(corpus: list[str], settings: dict | None = None) -> CharTfidfModel:
     settings : dict, optional
         Overrides of :data:`SETTINGS`.
     """
+    # imported here: scikit-learn takes seconds to import
     from sklearn.decomposition import TruncatedSVD
     from sklearn.feature_extraction.text import TfidfVectorizer
 
@@ -157,20 +159,16 @@ def fit(corpus: list[str], settings: dict | None = None) -> CharTfidfModel:
 
 def corpus_key() -> str:
     """Key of the default corpus: the bundled sources' package versions and the settings."""
-    from bioviz.ontology.sources import _bundled
-
     identity = {
         "schema": SCHEMA,
         "settings": SETTINGS,
-        "sources": {s: package_version(_bundled()[s].package) for s in CORPUS_SOURCES},
+        "sources": {s: package_version(bundled_sources()[s].package) for s in CORPUS_SOURCES},
     }
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def default_corpus() -> list[str]:
     """Every name (preferred and synonyms) of the bundled WHO ICD-10 and HPO."""
-    from bioviz.ontology import load_source
-
     names: list[str] = []
     for source in CORPUS_SOURCES:
         names += [text for concept in load_source(source).concepts.values() for text in concept.names]

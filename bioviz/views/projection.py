@@ -161,7 +161,7 @@ def cache_path(space: Space, rows: np.ndarray, params: ProjectionParams) -> Path
 
 def pca_coordinates(vectors: np.ndarray, n_components: int = 2, seed: int = 0) -> np.ndarray:
     """PCA of ``vectors`` to ``n_components`` dimensions (float32), padded with zeros if needed."""
-    from sklearn.decomposition import PCA
+    from sklearn.decomposition import PCA  # imported here: scikit-learn takes seconds to import
 
     vectors = np.asarray(vectors, dtype=np.float32)
     k = min(n_components, vectors.shape[0], vectors.shape[1])

@@ -56,7 +56,7 @@ def per_class_scores(vectors: np.ndarray, labels: np.ndarray, n_classes: int, me
     if measure == "silhouette":
         if len(present) < 2 or len(labels) <= len(present):
             return out  # silhouette needs two classes and one class with two names
-        from sklearn.metrics import silhouette_samples
+        from sklearn.metrics import silhouette_samples  # imported here: scikit-learn takes seconds to import
 
         values = silhouette_samples(vectors, labels, metric="cosine")
         for label in present:

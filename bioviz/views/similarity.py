@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from scipy.cluster.hierarchy import leaves_list, linkage
 from scipy.spatial.distance import squareform
 
@@ -202,8 +203,6 @@ class SimilarityComparison:
 
     def long_table(self):
         """One row per ordered term pair (i < j) with both similarities and the difference."""
-        import pandas as pd
-
         i, j = np.triu_indices(len(self.terms), k=1)
         return pd.DataFrame({
             "term_1": [self.terms[k] for k in i], "group_1": [self.groups[k] for k in i],

@@ -208,9 +208,7 @@ def test_fully_cached_request_never_loads_the_weights(minilm_copy, tmp_path, tmp
 
 
 def test_large_requests_are_reopened_from_one_block(tmp_home, monkeypatch):
-    from bioviz.models import vector_cache
-
-    monkeypatch.setattr(vector_cache, "BLOCK_MIN", 4)
+    monkeypatch.setattr(embeddings, "BLOCK_MIN", 4)
     encoder = load_encoder("minilm")
     first, stats1 = encode_cached(encoder, NAMES)
     assert len(list((tmp_home / "embeddings" / "blocks").glob("*.npy"))) == 1
