@@ -29,3 +29,7 @@ class ModelError(BiovizError):
 
 class SplitError(BiovizError):
     """A split that cannot be drawn with the requested settings."""
+
+
+class EvaluationError(BiovizError):
+    """An evaluation that cannot run with the given settings."""

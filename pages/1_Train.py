@@ -12,7 +12,8 @@ import pandas as pd
 import streamlit as st
 
 from bioviz.errors import BiovizError
-from bioviz.evaluation.run import read_run_evaluations, results_table
+from bioviz.evaluation.store import read_run_evaluations
+from bioviz.evaluation.tables import results_table
 from bioviz.figures import base_weight_choice, baseline_vs_trained, export_config, training_curves
 from bioviz.evaluation.run_list import run_row, stored_results_rows
 from bioviz.models.runs import is_run_dir, list_runs, read_run

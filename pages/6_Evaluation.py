@@ -11,7 +11,9 @@ from bioviz.evaluation import tables as result_tables
 from bioviz.evaluation.benchmarks import BUNDLED as BUNDLED_BENCHMARKS
 from bioviz.evaluation.benchmarks import load_benchmark
 from bioviz.errors import BiovizError
-from bioviz.evaluation.run import TASK_LABELS, TASKS, EvalSettings, choose_split, results_table
+from bioviz.evaluation.run import TASK_LABELS, TASKS, EvalSettings
+from bioviz.evaluation.splits import choose_split
+from bioviz.evaluation.tables import results_table
 from bioviz.figures import cross_level_heatmap, export_config, metric_bars
 from bioviz.uploads import store_upload
 from ui import cache, state

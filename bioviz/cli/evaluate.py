@@ -15,11 +15,13 @@ from __future__ import annotations
 import sys
 import time
 
-from bioviz.evaluation import run as evaluation
 from bioviz.cli.common import add_json, add_level_options, source_options, view_from_args
-from bioviz.evaluation.run import EvalSettings, EvaluationError, SplitSpec
+from bioviz.errors import EvaluationError
+from bioviz.evaluation import run as evaluation, splits
+from bioviz.evaluation.run import EvalSettings
+from bioviz.evaluation.tables import results_table
 from bioviz.models.runs import is_run_dir, read_run
-from bioviz.ontology import load_source
+from bioviz.ontology import SplitSpec, load_source
 
 
 def register(subparsers) -> None:
@@ -61,10 +63,10 @@ def _progress(quiet: bool):
     return lambda message: sys.stderr.write(f"evaluating {message}\n")
 
 
-def choose_split(args, models: list[str]) -> tuple[SplitSpec, list[str]]:
+def split_from_args(args, models: list[str]) -> tuple[SplitSpec, list[str]]:
     """The split from the options, else a run's own split, else the defaults (see
-    :func:`bioviz.evaluation.run.choose_split`)."""
-    return evaluation.choose_split(models, shots=args.shots, seed=args.seed, test_per_class=args.test_per_class,
+    bioviz.evaluation.splits.choose_split)."""
+    return splits.choose_split(models, shots=args.shots, seed=args.seed, test_per_class=args.test_per_class,
                                    zero_shot_classes=args.zero_shot)
 
 
@@ -73,7 +75,7 @@ def _run_level_warnings(models: list[str], args) -> list[str]:
     training names are unknown (no ``split.json``: they cannot be left out of the queries)."""
     warnings = []
     for model in models:
-        if not is_run_dir(model) or evaluation.run_seen_names(model):
+        if not is_run_dir(model) or splits.run_seen_names(model):
             continue
         config = read_run(model).config
         trained = (config.get("source"), config.get("root"), config.get("depth"))
@@ -113,7 +115,7 @@ def run(args) -> dict:
     if args.benchmark:
         results += evaluation.evaluate_benchmarks(models, args.benchmark, settings, not args.no_cache, progress)
     if args.source:
-        spec, warnings = choose_split(args, models)
+        spec, warnings = split_from_args(args, models)
         out["warnings"] += warnings + _run_level_warnings(models, args)
         ontology = load_source(args.source, **source_options(args))
         view = view_from_args(args.source, args)
@@ -139,6 +141,6 @@ def run(args) -> dict:
         {"model": r["model"], "task": r["task"], "metric": r["metric"],
          "value": "-" if r["value"] is None else f"{r['value']:.3f}",
          "95% CI": "-" if r["ci_low"] is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]", "n": r["n"]}
-        for r in evaluation.results_table(results)
+        for r in results_table(results)
     ]
     return out

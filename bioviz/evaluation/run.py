@@ -12,35 +12,31 @@ A result dict::
      "sizes": {"queries": 22, "references": 330}, "data": {...what was evaluated...},
      "seconds": 0.4, "cached": False}
 
-Results are cached on disk per (model fingerprint, task, data) under
-``BIOVIZ_HOME/eval`` and, for a trained run, also stored with the run in
-``<run>/.eval.json`` (atomic writes; :func:`read_run_evaluations`) so the Train page and
-the run list can show them.
+Results are cached on disk and stored with trained runs (:mod:`bioviz.evaluation.store`);
+which split to evaluate on is :mod:`bioviz.evaluation.splits`; the tables made of the
+results are :mod:`bioviz.evaluation.tables`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
-from filelock import FileLock
 
+from bioviz.errors import BiovizError, EvaluationError
 from bioviz.evaluation import metrics, protocols
 from bioviz.evaluation.benchmarks import expand_benchmarks, load_benchmark, score_benchmark
-from bioviz.errors import BiovizError
+from bioviz.evaluation.splits import seen_by_runs
+from bioviz.evaluation.store import (cache_key, digest, json_safe, read_cached, read_run_evaluations, split_key,
+                                     store_result, store_with_run, view_key)
 from bioviz.models.embeddings import encode_cached, load_encoder, resolve
-from bioviz.models.runs import is_run_dir, read_run, read_split_names
-from bioviz.ontology import Split, SplitSpec, level_view, make_split
+from bioviz.ontology import Split, SplitSpec, level_view
 from bioviz.ontology.levels import LevelView
 from bioviz.ontology.model import Ontology
-from bioviz.paths import subdir, write_text_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -52,17 +48,8 @@ TASK_LABELS = {
     "leaf2parent": "Leaf-to-parent mapping",
     "hierarchy-auc": "Hierarchy distance ROC-AUC",
 }
-# Bump when a metric's definition or a protocol changes: old cached results stop matching.
-EVAL_VERSION = 1
-# Results stored with a run. A dot-file, because the embedding cache keys a run's vectors by a
-# hash of its files minus dot-files (bioviz.models.embeddings): storing results must not change it.
-RUN_EVAL_FILE = ".eval.json"
 
 Progress = Callable[[str], None]
-
-
-class EvaluationError(BiovizError):
-    """An evaluation that cannot run with the given settings."""
 
 
 @dataclass(frozen=True)
@@ -73,172 +60,6 @@ class EvalSettings:
     leaf_queries: int = 2000  # leaf-to-parent: leaf concepts sampled (fixed seed)
     pairs_per_distance: int = 1000  # hierarchy AUC: pairs sampled per distance (fixed seed)
     sample_seed: int = 0  # seed of both samples and of the bootstrap
-
-
-def split_spec_for_run(run_dir: str | Path) -> SplitSpec | None:
-    """The split a trained run was trained with, from its ``run.json`` config (None if unknown)."""
-    if not is_run_dir(run_dir):
-        return None
-    config = read_run(run_dir).config
-    if "shots" not in config:
-        return None
-    seed = config.get("split_seed")
-    return SplitSpec(
-        shots=config.get("shots"),
-        seed=int(config.get("seed", 0) if seed is None else seed),
-        test_per_class=int(config.get("test_per_class", 1)),
-        zero_shot_classes=config.get("zero_shot_classes", 0) or 0,
-    )
-
-
-def choose_split(models, shots=None, seed=None, test_per_class=None,
-                 zero_shot_classes=None) -> tuple[SplitSpec, list[str]]:
-    """The split to evaluate on: given settings, else the runs' own split, else the defaults.
-
-    Parameters
-    ----------
-    models : list of str
-        MODEL strings; run directories among them bring the split they were trained with.
-    shots, seed, test_per_class, zero_shot_classes : optional
-        Explicit settings (any given one overrides the runs' split).
-
-    Returns
-    -------
-    (SplitSpec, warnings)
-        ``warnings`` names runs evaluated on a split other than their own whose training
-        names are unknown (no ``split.json``), so they may be among the test names.
-
-    Raises
-    ------
-    EvaluationError
-        If runs trained on different splits are compared and no setting is given.
-    """
-    explicit = {k: v for k, v in {"shots": shots, "seed": seed, "test_per_class": test_per_class,
-                                  "zero_shot_classes": zero_shot_classes}.items() if v is not None}
-    run_specs = {m: s for m in models if (s := split_spec_for_run(m)) is not None}
-    if explicit:
-        spec = SplitSpec(**{**asdict(SplitSpec()), **explicit})
-        # Runs with a split.json have their training names left out of the queries
-        # (evaluate's exclude_names); only runs without one are at risk.
-        warnings = [f"{model} was trained on another split ({own}) and has no split.json: its training names "
-                    "may be among the test names" for model, own in run_specs.items()
-                    if own != spec and not run_seen_names(model)]
-        return spec, warnings
-    distinct = set(run_specs.values())
-    if len(distinct) > 1:
-        raise EvaluationError("the runs were trained on different splits; choose one with --shots/--seed/"
-                              "--test-per-class/--zero-shot")
-    return (distinct.pop() if distinct else SplitSpec()), []
-
-
-def run_seen_names(run_dir: str | Path) -> list[str]:
-    """Training and validation names of a trained run (its ``split.json``); empty if unknown."""
-    names = read_split_names(run_dir) or {}
-    return [n for part in ("train", "validation") for n in names.get(part, [])]
-
-
-def seen_by_runs(models) -> list[str]:
-    """Every name that a run among ``models`` trained or validated on (sorted, distinct)."""
-    return sorted({n for m in models if is_run_dir(m) for n in run_seen_names(m)})
-
-
-# ---------------------------------------------------------------------------- keys & cache
-
-
-def _digest(*parts) -> str:
-    h = hashlib.sha256()
-    for part in parts:
-        h.update(part if isinstance(part, bytes) else str(part).encode())
-        h.update(b"\0")
-    return h.hexdigest()[:16]
-
-
-def view_key(view: LevelView) -> dict:
-    """What identifies a level view's content (names and their classes)."""
-    return {
-        "source": view.source, "root": view.root, "depth": view.depth, "mode": view.mode,
-        "names": len(view.names), "classes": len(view.classes),
-        "digest": _digest("\n".join(view.names), view.labels.tobytes(), "\n".join(view.classes)),
-    }
-
-
-def split_key(split: Split) -> dict:
-    """What identifies a split (settings and the rows drawn)."""
-    return {
-        "seed": split.seed, "shots": split.shots, "test_per_class": split.test_per_class,
-        "zero_shot_classes": len(split.zero_shot_classes), **split.sizes(),
-        "digest": _digest(split.train.tobytes(), split.validation.tobytes(), split.test.tobytes(),
-                          split.zero_shot.tobytes()),
-    }
-
-
-def _cache_key(fingerprint: str, task: str, data: dict) -> str:
-    return _digest(EVAL_VERSION, fingerprint, task, json.dumps(data, sort_keys=True, default=str))
-
-
-def _cache_path(key: str) -> Path:
-    return subdir("eval") / f"{key}.json"
-
-
-def _read_cached(key: str) -> dict | None:
-    path = _cache_path(key)
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def _json_safe(value):
-    """NaN -> None and numpy scalars -> Python, so files are strict JSON."""
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, (np.floating, float)):
-        value = float(value)
-        return None if math.isnan(value) else value
-    if isinstance(value, np.integer):
-        return int(value)
-    return value
-
-
-def _store(key: str, result: dict, run_dir: Path | None) -> None:
-    write_text_atomic(_cache_path(key), json.dumps(result))
-    if run_dir is not None:
-        store_with_run(run_dir, key, result)
-
-
-def store_with_run(run_dir: str | Path, key: str, result: dict) -> None:
-    """Add one result to ``<run>/.eval.json`` (``{"results": {key: result}}``), atomically.
-
-    A file lock serialises writers (the page and the command line may evaluate the same
-    run at once), and the rename keeps readers from ever seeing half a file.
-    """
-    path = Path(run_dir) / RUN_EVAL_FILE
-    with FileLock(str(Path(run_dir) / f"{RUN_EVAL_FILE}.lock"), timeout=30):
-        stored = read_run_evaluations(run_dir, keyed=True)
-        stored[key] = result
-        write_text_atomic(path, json.dumps({"version": EVAL_VERSION, "results": stored}, indent=1))
-
-
-def read_run_evaluations(run_dir: str | Path, keyed: bool = False):
-    """Results stored with a run (for the Train page and the run list).
-
-    Returns
-    -------
-    list of dict, or dict ``key -> result`` with ``keyed``
-        Empty when the run has not been evaluated (or the file is damaged).
-    """
-    path = Path(run_dir) / RUN_EVAL_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        results = dict(data.get("results", {}))
-    except (OSError, ValueError, AttributeError):
-        results = {}
-    return results if keyed else list(results.values())
-
-
-# ---------------------------------------------------------------------------- models
 
 
 @dataclass
@@ -267,9 +88,6 @@ def _matrix(lookup: dict[str, np.ndarray], texts) -> np.ndarray:
     if not len(texts):
         return np.zeros((0, len(next(iter(lookup.values()))) if lookup else 0), dtype=np.float32)
     return np.stack([lookup[t] for t in texts]).astype(np.float32)
-
-
-# ---------------------------------------------------------------------------- tasks
 
 
 def _score_problem(problem: protocols.RankingProblem, lookup: dict, settings: EvalSettings,
@@ -341,7 +159,7 @@ class _TaskData:
     def data_key(self, task: str) -> dict:
         base = {"settings": asdict(self.settings)}
         if self.exclude:
-            base["excluded_names"] = {"count": len(self.exclude), "digest": _digest("\n".join(self.exclude))}
+            base["excluded_names"] = {"count": len(self.exclude), "digest": digest("\n".join(self.exclude))}
         if task == "leaf2parent":
             onto = self._need_ontology(task)
             return {**base, "ontology": onto.label, "concepts": len(onto), "root": self.view.root}
@@ -452,8 +270,8 @@ def evaluate(view: LevelView, split: Split, models, tasks="all", ontology: Ontol
         lookup: dict[str, np.ndarray] = {}  # vectors shared by this model's tasks
         for task in tasks:
             key_data = data.data_key(task)
-            key = _cache_key(model.fingerprint, task, key_data)
-            cached = _read_cached(key) if use_cache else None
+            key = cache_key(model.fingerprint, task, key_data)
+            cached = read_cached(key) if use_cache else None
             if cached is not None:
                 cached["cached"] = True
                 if model.run_dir is not None and key not in read_run_evaluations(model.run_dir, keyed=True):
@@ -467,13 +285,13 @@ def evaluate(view: LevelView, split: Split, models, tasks="all", ontology: Ontol
             if missing:
                 lookup.update(model.vectors(missing))
             values, ci, sizes, extra = data.score(task, lookup)
-            result = _json_safe({
+            result = json_safe({
                 "model": model.label, "model_spec": spec, "fingerprint": model.fingerprint,
                 "task": task, "metrics": values, "ci": ci, "sizes": sizes, "data": key_data,
                 "seconds": round(time.perf_counter() - started, 3), "cached": False, **extra,
             })
             if use_cache:
-                _store(key, result, model.run_dir)
+                store_result(key, result, model.run_dir)
             results.append(result)
     return results
 
@@ -500,8 +318,8 @@ def evaluate_benchmarks(models, benchmarks="all", settings: EvalSettings | None 
         for bench in loaded:
             key_data = {"benchmark": bench.name, "digest": bench.digest, "n_boot": settings.n_boot,
                         "seed": settings.sample_seed}
-            key = _cache_key(model.fingerprint, "benchmark", key_data)
-            cached = _read_cached(key) if use_cache else None
+            key = cache_key(model.fingerprint, "benchmark", key_data)
+            cached = read_cached(key) if use_cache else None
             if cached is not None:
                 cached["cached"] = True
                 results.append(cached)
@@ -512,14 +330,14 @@ def evaluate_benchmarks(models, benchmarks="all", settings: EvalSettings | None 
             if lookup is None or any(t not in lookup for t in bench.terms):
                 lookup = {**(lookup or {}), **model.vectors([t for b in loaded for t in b.terms])}
             scored = score_benchmark(bench, lookup, settings.n_boot, settings.sample_seed)
-            result = _json_safe({
+            result = json_safe({
                 "model": model.label, "model_spec": spec, "fingerprint": model.fingerprint,
                 "task": bench.label, "metrics": {"spearman": scored["spearman"]}, "ci": scored["ci"],
                 "sizes": {"pairs": scored["pairs"], "covered": scored["covered"]}, "data": key_data,
                 "seconds": round(time.perf_counter() - started, 3), "cached": False,
             })
             if use_cache:
-                _store(key, result, model.run_dir)
+                store_result(key, result, model.run_dir)
             results.append(result)
     return results
 
@@ -564,58 +382,3 @@ def cross_level(ontology: Ontology, models, depths=(1, 2, 3, 4), root: str | Non
         "skipped": skipped,
         "results": results,
     }
-
-
-METRIC_LABELS = {"map": "mAP", "acc1": "Acc@1", "mrr": "MRR", "spearman": "Spearman", "mean_auc": "mean AUC"}
-
-
-def metric_label(metric: str) -> str:
-    """Readable metric name: ``test.acc1`` -> ``test Acc@1``, ``0-1`` -> ``AUC 0 vs 1``."""
-    if "." in metric:
-        part, name = metric.split(".", 1)
-        return f"{part.replace('_', '-')} {METRIC_LABELS.get(name, name)}"
-    if "-" in metric and metric.replace("-", "").isdigit():
-        i, j = metric.split("-")
-        return f"AUC {i} vs {j}"
-    return METRIC_LABELS.get(metric, metric)
-
-
-def results_table(results: list[dict]) -> list[dict]:
-    """Results in long form: one row per (model, task, metric) with its interval and sample size.
-
-    Returns
-    -------
-    list of dict
-        ``model``, ``task``, ``metric`` (readable), ``key`` (the metric's key), ``value``,
-        ``ci_low``, ``ci_high``, ``n`` (queries, pairs covered, or pairs at the two
-        distances, as fits the metric).
-    """
-    rows = []
-    for result in results:
-        sizes = result.get("sizes", {})
-        for key, value in result.get("metrics", {}).items():
-            low, high = (result.get("ci", {}).get(key) or [None, None])[:2]
-            rows.append({
-                "model": result["model"],
-                "task": TASK_LABELS.get(result["task"], result["task"]),
-                "metric": metric_label(key),
-                "key": key,
-                "value": value,
-                "ci_low": low,
-                "ci_high": high,
-                "n": _sample_size(key, sizes),
-            })
-    return rows
-
-
-def _sample_size(key: str, sizes: dict):
-    if "covered" in sizes:
-        return sizes["covered"]
-    if "." in key:
-        return sizes.get(f"{key.split('.', 1)[0]}.queries")
-    if "-" in key and key.replace("-", "").isdigit():
-        i, j = key.split("-")
-        return (sizes.get(f"pairs.d{i}") or 0) + (sizes.get(f"pairs.d{j}") or 0)
-    if key == "mean_auc":
-        return sum(v for k, v in sizes.items() if k.startswith("pairs."))
-    return sizes.get("queries")

@@ -9,7 +9,8 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from bioviz.evaluation.run import read_run_evaluations, results_table
+from bioviz.evaluation.store import read_run_evaluations
+from bioviz.evaluation.tables import results_table
 from bioviz.models.runs import RUN_FILE, RunInfo, _level_text, level_label, shots_text
 
 

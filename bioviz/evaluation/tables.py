@@ -1,7 +1,7 @@
-"""Evaluation results as paper-ready tables: models x metrics, best marked, CSV and LaTeX.
+"""Evaluation results as tables: long-form rows, and paper-ready models x metrics tables, best marked, CSV and LaTeX.
 
-Works on the long-form rows of :func:`bioviz.evaluation.run.results_table` (one row per model,
-task and metric). Every metric here is "higher is better" (mAP, Acc@1, MRR, Spearman,
+:func:`results_table` turns result dicts (:mod:`bioviz.evaluation.run`) into long-form rows
+(one per model, task and metric); the wide tables work on those rows. Every metric here is "higher is better" (mAP, Acc@1, MRR, Spearman,
 ROC-AUC), so the best of a column is its maximum; ties are all marked.
 """
 
@@ -12,8 +12,65 @@ import math
 
 import pandas as pd
 
+from bioviz.evaluation.run import TASK_LABELS
+
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+METRIC_LABELS = {"map": "mAP", "acc1": "Acc@1", "mrr": "MRR", "spearman": "Spearman", "mean_auc": "mean AUC"}
+
+
+def metric_label(metric: str) -> str:
+    """Readable metric name: ``test.acc1`` -> ``test Acc@1``, ``0-1`` -> ``AUC 0 vs 1``."""
+    if "." in metric:
+        part, name = metric.split(".", 1)
+        return f"{part.replace('_', '-')} {METRIC_LABELS.get(name, name)}"
+    if "-" in metric and metric.replace("-", "").isdigit():
+        i, j = metric.split("-")
+        return f"AUC {i} vs {j}"
+    return METRIC_LABELS.get(metric, metric)
+
+
+def results_table(results: list[dict]) -> list[dict]:
+    """Results in long form: one row per (model, task, metric) with its interval and sample size.
+
+    Returns
+    -------
+    list of dict
+        ``model``, ``task``, ``metric`` (readable), ``key`` (the metric's key), ``value``,
+        ``ci_low``, ``ci_high``, ``n`` (queries, pairs covered, or pairs at the two
+        distances, as fits the metric).
+    """
+    rows = []
+    for result in results:
+        sizes = result.get("sizes", {})
+        for key, value in result.get("metrics", {}).items():
+            low, high = (result.get("ci", {}).get(key) or [None, None])[:2]
+            rows.append({
+                "model": result["model"],
+                "task": TASK_LABELS.get(result["task"], result["task"]),
+                "metric": metric_label(key),
+                "key": key,
+                "value": value,
+                "ci_low": low,
+                "ci_high": high,
+                "n": _sample_size(key, sizes),
+            })
+    return rows
+
+
+def _sample_size(key: str, sizes: dict):
+    if "covered" in sizes:
+        return sizes["covered"]
+    if "." in key:
+        return sizes.get(f"{key.split('.', 1)[0]}.queries")
+    if "-" in key and key.replace("-", "").isdigit():
+        i, j = key.split("-")
+        return (sizes.get(f"pairs.d{i}") or 0) + (sizes.get(f"pairs.d{j}") or 0)
+    if key == "mean_auc":
+        return sum(v for k, v in sizes.items() if k.startswith("pairs."))
+    return sizes.get("queries")
 
 
 def wide_tables(rows: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:

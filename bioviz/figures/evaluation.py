@@ -19,7 +19,7 @@ def metric_bars(rows: list[dict], title: str, caption: str | None = None) -> go.
     Parameters
     ----------
     rows : list of dict
-        Long-form rows (:func:`bioviz.evaluation.run.results_table`) of one or more tasks.
+        Long-form rows (:func:`bioviz.evaluation.tables.results_table`) of one or more tasks.
     title : str
         States the models, the source and level.
     caption : str, optional

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from bioviz.evaluation.run import store_with_run
+from bioviz.evaluation.store import store_with_run
 from bioviz.models.runs import read_run
 from trainer.jobs.store import QUEUED, RUNNING, SUCCEEDED
 from trainer.jobs.worker import Worker, config_to_argv

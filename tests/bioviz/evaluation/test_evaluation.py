@@ -8,9 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bioviz.evaluation import run as evaluation
-from bioviz.evaluation.run import EvalSettings, EvaluationError, SplitSpec
-from bioviz.ontology import level_view, load_source
+from bioviz.errors import EvaluationError
+from bioviz.evaluation import run as evaluation, splits, store
+from bioviz.evaluation.run import EvalSettings
+from bioviz.ontology import SplitSpec, level_view, load_source
 
 DATA = Path(__file__).parents[2] / "data"
 SETTINGS = EvalSettings(n_boot=50, pairs_per_distance=20)
@@ -65,17 +66,17 @@ def test_results_stored_with_run(mini, fake_models, tmp_path):
     run.mkdir()
     (run / "run.json").write_text(json.dumps({"run_id": "run-1", "config": {
         "shots": 2, "seed": 3, "split_seed": None, "test_per_class": 1, "zero_shot_classes": 0}}))
-    assert evaluation.split_spec_for_run(run) == SplitSpec(shots=2, seed=3, test_per_class=1, zero_shot_classes=0)
-    assert evaluation.split_spec_for_run(tmp_path) is None
+    assert splits.split_spec_for_run(run) == SplitSpec(shots=2, seed=3, test_per_class=1, zero_shot_classes=0)
+    assert splits.split_spec_for_run(tmp_path) is None
     evaluation.evaluate(view, split, str(run), ["ranking", "hypernym"], onto, SETTINGS)
-    stored = evaluation.read_run_evaluations(run)
+    stored = store.read_run_evaluations(run)
     assert sorted(r["task"] for r in stored) == ["hypernym", "ranking"]
     assert not list(run.glob(".eval.json.*.tmp"))  # atomic write left no temporary file
     (run / ".eval.json").write_text("{broken")
-    assert evaluation.read_run_evaluations(run) == []
+    assert store.read_run_evaluations(run) == []
     # A cached result is written back to a run that lost its file.
     evaluation.evaluate(view, split, str(run), ["ranking"], onto, SETTINGS)
-    assert [r["task"] for r in evaluation.read_run_evaluations(run)] == ["ranking"]
+    assert [r["task"] for r in store.read_run_evaluations(run)] == ["ranking"]
 
 
 def test_benchmarks(fake_models, tmp_home):
@@ -121,7 +122,7 @@ def test_names_a_compared_run_has_seen_leave_the_queries(mini, fake_models, tmp_
     (run / "run.json").write_text(json.dumps({"run_id": "run-2", "config": {}}))
     test_names = [view.names[i] for i in split.test]
     (run / "split.json").write_text(json.dumps({"train": [test_names[0]], "validation": [], "test": []}))
-    assert evaluation.seen_by_runs(["minilm", str(run)]) == [test_names[0]]
+    assert splits.seen_by_runs(["minilm", str(run)]) == [test_names[0]]
     alone = evaluation.evaluate(view, split, "a", ["ranking"], onto, SETTINGS)
     beside = evaluation.evaluate(view, split, ["a", str(run)], ["ranking"], onto, SETTINGS)
     assert alone[0]["sizes"]["queries"] == 2
@@ -137,6 +138,6 @@ def test_storing_results_keeps_the_run_fingerprint(tmp_path):
     (run / "run.json").write_text("{}")
     (run / "model.safetensors").write_bytes(b"weights")
     before = directory_fingerprint(run)
-    evaluation.store_with_run(run, "key", {"task": "ranking"})
-    assert evaluation.read_run_evaluations(run) == [{"task": "ranking"}]
+    store.store_with_run(run, "key", {"task": "ranking"})
+    assert store.read_run_evaluations(run) == [{"task": "ranking"}]
     assert directory_fingerprint(run) == before  # cached vectors of the run stay valid
