@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from bioviz.ontology import level_view, load_source, synonym_view
-from bioviz.ontology.levels import LevelView
+from bioviz.ontology import LevelSpec
+from bioviz.ontology.level_spec import SOURCE_OPTION_KEYS
 from bioviz.ontology.umls import DEFAULT_SAB, HIERARCHIES
 
 
@@ -31,21 +31,8 @@ def add_level_options(parser: argparse.ArgumentParser, depth_required: bool = Fa
                         + " (default parchd)")
 
 
-def source_options(args: argparse.Namespace) -> dict:
-    """Loader options from the UMLS flags given (``sab``, ``semantic_group``, ``hierarchy``)."""
-    options = {}
-    if getattr(args, "sab", None):
-        options["sab"] = args.sab
-    if getattr(args, "semantic_group", None):
-        options["semantic_group"] = args.semantic_group
-    if getattr(args, "hierarchy", None):
-        options["hierarchy"] = args.hierarchy
-    return options
-
-
-def view_from_args(source: str, args: argparse.Namespace) -> LevelView:
-    """Load ``source`` and cut the level view the arguments describe."""
-    ontology = load_source(source, **source_options(args))
-    if getattr(args, "synonyms", False):
-        return synonym_view(ontology, root=args.root, keep_ambiguous=args.keep_ambiguous)
-    return level_view(ontology, depth=args.depth, root=args.root, keep_ambiguous=args.keep_ambiguous)
+def level_spec_from_args(args: argparse.Namespace) -> LevelSpec:
+    """The level that ``args.source`` and the level options describe (load it with ``.load()``)."""
+    options = {key: getattr(args, key, None) for key in SOURCE_OPTION_KEYS}
+    return LevelSpec(args.source, root=args.root, depth=args.depth or 1, synonyms=getattr(args, "synonyms", False),
+                     keep_ambiguous=args.keep_ambiguous, options=options)

@@ -6,7 +6,7 @@ took; a second call is served from the cache (``cache_hits`` = ``names``).
 
 from __future__ import annotations
 
-from bioviz.cli.common import add_json, add_level_options, view_from_args
+from bioviz.cli.common import add_json, add_level_options, level_spec_from_args
 from bioviz.cli.progress import progress_bar
 from bioviz.search.neighbours import level_space
 
@@ -28,7 +28,7 @@ def register(subparsers) -> None:
 
 def run(args) -> dict:
     """Encode the level view's names and report throughput and cache hits."""
-    view = view_from_args(args.source, args)
+    view = level_spec_from_args(args).load()
     with progress_bar(f"encoding ({args.model})", disable=args.quiet) as progress:
         space, info = level_space(view, args.model, batch_size=args.batch_size, progress=progress,
                                   use_cache=not args.no_cache)

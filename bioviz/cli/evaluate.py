@@ -15,13 +15,13 @@ from __future__ import annotations
 import sys
 import time
 
-from bioviz.cli.common import add_json, add_level_options, source_options, view_from_args
+from bioviz.cli.common import add_json, add_level_options, level_spec_from_args
 from bioviz.errors import EvaluationError
 from bioviz.evaluation import run as evaluation, splits
 from bioviz.evaluation.run import EvalSettings
 from bioviz.evaluation.tables import results_table
 from bioviz.models.runs import is_run_dir, read_run
-from bioviz.ontology import SplitSpec, load_source
+from bioviz.ontology import DEFAULT_SPLIT, SplitSpec
 
 
 def register(subparsers) -> None:
@@ -40,7 +40,8 @@ def register(subparsers) -> None:
                         help=f"{', '.join(evaluation.TASKS)} or all (repeatable; default all with --source)")
     parser.add_argument("--cross-level", default=None, metavar="DEPTHS",
                         help="also the ranking mAP on each of these levels, e.g. 1,2,3,4 (Table 4)")
-    split = parser.add_argument_group("split (default: a run's own split, else 15 shots, seed 0)")
+    split = parser.add_argument_group(f"split (default: a run's own split, else {DEFAULT_SPLIT.shots} shots, "
+                                      f"seed {DEFAULT_SPLIT.seed})")
     split.add_argument("--shots", type=int, default=None, help="training names per class")
     split.add_argument("--seed", type=int, default=None, help="split seed")
     split.add_argument("--test-per-class", type=int, default=None, help="held-out test names per class")
@@ -67,7 +68,7 @@ def split_from_args(args, models: list[str]) -> tuple[SplitSpec, list[str]]:
     """The split from the options, else a run's own split, else the defaults (see
     bioviz.evaluation.splits.choose_split)."""
     return splits.choose_split(models, shots=args.shots, seed=args.seed, test_per_class=args.test_per_class,
-                                   zero_shot_classes=args.zero_shot)
+                               zero_shot_classes=args.zero_shot)
 
 
 def _run_level_warnings(models: list[str], args) -> list[str]:
@@ -117,8 +118,9 @@ def run(args) -> dict:
     if args.source:
         spec, warnings = split_from_args(args, models)
         out["warnings"] += warnings + _run_level_warnings(models, args)
-        ontology = load_source(args.source, **source_options(args))
-        view = view_from_args(args.source, args)
+        level = level_spec_from_args(args)
+        ontology = level.ontology()
+        view = level.load(ontology)
         split = spec.make(view)
         tasks = evaluation.expand_tasks(args.task or "all")
         results += evaluation.evaluate(view, split, models, tasks, ontology, settings, not args.no_cache, progress)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bioviz.cli.common import add_json, add_level_options, view_from_args
-from bioviz.ontology import make_split
+from bioviz.cli.common import add_json, add_level_options, level_spec_from_args
+from bioviz.ontology import DEFAULT_SPLIT, make_split
 
 
 def register(subparsers) -> None:
@@ -12,7 +12,7 @@ def register(subparsers) -> None:
     parser.add_argument("source", help="icd10, icd10cm, hpo, or a path (.obo, UMLS META dir, .tsv/.csv)")
     add_level_options(parser)
     parser.add_argument("--shots", type=int, default=None, help="also report a few-shot split with N shots")
-    parser.add_argument("--seed", type=int, default=0, help="split seed")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SPLIT.seed, help="split seed")
     parser.add_argument("--classes", action="store_true", help="list every class with its size")
     add_json(parser)
     parser.set_defaults(handler=run)
@@ -20,7 +20,7 @@ def register(subparsers) -> None:
 
 def run(args) -> dict:
     """Statistics of the level view (and optionally its split)."""
-    view = view_from_args(args.source, args)
+    view = level_spec_from_args(args).load()
     result = view.stats()
     if args.shots:
         split = make_split(view, shots=args.shots, seed=args.seed)

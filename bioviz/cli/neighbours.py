@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import time
 
-from bioviz.cli.common import add_json, add_level_options, source_options
+from bioviz.cli.common import add_json, add_level_options, level_spec_from_args
 from bioviz.cli.progress import progress_bar
 from bioviz.errors import BiovizError
+from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.search.index import NeighbourIndex
 from bioviz.search.neighbours import AMONG, candidate_index, find_query, level_space, query_vector, rank_neighbours
-from bioviz.ontology import level_view, load_source, synonym_view
 
 
 def register(subparsers) -> None:
@@ -27,8 +27,8 @@ def register(subparsers) -> None:
                         help="a second model: each neighbour also gets its rank under it")
     parser.add_argument("-k", type=int, default=10, help="number of neighbours")
     parser.add_argument("--among", choices=AMONG, default="names",
-                        help="rank every name of the level, the few-shot split's training names (15 shots, "
-                             "seed 0; fewshot paper Table 4), or the class concepts' own names (hypernym ranking)")
+                        help="rank every name of the level, the few-shot split's training names "
+                             f"({DEFAULT_SPLIT.shots} shots, seed {DEFAULT_SPLIT.seed}; fewshot paper Table 4), or the class concepts' own names (hypernym ranking)")
     parser.add_argument("--restrict-class", default=None, metavar="CLASS_ID",
                         help="rank only names of this class (a concept id at the level)")
     add_level_options(parser)
@@ -44,11 +44,9 @@ def run(args) -> dict:
     if not args.text.strip():
         raise BiovizError("empty query text")
     started = time.perf_counter()
-    ontology = load_source(args.source, **source_options(args))
-    if args.synonyms:
-        view = synonym_view(ontology, root=args.root, keep_ambiguous=args.keep_ambiguous)
-    else:
-        view = level_view(ontology, depth=args.depth, root=args.root, keep_ambiguous=args.keep_ambiguous)
+    level = level_spec_from_args(args)
+    ontology = level.ontology()
+    view = level.load(ontology)
     query = find_query(args.text, view, ontology)
     models = [args.model] + ([args.compare] if args.compare else [])
     indexes, vectors, infos = [], [], []

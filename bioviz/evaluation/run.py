@@ -34,7 +34,7 @@ from bioviz.evaluation.splits import seen_by_runs
 from bioviz.evaluation.store import (cache_key, digest, json_safe, read_cached, read_run_evaluations, split_key,
                                      store_result, store_with_run, view_key)
 from bioviz.models.embeddings import encode_cached, load_encoder, resolve
-from bioviz.ontology import Split, SplitSpec, level_view
+from bioviz.ontology import DEFAULT_SPLIT, Split, SplitSpec, level_view
 from bioviz.ontology.levels import LevelView
 from bioviz.ontology.model import Ontology
 
@@ -358,7 +358,7 @@ def cross_level(ontology: Ontology, models, depths=(1, 2, 3, 4), root: str | Non
         nothing was scored), ``ci`` (same shape, ``[low, high]``), ``skipped`` (depth ->
         reason), and ``results`` (the per-level result dicts).
     """
-    split_spec = split_spec or SplitSpec()
+    split_spec = split_spec or DEFAULT_SPLIT
     models = [models] if isinstance(models, str) else list(models)
     done, skipped, table, ci, labels, results = [], {}, {}, {}, {}, []
     for depth in depths:

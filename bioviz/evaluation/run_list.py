@@ -11,7 +11,18 @@ from pathlib import Path
 
 from bioviz.evaluation.store import read_run_evaluations
 from bioviz.evaluation.tables import results_table
-from bioviz.models.runs import RUN_FILE, RunInfo, _level_text, level_label, shots_text
+from bioviz.models.runs import RUN_FILE, RunInfo, level_label, shots_text
+
+
+def _stored_level_text(view: dict) -> str:
+    """The level of a stored result's view key (:func:`bioviz.evaluation.store.view_key`).
+
+    Not :attr:`LevelSpec.label`: the key's ``source`` is the ontology's label with its version
+    (``mini mini/2026-01-01``), which that label would shorten as if it were a file path.
+    """
+    under = f" under {view['root']}" if view.get("root") else ""
+    cut = "synonym sets" if view.get("mode") == "synonyms" else f"d{view.get('depth')}"
+    return f"{view.get('source') or '?'}{under} {cut}"
 
 
 def _created(run: RunInfo) -> str:
@@ -61,7 +72,7 @@ def evaluated_on(result: dict) -> str:
         return "relatedness benchmark"
     view, split = data.get("view"), data.get("split") or {}
     if view:
-        where = _level_text(view.get("source"), view.get("root"), view.get("mode") == "synonyms", view.get("depth"))
+        where = _stored_level_text(view)
         if split:
             where += f" · {shots_text(split.get('shots'))}, seed {split.get('seed')}"
             if split.get("zero_shot_classes"):

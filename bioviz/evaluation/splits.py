@@ -7,12 +7,12 @@ their ``run.json``), else the one default split. Names a run trained or validate
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import replace
 from pathlib import Path
 
 from bioviz.errors import EvaluationError
 from bioviz.models.runs import is_run_dir, read_run, read_split_names
-from bioviz.ontology import SplitSpec
+from bioviz.ontology import DEFAULT_SPLIT, SplitSpec
 
 
 def split_spec_for_run(run_dir: str | Path) -> SplitSpec | None:
@@ -25,8 +25,8 @@ def split_spec_for_run(run_dir: str | Path) -> SplitSpec | None:
     seed = config.get("split_seed")
     return SplitSpec(
         shots=config.get("shots"),
-        seed=int(config.get("seed", 0) if seed is None else seed),
-        test_per_class=int(config.get("test_per_class", 1)),
+        seed=int(config.get("seed", DEFAULT_SPLIT.seed) if seed is None else seed),
+        test_per_class=int(config.get("test_per_class", DEFAULT_SPLIT.test_per_class)),
         zero_shot_classes=config.get("zero_shot_classes", 0) or 0,
     )
 
@@ -57,7 +57,7 @@ def choose_split(models, shots=None, seed=None, test_per_class=None,
                                   "zero_shot_classes": zero_shot_classes}.items() if v is not None}
     run_specs = {m: s for m in models if (s := split_spec_for_run(m)) is not None}
     if explicit:
-        spec = SplitSpec(**{**asdict(SplitSpec()), **explicit})
+        spec = replace(DEFAULT_SPLIT, **explicit)
         # Runs with a split.json have their training names left out of the queries
         # (evaluate's exclude_names); only runs without one are at risk.
         warnings = [f"{model} was trained on another split ({own}) and has no split.json: its training names "
@@ -68,7 +68,7 @@ def choose_split(models, shots=None, seed=None, test_per_class=None,
     if len(distinct) > 1:
         raise EvaluationError("the runs were trained on different splits; choose one with --shots/--seed/"
                               "--test-per-class/--zero-shot")
-    return (distinct.pop() if distinct else SplitSpec()), []
+    return (distinct.pop() if distinct else DEFAULT_SPLIT), []
 
 
 def run_seen_names(run_dir: str | Path) -> list[str]:

@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 
 from bioviz.errors import SplitError
+from bioviz.ontology import LevelSpec
+from bioviz.ontology.splits import SPLIT_PARTS, UNUSED
 from bioviz.paths import subdir
 
 RUN_FILE = "run.json"
 SPLIT_FILE = "split.json"  # the names of each split part, written by trainer.runs
-# split.json key -> the part label of ``Split.part_of``
-SPLIT_PARTS = {"train": "train", "validation": "validation", "test": "test", "zero_shot": "zero-shot"}
 # LevelView.stats() fields that identify the level a run was trained on
 LEVEL_KEYS = ("source", "root", "depth", "mode", "classes", "names")
 
@@ -80,21 +80,18 @@ def list_runs(base: str | Path | None = None) -> list[RunInfo]:
 # ---------------------------------------------------------------------------- labels
 
 
-def _level_text(source, root, synonyms: bool, depth) -> str:
-    """``hpo under HP:0000118 d1``, ``icd10 d1`` or ``hpo under HP:0000118 synonym sets``."""
-    under = f" under {root}" if root else ""
-    return f"{source or '?'}{under} {'synonym sets' if synonyms else f'd{depth}'}"
-
-
 def shots_text(shots) -> str:
     """``15 shots``, or ``all names`` when a split took every name (``shots`` None)."""
     return "all names" if shots is None else f"{shots} shots"
 
 
 def level_label(config: dict) -> str:
-    """The level a run's config trained on (see :func:`_level_text`)."""
-    source = Path(str(config.get("source", "?"))).name  # a path source: its file name is enough
-    return _level_text(source, config.get("root"), config.get("synonyms"), config.get("depth", "?"))
+    """The level a run's (or a job's) config trains on, as :attr:`LevelSpec.label` words it.
+
+    >>> level_label({"source": "/data/hp.obo", "root": "HP:0000118", "depth": 2})
+    'hp.obo under HP:0000118 d2'
+    """
+    return LevelSpec.from_config(config).label
 
 
 def read_split_names(path: str | Path) -> dict[str, list[str]] | None:
@@ -163,7 +160,7 @@ def run_split(path: str | Path, view) -> RunSplit:
     rows_of: dict[str, list[int]] = {}
     for row, name in enumerate(view.names):
         rows_of.setdefault(name, []).append(row)
-    parts = np.full(len(view.names), "unused", dtype=object)
+    parts = np.full(len(view.names), UNUSED, dtype=object)
     for key, label in SPLIT_PARTS.items():
         for name in names[key]:
             if name not in rows_of:

@@ -26,6 +26,10 @@ from bioviz.ontology.levels import LevelView
 # (fewshot-biomedical-names §3.2). Everything that says "the default split" uses these.
 DEFAULT_SHOTS = 15
 DEFAULT_SPLIT_SEED = 0
+# The parts of a split: the Split attribute (and key of a run's split.json and of
+# Split.sizes) -> the label Split.part_of gives its rows. Rows in no part are UNUSED.
+SPLIT_PARTS = {"train": "train", "validation": "validation", "test": "test", "zero_shot": "zero-shot"}
+UNUSED = "unused"
 
 
 @dataclass(frozen=True)
@@ -57,21 +61,16 @@ class Split:
     def sizes(self) -> dict:
         """Number of names in each part, and how many classes were short."""
         return {
-            "train": int(len(self.train)),
-            "validation": int(len(self.validation)),
-            "test": int(len(self.test)),
-            "zero_shot": int(len(self.zero_shot)),
+            **{part: int(len(getattr(self, part))) for part in SPLIT_PARTS},
             "zero_shot_classes": len(self.zero_shot_classes),
             "short_classes": len(self.short_classes),
         }
 
     def part_of(self, n_names: int) -> np.ndarray:
         """Array of part labels (``train``/``validation``/``test``/``zero-shot``/``unused``) per row."""
-        parts = np.full(n_names, "unused", dtype=object)
-        parts[self.train] = "train"
-        parts[self.validation] = "validation"
-        parts[self.test] = "test"
-        parts[self.zero_shot] = "zero-shot"
+        parts = np.full(n_names, UNUSED, dtype=object)
+        for part, label in SPLIT_PARTS.items():
+            parts[getattr(self, part)] = label
         return parts
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from bioviz.errors import BiovizError
 from bioviz.models.embeddings import Progress, embed, encode_cached, load_encoder
-from bioviz.ontology import make_split
+from bioviz.ontology import DEFAULT_SPLIT, SplitSpec
 from bioviz.ontology.model import Ontology, normalise_name
 from bioviz.search.index import NeighbourIndex
 from bioviz.space import Space
@@ -151,7 +151,7 @@ AMONG = ("names", "train", "hypernyms")
 
 
 def candidate_index(view, model: str, among: str = "names", base: NeighbourIndex | None = None,
-                    progress: Progress | None = None, shots: int = 15, seed: int = 0) -> NeighbourIndex:
+                    progress: Progress | None = None, split: SplitSpec = DEFAULT_SPLIT) -> NeighbourIndex:
     """The names a query is ranked against, as in the papers' tables.
 
     Parameters
@@ -160,7 +160,7 @@ def candidate_index(view, model: str, among: str = "names", base: NeighbourIndex
     model : str
     among : str
         ``names``: every name of the level; ``train``: the training names of the few-shot
-        split (``shots``, ``seed``), as fewshot-biomedical-names Table 4 ranks training names
+        split (``split``, by default the one default split), as fewshot-biomedical-names Table 4 ranks training names
         for a validation mention; ``hypernyms``: the names of the class concepts themselves,
         as higher-level-semantics Table 6 ranks hypernyms (a hit in the query's class is a
         matching hypernym).
@@ -168,6 +168,8 @@ def candidate_index(view, model: str, among: str = "names", base: NeighbourIndex
         An index over all of the view's names under ``model`` (built if not given).
     progress : callable, optional
         ``progress(done, total)`` while encoding.
+    split : SplitSpec
+        The split whose training names ``train`` ranks against.
 
     Raises
     ------
@@ -194,7 +196,7 @@ def candidate_index(view, model: str, among: str = "names", base: NeighbourIndex
         base = NeighbourIndex.from_view(space, view)
     if among == "names":
         return base
-    return base.subset(make_split(view, shots=shots, seed=seed).train)
+    return base.subset(split.make(view).train)
 
 
 def concept_card(ontology: Ontology, concept_id: str) -> dict:
@@ -216,10 +218,9 @@ def concept_card(ontology: Ontology, concept_id: str) -> dict:
     }
 
 
-def held_out_names(view, seed: int = 0) -> list[str]:
-    """The held-out test names of the view's default few-shot split (one per class)."""
-    split = make_split(view, shots=15, seed=seed)
-    return [view.names[i] for i in split.test]
+def held_out_names(view, split: SplitSpec = DEFAULT_SPLIT) -> list[str]:
+    """The held-out test names of a few-shot split of the view (by default the default split; one per class)."""
+    return [view.names[i] for i in split.make(view).test]
 
 
 def comparison_rows(rows_a: list[dict], rows_b: list[dict] | None, label_a: str, label_b: str | None,
