@@ -22,7 +22,11 @@ METRIC_LABELS = {"map": "mAP", "acc1": "Acc@1", "mrr": "MRR", "spearman": "Spear
 
 
 def metric_label(metric: str) -> str:
-    """Readable metric name: ``test.acc1`` -> ``test Acc@1``, ``0-1`` -> ``AUC 0 vs 1``."""
+    """Readable metric name of a result's metric key.
+
+    >>> metric_label("map"), metric_label("zero_shot.acc1"), metric_label("0-1")
+    ('mAP', 'zero-shot Acc@1', 'AUC 0 vs 1')
+    """
     if "." in metric:
         part, name = metric.split(".", 1)
         return f"{part.replace('_', '-')} {METRIC_LABELS.get(name, name)}"

@@ -23,7 +23,11 @@ def export_config_as(filename: str, fmt: str = "png") -> dict:
 
 
 def slug(*parts: object) -> str:
-    """A file-name-safe join of ``parts`` (``minilm-vs-char-tfidf-icd10-d1``)."""
+    """A file-name-safe join of ``parts``, empty parts left out.
+
+    >>> slug("minilm", "vs", "char-tfidf", None, "icd10 d1")
+    'minilm-vs-char-tfidf-icd10-d1'
+    """
     text = "-".join(str(p) for p in parts if p not in (None, ""))
     text = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")
     return text[:120] or "figure"

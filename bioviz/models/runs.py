@@ -81,7 +81,11 @@ def list_runs(base: str | Path | None = None) -> list[RunInfo]:
 
 
 def shots_text(shots) -> str:
-    """``15 shots``, or ``all names`` when a split took every name (``shots`` None)."""
+    """``15 shots``, or ``all names`` when a split took every name (``shots`` None).
+
+    >>> shots_text(15), shots_text(None)
+    ('15 shots', 'all names')
+    """
     return "all names" if shots is None else f"{shots} shots"
 
 

@@ -23,6 +23,9 @@ def normalise_name(name: str) -> str:
 
     Two names that differ only in case or spacing are the same name for grouping and
     ambiguity (the papers lower-case their input too).
+
+    >>> normalise_name("  Urinary   Hesitancy ")
+    'urinary hesitancy'
     """
     return " ".join(name.split()).casefold()
 

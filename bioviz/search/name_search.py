@@ -60,7 +60,11 @@ def _find_all(blob: str, starts: np.ndarray, needle: str) -> np.ndarray:
 
 
 def search_key(text: str) -> str:
-    """:func:`~bioviz.ontology.model.normalise_name` without accents: "sjog" finds "Sjögren syndrome"."""
+    """:func:`~bioviz.ontology.model.normalise_name` without accents: "sjog" finds "Sjögren syndrome".
+
+    >>> search_key("Sjögren  Syndrome")
+    'sjogren syndrome'
+    """
     decomposed = unicodedata.normalize("NFKD", normalise_name(text))
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
