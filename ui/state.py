@@ -14,6 +14,7 @@ from bioviz.ontology import list_sources
 from bioviz.ontology.levels import LevelView
 from bioviz.ontology.sources import source_kind
 from bioviz.ontology.umls import COMMON_SABS, DEFAULT_SAB, HIERARCHIES, SEMANTIC_GROUPS
+from bioviz.models.embeddings import PRESET_MODELS
 from bioviz.models.runs import list_runs
 from ui import cache
 
@@ -21,7 +22,6 @@ BUNDLED = [s["name"] for s in list_sources() if s["kind"] == "bundled"]
 DEFAULTS = {"source": "icd10", "root": "", "depth": 1, "synonyms": False, "keep_ambiguous": False,
             "model_a": "minilm", "model_b": "char-tfidf",
             "sab": DEFAULT_SAB, "semantic_group": "", "hierarchy": "parchd"}
-PRESET_MODELS = ["minilm", "char-tfidf"]
 # Loader options of a UMLS source (session key = URL parameter = load_umls argument).
 UMLS_KEYS = ("sab", "semantic_group", "hierarchy")
 SHARED_KEYS = ("source", "root", "depth", "synonyms", "keep_ambiguous", "model_a", "model_b", *UMLS_KEYS)

@@ -76,15 +76,6 @@ class Benchmark:
         return list(dict.fromkeys(self.term1 + self.term2))
 
 
-def list_benchmarks() -> list[dict]:
-    """The bundled benchmarks: name, label, file and number of pairs."""
-    rows = []
-    for name, (file_name, label) in BUNDLED.items():
-        bench = load_benchmark(name)
-        rows.append({"name": name, "label": label, "file": file_name, "pairs": len(bench)})
-    return rows
-
-
 def expand_benchmarks(spec: str) -> list[str]:
     """``all`` -> every bundled name; anything else -> ``[spec]``."""
     return list(BUNDLED) if spec == "all" else [spec]

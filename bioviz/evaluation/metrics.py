@@ -247,24 +247,6 @@ def per_class_map(ap: np.ndarray, query_labels) -> dict:
     return out
 
 
-def hypernym_mrr(query_vectors, query_labels, hypernym_vectors, hypernym_labels) -> float:
-    """MRR of the first hypernym name of the query's own class (higher-level-semantics Table 5).
-
-    Parameters
-    ----------
-    query_vectors : array (n, d)
-        Test names.
-    query_labels : array (n,)
-        Their classes.
-    hypernym_vectors : array (m, d)
-        Every hypernym name of the level (the class concepts' own names).
-    hypernym_labels : array (m,)
-        The class each hypernym name names.
-    """
-    _, rank = ranking_stats(query_vectors, hypernym_vectors, label_relevance(query_labels, hypernym_labels))
-    return _nanmean(1.0 / rank)
-
-
 def ranking_metrics(query_vectors, reference_vectors, relevance, exclude_self: bool = False,
                     reference_groups=None, with_ap: bool = True, n_boot: int = 1000, seed: int = 0,
                     per_query: bool = False) -> dict:
@@ -324,19 +306,6 @@ def bootstrap_mean_ci(values, n_boot: int = 1000, seed: int = 0, level: float = 
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail])
     return [float(low), float(high)]
-
-
-def synonym_metrics(query_vectors, query_labels, reference_vectors, reference_labels,
-                    exclude_self: bool = False) -> dict:
-    """Synonym retrieval (mAP) and concept mapping (Acc@1, MRR) by label (conceptual-grounding §5.1).
-
-    Returns
-    -------
-    dict
-        See :func:`ranking_metrics`.
-    """
-    return ranking_metrics(query_vectors, reference_vectors,
-                           label_relevance(query_labels, reference_labels), exclude_self)
 
 
 def _nanmean(values: np.ndarray) -> float:

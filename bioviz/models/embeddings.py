@@ -46,7 +46,8 @@ from bioviz.space import Space, l2_normalise
 
 logger = logging.getLogger(__name__)
 
-PRESETS = ("minilm", "char-tfidf")
+# MODEL strings of the models that need nothing beyond the installed packages (pickers offer them first)
+PRESET_MODELS = ("minilm", "char-tfidf")
 FINGERPRINT_SCHEMA = "st-1"  # bump when the encoding path changes the vectors a model gives
 # Files that describe a model but do not change its vectors: left out of the fingerprint so
 # that the trainer adding metrics to run.json does not invalidate cached vectors.
@@ -165,14 +166,6 @@ def resolve(spec: str) -> ModelRef:
     if spec.startswith((".", "/", "~")) or spec.count("/") > 1:
         raise ModelError(f"model directory {spec} not found")
     return ModelRef(spec, "hub", None, spec)
-
-
-def model_label(spec: str) -> str:
-    """Short readable name of a MODEL string (run id for runs, directory name, hub id)."""
-    try:
-        return resolve(spec).label
-    except ModelError:
-        return str(spec)
 
 
 def _file_signature(path: Path) -> tuple:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from bioviz.models import char_tfidf, embeddings
-from bioviz.models.embeddings import embed, encode_cached, load_encoder, load_sentence_transformer, model_label
+from bioviz.models.embeddings import embed, encode_cached, load_encoder, load_sentence_transformer, resolve
 from bioviz.errors import ModelError
 
 NAMES = ["heart attack", "myocardial infarction", "asthma", "reactive airway disease", "fracture of femur"]
@@ -83,7 +83,7 @@ def test_encoder_interface_and_chunked_progress():
 
 def test_local_directory_has_the_same_fingerprint_as_the_same_weights(minilm_copy, tmp_home):
     encoder = load_encoder(str(minilm_copy))
-    assert encoder.label == "my-minilm" and model_label(str(minilm_copy)) == "my-minilm"
+    assert encoder.label == "my-minilm" and resolve(str(minilm_copy)).label == "my-minilm"
     assert encoder.fingerprint == load_encoder("minilm").fingerprint  # content hash, not the name
     np.testing.assert_allclose(encoder.encode(NAMES), load_encoder("minilm").encode(NAMES), atol=1e-6)
 
@@ -120,7 +120,7 @@ def test_run_directory_is_labelled_with_its_run_id(minilm_copy, tmp_path, tmp_ho
     run = tmp_path / "runs" / "20260101-abc"
     shutil.copytree(minilm_copy, run)
     (run / "run.json").write_text(json.dumps({"run_id": "20260101-abc", "config": {}}))
-    assert model_label(str(run)) == "20260101-abc"
+    assert resolve(str(run)).label == "20260101-abc"
     space = embed(NAMES[:2], str(run))
     assert space.model_id == "20260101-abc"
     assert load_encoder(str(run)).fingerprint == load_encoder("minilm").fingerprint  # run.json not hashed
