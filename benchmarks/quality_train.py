@@ -150,7 +150,7 @@ def _task(task: dict) -> dict:
     from trainer.config import TrainConfig, validate
 
     torch.set_num_threads(task["threads"])
-    config = validate(TrainConfig(**task["config"]), check_data=False)
+    config = validate(TrainConfig(**task["config"]))
     row = run_one(config, task["relatedness"])
     row["overrides"] = task["overrides"]
     return row
@@ -229,7 +229,7 @@ def run_tasks(task_function, tasks: list[dict], workers: int) -> list[dict]:
         from trainer.config import TrainConfig, validate
         from trainer.data import prepare
 
-        prepare(validate(TrainConfig(**tasks[0]["config"]), check_data=False))
+        prepare(validate(TrainConfig(**tasks[0]["config"])))
         with multiprocessing.get_context("spawn").Pool(workers) as pool:
             for row in pool.imap_unordered(task_function, tasks):
                 rows.append(row)

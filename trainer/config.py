@@ -2,16 +2,16 @@
 
 :func:`validate` refuses an impossible configuration with a one-line
 :class:`~bioviz.errors.BiovizError` *before* anything is trained (the command line and the
-job queue both call it), and fills the defaults that depend on the encoder type.
+job queue both call it), and fills the defaults that depend on the encoder type. It reads
+nothing but the config; the checks that need models or data live in :mod:`trainer.data`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from bioviz.errors import BiovizError, ModelError, SplitError
+from bioviz.errors import BiovizError
 from trainer.base_mix import BASE_WEIGHTS
 
 ENCODERS = ("residual", "dan", "cca", "hierarchical", "definitions")
@@ -131,58 +131,15 @@ def _check_numbers(c: TrainConfig) -> None:
             raise BiovizError(message)
 
 
-def _check_models(c: TrainConfig) -> None:
-    from bioviz.models.embeddings import resolve
-    from bioviz.models.runs import is_run_dir
-
-    ref = resolve(c.base)  # raises ModelError with a one-line reason
-    if ref.kind == "char-tfidf" and c.init is None:
-        raise ModelError("char-tfidf cannot be a training base: a run must be a sentence-transformers "
-                         "model (use minilm, a model directory or a hub id)")
-    if ref.kind in ("bundled", "directory", "run") and ref.path is not None and not Path(ref.path).is_dir():
-        raise ModelError(f"base model {c.base} not found")
-    if c.init is not None:
-        if not is_run_dir(c.init):
-            raise ModelError(f"--init {c.init} is not a complete trained run (no run.json)")
-        if c.encoder == "definitions" or c.finetune:
-            raise BiovizError("--init continues a head-based run; fine-tuning trains a base model "
-                              "(pass the run as --base instead)")
-
-
-def check_split_feasible(sizes, shots: int | None, test_per_class: int) -> None:
-    """Refuse ``shots`` that (almost) no class can provide.
-
-    Parameters
-    ----------
-    sizes : sequence of int
-        Names per class of the level view.
-
-    Raises
-    ------
-    SplitError
-        When fewer than two classes hold ``test_per_class + shots + 1`` names (the shots,
-        a test name and at least one validation name), since nothing can be learnt.
-    """
-    if shots is None:
-        return
-    need = test_per_class + shots + 1
-    able = sum(1 for s in sizes if s >= need)
-    if able < 2:
-        raise SplitError(
-            f"shots {shots} is larger than the classes allow: {able} of {len(sizes)} classes have the "
-            f"{need} names needed (largest class: {max(sizes) if len(sizes) else 0} names)"
-        )
-
-
-def validate(config: TrainConfig, check_data: bool = True) -> TrainConfig:
+def validate(config: TrainConfig) -> TrainConfig:
     """Fill encoder defaults and refuse impossible settings before any training.
+
+    Pure: reads nothing but ``config``. What needs the machine or the data (models, CUDA,
+    the level's classes) is :func:`trainer.data.check_feasible`.
 
     Parameters
     ----------
     config : TrainConfig
-    check_data : bool
-        Also load the source, cut the level and check that the shots fit the classes
-        (seconds for large sources; cached after the first call).
 
     Returns
     -------
@@ -192,8 +149,8 @@ def validate(config: TrainConfig, check_data: bool = True) -> TrainConfig:
     Raises
     ------
     BiovizError
-        With a one-line reason (unknown encoder, bad numbers, missing model or source,
-        level too deep, shots larger than the classes allow).
+        With a one-line reason (unknown encoder, bad numbers, settings that contradict the
+        encoder type).
     """
     if config.encoder not in ENCODERS:
         raise BiovizError(f"unknown encoder {config.encoder!r}: choose one of {', '.join(ENCODERS)}")
@@ -212,22 +169,7 @@ def validate(config: TrainConfig, check_data: bool = True) -> TrainConfig:
         source_options=dict(config.source_options or {}),
     )
     _check_numbers(c)
-    if c.device == "cuda":
-        import torch
-
-        if not torch.cuda.is_available():
-            raise BiovizError("device cuda requested but no CUDA GPU is available (use --device auto or cpu)")
-    _check_models(c)
-    if check_data:
-        from trainer.data import load_view
-
-        view = load_view(c)
-        check_split_feasible(view.class_sizes(), c.shots, c.test_per_class)
-        if c.identity_start:  # known only from the model; checked here so no job is created in vain
-            from bioviz.models.embeddings import model_dimension
-
-            dim = model_dimension(c.input_model)
-            if c.hidden < 2 * dim:
-                raise BiovizError(f"an identity start needs hidden >= 2 x {dim} = {2 * dim} for the "
-                                  f"{dim}-dimensional vectors of {c.input_model} (got {c.hidden})")
+    if c.init is not None and (c.encoder == "definitions" or c.finetune):
+        raise BiovizError("--init continues a head-based run; fine-tuning trains a base model "
+                          "(pass the run as --base instead)")
     return c

@@ -14,7 +14,8 @@ from functools import lru_cache
 
 from bioviz.ontology import make_split
 from bioviz.ontology.levels import LevelView
-from trainer.config import ENCODERS, TrainConfig, check_split_feasible, validate
+from trainer.config import ENCODERS, TrainConfig, validate
+from trainer.data import check_split_feasible
 
 # Fields the job system or the shared selection sets, not the hyperparameter form.
 SELECTION_FIELDS = ("source", "root", "depth", "synonyms", "keep_ambiguous", "source_options")
@@ -35,7 +36,7 @@ def field_help() -> dict[str, str]:
 @lru_cache(maxsize=len(ENCODERS))
 def encoder_defaults(encoder: str) -> dict:
     """The papers' defaults for ``encoder``: every field of a resolved config (no data loaded)."""
-    config = validate(TrainConfig(source="icd10", encoder=encoder), check_data=False)
+    config = validate(TrainConfig(source="icd10", encoder=encoder))
     return dataclasses.asdict(config)
 
 

@@ -139,12 +139,14 @@ class ProgressWriter:
 def handle(args: argparse.Namespace) -> int:
     """Validate, then train; returns the exit code."""
     from trainer.config import validate
-    from trainer.loop import CancelFlag, Cancelled
+    from trainer.data import check_models
+    from trainer.events import CancelFlag, Cancelled
     from trainer.runs import check_out_dir, train_run
 
     writer = ProgressWriter(args.progress_file)
     try:
         config = validate(config_from_args(args))
+        check_models(config)
         check_out_dir(args.out)
     except BiovizError as error:
         writer({"event": "error", "message": str(error)})

@@ -145,7 +145,7 @@ def test_auto_is_a_word_of_base_weight_only(data_dir, tmp_home, tmp_path, capsys
     from trainer.config import TrainConfig, validate
 
     with pytest.raises(BiovizError, match="base_weight must be in \\[0, 1\\], or auto"):
-        validate(TrainConfig(source=str(data_dir / "trainer_tiny.tsv"), base_weight="auto"), check_data=False)
+        validate(TrainConfig(source=str(data_dir / "trainer_tiny.tsv"), base_weight="auto"))
 
 
 def test_existing_output_is_refused(data_dir, tmp_home, tmp_path, capsys):

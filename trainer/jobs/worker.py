@@ -429,6 +429,7 @@ def validate_config(config: dict) -> dict:
     import dataclasses
 
     from trainer.config import TrainConfig, validate
+    from trainer.data import check_feasible
 
     known = {f.name for f in dataclasses.fields(TrainConfig)}
     unknown = sorted(set(config) - known)
@@ -436,7 +437,9 @@ def validate_config(config: dict) -> dict:
         raise JobError(f"unknown training option(s): {', '.join(unknown)}")
     if "source" not in config:
         raise JobError("a training job needs a source")
-    return dataclasses.asdict(validate(TrainConfig(**config)))
+    validated = validate(TrainConfig(**config))
+    check_feasible(validated)
+    return dataclasses.asdict(validated)
 
 
 def main(argv: list[str] | None = None) -> int:
