@@ -15,8 +15,9 @@ from bioviz.errors import BiovizError
 from bioviz.evaluation.run import read_run_evaluations, results_table
 from bioviz.figures import base_weight_choice, baseline_vs_trained, export_config, training_curves
 from bioviz.models.runs import is_run_dir, list_runs, read_run, run_row, stored_results_rows
+from bioviz.ontology.splits import DEFAULT_SHOTS
 from trainer.base_mix import describe as describe_base_mix
-from trainer.config import ENCODERS
+from trainer.config import ENCODERS, TrainConfig
 from trainer.job_options import applies_to, encoder_defaults, estimate_sizes, field_help, hyperparameters
 from trainer.jobs.store import ACTIVE, CANCELLED, QUEUED, RUNNING, SUCCEEDED, describe_config, job_row, \
     progress_stage, queue_position, read_progress, tail
@@ -59,8 +60,8 @@ helps = field_help()
 left, middle, right = st.columns(3)
 with left:
     all_names = st.toggle("Train on all names", key="train_all_names", help=helps["shots"])
-    shots = None if all_names else int(st.number_input("Shots per class", min_value=1, max_value=1000, value=15,
-                                                       key="train_shots", help=helps["shots"]))
+    shots = None if all_names else int(st.number_input("Shots per class", min_value=1, max_value=1000,
+                                                       value=DEFAULT_SHOTS, key="train_shots", help=helps["shots"]))
     encoder = st.selectbox("Encoder", ENCODERS, key="train_encoder", help=helps["encoder"],
                            format_func=lambda e: f"{e} — {ENCODER_HELP.get(e, '')}")
 with middle:
@@ -114,10 +115,10 @@ with st.expander("Hyperparameters (the papers' defaults for this encoder; base_w
 state.keep_form("train", FORM_KEYS, FORM_PREFIXES)
 
 if view is not None:
-    seed = values.get("split_seed") if values.get("split_seed") is not None else values.get("seed", 0)
+    # The split the job will draw (its seed: split_seed, else seed), as the trainer derives it.
+    split = TrainConfig(source=st.session_state["source"], shots=shots, **values).split
     try:
-        sizes = estimate_sizes(view, shots, seed=int(seed), test_per_class=int(values.get("test_per_class", 1)),
-                               zero_shot_classes=values.get("zero_shot_classes", 0))
+        sizes = estimate_sizes(view, split)
         cols = st.columns(5)
         cols[0].metric("Classes trained on", f"{sizes['classes']:,}")
         cols[1].metric("Training names", f"{sizes['train']:,}")

@@ -12,6 +12,8 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from bioviz.errors import BiovizError
+from bioviz.ontology.level_spec import LevelSpec
+from bioviz.ontology.splits import DEFAULT_SHOTS, DEFAULT_SPLIT_SEED, SplitSpec
 from trainer.base_mix import BASE_WEIGHTS
 
 ENCODERS = ("residual", "dan", "cca", "hierarchical", "definitions")
@@ -34,7 +36,10 @@ _DEFAULTS = {
 class TrainConfig:
     """Everything needed to reproduce a training run.
 
-    ``None`` fields take the encoder type's default in :func:`validate`.
+    ``None`` fields take the encoder type's default in :func:`validate`. The level is kept
+    as flat fields (``source`` ... ``source_options``), the form of ``run.json`` and of a
+    job's ``config.json`` since the first runs; :attr:`level` is the same as a
+    :class:`~bioviz.ontology.LevelSpec`, and :attr:`split` the split it draws.
     """
 
     source: str  # SOURCE: icd10, icd10cm, hpo, or a path (.obo, UMLS META dir, .tsv/.csv)
@@ -42,13 +47,13 @@ class TrainConfig:
     root: str | None = None  # root concept id (None: the source's default root)
     synonyms: bool = False  # synonym-set mode: every concept is its own class (depth ignored)
     keep_ambiguous: bool = False  # keep names found under several classes
-    shots: int | None = 15  # training (and validation) names per class; None = all names
+    shots: int | None = DEFAULT_SHOTS  # training (and validation) names per class; None = all names
     test_per_class: int = 1  # held-out test names per class
     zero_shot_classes: float = 0  # classes held out entirely (count, or fraction when < 1)
     encoder: str = "residual"  # residual | dan | cca | hierarchical | definitions
     base: str = "minilm"  # MODEL whose vectors are the input (a run directory works too)
     init: str | None = None  # continual learning: train on the outputs of this earlier run
-    seed: int = 0  # seed of weights, sampling and dropout
+    seed: int = DEFAULT_SPLIT_SEED  # seed of weights, sampling and dropout
     split_seed: int | None = None  # seed of the few-shot split (None: same as seed)
     epochs: int | None = None  # maximum epochs (100 for heads, 1 for definitions)
     hidden: int = 9600  # hidden layer width (fewshot §3.3 tunes 9,600)
@@ -81,9 +86,17 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
     @property
-    def effective_split_seed(self) -> int:
-        """The seed the split is drawn with."""
-        return self.seed if self.split_seed is None else self.split_seed
+    def level(self) -> LevelSpec:
+        """The level trained on (from the flat ``source``, ``root``, ``depth`` ... fields)."""
+        return LevelSpec.from_config(self.to_dict())
+
+    @property
+    def split(self) -> SplitSpec:
+        """The split drawn: ``shots``, ``test_per_class``, ``zero_shot_classes`` and the split seed
+        (``split_seed``, or ``seed`` when that is None)."""
+        seed = self.seed if self.split_seed is None else self.split_seed
+        return SplitSpec(shots=self.shots, seed=seed, test_per_class=self.test_per_class,
+                         zero_shot_classes=self.zero_shot_classes)
 
     @property
     def input_model(self) -> str:

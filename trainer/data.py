@@ -14,24 +14,11 @@ from pathlib import Path
 import numpy as np
 
 from bioviz.errors import BiovizError, ModelError, SplitError
-from bioviz.ontology import Ontology, Split, level_view, load_source, make_split, synonym_view
+from bioviz.ontology import Ontology, Split
 from bioviz.ontology.levels import LevelView
 from trainer.config import TrainConfig
 
 logger = logging.getLogger(__name__)
-
-
-def load_ontology(config: TrainConfig) -> Ontology:
-    """The source named in ``config`` (through bioviz's parsed-source cache)."""
-    return load_source(config.source, **(config.source_options or {}))
-
-
-def load_view(config: TrainConfig, ontology: Ontology | None = None) -> LevelView:
-    """The level view (or synonym-set view) ``config`` trains on."""
-    ontology = ontology or load_ontology(config)
-    if config.synonyms:
-        return synonym_view(ontology, root=config.root, keep_ambiguous=config.keep_ambiguous)
-    return level_view(ontology, depth=config.depth, root=config.root, keep_ambiguous=config.keep_ambiguous)
 
 
 def check_models(config: TrainConfig) -> None:
@@ -128,7 +115,7 @@ def check_feasible(config: TrainConfig) -> None:
         the classes allow, an identity start wider than the hidden layer allows).
     """
     check_models(config)
-    check_view(config, load_view(config))
+    check_view(config, config.level.load())
 
 
 @dataclass
@@ -183,11 +170,11 @@ def prepare(config: TrainConfig, progress=None) -> TrainingData:
     """
     from bioviz.models.embeddings import encode_cached, load_encoder
 
-    ontology = load_ontology(config)
-    view = load_view(config, ontology)
+    level = config.level
+    ontology = level.ontology()
+    view = level.load(ontology)
     check_view(config, view)
-    split = make_split(view, shots=config.shots, seed=config.effective_split_seed,
-                       test_per_class=config.test_per_class, zero_shot_classes=config.zero_shot_classes)
+    split = config.split.make(view)
     started = time.perf_counter()
     encoder = load_encoder(config.input_model)
     vectors, _ = encode_cached(encoder, view.names, progress=progress)

@@ -12,8 +12,8 @@ import inspect
 import re
 from functools import lru_cache
 
-from bioviz.ontology import make_split
 from bioviz.ontology.levels import LevelView
+from bioviz.ontology.splits import SplitSpec
 from trainer.config import ENCODERS, TrainConfig, validate
 from trainer.data import check_split_feasible
 
@@ -72,9 +72,14 @@ def applies_to(option: dict, encoder: str) -> bool:
     return encoder in first[:-1].split("/")
 
 
-def estimate_sizes(view: LevelView, shots: int | None, seed: int = 0, test_per_class: int = 1,
-                   zero_shot_classes: float = 0) -> dict:
+def estimate_sizes(view: LevelView, split: SplitSpec) -> dict:
     """Names in each part of the split a job with these settings will draw.
+
+    Parameters
+    ----------
+    view : LevelView
+    split : SplitSpec
+        The job's split (:attr:`trainer.config.TrainConfig.split`).
 
     Returns
     -------
@@ -86,9 +91,7 @@ def estimate_sizes(view: LevelView, shots: int | None, seed: int = 0, test_per_c
     SplitError
         When the trainer would refuse these shots (the same check it runs).
     """
-    check_split_feasible(view.class_sizes(), shots, test_per_class)
-    split = make_split(view, shots=shots, seed=seed, test_per_class=test_per_class,
-                       zero_shot_classes=zero_shot_classes)
-    sizes = split.sizes()
+    check_split_feasible(view.class_sizes(), split.shots, split.test_per_class)
+    sizes = split.make(view).sizes()
     sizes["classes"] = len(view.classes) - sizes["zero_shot_classes"]
     return sizes

@@ -37,7 +37,9 @@ from pathlib import Path
 
 from bioviz.errors import BiovizError
 from bioviz.paths import home
-from bioviz.models.runs import level_label, shots_text
+from bioviz.models.runs import shots_text
+from bioviz.ontology.level_spec import LevelSpec
+from bioviz.ontology.splits import DEFAULT_SHOTS
 
 logger = logging.getLogger(__name__)
 
@@ -554,9 +556,10 @@ def _clock(seconds: float | None) -> str:
 
 def describe_config(config: dict) -> str:
     """``residual on icd10 d1 · 15 shots · base minilm`` for tables and titles."""
-    level = level_label({"depth": 1, **config})  # a job's config left out means the TrainConfig default
+    level = LevelSpec.from_config(config).label  # a field left out means the TrainConfig default
     start = f"init {Path(str(config['init'])).name}" if config.get("init") else f"base {config.get('base', 'minilm')}"
-    return f"{config.get('encoder', 'residual')} on {level} · {shots_text(config.get('shots', 15))} · {start}"
+    shots = shots_text(config.get("shots", DEFAULT_SHOTS))
+    return f"{config.get('encoder', 'residual')} on {level} · {shots} · {start}"
 
 
 def queue_position(jobs: list[Job], job: Job) -> int | None:
