@@ -45,3 +45,32 @@ def test_validate_is_pure_and_check_feasible_reads_the_data(data_dir, tmp_home):
     with pytest.raises(BiovizError, match="shots 50 is larger than the classes allow"):
         check_feasible(too_many)
     check_feasible(dataclasses.replace(too_many, shots=1))
+
+
+@pytest.mark.parametrize("field, value, reason", [
+    ("batch_size", 0, "batch_size must be >= 2 (got 0)"),
+    ("lr", 0, "lr must be > 0 (got 0)"),
+    ("epochs", 0, "epochs must be >= 1 (got 0)"),
+    ("dropout", 1.0, "dropout must be in [0, 1) (got 1.0)"),
+    ("shots", 0, "shots must be >= 1, or all (got 0)"),
+    ("stop_on", "accuracy", "unknown stop_on 'accuracy': choose one of auto, loss, mAP"),
+    ("identity_start", "yes", "identity_start must be true or false"),
+])
+def test_out_of_range_values_are_refused_zero_included(field, value, reason):
+    """Zero is a value like any other: only None means "the encoder type's default"."""
+    with pytest.raises(BiovizError) as error:
+        validate(TrainConfig(source="icd10", **{field: value}))
+    assert str(error.value) == reason or str(error.value).startswith(reason)
+
+
+def test_options_describe_every_field_for_the_form_and_the_checks():
+    from trainer.config import OPTIONS
+    from trainer.job_options import hyperparameters
+
+    assert OPTIONS["context_weight"].encoders == ("dan", "cca") and OPTIONS["context_weight"].per_encoder
+    assert OPTIONS["base_weight"].none == "auto" and OPTIONS["base_weight"].menu[0] == 0.0
+    assert OPTIONS["hidden"].kind is int and OPTIONS["lr"].kind is float and OPTIONS["lr"].optional
+    assert OPTIONS["synonym_dropout"].help_text.startswith("cca: ")
+    shown = {o.name for o in hyperparameters("hierarchical")}
+    assert {"finetune", "ms_alpha", "hidden"} <= shown and not shown & {"context_weight", "synonym_dropout"}
+    assert validate(TrainConfig(source="icd10", encoder="dan")).context_weight == 1.0  # gamma, higher-level §3
