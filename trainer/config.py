@@ -9,7 +9,10 @@ nothing but the config; the checks that need models or data live in :mod:`traine
 from __future__ import annotations
 
 import dataclasses
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from bioviz.errors import BiovizError
 from bioviz.ontology.level_spec import LevelSpec
@@ -98,8 +101,24 @@ class TrainConfig:
     source_options: dict = option(help="loader options (UMLS sab, semantic_group, hierarchy)", default_factory=dict)
 
     def to_dict(self) -> dict:
-        """Plain dict for run.json."""
+        """Plain dict for run.json and a job's config.json."""
         return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: Mapping) -> "TrainConfig":
+        """A config from a dict of its fields (a config.json, a job request).
+
+        Raises
+        ------
+        BiovizError
+            With unknown fields (named) or without a source.
+        """
+        unknown = sorted(set(values) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise BiovizError(f"unknown training option(s): {', '.join(unknown)}")
+        if not values.get("source"):
+            raise BiovizError("a training config needs a source (--source or \"source\" in --config)")
+        return cls(**values)
 
     @property
     def level(self) -> LevelSpec:
@@ -118,6 +137,25 @@ class TrainConfig:
     def input_model(self) -> str:
         """The MODEL whose vectors the encoder reads: the ``init`` run if given, else ``base``."""
         return self.init or self.base
+
+
+def read_config(path: str | Path) -> dict:
+    """The JSON object of training options in ``path`` (a job's ``config.json``).
+
+    Raises
+    ------
+    BiovizError
+        If the file is missing or does not hold a JSON object.
+    """
+    try:
+        values = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise BiovizError(f"cannot read config file {path}: {error.strerror or error}") from None
+    except ValueError as error:
+        raise BiovizError(f"config file {path} is not JSON: {error}") from None
+    if not isinstance(values, dict):
+        raise BiovizError(f"config file {path} must hold a JSON object of training options")
+    return values
 
 
 # Every field's description (help, encoder types, bounds, choices), by name.

@@ -209,3 +209,18 @@ def test_hierarchical_can_fine_tune_the_base_transformer(data_dir, tmp_home, tmp
 def test_finetune_is_refused_for_head_encoders(data_dir, tmp_home, tmp_path, capsys):
     assert main(_args(data_dir, tmp_path / "x", "--encoder", "dan", "--finetune")) == 2
     assert "finetune applies to the hierarchical encoder" in capsys.readouterr().err
+
+
+def test_config_file_with_options_overriding_it(data_dir, tmp_home, tmp_path, capsys):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"source": str(data_dir / "trainer_tiny.tsv"), "shots": 3, "hidden": 32,
+                                  "epochs": 5, "encoder": "dan", "base_weight": None}))
+    out = tmp_path / "from-file"
+    assert main(["train", "--config", str(config), "--epochs", "1", "--out", str(out), "--json"]) == 0
+    record = json.loads((out / "run.json").read_text())["config"]
+    assert record["encoder"] == "dan" and record["shots"] == 3 and record["hidden"] == 32  # from the file
+    assert record["epochs"] == 1  # the option given on the command line wins
+    capsys.readouterr()
+    config.write_text(json.dumps({"source": "icd10", "learning_rate": 0.1}))
+    assert main(["train", "--config", str(config), "--out", str(tmp_path / "never")]) == 2
+    assert capsys.readouterr().err.strip() == "error: unknown training option(s): learning_rate"

@@ -1,6 +1,6 @@
 """Training jobs: a SQLite job table and the executor interface that runs them.
 
-A job is one ``python -m trainer train ...`` run. Its row in ``BIOVIZ_HOME/jobs.sqlite``
+A job is one ``python -m trainer train --config jobs/<id>/config.json ...`` run. Its row in ``BIOVIZ_HOME/jobs.sqlite``
 (WAL mode, so the app, the command line and the job processes read and write it at the
 same time) holds the config, the status, the device, timestamps, where its log, progress
 file and run directory are, and the error when it did not succeed. The trainer appends one
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bioviz.errors import BiovizError
-from bioviz.paths import home
+from bioviz.paths import home, write_text_atomic
 from bioviz.models.runs import shots_text
 from bioviz.ontology.level_spec import LevelSpec
 from bioviz.ontology.splits import DEFAULT_SHOTS
@@ -50,6 +50,7 @@ ACTIVE = (QUEUED, RUNNING)
 FINISHED = (SUCCEEDED, FAILED, CANCELLED, INTERRUPTED)
 
 DB_FILE = "jobs.sqlite"
+CONFIG_FILE = "config.json"  # in the job's folder, beside its log and progress file
 # Exit code of a trainer stopped by SIGTERM between batches (128 + SIGINT, by convention).
 CANCEL_EXIT_CODE = 130
 # Seconds a cancelled trainer gets to stop cleanly before it is killed (it stops between
@@ -131,6 +132,11 @@ class Job:
     progress: dict = field(default_factory=dict)
     exit_code: int | None = None
     error: str | None = None
+
+    @property
+    def config_path(self) -> str:
+        """``jobs/<id>/config.json``: the options the trainer runs with (``train --config``)."""
+        return str(Path(self.log_path).parent / CONFIG_FILE)
 
     @property
     def finished(self) -> bool:
@@ -262,10 +268,15 @@ class JobStore:
     # -- writing -----------------------------------------------------------------------
     def create(self, config: dict, requested_device: str = "auto", executor: str = "local",
                module: str = "trainer") -> Job:
-        """Add a queued job for ``config``; its folder and run path are named by its id."""
+        """Add a queued job for ``config``; its folder and run path are named by its id.
+
+        The config is written once, to ``jobs/<id>/config.json`` (atomically, before the row
+        exists, so a listed job always has it); the row keeps a copy for listing.
+        """
         job_id = new_job_id()
         folder = self.jobs_dir / job_id
         folder.mkdir(parents=True, exist_ok=False)
+        write_text_atomic(folder / CONFIG_FILE, json.dumps(config, sort_keys=True, indent=1))
         values = {
             "id": job_id, "config": json.dumps(config, sort_keys=True), "status": QUEUED,
             "requested_device": requested_device, "created_at": time.time(), "executor": executor, "module": module,

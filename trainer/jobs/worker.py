@@ -35,6 +35,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from bioviz.models.runs import is_run_dir
+from bioviz.paths import write_text_atomic
 from trainer.jobs.store import (
     ACTIVE, CANCEL_EXIT_CODE, CANCEL_GRACE_S, CANCELLED, FAILED, INTERRUPTED, QUEUED, RUNNING, SUCCEEDED, Executor,
     Job, JobError, JobStore, LocalProcessExecutor, ProcessState, python_command, read_progress, summarise_progress,
@@ -74,47 +75,14 @@ def parse_slots(text: str | None) -> dict[str, int]:
     return slots
 
 
-def _config_defaults() -> dict:
-    """Field defaults of the trainer's config (None where the encoder type decides)."""
-    import dataclasses
-
-    from trainer.config import TrainConfig
-
-    return {f.name: (None if f.default is dataclasses.MISSING else f.default) for f in dataclasses.fields(TrainConfig)}
-
-
-def config_to_argv(config: dict, defaults: dict | None = None) -> list[str]:
-    """Turn a job config into ``train`` options: ``{"shots": 15, "x_y": True}`` -> ``--shots 15 --x-y``.
-
-    False, empty dicts and None leave an option out (its default applies), except None for
-    a field whose default is not None (``shots=None`` = all names), which is spelt ``none``.
-    Dicts go as JSON, lists as one value each.
-    """
-    defaults = _config_defaults() if defaults is None else defaults
-    argv: list[str] = []
-    for key in sorted(config):
-        value = config[key]
-        flag = "--" + key.replace("_", "-")
-        if value is None:
-            if defaults.get(key) is not None:
-                argv += [flag, "none"]
-        elif value is False or value == {}:
-            continue
-        elif value is True:
-            argv.append(flag)
-        elif isinstance(value, dict):
-            argv += [flag, json.dumps(value, sort_keys=True)]
-        elif isinstance(value, (list, tuple)):
-            argv += [flag, *(str(v) for v in value)]
-        else:
-            argv += [flag, str(value)]
-    return argv
-
-
 def train_command(job: Job) -> list[str]:
-    """The trainer command line of ``job`` (see the trainer's ``--progress-file`` contract)."""
+    """The trainer command line of ``job``: its config file, its run directory, its slot's device.
+
+    The device is the slot the job got (``cpu`` or one GPU made visible as ``cuda``), which
+    overrides whatever the file says (options override ``--config``).
+    """
     device = "cpu" if (job.device or "cpu") == "cpu" else "cuda"
-    return python_command("-m", job.module, "train", *config_to_argv(job.config), "--out", job.run_dir,
+    return python_command("-m", job.module, "train", "--config", job.config_path, "--out", job.run_dir,
                           "--json", "--progress-file", job.progress_path, "--device", device)
 
 
@@ -242,23 +210,24 @@ class Worker:
         device : str
             ``auto`` (a GPU when present, else the CPU), ``cpu``, ``cuda`` or ``cuda:N``.
         validate : bool
-            Check the config with the trainer first (refuses before anything is created).
+            Check the config with the trainer first (refuses before anything is created);
+            the job's ``config.json`` then holds every option, the defaults filled in.
 
         Raises
         ------
         BiovizError
             If the config is invalid or the device is not available here.
         """
-        device = config.get("device") or device
+        config = dict(config)
+        # The device is the job's, not the run's: it picks a slot, and the runner passes the
+        # slot's device to the trainer. Taken out of the config here, and only here.
+        device = config.pop("device", None) or device
         if device not in DEVICE_CHOICES and not (device.startswith("cuda:") and device[5:].isdigit()):
             raise JobError(f"unknown device {device!r}: use auto, cpu, cuda or cuda:N")
         if device.startswith("cuda") and device not in self.capacity() and not (device == "cuda" and gpu_count()):
             raise JobError(f"device {device!r} is not available here ({gpu_count()} CUDA devices)")
-        config = dict(config)
-        device = config.pop("device", None) or device
         if validate:
             config = validate_config(config)
-            config.pop("device", None)
         job = self.store.create(config, requested_device=device, executor=self.executor.name, module=self.module)
         self.reconcile()
         return self.store.get(job.id)
@@ -363,6 +332,7 @@ class Worker:
             The trainer's exit code.
         """
         job = self.store.get(job_id)
+        ensure_config_file(job)
         cancel_requested: float | bool = False  # monotonic time of the first SIGTERM
         child: subprocess.Popen | None = None
 
@@ -414,32 +384,38 @@ class Worker:
 
 
 def validate_config(config: dict) -> dict:
-    """Refuse a config the trainer would reject (unknown encoder, too many shots, missing base).
+    """Refuse a config the trainer would reject (unknown option, encoder, too many shots, missing base).
+
+    Runs :func:`trainer.config.validate` and :func:`trainer.data.check_feasible` (the one
+    time the level is loaded for a job before it runs).
+
+    Parameters
+    ----------
+    config : dict
+        Training options, without the device (the job's, see :meth:`Worker.submit`).
 
     Returns
     -------
     dict
-        The config with the encoder's defaults filled in (what the run will use).
+        Every option, the encoder's defaults filled in (what the run will use).
 
     Raises
     ------
     BiovizError
         With the trainer's one-line reason.
     """
-    import dataclasses
-
     from trainer.config import TrainConfig, validate
     from trainer.data import check_feasible
 
-    known = {f.name for f in dataclasses.fields(TrainConfig)}
-    unknown = sorted(set(config) - known)
-    if unknown:
-        raise JobError(f"unknown training option(s): {', '.join(unknown)}")
-    if "source" not in config:
-        raise JobError("a training job needs a source")
-    validated = validate(TrainConfig(**config))
+    validated = validate(TrainConfig.from_dict(config))
     check_feasible(validated)
-    return dataclasses.asdict(validated)
+    return {name: value for name, value in validated.to_dict().items() if name != "device"}
+
+
+def ensure_config_file(job: Job) -> None:
+    """Write ``job``'s config.json from its row when missing (jobs queued before config files)."""
+    if not Path(job.config_path).exists():
+        write_text_atomic(job.config_path, json.dumps(job.config, sort_keys=True, indent=1))
 
 
 def main(argv: list[str] | None = None) -> int:
