@@ -1,6 +1,6 @@
 """Train: launch few-shot training runs in the background and follow them while exploring.
 
-Jobs run as their own processes (trainer.jobs.worker); this page only submits, lists and reads
+Jobs run as their own processes (trainer.jobs.runner); this page only submits, lists and reads
 them, so a reload, another tab or an app restart shows the same jobs and their history.
 """
 
@@ -19,9 +19,9 @@ from bioviz.ontology.splits import DEFAULT_SHOTS
 from trainer.base_mix import describe as describe_base_mix
 from trainer.config import ENCODERS, TrainConfig
 from trainer.job_options import encoder_defaults, estimate_sizes, field_help, hyperparameters
-from trainer.jobs.store import ACTIVE, CANCELLED, QUEUED, RUNNING, SUCCEEDED, describe_config, job_row, \
-    progress_stage, queue_position, read_progress, tail
-from trainer.jobs.worker import DEVICE_CHOICES, Worker, gpu_count
+from trainer.jobs.progress import describe_config, job_row, progress_stage, queue_position, read_progress, tail
+from trainer.jobs.queue import DEVICE_CHOICES, Worker, gpu_count
+from trainer.jobs.store import ACTIVE, CANCELLED, QUEUED, RUNNING, SUCCEEDED
 from ui import state
 
 NEIGHBOURS_PAGE = "pages/4_Neighbours.py"

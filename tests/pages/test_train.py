@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from bioviz.evaluation.run import store_with_run
 from bioviz.models.runs import read_run
 from trainer.jobs.store import QUEUED, RUNNING, SUCCEEDED
-from trainer.jobs.worker import Worker
+from trainer.jobs.queue import Worker
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "pages" / "1_Train.py"

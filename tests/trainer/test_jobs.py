@@ -17,12 +17,10 @@ import pytest
 
 from bioviz.errors import BiovizError
 from bioviz.models.runs import is_run_dir
-from trainer.jobs.store import (
-    CANCELLED, FAILED, INTERRUPTED, QUEUED, RUNNING, SUCCEEDED, JobError, JobStore, LocalProcessExecutor,
-    progress_stage, read_progress, summarise_progress,
-)
-from trainer.jobs.store import group_alive
-from trainer.jobs.worker import Worker, parse_slots
+from trainer.jobs.executor import LocalProcessExecutor, group_alive
+from trainer.jobs.progress import progress_stage, read_progress, summarise_progress
+from trainer.jobs.queue import Worker, parse_slots
+from trainer.jobs.store import CANCELLED, FAILED, INTERRUPTED, QUEUED, RUNNING, SUCCEEDED, JobError, JobStore
 
 STANDIN = "tests.trainer.standin_trainer"
 
@@ -95,7 +93,7 @@ def test_progress_summary_keeps_latest_epoch_and_skips_half_lines(tmp_path):
 def test_progress_summary_and_job_row_show_the_embedding_before_training(tmp_home, tmp_path):
     from dataclasses import replace
 
-    from trainer.jobs.store import job_row
+    from trainer.jobs.progress import job_row
 
     queued = JobStore().create({"source": "icd10"})
     path = tmp_path / "progress.jsonl"
@@ -351,9 +349,10 @@ def test_gpu_slots_device_choice_and_environment(tmp_home, monkeypatch):
     from collections import Counter
     from dataclasses import replace
 
-    import trainer.jobs.worker as worker_module
+    import trainer.jobs.queue as queue_module
+    from trainer.jobs.runner import train_command
 
-    monkeypatch.setattr(worker_module, "gpu_count", lambda: 2)
+    monkeypatch.setattr(queue_module, "gpu_count", lambda: 2)
     worker = Worker(slots={"cpu": 1, "cuda": 1})
     assert worker.capacity() == {"cpu": 1, "cuda:0": 1, "cuda:1": 1}
     used = Counter()
@@ -366,20 +365,20 @@ def test_gpu_slots_device_choice_and_environment(tmp_home, monkeypatch):
     assert worker._pick_slot("cuda:1", Counter()) == "cuda:1"
 
     job = replace(worker.store.create({"source": "icd10", "shots": None}), device="cuda:1")
-    env = worker_module.job_env(job, tmp_home)
+    env = queue_module.job_env(job, tmp_home)
     assert env["CUDA_VISIBLE_DEVICES"] == "1" and env["BIOVIZ_HOME"] == str(tmp_home)
-    command = worker_module.train_command(job)
+    command = train_command(job)
     assert command[command.index("--device") + 1] == "cuda"
     assert command[command.index("--config") + 1] == job.config_path
     assert json.loads(Path(job.config_path).read_text())["shots"] is None  # all names, not the default 15
     cpu_job = replace(job, device="cpu")
-    assert worker_module.job_env(cpu_job, tmp_home)["CUDA_VISIBLE_DEVICES"] == ""
+    assert queue_module.job_env(cpu_job, tmp_home)["CUDA_VISIBLE_DEVICES"] == ""
 
 
 def test_cuda_request_is_refused_without_a_gpu(tmp_home, monkeypatch):
-    import trainer.jobs.worker as worker_module
+    import trainer.jobs.queue as queue_module
 
-    monkeypatch.setattr(worker_module, "gpu_count", lambda: 0)
+    monkeypatch.setattr(queue_module, "gpu_count", lambda: 0)
     with pytest.raises(BiovizError, match="not available here"):
         Worker(module=STANDIN).submit({"epochs": 1}, device="cuda", validate=False)
     assert JobStore().list() == []

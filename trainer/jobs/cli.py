@@ -15,9 +15,9 @@ import time
 
 from bioviz.errors import BiovizError
 
-from trainer.jobs.store import job_row, tail
+from trainer.jobs.progress import job_row, tail
+from trainer.jobs.queue import Worker
 from trainer.train_command import add_config_options, config_from_args
-from trainer.jobs.worker import Worker
 
 
 def _print_json(value) -> None:

@@ -1,4 +1,4 @@
-"""The job queue: submit, reconcile, cancel, delete, and the per-job runner process.
+"""The job queue: submit, reconcile, cancel, delete, and the device slots.
 
 No daemon is needed for correctness. Every look at the job list (``jobs list``, a page
 refresh) calls :meth:`Worker.reconcile`, which
@@ -8,10 +8,10 @@ refresh) calls :meth:`Worker.reconcile`, which
    removed;
 2. starts queued jobs, oldest first, while their device has a free slot.
 
-Each started job is a small runner process (``python -m trainer.jobs.worker run JOB_ID``) in its
-own session. The runner starts the trainer as its child (same process group, so a cancel
-reaches both), waits for it, records how it ended, and calls :meth:`Worker.reconcile`
-itself, so the next queued job starts even when nobody is looking.
+Each started job is a small runner process (``python -m trainer.jobs.runner run JOB_ID``,
+:mod:`trainer.jobs.runner`) in its own session; it starts the trainer, records how it ended
+and calls :meth:`Worker.reconcile` itself, so the next queued job starts even when nobody
+is looking.
 
 Slots: one job per GPU and one on the CPU by default; ``BIOVIZ_JOB_SLOTS="cpu=2,cuda=1"``
 or ``Worker(slots=...)`` changes that, and ``BIOVIZ_JOB_DEVICES="cpu"`` hides the GPUs.
@@ -19,15 +19,11 @@ or ``Worker(slots=...)`` changes that, and ``BIOVIZ_JOB_DEVICES="cpu"`` hides th
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
 import logging
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from dataclasses import replace
@@ -35,11 +31,12 @@ from functools import lru_cache
 from pathlib import Path
 
 from bioviz.models.runs import is_run_dir
-from bioviz.paths import write_text_atomic
+from trainer.jobs.executor import (
+    CANCEL_EXIT_CODE, CANCEL_GRACE_S, Executor, LocalProcessExecutor, ProcessState, python_command,
+)
+from trainer.jobs.progress import read_progress, summarise_progress, tail
 from trainer.jobs.store import (
-    ACTIVE, CANCEL_EXIT_CODE, CANCEL_GRACE_S, CANCELLED, FAILED, INTERRUPTED, QUEUED, RUNNING, SUCCEEDED, Executor,
-    Job, JobError, JobStore, LocalProcessExecutor, ProcessState, python_command, read_progress, summarise_progress,
-    tail,
+    ACTIVE, CANCELLED, FAILED, INTERRUPTED, QUEUED, RUNNING, SUCCEEDED, Job, JobError, JobStore,
 )
 
 logger = logging.getLogger(__name__)
@@ -47,6 +44,7 @@ logger = logging.getLogger(__name__)
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SLOTS = {"cpu": 1, "cuda": 1}
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
+RUNNER_MODULE = "trainer.jobs.runner"  # each started job's process: python -m RUNNER_MODULE run JOB_ID
 
 
 @lru_cache(maxsize=1)
@@ -73,17 +71,6 @@ def parse_slots(text: str | None) -> dict[str, int]:
             raise JobError(f"bad job slot setting {part.strip()!r}: expected cpu=N or cuda=N")
         slots[key] = int(value)
     return slots
-
-
-def train_command(job: Job) -> list[str]:
-    """The trainer command line of ``job``: its config file, its run directory, its slot's device.
-
-    The device is the slot the job got (``cpu`` or one GPU made visible as ``cuda``), which
-    overrides whatever the file says (options override ``--config``).
-    """
-    device = "cpu" if (job.device or "cpu") == "cpu" else "cuda"
-    return python_command("-m", job.module, "train", "--config", job.config_path, "--out", job.run_dir,
-                          "--json", "--progress-file", job.progress_path, "--device", device)
 
 
 def job_env(job: Job, home: Path) -> dict[str, str]:
@@ -239,8 +226,7 @@ class Worker:
         one ``BEGIN IMMEDIATE`` transaction.
         """
         if not self.store.list(ACTIVE):
-            if isinstance(self.executor, LocalProcessExecutor):
-                self.executor.reap()
+            self.executor.reap()
             return self.store.list()
         with self.store.transaction() as conn:
             used: Counter = Counter()
@@ -264,13 +250,12 @@ class Worker:
                     continue  # a later job may ask for another device that is free
                 self._start(job, slot, conn)
                 used[slot] += 1
-        if isinstance(self.executor, LocalProcessExecutor):
-            self.executor.reap()
+        self.executor.reap()
         return self.store.list()
 
     def _start(self, job: Job, slot: str, conn) -> None:
         """Launch the runner of ``job`` on ``slot`` (inside the reconcile transaction)."""
-        command = python_command("-m", "trainer.jobs.worker", "run", job.id)
+        command = python_command("-m", RUNNER_MODULE, "run", job.id)
         started = replace(job, device=slot)
         try:
             handle = self.executor.submit(command, job_env(started, self.store.path.parent), job.log_path)
@@ -322,66 +307,6 @@ class Worker:
         else:
             discard_incomplete_run(job)
 
-    # -- the runner --------------------------------------------------------------------
-    def run_job(self, job_id: str) -> int:
-        """Body of the runner process: run the trainer, record how it ended, start the next job.
-
-        Returns
-        -------
-        int
-            The trainer's exit code.
-        """
-        job = self.store.get(job_id)
-        ensure_config_file(job)
-        cancel_requested: float | bool = False  # monotonic time of the first SIGTERM
-        child: subprocess.Popen | None = None
-
-        def on_term(signum, frame):  # noqa: ARG001 - signal handler signature
-            # The trainer got the same signal when it came to the whole group; forward it when
-            # only this process was signalled. Then keep waiting, to record the end.
-            nonlocal cancel_requested
-            cancel_requested = cancel_requested or time.monotonic()
-            if child is not None and child.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    child.send_signal(signal.SIGTERM)
-
-        signal.signal(signal.SIGTERM, on_term)
-        command = train_command(job)
-        with open(job.log_path, "ab") as log:
-            log.write(f"[job {job.id}] on {job.device}: {subprocess.list2cmdline(command)}\n".encode())
-            log.flush()
-            try:
-                child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                         env=job_env(job, self.store.path.parent), cwd=str(PROJECT_ROOT))
-            except OSError as error:
-                self.store.update(job.id, only_if=(RUNNING,), status=FAILED, finished_at=time.time(),
-                                  error=f"could not start the trainer: {error}")
-                self.reconcile()
-                return 1
-            code = None
-            while code is None:
-                try:
-                    code = child.wait(timeout=0.5)
-                except subprocess.TimeoutExpired:
-                    if cancel_requested and time.monotonic() - cancel_requested > CANCEL_GRACE_S:
-                        logger.warning("trainer ignored SIGTERM for %.0f s: killing it", CANCEL_GRACE_S)
-                        child.kill()
-            status, reason = outcome(job, code, bool(cancel_requested))
-            log.write((f"[job {job.id}] {status}" + (f": {reason}" if reason else "") + "\n").encode())
-        progress = summarise_progress(read_progress(job.progress_path))
-        if not self.store.update(job.id, only_if=(RUNNING,), status=status, error=reason, exit_code=code,
-                                 finished_at=time.time(), progress=progress):
-            # Already marked (cancelled by the user): keep that status, record the details.
-            self.store.update(job.id, exit_code=code, progress=progress)
-            status = self.store.get(job.id).status
-        if status != SUCCEEDED:
-            discard_incomplete_run(job)
-        # Hand the slot to the next queued job, even when no page or CLI is looking. A
-        # cancel in progress must not be undone by ignoring SIGTERM from here on.
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        self.reconcile()
-        return code
-
 
 def validate_config(config: dict) -> dict:
     """Refuse a config the trainer would reject (unknown option, encoder, too many shots, missing base).
@@ -410,30 +335,3 @@ def validate_config(config: dict) -> dict:
     validated = validate(TrainConfig.from_dict(config))
     check_feasible(validated)
     return {name: value for name, value in validated.to_dict().items() if name != "device"}
-
-
-def ensure_config_file(job: Job) -> None:
-    """Write ``job``'s config.json from its row when missing (jobs queued before config files)."""
-    if not Path(job.config_path).exists():
-        write_text_atomic(job.config_path, json.dumps(job.config, sort_keys=True, indent=1))
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m trainer.jobs.worker run JOB_ID`` (started by the queue) or ``reconcile``."""
-    parser = argparse.ArgumentParser(prog="python -m trainer.jobs.worker")
-    sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run one job (started by the queue; not for direct use)")
-    run.add_argument("job_id")
-    sub.add_parser("reconcile", help="reap finished jobs and start queued ones")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    worker = Worker()
-    if args.command == "run":
-        code = worker.run_job(args.job_id)
-        return 0 if code == 0 else 1
-    worker.reconcile()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
