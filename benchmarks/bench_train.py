@@ -62,8 +62,7 @@ def bench_encoder(encoder: str, data, hidden: int, epochs: int, batch_size: int 
     from trainer.loop import Trainer
 
     config = validate(TrainConfig(source="synthetic", encoder=encoder, hidden=hidden, epochs=epochs,
-                                  patience=epochs + 1, stop_on="mAP", batch_size=batch_size, device="cpu"),
-                      check_data=False)
+                                  patience=epochs + 1, stop_on="mAP", batch_size=batch_size, device="cpu"))
     result = Trainer(config, data).run()
     seconds = float(sum(result.per_epoch_s))
     names = len(data.split.train) * len(result.history)

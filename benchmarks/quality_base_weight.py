@@ -73,7 +73,7 @@ def _task(task: dict) -> dict:
     from trainer.config import TrainConfig, validate
 
     torch.set_num_threads(task["threads"])
-    return score_weights(validate(TrainConfig(**task["config"]), check_data=False))
+    return score_weights(validate(TrainConfig(**task["config"])))
 
 
 def _medians(rows: list[dict]) -> dict:

@@ -150,7 +150,7 @@ def _task(task: dict) -> dict:
     from trainer.config import TrainConfig, validate
 
     torch.set_num_threads(task["threads"])
-    config = validate(TrainConfig(**task["config"]), check_data=False)
+    config = validate(TrainConfig(**task["config"]))
     row = run_one(config, task["relatedness"])
     row["overrides"] = task["overrides"]
     return row
@@ -229,7 +229,7 @@ def run_tasks(task_function, tasks: list[dict], workers: int) -> list[dict]:
         from trainer.config import TrainConfig, validate
         from trainer.data import prepare
 
-        prepare(validate(TrainConfig(**tasks[0]["config"]), check_data=False))
+        prepare(validate(TrainConfig(**tasks[0]["config"])))
         with multiprocessing.get_context("spawn").Pool(workers) as pool:
             for row in pool.imap_unordered(task_function, tasks):
                 rows.append(row)
@@ -242,7 +242,7 @@ def run_tasks(task_function, tasks: list[dict], workers: int) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    from trainer.config import _DEFAULTS
+    from trainer.config import paper_defaults
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_level_options(parser, ["residual"])
@@ -269,7 +269,7 @@ def main(argv=None) -> int:
 
     print("# medians over seeds", file=sys.stderr)
     for encoder in args.encoders:
-        stop_on = fixed.get("stop_on") or _DEFAULTS[encoder]["stop_on"]
+        stop_on = fixed.get("stop_on") or paper_defaults(encoder)["stop_on"]
         select = args.select if args.select != "auto" else stop_on
         scored, scored_balanced = [], []
         for overrides in points:

@@ -1,6 +1,6 @@
 """Train: launch few-shot training runs in the background and follow them while exploring.
 
-Jobs run as their own processes (trainer.jobs.worker); this page only submits, lists and reads
+Jobs run as their own processes (trainer.jobs.runner); this page only submits, lists and reads
 them, so a reload, another tab or an app restart shows the same jobs and their history.
 """
 
@@ -17,12 +17,13 @@ from bioviz.evaluation.tables import results_table
 from bioviz.figures import base_weight_choice, baseline_vs_trained, export_config, training_curves
 from bioviz.evaluation.run_list import run_row, stored_results_rows
 from bioviz.models.runs import is_run_dir, list_runs, read_run
+from bioviz.ontology.splits import DEFAULT_SHOTS
 from trainer.base_mix import describe as describe_base_mix
-from trainer.config import ENCODERS
-from trainer.job_options import applies_to, encoder_defaults, estimate_sizes, field_help, hyperparameters
-from trainer.jobs.store import ACTIVE, CANCELLED, QUEUED, RUNNING, SUCCEEDED, describe_config, job_row, \
-    progress_stage, queue_position, read_progress, tail
-from trainer.jobs.worker import DEVICE_CHOICES, Worker, gpu_count
+from trainer.config import ENCODERS, TrainConfig
+from trainer.job_options import encoder_defaults, estimate_sizes, field_help, hyperparameters
+from trainer.jobs.progress import describe_config, job_row, progress_stage, queue_position, read_progress, tail
+from trainer.jobs.queue import DEVICE_CHOICES, Worker, gpu_count
+from trainer.jobs.store import ACTIVE, CANCELLED, QUEUED, RUNNING, SUCCEEDED
 from ui import state
 
 NEIGHBOURS_PAGE = "pages/4_Neighbours.py"
@@ -61,8 +62,8 @@ helps = field_help()
 left, middle, right = st.columns(3)
 with left:
     all_names = st.toggle("Train on all names", key="train_all_names", help=helps["shots"])
-    shots = None if all_names else int(st.number_input("Shots per class", min_value=1, max_value=1000, value=15,
-                                                       key="train_shots", help=helps["shots"]))
+    shots = None if all_names else int(st.number_input("Shots per class", min_value=1, max_value=1000,
+                                                       value=DEFAULT_SHOTS, key="train_shots", help=helps["shots"]))
     encoder = st.selectbox("Encoder", ENCODERS, key="train_encoder", help=helps["encoder"],
                            format_func=lambda e: f"{e} — {ENCODER_HELP.get(e, '')}")
 with middle:
@@ -87,39 +88,55 @@ with right:
     device = st.selectbox("Device", DEVICE_CHOICES, key="train_device",
                           help=f"auto = a GPU when present, else the CPU ({gpus} CUDA devices here)")
 
+
+def _bounds(option, kind) -> dict:
+    """``min_value`` / ``max_value`` of a number widget from the option's inclusive bounds."""
+    bounds = {}
+    if option.min is not None and not option.min_exclusive:
+        bounds["min_value"] = kind(option.min)
+    if option.max is not None and not option.max_exclusive:
+        bounds["max_value"] = kind(option.max)
+    return bounds
+
+
+def option_widget(option, default, key: str):
+    """The widget of one hyperparameter, chosen from its metadata; returns the value it gives."""
+    if option.menu:
+        # An "auto" value is resolved per encoder in the defaults shown; a field whose None
+        # means "decided by the trainer" offers that word (e.g. base_weight: auto).
+        choices = [*([option.none] if option.none else []), *(c for c in option.menu if c != "auto")]
+        choice = st.selectbox(option.name, choices, key=key, help=option.help_text,
+                              index=choices.index(option.none if default is None else default))
+        return None if choice == option.none else choice
+    if option.kind is bool:
+        return st.checkbox(option.name, value=bool(default), key=key, help=option.help_text)
+    if option.kind is float:
+        return st.number_input(option.name, value=float(default), key=key, help=option.help_text, format="%g",
+                               **_bounds(option, float))
+    if default is None:  # optional integer (split_seed): empty = derived from another field
+        return st.number_input(option.name, value=None, step=1, key=key, help=option.help_text,
+                               **_bounds(option, int))
+    return int(st.number_input(option.name, value=int(default), step=1, key=key, help=option.help_text,
+                               **_bounds(option, int)))
+
+
 defaults = encoder_defaults(encoder)
 values: dict = {}
 with st.expander("Hyperparameters (the papers' defaults for this encoder; base_weight auto: chosen on validation)"):
     columns = st.columns(4)
-    shown = [h for h in hyperparameters() if h["name"] != "shots" and applies_to(h, encoder)]
-    for i, h in enumerate(shown):
-        name, default = h["name"], defaults.get(h["name"], h["default"])
-        key = f"train_hp_{encoder}_{name}" if h["per_encoder"] else f"train_hp_{name}"
+    shown = [o for o in hyperparameters(encoder) if o.name != "shots"]
+    for i, option in enumerate(shown):
+        key = f"train_hp_{encoder}_{option.name}" if option.per_encoder else f"train_hp_{option.name}"
         with columns[i % 4]:
-            if h["choices"]:
-                # An "auto" value is resolved per encoder in the defaults shown; a field whose
-                # None means "decided by the trainer" offers that word (e.g. base_weight: auto).
-                options = [*([h["none"]] if h["none"] else []), *(c for c in h["choices"] if c != "auto")]
-                choice = st.selectbox(name, options, index=options.index(h["none"] if default is None else default),
-                                      key=key, help=h["help"])
-                values[name] = None if choice == h["none"] else choice
-            elif h["type"] == "bool":
-                values[name] = st.checkbox(name, value=bool(default), key=key, help=h["help"])
-            elif "float" in h["type"]:
-                values[name] = st.number_input(name, value=float(default), key=key, help=h["help"], format="%g")
-            elif default is None:  # optional integer (split_seed): empty = derived from another field
-                values[name] = st.number_input(name, value=None, min_value=0, step=1, key=key, help=h["help"])
-            else:
-                values[name] = int(st.number_input(name, value=int(default), min_value=0, step=1, key=key,
-                                                   help=h["help"]))
+            values[option.name] = option_widget(option, defaults.get(option.name, option.default), key)
 
 state.keep_form("train", FORM_KEYS, FORM_PREFIXES)
 
 if view is not None:
-    seed = values.get("split_seed") if values.get("split_seed") is not None else values.get("seed", 0)
+    # The split the job will draw (its seed: split_seed, else seed), as the trainer derives it.
+    split = TrainConfig(source=st.session_state["source"], shots=shots, **values).split
     try:
-        sizes = estimate_sizes(view, shots, seed=int(seed), test_per_class=int(values.get("test_per_class", 1)),
-                               zero_shot_classes=values.get("zero_shot_classes", 0))
+        sizes = estimate_sizes(view, split)
         cols = st.columns(5)
         cols[0].metric("Classes trained on", f"{sizes['classes']:,}")
         cols[1].metric("Training names", f"{sizes['train']:,}")

@@ -2,21 +2,28 @@
 
 :func:`validate` refuses an impossible configuration with a one-line
 :class:`~bioviz.errors.BiovizError` *before* anything is trained (the command line and the
-job queue both call it), and fills the defaults that depend on the encoder type.
+job queue both call it), and fills the defaults that depend on the encoder type. It reads
+nothing but the config; the checks that need models or data live in :mod:`trainer.data`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from bioviz.errors import BiovizError, ModelError, SplitError
+from bioviz.errors import BiovizError
+from bioviz.ontology.level_spec import LevelSpec
+from bioviz.ontology.splits import DEFAULT_SHOTS, DEFAULT_SPLIT_SEED, SplitSpec
 from trainer.base_mix import BASE_WEIGHTS
+from trainer.options import option, options
 
 ENCODERS = ("residual", "dan", "cca", "hierarchical", "definitions")
 STOP_ON = ("auto", "loss", "mAP")
 DEVICES = ("auto", "cpu", "cuda")
+HEADS = ("residual", "dan", "cca", "hierarchical")  # the types that train a head over base vectors
 
 # Per-encoder defaults from the papers: batch size, learning rate, max epochs, stopping criterion,
 # and the contextual weight: the DAN's gamma (higher-level §3, alpha = beta = gamma = 1); the
@@ -34,56 +41,97 @@ _DEFAULTS = {
 class TrainConfig:
     """Everything needed to reproduce a training run.
 
-    ``None`` fields take the encoder type's default in :func:`validate`.
+    ``None`` fields take the encoder type's default in :func:`validate`. The level is kept
+    as flat fields (``source`` ... ``source_options``), the form of ``run.json`` and of a
+    job's ``config.json`` since the first runs; :attr:`level` is the same as a
+    :class:`~bioviz.ontology.LevelSpec`, and :attr:`split` the split it draws.
     """
 
-    source: str  # SOURCE: icd10, icd10cm, hpo, or a path (.obo, UMLS META dir, .tsv/.csv)
-    depth: int = 1  # levels below the root whose concepts are the classes
-    root: str | None = None  # root concept id (None: the source's default root)
-    synonyms: bool = False  # synonym-set mode: every concept is its own class (depth ignored)
-    keep_ambiguous: bool = False  # keep names found under several classes
-    shots: int | None = 15  # training (and validation) names per class; None = all names
-    test_per_class: int = 1  # held-out test names per class
-    zero_shot_classes: float = 0  # classes held out entirely (count, or fraction when < 1)
-    encoder: str = "residual"  # residual | dan | cca | hierarchical | definitions
-    base: str = "minilm"  # MODEL whose vectors are the input (a run directory works too)
-    init: str | None = None  # continual learning: train on the outputs of this earlier run
-    seed: int = 0  # seed of weights, sampling and dropout
-    split_seed: int | None = None  # seed of the few-shot split (None: same as seed)
-    epochs: int | None = None  # maximum epochs (100 for heads, 1 for definitions)
-    hidden: int = 9600  # hidden layer width (fewshot §3.3 tunes 9,600)
-    lr: float | None = None  # learning rate (Adam 1e-3; AdamW 2e-5 for fine-tuning)
-    batch_size: int | None = None  # 16 residual, 64 dan/cca/hierarchical/definitions
-    margin: float = 0.1  # triplet margin
-    triplet_weight: float = 1.0  # residual/dan/cca: weight of the triplet loss (alpha in higher-level §3)
-    grounding_weight: float = 1.0  # residual/dan/cca: weight of the grounding loss (beta in higher-level §3)
-    context_weight: float | None = None  # dan/cca: weight of the contextual loss d(f(n), u_n) (gamma; dan 1, cca 0)
-    dropout: float = 0.5  # dropout on the hidden layer
-    identity_start: bool = False  # residual/dan/cca/hierarchical: start the head at f(u) = u, not random (hidden >= 2 x dim)
-    base_weight: float | None = field(default=None, metadata={"choices": BASE_WEIGHTS, "none": "auto"})  # residual/dan/cca/hierarchical: weight w of the input u in the output (1 - w) f(u) / s + w u; auto: chosen on validation
-    min_retention: float = 0.85  # residual/dan/cca/hierarchical: auto base_weight keeps at least this validation retention of the base's cross-class order
-    synonym_dropout: float = 0.5  # cca: names left out of each prototype mean
-    patience: int = 10  # epochs without validation improvement before stopping
-    stop_on: str = field(default="auto", metadata={"choices": STOP_ON})  # early-stopping criterion: loss (few-shot) or mAP (level training)
-    finetune: bool = False  # hierarchical: fine-tune the base transformer (AdamW 2e-5) instead of a head
-    ms_alpha: float = 2.0  # hierarchical: multi-similarity alpha
-    ms_beta: float = 2.0  # hierarchical: multi-similarity beta
-    ms_lambda: float = 0.5  # hierarchical: multi-similarity lambda
-    weight_decay: float = 0.01  # definitions: AdamW weight decay (BioLORD App. A)
-    warmup_ratio: float = 0.05  # definitions: linear warm-up share of the steps
-    definition_scope: str = field(default="train", metadata={"choices": ("train", "all")})  # definitions: pairs from "train" names or "all" names but val/test
-    max_pairs: int = 20000  # definitions: cap on (name, definition) pairs
-    device: str = "auto"  # auto (CUDA when present) | cpu | cuda
-    source_options: dict = field(default_factory=dict)  # loader options (UMLS sab, semantic_group, hierarchy)
+    source: str = option(help="SOURCE: icd10, icd10cm, hpo, or a path (.obo, UMLS META dir, .tsv/.csv)")
+    depth: int = option(1, "levels below the root whose concepts are the classes")
+    root: str | None = option(None, "root concept id (None: the source's default root)")
+    synonyms: bool = option(False, "synonym-set mode: every concept is its own class (depth ignored)")
+    keep_ambiguous: bool = option(False, "keep names found under several classes")
+    shots: int | None = option(DEFAULT_SHOTS, "training (and validation) names per class; all = all names",
+                               min=1, none="all")
+    test_per_class: int = option(1, "held-out test names per class", min=0)
+    zero_shot_classes: float = option(0, "classes held out entirely (count, or fraction when < 1)", min=0)
+    encoder: str = option("residual", "residual | dan | cca | hierarchical | definitions", choices=ENCODERS)
+    base: str = option("minilm", "MODEL whose vectors are the input (a run directory works too)")
+    init: str | None = option(None, "continual learning: train on the outputs of this earlier run")
+    seed: int = option(DEFAULT_SPLIT_SEED, "seed of weights, sampling and dropout", min=0)
+    split_seed: int | None = option(None, "seed of the few-shot split (None: same as seed)", min=0)
+    epochs: int | None = option(None, "maximum epochs (100 for heads, 1 for definitions)", min=1, per_encoder=True)
+    hidden: int = option(9600, "hidden layer width (fewshot §3.3 tunes 9,600)", min=1)
+    lr: float | None = option(None, "learning rate (Adam 1e-3; AdamW 2e-5 for fine-tuning)", min=0,
+                              min_exclusive=True, per_encoder=True)
+    batch_size: int | None = option(None, "16 residual, 64 dan/cca/hierarchical/definitions", min=2,
+                                    per_encoder=True)
+    margin: float = option(0.1, "triplet margin", min=0)
+    triplet_weight: float = option(1.0, "weight of the triplet loss (alpha in higher-level §3)",
+                                   encoders=("residual", "dan", "cca"), min=0)
+    grounding_weight: float = option(1.0, "weight of the grounding loss (beta in higher-level §3)",
+                                     encoders=("residual", "dan", "cca"), min=0)
+    context_weight: float | None = option(None, "weight of the contextual loss d(f(n), u_n) (gamma; dan 1, cca 0)",
+                                          encoders=("dan", "cca"), min=0, per_encoder=True)
+    dropout: float = option(0.5, "dropout on the hidden layer", min=0, max=1, max_exclusive=True)
+    identity_start: bool = option(False, "start the head at f(u) = u, not random (hidden >= 2 x dim)",
+                                  encoders=HEADS)
+    base_weight: float | None = option(None, "weight w of the input u in the output (1 - w) f(u) / s + w u; "
+                                       "auto: chosen on validation", encoders=HEADS, min=0, max=1,
+                                       offered=BASE_WEIGHTS, none="auto")
+    min_retention: float = option(0.85, "auto base_weight keeps at least this validation retention of the base's "
+                                  "cross-class order", encoders=HEADS, min=0, max=1)
+    synonym_dropout: float = option(0.5, "names left out of each prototype mean", encoders=("cca",), min=0, max=1,
+                                    max_exclusive=True)
+    patience: int = option(10, "epochs without validation improvement before stopping", min=1)
+    stop_on: str = option("auto", "early-stopping criterion: loss (few-shot) or mAP (level training)",
+                          choices=STOP_ON, per_encoder=True)
+    finetune: bool = option(False, "fine-tune the base transformer (AdamW 2e-5) instead of a head",
+                            encoders=("hierarchical",))
+    ms_alpha: float = option(2.0, "multi-similarity alpha", encoders=("hierarchical",))
+    ms_beta: float = option(2.0, "multi-similarity beta", encoders=("hierarchical",))
+    ms_lambda: float = option(0.5, "multi-similarity lambda", encoders=("hierarchical",))
+    weight_decay: float = option(0.01, "AdamW weight decay (BioLORD App. A)", encoders=("definitions",), min=0)
+    warmup_ratio: float = option(0.05, "linear warm-up share of the steps", encoders=("definitions",), min=0, max=1)
+    definition_scope: str = option("train", 'pairs from "train" names or "all" names but val/test',
+                                   encoders=("definitions",), choices=("train", "all"))
+    max_pairs: int = option(20000, "cap on (name, definition) pairs", encoders=("definitions",), min=1)
+    device: str = option("auto", "auto (CUDA when present) | cpu | cuda", choices=DEVICES)
+    source_options: dict = option(help="loader options (UMLS sab, semantic_group, hierarchy)", default_factory=dict)
 
     def to_dict(self) -> dict:
-        """Plain dict for run.json."""
+        """Plain dict for run.json and a job's config.json."""
         return dataclasses.asdict(self)
 
+    @classmethod
+    def from_dict(cls, values: Mapping) -> "TrainConfig":
+        """A config from a dict of its fields (a config.json, a job request).
+
+        Raises
+        ------
+        BiovizError
+            With unknown fields (named) or without a source.
+        """
+        unknown = sorted(set(values) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise BiovizError(f"unknown training option(s): {', '.join(unknown)}")
+        if not values.get("source"):
+            raise BiovizError("a training config needs a source (--source or \"source\" in --config)")
+        return cls(**values)
+
     @property
-    def effective_split_seed(self) -> int:
-        """The seed the split is drawn with."""
-        return self.seed if self.split_seed is None else self.split_seed
+    def level(self) -> LevelSpec:
+        """The level trained on (from the flat ``source``, ``root``, ``depth`` ... fields)."""
+        return LevelSpec.from_config(self.to_dict())
+
+    @property
+    def split(self) -> SplitSpec:
+        """The split drawn: ``shots``, ``test_per_class``, ``zero_shot_classes`` and the split seed
+        (``split_seed``, or ``seed`` when that is None)."""
+        seed = self.seed if self.split_seed is None else self.split_seed
+        return SplitSpec(shots=self.shots, seed=seed, test_per_class=self.test_per_class,
+                         zero_shot_classes=self.zero_shot_classes)
 
     @property
     def input_model(self) -> str:
@@ -91,98 +139,64 @@ class TrainConfig:
         return self.init or self.base
 
 
-def _check_numbers(c: TrainConfig) -> None:
-    if c.encoder not in ENCODERS:
-        raise BiovizError(f"unknown encoder {c.encoder!r}: choose one of {', '.join(ENCODERS)}")
-    if c.stop_on not in STOP_ON:
-        raise BiovizError(f"unknown stopping criterion {c.stop_on!r}: choose one of {', '.join(STOP_ON)}")
-    if c.device not in DEVICES:
-        raise BiovizError(f"unknown device {c.device!r}: choose one of {', '.join(DEVICES)}")
-    if c.definition_scope not in ("train", "all"):
-        raise BiovizError(f"definition_scope must be train or all (got {c.definition_scope!r})")
+def read_config(path: str | Path) -> dict:
+    """The JSON object of training options in ``path`` (a job's ``config.json``).
+
+    Raises
+    ------
+    BiovizError
+        If the file is missing or does not hold a JSON object.
+    """
+    try:
+        values = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise BiovizError(f"cannot read config file {path}: {error.strerror or error}") from None
+    except ValueError as error:
+        raise BiovizError(f"config file {path} is not JSON: {error}") from None
+    if not isinstance(values, dict):
+        raise BiovizError(f"config file {path} must hold a JSON object of training options")
+    return values
+
+
+# Every field's description (help, encoder types, bounds, choices), by name.
+OPTIONS = {o.name: o for o in options(TrainConfig)}
+
+
+def _check_combinations(c: TrainConfig) -> None:
+    """Settings that contradict each other or the encoder type (the ranges are checked per field)."""
     checks = [
-        (c.shots is None or c.shots >= 1, f"shots must be at least 1 (got {c.shots})"),
         (c.synonyms or c.depth >= 1, f"depth must be at least 1 (got {c.depth})"),
-        (c.epochs >= 1, f"epochs must be at least 1 (got {c.epochs})"),
-        (c.hidden >= 1, f"hidden must be at least 1 (got {c.hidden})"),
-        (c.lr > 0, f"learning rate must be positive (got {c.lr})"),
-        (c.batch_size >= 2, f"batch size must be at least 2 (got {c.batch_size})"),
-        (c.margin >= 0, f"margin must be >= 0 (got {c.margin})"),
-        (min(c.triplet_weight, c.grounding_weight, c.context_weight) >= 0,
-         "loss weights must be >= 0 (got triplet {}, grounding {}, context {})".format(
-             c.triplet_weight, c.grounding_weight, c.context_weight)),
         (c.context_weight == 0 or c.encoder in ("dan", "cca"),
          f"a contextual loss applies to dan and cca only (got context_weight {c.context_weight} for {c.encoder})"),
-        (0 <= c.dropout < 1, f"dropout must be in [0, 1) (got {c.dropout})"),
-        (0 <= c.synonym_dropout < 1, f"synonym dropout must be in [0, 1) (got {c.synonym_dropout})"),
         (not c.identity_start or (c.encoder != "definitions" and not c.finetune),
          "identity_start applies to trained heads (not to fine-tuning)"),
-        (c.base_weight is None or (isinstance(c.base_weight, (int, float)) and not isinstance(c.base_weight, bool)
-                                   and 0 <= c.base_weight <= 1),
-         f"base_weight must be in [0, 1], or auto (got {c.base_weight!r})"),
         (not c.base_weight or (c.encoder != "definitions" and not c.finetune),
          "base_weight applies to trained heads (not to fine-tuning)"),
-        (0 <= c.min_retention <= 1, f"min_retention must be in [0, 1] (got {c.min_retention})"),
-        (c.patience >= 1, f"patience must be at least 1 (got {c.patience})"),
-        (c.max_pairs >= 1, f"max_pairs must be at least 1 (got {c.max_pairs})"),
+        (c.init is None or (c.encoder != "definitions" and not c.finetune),
+         "--init continues a head-based run; fine-tuning trains a base model (pass the run as --base instead)"),
     ]
     for ok, message in checks:
         if not ok:
             raise BiovizError(message)
 
 
-def _check_models(c: TrainConfig) -> None:
-    from bioviz.models.embeddings import resolve
-    from bioviz.models.runs import is_run_dir
-
-    ref = resolve(c.base)  # raises ModelError with a one-line reason
-    if ref.kind == "char-tfidf" and c.init is None:
-        raise ModelError("char-tfidf cannot be a training base: a run must be a sentence-transformers "
-                         "model (use minilm, a model directory or a hub id)")
-    if ref.kind in ("bundled", "directory", "run") and ref.path is not None and not Path(ref.path).is_dir():
-        raise ModelError(f"base model {c.base} not found")
-    if c.init is not None:
-        if not is_run_dir(c.init):
-            raise ModelError(f"--init {c.init} is not a complete trained run (no run.json)")
-        if c.encoder == "definitions" or c.finetune:
-            raise BiovizError("--init continues a head-based run; fine-tuning trains a base model "
-                              "(pass the run as --base instead)")
+def paper_defaults(encoder: str, finetune: bool = False) -> dict:
+    """The papers' defaults of the fields marked ``per_encoder`` (batch size, lr, epochs, ...)."""
+    defaults = {"context_weight": 0.0, **_DEFAULTS[encoder]}
+    if encoder == "hierarchical" and finetune:
+        defaults.update(lr=2e-5, epochs=5)  # HiPrBERT §4.1: AdamW 2e-5, linear schedule
+    return defaults
 
 
-def check_split_feasible(sizes, shots: int | None, test_per_class: int) -> None:
-    """Refuse ``shots`` that (almost) no class can provide.
-
-    Parameters
-    ----------
-    sizes : sequence of int
-        Names per class of the level view.
-
-    Raises
-    ------
-    SplitError
-        When fewer than two classes hold ``test_per_class + shots + 1`` names (the shots,
-        a test name and at least one validation name), since nothing can be learnt.
-    """
-    if shots is None:
-        return
-    need = test_per_class + shots + 1
-    able = sum(1 for s in sizes if s >= need)
-    if able < 2:
-        raise SplitError(
-            f"shots {shots} is larger than the classes allow: {able} of {len(sizes)} classes have the "
-            f"{need} names needed (largest class: {max(sizes) if len(sizes) else 0} names)"
-        )
-
-
-def validate(config: TrainConfig, check_data: bool = True) -> TrainConfig:
+def validate(config: TrainConfig) -> TrainConfig:
     """Fill encoder defaults and refuse impossible settings before any training.
+
+    Pure: reads nothing but ``config``. What needs the machine or the data (models, CUDA,
+    the level's classes) is :func:`trainer.data.check_feasible`.
 
     Parameters
     ----------
     config : TrainConfig
-    check_data : bool
-        Also load the source, cut the level and check that the shots fit the classes
-        (seconds for large sources; cached after the first call).
 
     Returns
     -------
@@ -192,42 +206,21 @@ def validate(config: TrainConfig, check_data: bool = True) -> TrainConfig:
     Raises
     ------
     BiovizError
-        With a one-line reason (unknown encoder, bad numbers, missing model or source,
-        level too deep, shots larger than the classes allow).
+        With a one-line reason (unknown encoder, bad numbers, settings that contradict the
+        encoder type).
     """
-    if config.encoder not in ENCODERS:
-        raise BiovizError(f"unknown encoder {config.encoder!r}: choose one of {', '.join(ENCODERS)}")
-    defaults = _DEFAULTS[config.encoder]
-    if config.encoder == "hierarchical" and config.finetune:
-        defaults = {**defaults, "lr": 2e-5, "epochs": 5}  # HiPrBERT §4.1: AdamW 2e-5, linear schedule
+    if problem := OPTIONS["encoder"].problem(config.encoder):
+        raise BiovizError(problem)
     if config.finetune and config.encoder != "hierarchical":
         raise BiovizError("finetune applies to the hierarchical encoder (definitions always fine-tunes)")
-    c = dataclasses.replace(
-        config,
-        batch_size=config.batch_size or defaults["batch_size"],
-        lr=config.lr or defaults["lr"],
-        epochs=config.epochs or defaults["epochs"],
-        stop_on=defaults["stop_on"] if config.stop_on == "auto" else config.stop_on,
-        context_weight=defaults.get("context_weight", 0.0) if config.context_weight is None else config.context_weight,
-        source_options=dict(config.source_options or {}),
-    )
-    _check_numbers(c)
-    if c.device == "cuda":
-        import torch
-
-        if not torch.cuda.is_available():
-            raise BiovizError("device cuda requested but no CUDA GPU is available (use --device auto or cpu)")
-    _check_models(c)
-    if check_data:
-        from trainer.data import load_view
-
-        view = load_view(c)
-        check_split_feasible(view.class_sizes(), c.shots, c.test_per_class)
-        if c.identity_start:  # known only from the model; checked here so no job is created in vain
-            from bioviz.models.embeddings import model_dimension
-
-            dim = model_dimension(c.input_model)
-            if c.hidden < 2 * dim:
-                raise BiovizError(f"an identity start needs hidden >= 2 x {dim} = {2 * dim} for the "
-                                  f"{dim}-dimensional vectors of {c.input_model} (got {c.hidden})")
+    defaults = paper_defaults(config.encoder, config.finetune)
+    # None means "the encoder type's default"; any other value (0 included) is checked as given.
+    filled = {name: value for name, value in defaults.items() if getattr(config, name) is None}
+    if config.stop_on == "auto":
+        filled["stop_on"] = defaults["stop_on"]
+    c = dataclasses.replace(config, **filled, source_options=dict(config.source_options or {}))
+    for opt in OPTIONS.values():  # types, bounds and choices, from the field metadata
+        if problem := opt.problem(getattr(c, opt.name)):
+            raise BiovizError(problem)
+    _check_combinations(c)
     return c

@@ -1,31 +1,121 @@
-"""What a training run reads: the level view, its split, and the input model's vectors."""
+"""What a training run reads: the level view, its split, and the input model's vectors.
+
+Also the checks of a configuration that need the machine or the data (:func:`check_feasible`):
+:func:`trainer.config.validate` is pure, so whatever loads a model or a source is here.
+"""
 
 from __future__ import annotations
 
 import logging
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from bioviz.ontology import Ontology, Split, level_view, load_source, make_split, synonym_view
+from bioviz.errors import BiovizError, ModelError, SplitError
+from bioviz.ontology import Ontology, Split
 from bioviz.ontology.levels import LevelView
 from trainer.config import TrainConfig
 
 logger = logging.getLogger(__name__)
 
 
-def load_ontology(config: TrainConfig) -> Ontology:
-    """The source named in ``config`` (through bioviz's parsed-source cache)."""
-    return load_source(config.source, **(config.source_options or {}))
+def check_models(config: TrainConfig) -> None:
+    """Refuse a base or ``init`` model that is missing or cannot be trained on, and an absent CUDA.
+
+    Cheap (reads configuration files, loads no weights).
+
+    Raises
+    ------
+    BiovizError
+        With a one-line reason.
+    """
+    from bioviz.models.embeddings import resolve
+    from bioviz.models.runs import is_run_dir
+
+    if config.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise BiovizError("device cuda requested but no CUDA GPU is available (use --device auto or cpu)")
+    ref = resolve(config.base)  # raises ModelError with a one-line reason
+    if ref.kind == "char-tfidf" and config.init is None:
+        raise ModelError("char-tfidf cannot be a training base: a run must be a sentence-transformers "
+                         "model (use minilm, a model directory or a hub id)")
+    if ref.kind in ("bundled", "directory", "run") and ref.path is not None and not Path(ref.path).is_dir():
+        raise ModelError(f"base model {config.base} not found")
+    if config.init is not None and not is_run_dir(config.init):
+        raise ModelError(f"--init {config.init} is not a complete trained run (no run.json)")
 
 
-def load_view(config: TrainConfig, ontology: Ontology | None = None) -> LevelView:
-    """The level view (or synonym-set view) ``config`` trains on."""
-    ontology = ontology or load_ontology(config)
-    if config.synonyms:
-        return synonym_view(ontology, root=config.root, keep_ambiguous=config.keep_ambiguous)
-    return level_view(ontology, depth=config.depth, root=config.root, keep_ambiguous=config.keep_ambiguous)
+def check_split_feasible(sizes, shots: int | None, test_per_class: int) -> None:
+    """Refuse ``shots`` that (almost) no class can provide.
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Names per class of the level view.
+    shots : int or None
+    test_per_class : int
+
+    Raises
+    ------
+    SplitError
+        When fewer than two classes hold ``test_per_class + shots + 1`` names (the shots,
+        a test name and at least one validation name), since nothing can be learnt.
+    """
+    if shots is None:
+        return
+    need = test_per_class + shots + 1
+    able = sum(1 for s in sizes if s >= need)
+    if able < 2:
+        raise SplitError(
+            f"shots {shots} is larger than the classes allow: {able} of {len(sizes)} classes have the "
+            f"{need} names needed (largest class: {max(sizes) if len(sizes) else 0} names)"
+        )
+
+
+def check_view(config: TrainConfig, view: LevelView) -> None:
+    """Refuse a config the level view or the input model's width cannot serve.
+
+    The shots must fit the classes (:func:`check_split_feasible`), and an identity start
+    needs a hidden layer at least twice the input model's dimension (read from its files).
+
+    Raises
+    ------
+    BiovizError
+        With a one-line reason.
+    """
+    check_split_feasible(view.class_sizes(), config.shots, config.test_per_class)
+    if config.identity_start:
+        from bioviz.models.embeddings import model_dimension
+
+        dim = model_dimension(config.input_model)
+        if config.hidden < 2 * dim:
+            raise BiovizError(f"an identity start needs hidden >= 2 x {dim} = {2 * dim} for the "
+                              f"{dim}-dimensional vectors of {config.input_model} (got {config.hidden})")
+
+
+def check_feasible(config: TrainConfig) -> None:
+    """Everything :func:`trainer.config.validate` cannot know: the models, the device, the data.
+
+    Loads the source and cuts the level (seconds for large sources; cached after the first
+    call). The job queue calls it before a job is created, so no job is queued in vain.
+
+    Parameters
+    ----------
+    config : TrainConfig
+        A validated configuration.
+
+    Raises
+    ------
+    BiovizError
+        With a one-line reason (missing model or source, level too deep, shots larger than
+        the classes allow, an identity start wider than the hidden layer allows).
+    """
+    check_models(config)
+    check_view(config, config.level.load())
 
 
 @dataclass
@@ -69,6 +159,8 @@ class TrainingData:
 def prepare(config: TrainConfig, progress=None) -> TrainingData:
     """Load the source, cut the level, draw the split and embed every name of the view.
 
+    The level is checked (:func:`check_view`) before any name is embedded.
+
     Parameters
     ----------
     config : TrainConfig
@@ -78,10 +170,11 @@ def prepare(config: TrainConfig, progress=None) -> TrainingData:
     """
     from bioviz.models.embeddings import encode_cached, load_encoder
 
-    ontology = load_ontology(config)
-    view = load_view(config, ontology)
-    split = make_split(view, shots=config.shots, seed=config.effective_split_seed,
-                       test_per_class=config.test_per_class, zero_shot_classes=config.zero_shot_classes)
+    level = config.level
+    ontology = level.ontology()
+    view = level.load(ontology)
+    check_view(config, view)
+    split = config.split.make(view)
     started = time.perf_counter()
     encoder = load_encoder(config.input_model)
     vectors, _ = encode_cached(encoder, view.names, progress=progress)

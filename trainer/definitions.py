@@ -17,7 +17,10 @@ import random
 
 import numpy as np
 
+from bioviz.errors import BiovizError
 from trainer.data import TrainingData
+from trainer.events import CancelFlag, Emit, TrainResult
+from trainer.finetune import fit_sentence_transformer
 
 logger = logging.getLogger(__name__)
 
@@ -82,21 +85,20 @@ def definition_pairs(data: TrainingData, scope: str = "train", max_pairs: int = 
     return names, texts, counts
 
 
-def fine_tune(trainer) -> TrainResult:  # noqa: F821 - avoids a circular import
-    """Fine-tune the base model of ``trainer.config`` on definition pairs (InfoNCE, in-batch negatives)."""
+def fine_tune(c, data: TrainingData, device, emit: Emit, cancel: CancelFlag) -> TrainResult:
+    """Fine-tune the base model of config ``c`` on definition pairs (InfoNCE, in-batch negatives).
+
+    ``device``, ``emit`` and ``cancel`` as for :func:`trainer.finetune.fit_sentence_transformer`.
+    """
     from sentence_transformers.base.sampler import BatchSamplers
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
-    from bioviz.errors import BiovizError
-    from trainer.finetune import fit_sentence_transformer
-
-    c, data = trainer.config, trainer.data
     names, texts, counts = definition_pairs(data, c.definition_scope, c.max_pairs, c.seed)
     if len(names) < 2:
         raise BiovizError("definitions: fewer than two (name, definition) pairs in the training names")
     logger.info("definitions: %d pairs (%s)", len(names), counts)
     result = fit_sentence_transformer(
-        trainer, {"anchor": names, "positive": texts}, MultipleNegativesRankingLoss,
+        c, data, device, emit, cancel, {"anchor": names, "positive": texts}, MultipleNegativesRankingLoss,
         loss_name="contrastive", batch_sampler=BatchSamplers.NO_DUPLICATES,
     )
     result.metrics["pairs"] = {"pairs": len(names), **counts}

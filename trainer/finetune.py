@@ -17,6 +17,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from trainer import sampling
+from trainer.events import CancelFlag, Cancelled, Emit, TrainResult
 from trainer.losses import MultiSimilarityLoss
 
 logger = logging.getLogger(__name__)
@@ -52,14 +54,20 @@ class HierarchyMultiSimilarityLoss(nn.Module):
         return self.ms(torch.cat([anchors, partners]), cats.to(anchors.device))
 
 
-def fit_sentence_transformer(trainer, columns: dict, make_loss: Callable, loss_name: str,
-                             batch_sampler=None) -> TrainResult:  # noqa: F821
-    """Fine-tune ``trainer.config.base`` on a dataset and return a TrainResult.
+def fit_sentence_transformer(c, data, device: torch.device, emit: Emit, cancel: CancelFlag, columns: dict,
+                             make_loss: Callable, loss_name: str, batch_sampler=None) -> TrainResult:
+    """Fine-tune the base model of config ``c`` on a dataset and return a TrainResult.
 
     Parameters
     ----------
-    trainer : trainer.loop.Trainer
-        Supplies config, data, device, callbacks and the cancel flag.
+    c : trainer.config.TrainConfig
+        A validated configuration.
+    data : trainer.data.TrainingData
+    device : torch.device
+    emit : callable
+        Receives one ``epoch`` event per epoch (:mod:`trainer.events`).
+    cancel : CancelFlag
+        Stops training at the next step when set.
     columns : dict
         Dataset columns (text columns first, optional ``label``).
     make_loss : callable
@@ -76,10 +84,8 @@ def fit_sentence_transformer(trainer, columns: dict, make_loss: Callable, loss_n
 
     from bioviz.models.embeddings import load_sentence_transformer
     from bioviz.evaluation.metrics import class_retrieval_map
-    from trainer.loop import Cancelled, TrainResult
 
-    c, data = trainer.config, trainer.data
-    model = load_sentence_transformer(c.base, device=str(trainer.device))
+    model = load_sentence_transformer(c.base, device=str(device))
     split, labels = data.split, data.view.labels
     eval_names = [data.view.names[i] for i in np.concatenate([split.train, split.validation])]
 
@@ -96,7 +102,7 @@ def fit_sentence_transformer(trainer, columns: dict, make_loss: Callable, loss_n
         """Bridges the Hugging Face trainer to bioviz callbacks and the cancel flag."""
 
         def on_step_end(self, args, train_state, control, **kwargs):
-            if trainer.cancel.is_set():
+            if cancel.is_set():
                 control.should_training_stop = True
             return control
 
@@ -105,7 +111,7 @@ def fit_sentence_transformer(trainer, columns: dict, make_loss: Callable, loss_n
                 state["losses"].append(float(logs["loss"]))
 
         def on_epoch_end(self, args, train_state, control, **kwargs):
-            if trainer.cancel.is_set():
+            if cancel.is_set():
                 return control
             epoch = len(history) + 1
             vectors = encode(eval_names)
@@ -121,7 +127,7 @@ def fit_sentence_transformer(trainer, columns: dict, make_loss: Callable, loss_n
             losses = {loss_name: loss, "total": loss}
             history.append({"epoch": epoch, "losses": losses, "val_mAP": val_map, "val_loss": None,
                             "seconds": per_epoch[-1]})
-            trainer._emit({"event": "epoch", "epoch": epoch, "max_epochs": c.epochs, "losses": losses,
+            emit({"event": "epoch", "epoch": epoch, "max_epochs": c.epochs, "losses": losses,
                            "val_metric": val_map, "val_name": "mAP", "val_mAP": val_map, "elapsed_s": elapsed,
                            "eta_s": elapsed / epoch * (c.epochs - epoch)})
             return control
@@ -145,7 +151,7 @@ def fit_sentence_transformer(trainer, columns: dict, make_loss: Callable, loss_n
             report_to="none",
             logging_steps=max(1, steps_per_epoch // 4),
             disable_tqdm=True,
-            use_cpu=trainer.device.type == "cpu",
+            use_cpu=device.type == "cpu",
             dataloader_num_workers=0,
             **extra,
         )
@@ -155,7 +161,7 @@ def fit_sentence_transformer(trainer, columns: dict, make_loss: Callable, loss_n
         fit.remove_callback(PrinterCallback)
         fit.remove_callback(ProgressCallback)
         fit.train()
-    if trainer.cancel.is_set():
+    if cancel.is_set():
         raise Cancelled("training cancelled")
     training_s = time.perf_counter() - started
     model.eval()
@@ -166,14 +172,14 @@ def fit_sentence_transformer(trainer, columns: dict, make_loss: Callable, loss_n
     if len(split_rows):
         vectors[split_rows] = encode([data.view.names[i] for i in split_rows])
     return TrainResult(None, model, None, vectors, history, len(history), False, training_s, per_epoch,
-                       str(trainer.device), metrics={})
+                       str(device), metrics={})
 
 
-def fine_tune_hierarchy(trainer) -> TrainResult:  # noqa: F821
-    """HiPrBERT-style fine-tuning of the base transformer with the hierarchical multi-similarity loss."""
-    from trainer import sampling
+def fine_tune_hierarchy(c, data, device: torch.device, emit: Emit, cancel: CancelFlag) -> TrainResult:
+    """HiPrBERT-style fine-tuning of the base transformer with the hierarchical multi-similarity loss.
 
-    c, data = trainer.config, trainer.data
+    Arguments as for :func:`fit_sentence_transformer`.
+    """
     rows = data.split.train
     concepts = [data.view.name_concepts[i] for i in rows]
     categories = sampling.hierarchy_categories(concepts, data.view.labels[rows], data.parents())
@@ -188,7 +194,7 @@ def fine_tune_hierarchy(trainer) -> TrainResult:  # noqa: F821
     columns = {"anchor": names, "partner": [names[int(p)] for p in partners],
                "label": [int(i) * n + int(p) for i, p in enumerate(partners)]}
     return fit_sentence_transformer(
-        trainer, columns,
+        c, data, device, emit, cancel, columns,
         lambda model: HierarchyMultiSimilarityLoss(model, categories, c.ms_alpha, c.ms_beta, c.ms_lambda),
         loss_name="ms",
     )

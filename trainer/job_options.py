@@ -1,79 +1,55 @@
-"""What a training form needs to know: each option's default, the papers' per-encoder
-defaults, one line of help, and the size of the training set a setting gives.
+"""What a training form needs to know: the tunable options, the papers' per-encoder defaults,
+and the size of the training set a setting gives.
 
-The help lines are the comments of :class:`trainer.config.TrainConfig` (one per field), so
-the page, the command line and the config never disagree.
+The options and their help come from :class:`trainer.config.TrainConfig`'s field metadata
+(:mod:`trainer.options`), so the page, the command line and the config never disagree.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
-import re
 from functools import lru_cache
 
-from bioviz.ontology import make_split
 from bioviz.ontology.levels import LevelView
-from trainer.config import ENCODERS, TrainConfig, check_split_feasible, validate
+from bioviz.ontology.splits import SplitSpec
+from trainer.config import ENCODERS, OPTIONS, TrainConfig, validate
+from trainer.data import check_split_feasible
+from trainer.options import Option
 
 # Fields the job system or the shared selection sets, not the hyperparameter form.
 SELECTION_FIELDS = ("source", "root", "depth", "synonyms", "keep_ambiguous", "source_options")
 MODEL_FIELDS = ("encoder", "base", "init")
-# Settings whose default depends on the encoder type (filled by trainer.config.validate).
-ENCODER_DEPENDENT = ("epochs", "lr", "batch_size", "stop_on", "context_weight")
-
-_FIELD_COMMENT = re.compile(r"^\s+(\w+)\s*:[^#]*#\s*(.+?)\s*$")
 
 
-@lru_cache(maxsize=1)
 def field_help() -> dict[str, str]:
-    """``field -> one-line help`` from the comments in ``TrainConfig``'s source."""
-    return {m.group(1): m.group(2) for line in inspect.getsource(TrainConfig).splitlines()
-            if (m := _FIELD_COMMENT.match(line))}
+    """``field -> one-line help`` (prefixed by the encoder types a field concerns)."""
+    return {name: opt.help_text for name, opt in OPTIONS.items()}
 
 
 @lru_cache(maxsize=len(ENCODERS))
 def encoder_defaults(encoder: str) -> dict:
     """The papers' defaults for ``encoder``: every field of a resolved config (no data loaded)."""
-    config = validate(TrainConfig(source="icd10", encoder=encoder), check_data=False)
-    return dataclasses.asdict(config)
+    return dataclasses.asdict(validate(TrainConfig(source="icd10", encoder=encoder)))
 
 
-def hyperparameters() -> list[dict]:
-    """The tunable fields, in declaration order: name, default, type, help, and for fields with
-    a fixed set of values their ``choices`` (with ``none``, the word for None, e.g. ``auto``).
+def hyperparameters(encoder: str | None = None) -> list[Option]:
+    """The tunable fields, in declaration order (those concerning ``encoder`` when given).
 
     Selection fields (source, level), model choice (encoder, base, init) and the device are
     left to the caller's own widgets.
     """
     skip = set(SELECTION_FIELDS) | set(MODEL_FIELDS) | {"device"}
-    helps = field_help()
-    out = []
-    for f in dataclasses.fields(TrainConfig):
-        if f.name in skip:
-            continue
-        default = None if f.default is dataclasses.MISSING else f.default
-        out.append({"name": f.name, "default": default, "type": str(f.type), "help": helps.get(f.name, ""),
-                    "per_encoder": f.name in ENCODER_DEPENDENT, "choices": f.metadata.get("choices"),
-                    "none": f.metadata.get("none")})
-    return out
+    return [o for o in OPTIONS.values() if o.name not in skip and (encoder is None or o.applies_to(encoder))]
 
 
-def applies_to(option: dict, encoder: str) -> bool:
-    """Whether a hyperparameter from :func:`hyperparameters` concerns ``encoder``.
-
-    Settings of some encoder types only say so in their help: ``"cca: ..."`` or
-    ``"dan/cca: ..."``; the rest apply to all.
-    """
-    first = option["help"].split(" ")[0]
-    if not first.endswith(":"):
-        return True
-    return encoder in first[:-1].split("/")
-
-
-def estimate_sizes(view: LevelView, shots: int | None, seed: int = 0, test_per_class: int = 1,
-                   zero_shot_classes: float = 0) -> dict:
+def estimate_sizes(view: LevelView, split: SplitSpec) -> dict:
     """Names in each part of the split a job with these settings will draw.
+
+    Parameters
+    ----------
+    view : LevelView
+    split : SplitSpec
+        The job's split (:attr:`trainer.config.TrainConfig.split`).
 
     Returns
     -------
@@ -85,9 +61,7 @@ def estimate_sizes(view: LevelView, shots: int | None, seed: int = 0, test_per_c
     SplitError
         When the trainer would refuse these shots (the same check it runs).
     """
-    check_split_feasible(view.class_sizes(), shots, test_per_class)
-    split = make_split(view, shots=shots, seed=seed, test_per_class=test_per_class,
-                       zero_shot_classes=zero_shot_classes)
-    sizes = split.sizes()
+    check_split_feasible(view.class_sizes(), split.shots, split.test_per_class)
+    sizes = split.make(view).sizes()
     sizes["classes"] = len(view.classes) - sizes["zero_shot_classes"]
     return sizes

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import copy
 import logging
-import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -24,37 +21,13 @@ from bioviz.evaluation.metrics import CrossClassRetention
 from bioviz.space import l2_normalise
 from trainer import encoders, losses, sampling
 from trainer.base_mix import choose_base_weight, mix
-from trainer.config import TrainConfig, validate  # noqa: F401  (TrainConfig is re-exported here)
+from trainer.config import TrainConfig
 from trainer.data import TrainingData
+from trainer.definitions import fine_tune
+from trainer.events import CancelFlag, TrainResult, broadcast
+from trainer.finetune import fine_tune_hierarchy
 
 logger = logging.getLogger(__name__)
-
-Callback = Callable[[dict], None]
-
-
-class Cancelled(Exception):
-    """Training stopped because the cancel flag was set."""
-
-
-class CancelFlag:
-    """A flag another thread or a signal handler sets to stop training between batches."""
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-
-    def set(self) -> None:
-        """Ask the loop to stop at the next batch boundary."""
-        self._event.set()
-
-    def is_set(self) -> bool:
-        """Whether cancellation was requested."""
-        return self._event.is_set()
-
-    def check(self) -> None:
-        """Raise :class:`Cancelled` if the flag is set."""
-        if self._event.is_set():
-            raise Cancelled("training cancelled")
-
 
 def resolve_device(name: str) -> torch.device:
     """``auto`` -> CUDA when present (else MPS, else CPU); ``cpu``/``cuda`` as given."""
@@ -63,40 +36,6 @@ def resolve_device(name: str) -> torch.device:
 
         return torch.device(device())
     return torch.device(name)
-
-
-@dataclass
-class TrainResult:
-    """What a finished training hands to the exporter.
-
-    Attributes
-    ----------
-    head : torch.nn.Module or None
-        The trained head (CPU, eval mode); None for ``definitions``.
-    model : object or None
-        The fine-tuned SentenceTransformer for ``definitions``.
-    projection : encoders.LinearMap or None
-        The CCA projection alone (``cca``).
-    vectors : numpy.ndarray
-        Trained vectors of the view's names (L2-normalised); fine-tuned models encode only
-        the split's names (other rows are zero).
-    history : list of dict
-        One record per epoch (losses, validation figures, seconds).
-    metrics : dict
-        ``baseline``/``trained`` (and ``cca_projection``) -> ``validation``/``test`` figures.
-    """
-
-    head: torch.nn.Module | None
-    model: object | None
-    projection: encoders.LinearMap | None
-    vectors: np.ndarray
-    history: list[dict]
-    best_epoch: int
-    stopped_early: bool
-    training_s: float
-    per_epoch_s: list[float]
-    device: str
-    metrics: dict = field(default_factory=dict)
 
 
 def _adam(parameters, lr: float, device: torch.device) -> torch.optim.Optimizer:
@@ -160,14 +99,9 @@ class Trainer:
     def __init__(self, config: TrainConfig, data: TrainingData, callbacks=(), cancel: CancelFlag | None = None):
         self.config = config
         self.data = data
-        self.callbacks = list(callbacks)
+        self.emit = broadcast(callbacks)
         self.cancel = cancel or CancelFlag()
         self.device = resolve_device(config.device)
-
-    # ----------------------------------------------------------------- reporting
-    def _emit(self, event: dict) -> None:
-        for callback in self.callbacks:
-            callback(event)
 
     # ----------------------------------------------------------------- entry point
     def run(self) -> TrainResult:
@@ -175,18 +109,14 @@ class Trainer:
         c = self.config
         torch.manual_seed(c.seed)
         self.generator = torch.Generator().manual_seed(c.seed)
-        self._emit({"event": "start", "max_epochs": c.epochs, "device": str(self.device),
+        self.emit({"event": "start", "max_epochs": c.epochs, "device": str(self.device),
                     "train_names": len(self.data.split.train), "encoder": c.encoder,
                     "validation_names": len(self.data.split.validation)})
         baseline = retrieval_figures(self.data.vectors, self.data)
         if c.encoder == "definitions":
-            from trainer.definitions import fine_tune
-
-            result = fine_tune(self)
+            result = fine_tune(c, self.data, self.device, self.emit, self.cancel)
         elif c.encoder == "hierarchical" and c.finetune:
-            from trainer.finetune import fine_tune_hierarchy
-
-            result = fine_tune_hierarchy(self)
+            result = fine_tune_hierarchy(c, self.data, self.device, self.emit, self.cancel)
         else:
             result = self._train_head()
         result.metrics = {"baseline": baseline, "trained": retrieval_figures(result.vectors, self.data),
@@ -364,7 +294,7 @@ class Trainer:
             record = {"epoch": epoch, "losses": epoch_losses, "val_mAP": val_map, "val_loss": val_loss,
                       "val_retention": retention(encoded[n_train:].numpy()), "seconds": per_epoch[-1]}
             history.append(record)
-            self._emit({"event": "epoch", "epoch": epoch, "max_epochs": c.epochs, "losses": epoch_losses,
+            self.emit({"event": "epoch", "epoch": epoch, "max_epochs": c.epochs, "losses": epoch_losses,
                         "val_metric": value, "val_name": c.stop_on, "val_mAP": val_map,
                         "val_retention": record["val_retention"],
                         "elapsed_s": elapsed, "eta_s": elapsed / epoch * (c.epochs - epoch)})
@@ -403,7 +333,7 @@ class Trainer:
 
         def progress(done: int, total: int) -> None:
             self.cancel.check()
-            self._emit({"event": "base_weight", "done": done, "total": total})
+            self.emit({"event": "base_weight", "done": done, "total": total})
 
         record = choose_base_weight(outputs[rows], self.data.vectors[rows], labels[rows], len(self.data.split.train),
                                     retention, c.min_retention, c.base_weight, progress=progress)

@@ -18,8 +18,10 @@ from pathlib import Path
 
 from bioviz.errors import BiovizError
 from trainer.config import TrainConfig, validate
+from trainer.data import check_models, prepare
+from trainer.events import CancelFlag, TrainResult
 from trainer.export import save_fine_tuned, save_head_model
-from trainer.loop import CancelFlag, Trainer, TrainResult
+from trainer.loop import Trainer
 
 logger = logging.getLogger(__name__)
 
@@ -154,16 +156,17 @@ def train_run(config: TrainConfig, out: str | Path, callbacks=(), cancel: Cancel
     progress : callable, optional
         ``progress(done, total)`` while the names are embedded.
     validated : bool
-        Skip :func:`validate` when the caller already did it.
+        Skip :func:`validate` and the model checks when the caller already did them (the
+        level is checked while the data is prepared, before anything is embedded).
 
     Returns
     -------
     dict
         The summary (run_dir, epochs, seconds, baseline and trained figures).
     """
-    from trainer.data import prepare
-
-    config = config if validated else validate(config)
+    if not validated:
+        config = validate(config)
+        check_models(config)
     out = check_out_dir(out)
     data = prepare(config, progress=_embedding_progress(callbacks, cancel, progress))
     if cancel is not None:

@@ -1,86 +1,69 @@
 """``python -m trainer train``: train one configuration into a run directory.
 
-Every :class:`~trainer.config.TrainConfig` field is an option (``--batch-size`` for
-``batch_size``), so a job's config dict turns into a command line field by field.
-Progress goes to stderr (and, with ``--progress-file``, as JSON lines appended and flushed
-as training goes); one JSON summary goes to stdout. Exit codes: 0 done, 2 bad input
-(refused before any training), 130 cancelled by SIGTERM/SIGINT (nothing left at ``--out``).
+``--config FILE`` reads a JSON object of :class:`~trainer.config.TrainConfig` fields (what
+the job queue writes as ``jobs/<id>/config.json``); every field is also an option
+(``--batch-size`` for ``batch_size``), for people at a shell. Options given on the command
+line override the file's values. Progress goes to stderr (and, with ``--progress-file``, as
+JSON lines appended and flushed as training goes); one JSON summary goes to stdout. Exit
+codes: 0 done, 2 bad input (refused before any training), 130 cancelled by SIGTERM/SIGINT
+(nothing left at ``--out``).
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import contextlib
-import dataclasses
 import json
 import signal
 import sys
 import time
-import typing
 from pathlib import Path
 
 from bioviz.errors import BiovizError
-from trainer.config import TrainConfig
+from trainer.config import OPTIONS, TrainConfig, read_config
+from trainer.options import Option
 
 EXIT_CANCELLED = 130
-_NONE_WORDS = ("none", "all", "null")
-_EXPLICIT_NONE = "__none__"  # ``--shots all``: differs from an option left out (its default)
+NONE_WORDS = ("none", "all", "null")  # spell None for any optional option (plus its own word, e.g. auto)
 
 
-def _optional(kind, none_word: str | None = None):
-    """Parse ``kind``, or None from a none word (plus the field's own word for None, e.g. ``auto``)."""
-    words = (*_NONE_WORDS, none_word) if none_word else _NONE_WORDS
+def _value_parser(opt: Option):
+    """The argparse ``type`` of an option: its field type, None from a none word when optional."""
+    if opt.kind is dict:
+        def parse(text: str):
+            try:
+                value = json.loads(text)
+            except ValueError:
+                value = None
+            if not isinstance(value, dict):
+                raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
+            return value
+    elif opt.optional:
+        words = (*NONE_WORDS, opt.none) if opt.none else NONE_WORDS
 
-    def parse(text: str):
-        return _EXPLICIT_NONE if text.strip().lower() in words else kind(text)
-
-    parse.__name__ = kind.__name__
+        def parse(text: str):
+            return None if text.strip().lower() in words else opt.kind(text)
+    else:
+        return opt.kind
+    parse.__name__ = opt.kind.__name__  # argparse names the type in "invalid int value"
     return parse
 
 
-def _mapping(text: str) -> dict:
-    """A dict option given as JSON (or a Python literal, as ``str(dict)`` prints it)."""
-    try:
-        value = json.loads(text)
-    except ValueError:
-        try:
-            value = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
-    return value
-
-
-def _field_help() -> dict[str, str]:
-    from trainer.job_options import field_help
-
-    try:
-        return field_help()
-    except Exception:  # noqa: BLE001 - help text is a nicety, never a reason to fail
-        return {}
-
-
 def add_config_options(parser: argparse.ArgumentParser) -> None:
-    """One option per TrainConfig field, typed from its annotation, default None (= config default)."""
-    hints = typing.get_type_hints(TrainConfig)
-    helps = _field_help()
-    for f in dataclasses.fields(TrainConfig):
-        flag = "--" + f.name.replace("_", "-")
-        hint = hints[f.name]
-        text = helps.get(f.name, "")
-        if f.name == "source":
-            parser.add_argument(flag, required=True, help=text)
-        elif hint is bool:
-            parser.add_argument(flag, action="store_true", default=None, help=text)
-        elif hint is dict:
-            parser.add_argument(flag, type=_mapping, default=None, help=text)
+    """``--config FILE`` and one option per TrainConfig field, typed from the field.
+
+    Options left out are absent from the parsed namespace (``argparse.SUPPRESS``), so an
+    explicit ``--shots all`` (None) differs from no ``--shots`` (the file's or the default).
+    """
+    parser.add_argument("--config", metavar="FILE",
+                        help="JSON object of training options (options given here override it)")
+    for opt in OPTIONS.values():
+        flag = "--" + opt.name.replace("_", "-")
+        if opt.kind is bool:
+            parser.add_argument(flag, action="store_true", default=argparse.SUPPRESS, help=opt.help_text)
         else:
-            args = typing.get_args(hint)
-            base = next((a for a in args if a is not type(None)), hint)
-            kind = _optional(base, f.metadata.get("none")) if type(None) in args else base
-            parser.add_argument(flag, type=kind, default=None, metavar=f.name.upper(), help=text)
+            parser.add_argument(flag, type=_value_parser(opt), default=argparse.SUPPRESS,
+                                metavar=opt.name.upper(), help=opt.help_text)
 
 
 def register(subparsers) -> None:
@@ -95,11 +78,16 @@ def register(subparsers) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
-    """A TrainConfig from the parsed options (options left out keep the config defaults)."""
-    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)
-              if getattr(args, f.name, None) is not None}
-    values = {k: (None if v == _EXPLICIT_NONE else v) for k, v in values.items()}
-    return TrainConfig(**values)
+    """A TrainConfig from ``--config`` and the options given (these win); the rest keep the defaults.
+
+    Raises
+    ------
+    BiovizError
+        Unreadable config file, unknown options in it, or no source.
+    """
+    values = read_config(args.config) if getattr(args, "config", None) else {}
+    values.update({name: getattr(args, name) for name in OPTIONS if hasattr(args, name)})
+    return TrainConfig.from_dict(values)
 
 
 class ProgressWriter:
@@ -139,12 +127,14 @@ class ProgressWriter:
 def handle(args: argparse.Namespace) -> int:
     """Validate, then train; returns the exit code."""
     from trainer.config import validate
-    from trainer.loop import CancelFlag, Cancelled
+    from trainer.data import check_models
+    from trainer.events import CancelFlag, Cancelled
     from trainer.runs import check_out_dir, train_run
 
     writer = ProgressWriter(args.progress_file)
     try:
         config = validate(config_from_args(args))
+        check_models(config)
         check_out_dir(args.out)
     except BiovizError as error:
         writer({"event": "error", "message": str(error)})

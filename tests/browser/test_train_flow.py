@@ -101,7 +101,7 @@ def test_launch_from_the_train_page_keep_exploring_and_open_the_run_in_views(tmp
     home = tmp_path / "home"
     monkeypatch.setenv("BIOVIZ_HOME", str(home))  # this process reads the same job table
     from trainer.jobs.store import RUNNING
-    from trainer.jobs.worker import Worker
+    from trainer.jobs.queue import Worker
 
     timings: dict[str, float | str] = {"flow": flow_name}
     with streamlit_app(home, tmp_path / "streamlit.log", {"BIOVIZ_JOB_SLOTS": "cpu=1"}) as url, \

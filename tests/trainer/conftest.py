@@ -36,6 +36,6 @@ def tiny_config(data_dir, tmp_home):
         values = {"source": str(data_dir / "trainer_tiny.tsv"), "depth": 1, "shots": 3, "hidden": 32,
                   "epochs": 5, "device": "cpu"}
         values.update(overrides)
-        return validate(TrainConfig(**values), check_data=False)
+        return validate(TrainConfig(**values))
 
     return make

@@ -2,9 +2,10 @@
 
 Used only by the job tests: it writes the same progress events, stops between "batches"
 on SIGTERM with exit code 130, and writes its run directory to a temporary folder renamed
-at the end. ``--epochs``, ``--epoch-s`` (seconds per epoch), ``--fail-at`` (raise at that
-epoch), ``--wait-file`` (do not finish while that file is missing) and ``--ignore-term``
-(a trainer that does not stop when asked) steer it.
+at the end. It reads the job's ``--config FILE`` like the trainer; there ``epochs``,
+``epoch_s`` (seconds per epoch), ``fail_at`` (raise at that epoch), ``wait_file`` (do not
+finish while that file is missing) and ``ignore_term`` (a trainer that does not stop when
+asked) steer it.
 """
 
 from __future__ import annotations
@@ -42,13 +43,12 @@ def main(argv=None) -> int:
     parser.add_argument("--progress-file", required=True)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--epoch-s", type=float, default=0.05)
-    parser.add_argument("--fail-at", type=int, default=0)
-    parser.add_argument("--wait-file", default=None)
-    parser.add_argument("--source", default="mini")
-    parser.add_argument("--ignore-term", action="store_true")
+    parser.add_argument("--config", required=True)
     args, _ = parser.parse_known_args(argv)
+    config = json.loads(Path(args.config).read_text())
+    for name, default in (("epochs", 3), ("epoch_s", 0.05), ("fail_at", 0), ("wait_file", None),
+                          ("source", "mini"), ("ignore_term", False)):
+        setattr(args, name, config.get(name, default))
     signal.signal(signal.SIGTERM, signal.SIG_IGN if args.ignore_term else on_term)
     progress = Path(args.progress_file)
     out = Path(args.out)

@@ -17,12 +17,10 @@ import pytest
 
 from bioviz.errors import BiovizError
 from bioviz.models.runs import is_run_dir
-from trainer.jobs.store import (
-    CANCELLED, FAILED, INTERRUPTED, QUEUED, RUNNING, SUCCEEDED, JobError, JobStore, LocalProcessExecutor,
-    progress_stage, read_progress, summarise_progress,
-)
-from trainer.jobs.store import group_alive
-from trainer.jobs.worker import Worker, config_to_argv, parse_slots
+from trainer.jobs.executor import LocalProcessExecutor, group_alive
+from trainer.jobs.progress import progress_stage, read_progress, summarise_progress
+from trainer.jobs.queue import Worker, parse_slots
+from trainer.jobs.store import CANCELLED, FAILED, INTERRUPTED, QUEUED, RUNNING, SUCCEEDED, JobError, JobStore
 
 STANDIN = "tests.trainer.standin_trainer"
 
@@ -69,9 +67,14 @@ def test_store_uses_wal_and_persists_across_instances(tmp_home):
         store.get("nope")
 
 
-def test_config_to_argv_and_slots():
-    argv = config_to_argv({"shots": 15, "root": None, "freeze": False, "synonyms": True, "source": "icd10"})
-    assert argv == ["--shots", "15", "--source", "icd10", "--synonyms"]
+def test_a_job_config_is_written_once_to_its_config_file(tmp_home):
+    config = {"source": "icd10", "shots": None, "root": None, "synonyms": True}
+    job = JobStore().create(config)
+    assert job.config_path == str(tmp_home / "jobs" / job.id / "config.json")
+    assert json.loads(Path(job.config_path).read_text()) == config  # None stays None: all names
+
+
+def test_slots():
     assert parse_slots("cpu=2") == {"cpu": 2, "cuda": 1}
     with pytest.raises(BiovizError, match="bad job slot"):
         parse_slots("tpu=3")
@@ -90,7 +93,7 @@ def test_progress_summary_keeps_latest_epoch_and_skips_half_lines(tmp_path):
 def test_progress_summary_and_job_row_show_the_embedding_before_training(tmp_home, tmp_path):
     from dataclasses import replace
 
-    from trainer.jobs.store import job_row
+    from trainer.jobs.progress import job_row
 
     queued = JobStore().create({"source": "icd10"})
     path = tmp_path / "progress.jsonl"
@@ -183,6 +186,15 @@ def test_killed_worker_is_marked_interrupted_and_the_next_job_still_runs(worker,
     assert "SIGKILL" in dead.error or "disappeared" in dead.error
     assert leftovers(dead) == []  # neither the run directory nor the trainer's temp dir
     assert wait_for(worker, second.id, finished).status == SUCCEEDED
+
+
+def test_a_job_queued_before_config_files_still_runs(worker):
+    """Jobs in a jobs.sqlite from before config.json: the row's config is written out for them."""
+    job = worker.store.create({"epochs": 2}, module=STANDIN)
+    Path(job.config_path).unlink()
+    done = wait_for(worker, job.id, finished)
+    assert done.status == SUCCEEDED, done.error
+    assert json.loads(Path(job.config_path).read_text()) == {"epochs": 2}
 
 
 def test_runner_vanished_while_not_our_child_is_interrupted(worker, tmp_path):
@@ -337,9 +349,10 @@ def test_gpu_slots_device_choice_and_environment(tmp_home, monkeypatch):
     from collections import Counter
     from dataclasses import replace
 
-    import trainer.jobs.worker as worker_module
+    import trainer.jobs.queue as queue_module
+    from trainer.jobs.runner import train_command
 
-    monkeypatch.setattr(worker_module, "gpu_count", lambda: 2)
+    monkeypatch.setattr(queue_module, "gpu_count", lambda: 2)
     worker = Worker(slots={"cpu": 1, "cuda": 1})
     assert worker.capacity() == {"cpu": 1, "cuda:0": 1, "cuda:1": 1}
     used = Counter()
@@ -352,19 +365,20 @@ def test_gpu_slots_device_choice_and_environment(tmp_home, monkeypatch):
     assert worker._pick_slot("cuda:1", Counter()) == "cuda:1"
 
     job = replace(worker.store.create({"source": "icd10", "shots": None}), device="cuda:1")
-    env = worker_module.job_env(job, tmp_home)
+    env = queue_module.job_env(job, tmp_home)
     assert env["CUDA_VISIBLE_DEVICES"] == "1" and env["BIOVIZ_HOME"] == str(tmp_home)
-    command = worker_module.train_command(job)
+    command = train_command(job)
     assert command[command.index("--device") + 1] == "cuda"
-    assert command[command.index("--shots") + 1] == "none"  # all names, not the default 15
+    assert command[command.index("--config") + 1] == job.config_path
+    assert json.loads(Path(job.config_path).read_text())["shots"] is None  # all names, not the default 15
     cpu_job = replace(job, device="cpu")
-    assert worker_module.job_env(cpu_job, tmp_home)["CUDA_VISIBLE_DEVICES"] == ""
+    assert queue_module.job_env(cpu_job, tmp_home)["CUDA_VISIBLE_DEVICES"] == ""
 
 
 def test_cuda_request_is_refused_without_a_gpu(tmp_home, monkeypatch):
-    import trainer.jobs.worker as worker_module
+    import trainer.jobs.queue as queue_module
 
-    monkeypatch.setattr(worker_module, "gpu_count", lambda: 0)
+    monkeypatch.setattr(queue_module, "gpu_count", lambda: 0)
     with pytest.raises(BiovizError, match="not available here"):
         Worker(module=STANDIN).submit({"epochs": 1}, device="cuda", validate=False)
     assert JobStore().list() == []

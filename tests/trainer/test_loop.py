@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from trainer.loop import CancelFlag, Cancelled, Trainer
+from trainer.events import CancelFlag, Cancelled
+from trainer.loop import Trainer
 
 
 @pytest.mark.parametrize("encoder", ["residual", "dan", "cca", "hierarchical"])

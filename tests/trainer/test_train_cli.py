@@ -116,11 +116,14 @@ def test_base_weight_auto_is_spelt_out(data_dir, tmp_home, tmp_path, capsys):
         (["--shots", "50"], "larger than the classes allow"),
         (["--base", "/nonexistent/model"], "not found"),
         (["--base", "char-tfidf"], "char-tfidf"),
-        (["--lr", "-1"], "learning rate"),
+        (["--lr", "-1"], "lr must be > 0 (got -1.0)"),
+        (["--lr", "0"], "lr must be > 0 (got 0.0)"),  # 0 is refused, not read as "the default"
+        (["--batch-size", "0"], "batch_size must be >= 2 (got 0)"),
+        (["--epochs", "0"], "epochs must be >= 1 (got 0)"),
         (["--init", "/nonexistent/run"], "not a complete trained run"),
         (["--context-weight", "1"], "contextual loss applies to dan and cca only"),
         (["--encoder", "definitions", "--identity-start"], "identity_start applies to trained heads"),
-        (["--triplet-weight", "-1"], "loss weights must be >= 0"),
+        (["--triplet-weight", "-1"], "triplet_weight must be >= 0"),
         (["--base-weight", "1.5"], "base_weight must be in [0, 1]"),
         (["--encoder", "definitions", "--base-weight", "0.5"], "base_weight applies to trained heads"),
         (["--min-retention", "2"], "min_retention must be in [0, 1]"),
@@ -145,7 +148,7 @@ def test_auto_is_a_word_of_base_weight_only(data_dir, tmp_home, tmp_path, capsys
     from trainer.config import TrainConfig, validate
 
     with pytest.raises(BiovizError, match="base_weight must be in \\[0, 1\\], or auto"):
-        validate(TrainConfig(source=str(data_dir / "trainer_tiny.tsv"), base_weight="auto"), check_data=False)
+        validate(TrainConfig(source=str(data_dir / "trainer_tiny.tsv"), base_weight="auto"))
 
 
 def test_existing_output_is_refused(data_dir, tmp_home, tmp_path, capsys):
@@ -206,3 +209,18 @@ def test_hierarchical_can_fine_tune_the_base_transformer(data_dir, tmp_home, tmp
 def test_finetune_is_refused_for_head_encoders(data_dir, tmp_home, tmp_path, capsys):
     assert main(_args(data_dir, tmp_path / "x", "--encoder", "dan", "--finetune")) == 2
     assert "finetune applies to the hierarchical encoder" in capsys.readouterr().err
+
+
+def test_config_file_with_options_overriding_it(data_dir, tmp_home, tmp_path, capsys):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"source": str(data_dir / "trainer_tiny.tsv"), "shots": 3, "hidden": 32,
+                                  "epochs": 5, "encoder": "dan", "base_weight": None}))
+    out = tmp_path / "from-file"
+    assert main(["train", "--config", str(config), "--epochs", "1", "--out", str(out), "--json"]) == 0
+    record = json.loads((out / "run.json").read_text())["config"]
+    assert record["encoder"] == "dan" and record["shots"] == 3 and record["hidden"] == 32  # from the file
+    assert record["epochs"] == 1  # the option given on the command line wins
+    capsys.readouterr()
+    config.write_text(json.dumps({"source": "icd10", "learning_rate": 0.1}))
+    assert main(["train", "--config", str(config), "--out", str(tmp_path / "never")]) == 2
+    assert capsys.readouterr().err.strip() == "error: unknown training option(s): learning_rate"

@@ -1,7 +1,7 @@
 """``python -m trainer jobs submit|list|status|cancel|logs|delete``: the job queue from a shell.
 
-``jobs submit`` takes the same options as ``train`` (minus ``--out`` and ``--progress-file``,
-which the queue chooses) and prints the job id; the job runs in the background and a run
+``jobs submit`` takes the same options as ``train``, ``--config FILE`` included (minus
+``--out`` and ``--progress-file``, which the queue chooses) and prints the job id; the job runs in the background and a run
 directory appears under ``BIOVIZ_HOME/runs/<job id>`` when it succeeds. Every command first
 reconciles the queue (reaps dead jobs, starts queued ones), so no daemon is needed.
 """
@@ -9,16 +9,15 @@ reconciles the queue (reaps dead jobs, starts queued ones), so no daemon is need
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 import time
 
 from bioviz.errors import BiovizError
 
-from trainer.jobs.store import job_row, tail
+from trainer.jobs.progress import job_row, tail
+from trainer.jobs.queue import Worker
 from trainer.train_command import add_config_options, config_from_args
-from trainer.jobs.worker import Worker
 
 
 def _print_json(value) -> None:
@@ -26,9 +25,7 @@ def _print_json(value) -> None:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    config = dataclasses.asdict(config_from_args(args))
-    device = config.pop("device", "auto") or "auto"
-    job = Worker().submit(config, device=device)
+    job = Worker().submit(config_from_args(args).to_dict())
     if args.json:
         _print_json(job.as_dict())
     else:

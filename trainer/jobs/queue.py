@@ -1,4 +1,4 @@
-"""The job queue: submit, reconcile, cancel, delete, and the per-job runner process.
+"""The job queue: submit, reconcile, cancel, delete, and the device slots.
 
 No daemon is needed for correctness. Every look at the job list (``jobs list``, a page
 refresh) calls :meth:`Worker.reconcile`, which
@@ -8,10 +8,10 @@ refresh) calls :meth:`Worker.reconcile`, which
    removed;
 2. starts queued jobs, oldest first, while their device has a free slot.
 
-Each started job is a small runner process (``python -m trainer.jobs.worker run JOB_ID``) in its
-own session. The runner starts the trainer as its child (same process group, so a cancel
-reaches both), waits for it, records how it ended, and calls :meth:`Worker.reconcile`
-itself, so the next queued job starts even when nobody is looking.
+Each started job is a small runner process (``python -m trainer.jobs.runner run JOB_ID``,
+:mod:`trainer.jobs.runner`) in its own session; it starts the trainer, records how it ended
+and calls :meth:`Worker.reconcile` itself, so the next queued job starts even when nobody
+is looking.
 
 Slots: one job per GPU and one on the CPU by default; ``BIOVIZ_JOB_SLOTS="cpu=2,cuda=1"``
 or ``Worker(slots=...)`` changes that, and ``BIOVIZ_JOB_DEVICES="cpu"`` hides the GPUs.
@@ -19,15 +19,11 @@ or ``Worker(slots=...)`` changes that, and ``BIOVIZ_JOB_DEVICES="cpu"`` hides th
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
 import logging
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from dataclasses import replace
@@ -35,10 +31,12 @@ from functools import lru_cache
 from pathlib import Path
 
 from bioviz.models.runs import is_run_dir
+from trainer.jobs.executor import (
+    CANCEL_EXIT_CODE, CANCEL_GRACE_S, Executor, LocalProcessExecutor, ProcessState, python_command,
+)
+from trainer.jobs.progress import read_progress, summarise_progress, tail
 from trainer.jobs.store import (
-    ACTIVE, CANCEL_EXIT_CODE, CANCEL_GRACE_S, CANCELLED, FAILED, INTERRUPTED, QUEUED, RUNNING, SUCCEEDED, Executor,
-    Job, JobError, JobStore, LocalProcessExecutor, ProcessState, python_command, read_progress, summarise_progress,
-    tail,
+    ACTIVE, CANCELLED, FAILED, INTERRUPTED, QUEUED, RUNNING, SUCCEEDED, Job, JobError, JobStore,
 )
 
 logger = logging.getLogger(__name__)
@@ -46,6 +44,7 @@ logger = logging.getLogger(__name__)
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SLOTS = {"cpu": 1, "cuda": 1}
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
+RUNNER_MODULE = "trainer.jobs.runner"  # each started job's process: python -m RUNNER_MODULE run JOB_ID
 
 
 @lru_cache(maxsize=1)
@@ -72,50 +71,6 @@ def parse_slots(text: str | None) -> dict[str, int]:
             raise JobError(f"bad job slot setting {part.strip()!r}: expected cpu=N or cuda=N")
         slots[key] = int(value)
     return slots
-
-
-def _config_defaults() -> dict:
-    """Field defaults of the trainer's config (None where the encoder type decides)."""
-    import dataclasses
-
-    from trainer.config import TrainConfig
-
-    return {f.name: (None if f.default is dataclasses.MISSING else f.default) for f in dataclasses.fields(TrainConfig)}
-
-
-def config_to_argv(config: dict, defaults: dict | None = None) -> list[str]:
-    """Turn a job config into ``train`` options: ``{"shots": 15, "x_y": True}`` -> ``--shots 15 --x-y``.
-
-    False, empty dicts and None leave an option out (its default applies), except None for
-    a field whose default is not None (``shots=None`` = all names), which is spelt ``none``.
-    Dicts go as JSON, lists as one value each.
-    """
-    defaults = _config_defaults() if defaults is None else defaults
-    argv: list[str] = []
-    for key in sorted(config):
-        value = config[key]
-        flag = "--" + key.replace("_", "-")
-        if value is None:
-            if defaults.get(key) is not None:
-                argv += [flag, "none"]
-        elif value is False or value == {}:
-            continue
-        elif value is True:
-            argv.append(flag)
-        elif isinstance(value, dict):
-            argv += [flag, json.dumps(value, sort_keys=True)]
-        elif isinstance(value, (list, tuple)):
-            argv += [flag, *(str(v) for v in value)]
-        else:
-            argv += [flag, str(value)]
-    return argv
-
-
-def train_command(job: Job) -> list[str]:
-    """The trainer command line of ``job`` (see the trainer's ``--progress-file`` contract)."""
-    device = "cpu" if (job.device or "cpu") == "cpu" else "cuda"
-    return python_command("-m", job.module, "train", *config_to_argv(job.config), "--out", job.run_dir,
-                          "--json", "--progress-file", job.progress_path, "--device", device)
 
 
 def job_env(job: Job, home: Path) -> dict[str, str]:
@@ -242,23 +197,24 @@ class Worker:
         device : str
             ``auto`` (a GPU when present, else the CPU), ``cpu``, ``cuda`` or ``cuda:N``.
         validate : bool
-            Check the config with the trainer first (refuses before anything is created).
+            Check the config with the trainer first (refuses before anything is created);
+            the job's ``config.json`` then holds every option, the defaults filled in.
 
         Raises
         ------
         BiovizError
             If the config is invalid or the device is not available here.
         """
-        device = config.get("device") or device
+        config = dict(config)
+        # The device is the job's, not the run's: it picks a slot, and the runner passes the
+        # slot's device to the trainer. Taken out of the config here, and only here.
+        device = config.pop("device", None) or device
         if device not in DEVICE_CHOICES and not (device.startswith("cuda:") and device[5:].isdigit()):
             raise JobError(f"unknown device {device!r}: use auto, cpu, cuda or cuda:N")
         if device.startswith("cuda") and device not in self.capacity() and not (device == "cuda" and gpu_count()):
             raise JobError(f"device {device!r} is not available here ({gpu_count()} CUDA devices)")
-        config = dict(config)
-        device = config.pop("device", None) or device
         if validate:
             config = validate_config(config)
-            config.pop("device", None)
         job = self.store.create(config, requested_device=device, executor=self.executor.name, module=self.module)
         self.reconcile()
         return self.store.get(job.id)
@@ -270,8 +226,7 @@ class Worker:
         one ``BEGIN IMMEDIATE`` transaction.
         """
         if not self.store.list(ACTIVE):
-            if isinstance(self.executor, LocalProcessExecutor):
-                self.executor.reap()
+            self.executor.reap()
             return self.store.list()
         with self.store.transaction() as conn:
             used: Counter = Counter()
@@ -295,13 +250,12 @@ class Worker:
                     continue  # a later job may ask for another device that is free
                 self._start(job, slot, conn)
                 used[slot] += 1
-        if isinstance(self.executor, LocalProcessExecutor):
-            self.executor.reap()
+        self.executor.reap()
         return self.store.list()
 
     def _start(self, job: Job, slot: str, conn) -> None:
         """Launch the runner of ``job`` on ``slot`` (inside the reconcile transaction)."""
-        command = python_command("-m", "trainer.jobs.worker", "run", job.id)
+        command = python_command("-m", RUNNER_MODULE, "run", job.id)
         started = replace(job, device=slot)
         try:
             handle = self.executor.submit(command, job_env(started, self.store.path.parent), job.log_path)
@@ -353,108 +307,31 @@ class Worker:
         else:
             discard_incomplete_run(job)
 
-    # -- the runner --------------------------------------------------------------------
-    def run_job(self, job_id: str) -> int:
-        """Body of the runner process: run the trainer, record how it ended, start the next job.
-
-        Returns
-        -------
-        int
-            The trainer's exit code.
-        """
-        job = self.store.get(job_id)
-        cancel_requested: float | bool = False  # monotonic time of the first SIGTERM
-        child: subprocess.Popen | None = None
-
-        def on_term(signum, frame):  # noqa: ARG001 - signal handler signature
-            # The trainer got the same signal when it came to the whole group; forward it when
-            # only this process was signalled. Then keep waiting, to record the end.
-            nonlocal cancel_requested
-            cancel_requested = cancel_requested or time.monotonic()
-            if child is not None and child.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    child.send_signal(signal.SIGTERM)
-
-        signal.signal(signal.SIGTERM, on_term)
-        command = train_command(job)
-        with open(job.log_path, "ab") as log:
-            log.write(f"[job {job.id}] on {job.device}: {subprocess.list2cmdline(command)}\n".encode())
-            log.flush()
-            try:
-                child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                         env=job_env(job, self.store.path.parent), cwd=str(PROJECT_ROOT))
-            except OSError as error:
-                self.store.update(job.id, only_if=(RUNNING,), status=FAILED, finished_at=time.time(),
-                                  error=f"could not start the trainer: {error}")
-                self.reconcile()
-                return 1
-            code = None
-            while code is None:
-                try:
-                    code = child.wait(timeout=0.5)
-                except subprocess.TimeoutExpired:
-                    if cancel_requested and time.monotonic() - cancel_requested > CANCEL_GRACE_S:
-                        logger.warning("trainer ignored SIGTERM for %.0f s: killing it", CANCEL_GRACE_S)
-                        child.kill()
-            status, reason = outcome(job, code, bool(cancel_requested))
-            log.write((f"[job {job.id}] {status}" + (f": {reason}" if reason else "") + "\n").encode())
-        progress = summarise_progress(read_progress(job.progress_path))
-        if not self.store.update(job.id, only_if=(RUNNING,), status=status, error=reason, exit_code=code,
-                                 finished_at=time.time(), progress=progress):
-            # Already marked (cancelled by the user): keep that status, record the details.
-            self.store.update(job.id, exit_code=code, progress=progress)
-            status = self.store.get(job.id).status
-        if status != SUCCEEDED:
-            discard_incomplete_run(job)
-        # Hand the slot to the next queued job, even when no page or CLI is looking. A
-        # cancel in progress must not be undone by ignoring SIGTERM from here on.
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        self.reconcile()
-        return code
-
 
 def validate_config(config: dict) -> dict:
-    """Refuse a config the trainer would reject (unknown encoder, too many shots, missing base).
+    """Refuse a config the trainer would reject (unknown option, encoder, too many shots, missing base).
+
+    Runs :func:`trainer.config.validate` and :func:`trainer.data.check_feasible` (the one
+    time the level is loaded for a job before it runs).
+
+    Parameters
+    ----------
+    config : dict
+        Training options, without the device (the job's, see :meth:`Worker.submit`).
 
     Returns
     -------
     dict
-        The config with the encoder's defaults filled in (what the run will use).
+        Every option, the encoder's defaults filled in (what the run will use).
 
     Raises
     ------
     BiovizError
         With the trainer's one-line reason.
     """
-    import dataclasses
-
     from trainer.config import TrainConfig, validate
+    from trainer.data import check_feasible
 
-    known = {f.name for f in dataclasses.fields(TrainConfig)}
-    unknown = sorted(set(config) - known)
-    if unknown:
-        raise JobError(f"unknown training option(s): {', '.join(unknown)}")
-    if "source" not in config:
-        raise JobError("a training job needs a source")
-    return dataclasses.asdict(validate(TrainConfig(**config)))
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m trainer.jobs.worker run JOB_ID`` (started by the queue) or ``reconcile``."""
-    parser = argparse.ArgumentParser(prog="python -m trainer.jobs.worker")
-    sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run one job (started by the queue; not for direct use)")
-    run.add_argument("job_id")
-    sub.add_parser("reconcile", help="reap finished jobs and start queued ones")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    worker = Worker()
-    if args.command == "run":
-        code = worker.run_job(args.job_id)
-        return 0 if code == 0 else 1
-    worker.reconcile()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    validated = validate(TrainConfig.from_dict(config))
+    check_feasible(validated)
+    return {name: value for name, value in validated.to_dict().items() if name != "device"}

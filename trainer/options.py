@@ -1,0 +1,168 @@
+"""Options of a config dataclass described once, in its field metadata.
+
+:func:`option` declares a field with its help, the encoder types it applies to, its bounds,
+its fixed choices and the word for None; :func:`options` reads them back as :class:`Option`
+values. The command line's flags, the Train form's widgets and the range checks of
+:func:`trainer.config.validate` are all generated from them, so they never disagree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass
+from functools import lru_cache
+
+_MISSING = dataclasses.MISSING
+
+
+def option(default=_MISSING, help: str = "", *, encoders: tuple[str, ...] | None = None,  # noqa: A002
+           min: float | None = None, max: float | None = None,  # noqa: A002
+           min_exclusive: bool = False, max_exclusive: bool = False, choices: tuple | None = None,
+           offered: tuple | None = None, none: str | None = None, per_encoder: bool = False,
+           default_factory=_MISSING):
+    """A dataclass field with its description in the metadata.
+
+    Parameters
+    ----------
+    default, default_factory
+        As for :func:`dataclasses.field` (neither: a required field).
+    help : str
+        One line for ``--help`` and the form.
+    encoders : tuple of str, optional
+        The encoder types the field concerns (None: all).
+    min, max : number, optional
+        Bounds of a numeric field; ``min_exclusive`` / ``max_exclusive`` make them strict.
+    choices : tuple, optional
+        The only values allowed.
+    offered : tuple, optional
+        Values a form offers for a field whose allowed values are a range (e.g. base_weight).
+    none : str, optional
+        The word for None (``auto``, ``all``), for fields where None means something.
+    per_encoder : bool
+        The default depends on the encoder type (None until :func:`trainer.config.validate`).
+    """
+    metadata = {"help": help, "encoders": encoders, "min": min, "max": max, "min_exclusive": min_exclusive,
+                "max_exclusive": max_exclusive, "choices": choices, "offered": offered, "none": none,
+                "per_encoder": per_encoder}
+    if default_factory is not _MISSING:
+        return dataclasses.field(default_factory=default_factory, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One field of a config, as the command line, the form and the validation see it.
+
+    Attributes
+    ----------
+    name : str
+    kind : type
+        ``bool``, ``int``, ``float``, ``str`` or ``dict`` (from the field's annotation).
+    optional : bool
+        None is allowed (the annotation includes None).
+    default : object
+        The field's default (None when required or built by a factory).
+    help, encoders, min, max, min_exclusive, max_exclusive, choices, offered, none, per_encoder
+        As given to :func:`option`.
+    """
+
+    name: str
+    kind: type
+    optional: bool
+    default: object
+    help: str = ""
+    encoders: tuple[str, ...] | None = None
+    min: float | None = None
+    max: float | None = None
+    min_exclusive: bool = False
+    max_exclusive: bool = False
+    choices: tuple | None = None
+    offered: tuple | None = None
+    none: str | None = None
+    per_encoder: bool = False
+
+    @property
+    def help_text(self) -> str:
+        """The help with the encoder types it concerns first: ``dan/cca: weight of ...``."""
+        return f"{'/'.join(self.encoders)}: {self.help}" if self.encoders else self.help
+
+    @property
+    def menu(self) -> tuple | None:
+        """The values a form offers as a list: the choices, else the offered values."""
+        return self.choices or self.offered
+
+    def applies_to(self, encoder: str) -> bool:
+        """Whether the field concerns ``encoder``."""
+        return self.encoders is None or encoder in self.encoders
+
+    def range_text(self) -> str:
+        """``in [0, 1)``, ``>= 2``, ``> 0``; empty without bounds."""
+        low, high = self.min, self.max
+        if low is not None and high is not None:
+            return f"in {'(' if self.min_exclusive else '['}{low:g}, {high:g}{')' if self.max_exclusive else ']'}"
+        if low is not None:
+            return f"{'>' if self.min_exclusive else '>='} {low:g}"
+        if high is not None:
+            return f"{'<' if self.max_exclusive else '<='} {high:g}"
+        return ""
+
+    def problem(self, value) -> str | None:
+        """Why ``value`` is not allowed for this field (one line), or None when it is."""
+        if value is None:
+            return None if self.optional else f"{self.name} must be given"
+        if self.choices is not None:
+            if value not in self.choices:
+                return f"unknown {self.name} {value!r}: choose one of {', '.join(map(str, self.choices))}"
+            return None
+        if self.kind is bool:
+            return None if isinstance(value, bool) else f"{self.name} must be true or false (got {value!r})"
+        if self.kind in (int, float):
+            return self._number_problem(value)
+        if not isinstance(value, self.kind):
+            return f"{self.name} must be a {self.kind.__name__} (got {value!r})"
+        return None
+
+    def _number_problem(self, value) -> str | None:
+        kinds = (int,) if self.kind is int else (int, float)
+        ok = isinstance(value, kinds) and not isinstance(value, bool)
+        if ok and self.min is not None:
+            ok = value > self.min if self.min_exclusive else value >= self.min
+        if ok and self.max is not None:
+            ok = value < self.max if self.max_exclusive else value <= self.max
+        if ok:
+            return None
+        wanted = self.range_text() or ("an integer" if self.kind is int else "a number")
+        alternative = f", or {self.none}" if self.none else ""
+        return f"{self.name} must be {wanted}{alternative} (got {value!r})"
+
+
+def _kind(hint) -> tuple[type, bool]:
+    """``(base type, optional)`` of an annotation such as ``int | None``."""
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        args = typing.get_args(hint)
+        base = next(a for a in args if a is not type(None))
+        return base, type(None) in args
+    return hint, False
+
+
+@lru_cache(maxsize=None)
+def options(cls) -> tuple[Option, ...]:
+    """The :class:`Option` of every field of dataclass ``cls``, in declaration order.
+
+    Examples
+    --------
+    >>> from trainer.config import TrainConfig
+    >>> by_name = {o.name: o for o in options(TrainConfig)}
+    >>> by_name["dropout"].range_text(), by_name["context_weight"].help_text.split(":")[0]
+    ('in [0, 1)', 'dan/cca')
+    """
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        kind, optional = _kind(hints[f.name])
+        default = None if f.default is _MISSING else f.default
+        meta = {k: v for k, v in f.metadata.items() if k in Option.__dataclass_fields__}
+        out.append(Option(name=f.name, kind=kind, optional=optional, default=default, **meta))
+    return tuple(out)
