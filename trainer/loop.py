@@ -1,6 +1,9 @@
 """The training loop: heads over base vectors (residual, dan, cca, hierarchical) and the
-dispatch to definition fine-tuning.
+dispatch to fine-tuning.
 
+The loop (epochs, early stopping, the base weight) is the same for every head; what differs
+between head types (inputs, head, batches, loss terms) is the type's objective
+(:mod:`trainer.objectives`), which the loop calls without asking which type it trains.
 :class:`Trainer.run` trains one configuration and reports through callbacks: each callback
 receives event dicts (``start``, ``epoch``) so the command line, the progress file and the
 job runner show the same figures. A :class:`CancelFlag` is checked between batches.
@@ -16,16 +19,14 @@ import time
 import numpy as np
 import torch
 
-from bioviz.errors import BiovizError
 from bioviz.evaluation.metrics import CrossClassRetention
 from bioviz.space import l2_normalise
-from trainer import encoders, losses, sampling
+from trainer import encoders
 from trainer.base_mix import choose_base_weight, mix
 from trainer.config import TrainConfig
 from trainer.data import TrainingData
-from trainer.definitions import fine_tune
 from trainer.events import CancelFlag, TrainResult, broadcast
-from trainer.finetune import fine_tune_hierarchy
+from trainer.objectives import OBJECTIVES, fine_tuning
 
 logger = logging.getLogger(__name__)
 
@@ -113,119 +114,34 @@ class Trainer:
                     "train_names": len(self.data.split.train), "encoder": c.encoder,
                     "validation_names": len(self.data.split.validation)})
         baseline = retrieval_figures(self.data.vectors, self.data)
-        if c.encoder == "definitions":
-            result = fine_tune(c, self.data, self.device, self.emit, self.cancel)
-        elif c.encoder == "hierarchical" and c.finetune:
-            result = fine_tune_hierarchy(c, self.data, self.device, self.emit, self.cancel)
-        else:
-            result = self._train_head()
+        path = fine_tuning(c)
+        result = path(c, self.data, self.device, self.emit, self.cancel) if path else self._train_head()
         result.metrics = {"baseline": baseline, "trained": retrieval_figures(result.vectors, self.data),
                           **result.metrics}
         return result
 
     # ----------------------------------------------------------------- heads
     def _train_head(self) -> TrainResult:
+        """Train the configuration's head (:data:`trainer.objectives.OBJECTIVES`) with early stopping."""
         c, data, dev = self.config, self.data, self.device
         split, labels_np = data.split, data.view.labels
-        n_classes = len(data.view.classes)
-        u_all = torch.from_numpy(data.vectors)
         train_rows, val_rows = split.train, split.validation
-        projection = prototype_map = None
-        x_all = u_all
-        if c.encoder == "cca":
-            projection, prototype_map, k = encoders.fit_cca(data.vectors[train_rows], labels_np[train_rows], c.seed)
-            x_all = projection(u_all)
-        try:
-            model = encoders.build_head(c.encoder, data.dim, c.hidden, c.dropout, c.identity_start).to(dev)
-        except ValueError as error:  # e.g. an identity start with too narrow a hidden layer
-            raise BiovizError(f"{error} for base vectors of {data.dim} dimensions") from None
+        objective = OBJECTIVES[c.encoder](c, data, dev, self.generator)
+        model = objective.build_head()
         optimiser = _adam(model.parameters(), c.lr, dev)
-
-        prototypes = encoders.class_prototypes(data.vectors[train_rows], labels_np[train_rows], n_classes)
-        proto_t = torch.from_numpy(prototypes)
-        labels_t = torch.from_numpy(labels_np)
-        labels_dev = labels_t.to(dev)  # indexed with on-device rows in every cca batch
-        # Fixed per-name targets of the grounding objectives (computed once, on the device).
-        targets = {
-            "residual": {"ground": (proto_t[labels_t] + u_all) / 2},
-            "dan": {"context": u_all, "ground": (proto_t[labels_t] + u_all) / 2},
-            # cca's optional contextual target is the name's own CCA-projected vector (its input).
-            "cca": {"proto": prototype_map(proto_t) if prototype_map is not None else None,
-                    "context": x_all if c.context_weight > 0 else None},
-            "hierarchical": {},
-        }[c.encoder]
-        targets = {k: v.to(dev) for k, v in targets.items() if v is not None}
-        x_dev = x_all.to(dev)
-        categories = val_categories = None
-        if c.encoder == "hierarchical":
-            parents = data.parents()
-            concepts = data.view.name_concepts
-            categories = sampling.hierarchy_categories([concepts[i] for i in train_rows], labels_np[train_rows], parents)
-            if len(val_rows):
-                val_categories = sampling.hierarchy_categories([concepts[i] for i in val_rows], labels_np[val_rows],
-                                                               parents)
-
-        loss_fns = {
-            "triplet": losses.TripletLoss(c.margin),
-            "ground": losses.GroundingLoss(),
-            "proto": losses.PrototypeLoss(c.synonym_dropout),
-            "ms": losses.MultiSimilarityLoss(c.ms_alpha, c.ms_beta, c.ms_lambda),
-        }
-
-        def loss_terms(a, p, n, rows, pos, training: bool) -> dict:
-            """Loss terms from encodings of anchors, positives, negatives (rows/pos: global indices)."""
-            terms = {"triplet": loss_fns["triplet"](a, p, n)}
-            if c.encoder == "residual":
-                terms["ground"] = loss_fns["ground"](a, targets["ground"][rows])
-            elif c.encoder == "dan":
-                terms["context"] = loss_fns["ground"](a, targets["context"][rows])
-                terms["ground"] = loss_fns["ground"](a, targets["ground"][rows])
-            elif c.encoder == "cca":
-                proto_loss = loss_fns["proto"].train(training)
-                names = torch.cat([a, p])
-                name_labels = labels_dev[torch.cat([rows, pos])]
-                terms["ground"] = proto_loss(names, name_labels, targets["proto"], generator=self.generator)
-                if c.context_weight > 0:
-                    terms["context"] = loss_fns["ground"](a, targets["context"][rows])
-            return terms
-
+        x_dev = objective.device_inputs
         weights = {"triplet": c.triplet_weight, "ground": c.grounding_weight, "context": c.context_weight, "ms": 1.0}
 
         def weighted_total(terms: dict):
             """The multi-task loss: the papers' weighted sum of the terms (all weights 1 by default)."""
             return sum(weights[name] * value for name, value in terms.items())
 
-        def batch_losses(rows: torch.Tensor, pos: torch.Tensor | None, neg: torch.Tensor | None,
-                         cats: torch.Tensor | None = None) -> dict:
-            """Loss terms of one training batch: a single forward pass over all its inputs."""
-            if c.encoder == "hierarchical":
-                return {"ms": loss_fns["ms"](model(x_dev[rows]), cats.to(dev).long())}
-            out = model(x_dev[torch.cat([rows, pos, neg])])
-            a, p, n = out.split(len(rows))
-            return loss_terms(a, p, n, rows.to(dev), pos.to(dev), training=True)
-
-        def sample_tuples(encoded: torch.Tensor, rows: np.ndarray, generator: torch.Generator):
-            """Local indices of a random positive and a distance-weighted negative per row."""
-            lab = labels_t[torch.from_numpy(rows)]
-            pos = sampling.random_positives(lab, generator)
-            neg = sampling.distance_weighted_negatives(encoded, lab, encoded, lab, generator)
-            return pos, neg
-
         def validation_loss(encoded_val: torch.Tensor) -> float:
             """The multi-task loss on validation names, from their (eval-mode) encodings."""
             if not len(val_rows):
                 return float("nan")
-            gen = torch.Generator().manual_seed(c.seed + 1)
             with torch.no_grad():
-                enc = encoded_val.to(dev)
-                if c.encoder == "hierarchical":
-                    terms = {"ms": loss_fns["ms"](enc, val_categories.to(dev).long())}
-                else:
-                    pos, neg = sample_tuples(encoded_val, val_rows, gen)
-                    rows_t = torch.from_numpy(val_rows)
-                    terms = loss_terms(enc, enc[pos.to(dev)], enc[neg.to(dev)], rows_t.to(dev),
-                                       rows_t[pos].to(dev), training=False)
-            return float(weighted_total(terms))
+                return float(weighted_total(objective.validation_terms(encoded_val)))
 
         def validation_map(encoded: torch.Tensor) -> float:
             from bioviz.evaluation.metrics import class_retrieval_map
@@ -247,7 +163,6 @@ class Trainer:
         stopped_early = False
         started = time.perf_counter()
         n_train = len(train_rows)
-        train_t = torch.from_numpy(train_rows)
         # One eval-mode pass over training + validation names per epoch serves the validation
         # figures of this epoch and the negative sampling of the next.
         tv_rows = torch.from_numpy(np.concatenate([train_rows, val_rows]))
@@ -255,23 +170,12 @@ class Trainer:
         for epoch in range(1, c.epochs + 1):
             epoch_started = time.perf_counter()
             model.train()
-            if c.encoder == "hierarchical":
-                batches = sampling.hierarchy_batches(categories, c.batch_size, self.generator)
-                pos_all = neg_all = None
-            else:
-                pos_local, neg_local = sample_tuples(encoded[:n_train], train_rows, self.generator)
-                pos_all, neg_all = train_t[pos_local], train_t[neg_local]
-                order = torch.randperm(n_train, generator=self.generator)
-                batches = [order[s : s + c.batch_size] for s in range(0, n_train, c.batch_size)]
+            batches = objective.epoch_batches(encoded[:n_train])
             sums: dict[str, float] = {}
             seen = 0
             for local in batches:
                 self.cancel.check()
-                rows = train_t[local]
-                if c.encoder == "hierarchical":
-                    terms = batch_losses(rows, None, None, categories[local][:, local])
-                else:
-                    terms = batch_losses(rows, pos_all[local], neg_all[local])
+                terms = objective.batch_terms(model, local)
                 total = weighted_total(terms)
                 optimiser.zero_grad(set_to_none=True)
                 total.backward()
@@ -309,18 +213,15 @@ class Trainer:
         # choice reads the training and validation rows, the run's vectors all of them.
         outputs = encode_in_chunks(model, x_dev).cpu().numpy()
         model = model.cpu()
-        head = encoders.Stack(projection, model) if projection is not None else model
+        head = objective.trained_head(model)
         mixing = self._choose_base_weight(outputs, np.concatenate([train_rows, val_rows]), retention)
         if mixing["weight"] > 0:
             head = encoders.BaseMix(head, mixing["weight"], mixing["scale"])
         head.eval()
         vectors = mix(outputs, data.vectors, mixing["weight"], mixing["scale"])
-        extra = {"base_mix": mixing}
-        if projection is not None:
-            extra["cca_projection"] = retrieval_figures(l2_normalise(x_all.numpy()), data)
-            extra["cca_components"] = k
+        extra = {"base_mix": mixing, **objective.metrics(lambda vectors: retrieval_figures(vectors, data))}
         logger.info("trained %s: best epoch %d of %d in %.1fs", c.encoder, best_epoch, len(history), training_s)
-        return TrainResult(head, None, projection, vectors, history, best_epoch, stopped_early, training_s,
+        return TrainResult(head, None, objective.projection, vectors, history, best_epoch, stopped_early, training_s,
                            per_epoch, str(self.device), metrics=extra)
 
     def _choose_base_weight(self, outputs: np.ndarray, rows: np.ndarray, retention) -> dict:
