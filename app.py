@@ -7,7 +7,7 @@ import streamlit as st
 
 from bioviz.errors import BiovizError
 from bioviz.figures import class_size_bar, export_config
-from bioviz.ontology import make_split
+from bioviz.ontology import DEFAULT_SPLIT, SplitSpec
 from bioviz.uploads import MAX_UPLOAD_BYTES, store_upload
 from ui import state
 
@@ -80,10 +80,10 @@ with table:
     st.download_button("Download classes (CSV)", frame.to_csv(index=False), "classes.csv", "text/csv")
 with split_col:
     st.markdown("**Few-shot split preview**")
-    shots = st.number_input("Shots per class", min_value=1, max_value=500, value=15)
-    seed = st.number_input("Split seed", min_value=0, value=0)
+    shots = st.number_input("Shots per class", min_value=1, max_value=500, value=DEFAULT_SPLIT.shots)
+    seed = st.number_input("Split seed", min_value=0, value=DEFAULT_SPLIT.seed)
     try:
-        split = make_split(view, shots=int(shots), seed=int(seed))
+        split = SplitSpec(shots=int(shots), seed=int(seed)).make(view)
         st.dataframe(pd.DataFrame([split.sizes()]).T.rename(columns={0: "names"}), width="stretch")
         if split.short_classes:
             st.warning(f"{len(split.short_classes)} classes have fewer than {1 + 2 * int(shots)} names "

@@ -57,7 +57,7 @@ state.sync_url(**compare.url_values(["from", "order", "colour", *URL_KEYS[source
 
 if view is None:
     st.stop()
-selection = state.selection()
+level = state.selection()
 try:
     if source == "example":
         terms = load_example(st.session_state["example"])
@@ -66,7 +66,7 @@ try:
     elif source == "class":
         terms = class_terms(view, st.session_state["cls"], int(st.session_state["limit"]))
     else:
-        onto = cache.selection_ontology(selection)
+        onto = cache.level_ontology(level)
         wanted = st.session_state["concept"].strip()
         if not wanted:
             st.info("Type a concept id or name to compare its names with its siblings'.")

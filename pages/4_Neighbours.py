@@ -11,6 +11,7 @@ from bioviz.figures import export_config
 from bioviz.figures.neighbours import SAME_CLASS, SAME_CONCEPT, neighbour_table_figure, row_colour
 from bioviz.search.neighbours import AMONG, comparison_rows, concept_card, find_query, rank_neighbours
 from bioviz.models.vector_cache import VectorCache
+from bioviz.ontology import DEFAULT_SPLIT
 from ui import cache, compare, state
 
 SEARCH_MATCHES = 50  # ontology names suggested for a typed query on large levels
@@ -27,7 +28,7 @@ compare.init_params({"nb_two": True}, casts={"nb_two": lambda v: v != "0"}, url_
 two = st.sidebar.toggle("Compare two models", key="nb_two")
 model_a, model_b = state.model_pickers(two=two)
 
-AMONG_LABELS = {"names": "all names of the level", "train": "training names (15-shot split, seed 0)",
+AMONG_LABELS = {"names": "all names of the level", "train": f"training names ({DEFAULT_SPLIT.shots}-shot split, seed {DEFAULT_SPLIT.seed})",
                 "hypernyms": "class names (hypernyms)"}
 compare.init_params({"nb_query": None, "nb_among": "names", "nb_k": 10, "nb_restrict": False, "nb_image": "png"},
                     casts={"nb_query": lambda v: v or None, "nb_k": lambda v: min(100, max(1, int(v))),
@@ -63,10 +64,10 @@ if view is None:
     st.stop()
 
 s = st.session_state
-selection = state.selection()
-ontology = cache.selection_ontology(selection)
+level = state.selection()
+ontology = cache.level_ontology(level)
 try:
-    held_out = cache.held_out_names(selection)
+    held_out = cache.held_out_names(level)
 except BiovizError:  # a level too small to split still has neighbours to browse
     held_out = []
 
@@ -105,10 +106,10 @@ else:
         help=f"The level has {len(view.names):,} names: words may be beginnings of words, in any order.",
     ) or None
 random_col.button("Random held-out name", on_click=pick_random, disabled=not held_out,
-                  help="A held-out test name of the default few-shot split (seed 0)")
+                  help=f"A held-out test name of the default few-shot split (seed {DEFAULT_SPLIT.seed})")
 k = int(k_col.number_input("k", min_value=1, max_value=100, step=1, key="nb_k"))
 if query and len(view.names) > cache.MAX_BROWSER_NAMES:
-    search = cache.name_search(selection)
+    search = cache.name_search(level)
     matches = [m for m in search.search(query, limit=SEARCH_MATCHES) if m != query]
     st.columns([6, 3])[0].selectbox(
         "Ontology names matching the query", matches, index=None, key="_nb_match", on_change=use_match,
@@ -132,7 +133,7 @@ if not query:
 
 models = [m for m in (model_a, model_b) if m]
 try:
-    indexes = [cache.candidate_index(m, selection, among) for m in models]
+    indexes = [cache.candidate_index(m, level, among) for m in models]
     vectors = [cache.query_vector(m, query) for m in models]
 except BiovizError as error:
     st.error(str(error))

@@ -13,6 +13,7 @@ from bioviz.evaluation.benchmarks import load_benchmark
 from bioviz.errors import BiovizError
 from bioviz.evaluation.run import TASK_LABELS, TASKS, EvalSettings, choose_split, results_table
 from bioviz.figures import cross_level_heatmap, export_config, metric_bars
+from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.uploads import store_upload
 from ui import cache, state
 
@@ -23,8 +24,9 @@ view = state.current_view()
 model_a, model_b = state.model_pickers()
 
 RESULTS = "_eval_results"  # last evaluation: its parameters and results, kept across reruns
-PARAMS = {"eval_tasks": ",".join(TASKS), "eval_bench": ",".join(BUNDLED_BENCHMARKS), "eval_shots": 15,
-          "eval_seed": 0, "eval_tpc": 1, "eval_zero": 0.0, "eval_own": True, "eval_cross": "", "eval_boot": 1000}
+PARAMS = {"eval_tasks": ",".join(TASKS), "eval_bench": ",".join(BUNDLED_BENCHMARKS), "eval_shots": DEFAULT_SPLIT.shots,
+          "eval_seed": DEFAULT_SPLIT.seed, "eval_tpc": DEFAULT_SPLIT.test_per_class,
+          "eval_zero": float(DEFAULT_SPLIT.zero_shot_classes), "eval_own": True, "eval_cross": "", "eval_boot": 1000}
 
 # Page keys from the URL once per session, so a shared link reopens the same evaluation.
 for key, default in PARAMS.items():
@@ -132,9 +134,9 @@ except BiovizError as error:
     st.error(str(error))
     st.stop()
 
-selection = state.selection()
+level = state.selection()
 settings = EvalSettings(n_boot=int(st.session_state["eval_boot"]))
-request = (selection, tuple(models), tuple(tasks), tuple(benches) + ((user_bench,) if user_bench else ()),
+request = (level, tuple(models), tuple(tasks), tuple(benches) + ((user_bench,) if user_bench else ()),
            astuple(split_spec), astuple(settings), depths)
 
 for warning in warnings:
@@ -156,8 +158,8 @@ if st.button("Run evaluation", type="primary", disabled=not (tasks or benches or
             if request[3]:
                 results += cache.benchmark_results(request[1], request[3], request[5])
             if tasks:
-                results += cache.evaluation_results(selection, request[1], request[2], request[4], request[5])
-            cross = cache.cross_level_table(selection, request[1], depths, request[4], request[5]) if depths else None
+                results += cache.evaluation_results(level, request[1], request[2], request[4], request[5])
+            cross = cache.cross_level_table(level, request[1], depths, request[4], request[5]) if depths else None
         st.session_state[RESULTS] = {"request": request, "results": results, "cross": cross}
     except BiovizError as error:
         st.error(str(error))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from bioviz.errors import BiovizError
-from bioviz.ontology import list_sources
+from bioviz.ontology import LevelSpec, list_sources
 from bioviz.ontology.levels import LevelView
 from bioviz.ontology.sources import source_kind
 from bioviz.ontology.umls import COMMON_SABS, DEFAULT_SAB, HIERARCHIES, SEMANTIC_GROUPS
@@ -33,23 +33,18 @@ DEFAULT_ROOTS = {s["name"]: s["default_root"] for s in list_sources() if s["kind
 PAGE, ENTERED = "_bioviz_page", "_bioviz_entered_page"  # the page of the last run; whether this run changed it
 
 def _from_url() -> dict:
-    """The shared selection as the URL (or the defaults) gives it."""
+    """The shared selection as the URL (or the defaults) gives it: session key -> value."""
     params = st.query_params
-    try:
-        depth = max(1, int(params.get("depth", DEFAULTS["depth"])))
-    except ValueError:
-        depth = DEFAULTS["depth"]
-    hierarchy = params.get("hierarchy", DEFAULTS["hierarchy"])
+    spec = LevelSpec.from_query(params.to_dict(), default_source=DEFAULTS["source"])
+    options = spec.source_options
+    hierarchy = options.get("hierarchy", DEFAULTS["hierarchy"])
     return {
-        "source": params.get("source", DEFAULTS["source"]),
-        "root": params.get("root", DEFAULTS["root"]),
-        "depth": depth,
-        "synonyms": params.get("synonyms", "0") == "1",
-        "keep_ambiguous": params.get("keep_ambiguous", "0") == "1",
+        "source": spec.source, "root": spec.root or "", "depth": spec.depth, "synonyms": spec.synonyms,
+        "keep_ambiguous": spec.keep_ambiguous,
         "model_a": params.get("model_a", DEFAULTS["model_a"]),
         "model_b": params.get("model_b", DEFAULTS["model_b"]),
-        "sab": params.get("sab", DEFAULTS["sab"]).strip() or DEFAULTS["sab"],
-        "semantic_group": params.get("semantic_group", DEFAULTS["semantic_group"]),
+        "sab": options.get("sab", "").strip() or DEFAULTS["sab"],
+        "semantic_group": options.get("semantic_group", DEFAULTS["semantic_group"]),
         "hierarchy": hierarchy if hierarchy in HIERARCHIES else DEFAULTS["hierarchy"],
     }
 
@@ -140,21 +135,12 @@ def _ensure_init() -> None:
 
 def sync_url(**extra: str) -> None:
     """Write the shared selection (and a page's own ``extra`` keys) into the URL."""
-    values = {
-        "source": st.session_state["source"],
-        "depth": str(st.session_state["depth"]),
-    }
-    if st.session_state.get("root"):
-        values["root"] = st.session_state["root"]
-    if st.session_state.get("synonyms"):
-        values["synonyms"] = "1"
-    if st.session_state.get("keep_ambiguous"):
-        values["keep_ambiguous"] = "1"
+    spec = selection()
+    values = spec.to_query()
     for key in ("model_a", "model_b"):
         if st.session_state.get(key):
             values[key] = st.session_state[key]
-    options = dict(source_options())
-    values.update(options)
+    options = spec.source_options
     _save()
     values.update({k: v for k, v in extra.items() if v not in (None, "")})
     for key in UMLS_KEYS:  # UMLS options left over from an earlier source would only confuse a link
@@ -191,16 +177,15 @@ def source_options() -> tuple:
     return tuple(sorted(options.items()))
 
 
-def selection() -> tuple:
-    """The shared selection as the tuple ``ui.cache`` functions take.
+def selection() -> LevelSpec:
+    """The shared level selection (hashable: ``ui.cache`` functions take it as their key).
 
-    ``(source, root or None, depth, synonyms, keep_ambiguous, loader options)``; ``ui.cache.view(*selection())``
-    is the level view :func:`current_view` shows.
+    ``ui.cache.view(selection())`` is the level view :func:`current_view` shows.
     """
     _ensure_init()
     s = st.session_state
-    return (s["source"], s["root"].strip() or None, int(s["depth"]), bool(s["synonyms"]), bool(s["keep_ambiguous"]),
-            source_options())
+    return LevelSpec(s["source"], root=s["root"], depth=int(s["depth"]), synonyms=bool(s["synonyms"]),
+                     keep_ambiguous=bool(s["keep_ambiguous"]), options=source_options())
 
 
 def _umls_options_widgets() -> None:
@@ -255,7 +240,7 @@ def selection_sidebar() -> None:
 def current_view() -> LevelView | None:
     """The level view for the shared selection, or None after showing a one-line error."""
     try:
-        return cache.view(*selection())
+        return cache.view(selection())
     except BiovizError as error:
         st.error(str(error))
         return None
