@@ -1,6 +1,6 @@
 """The app's pages, in navigation order: the one list the router (app.py) builds ``st.navigation`` from.
 
-Each page keeps the URL path it had when Streamlit found the files in ``pages/`` itself
+Each page keeps the URL path it had when Streamlit found the page files itself
 (``/Train``, ``/Neighbours``, ...), so links made before the router still open the same
 view; the home page is the root URL.
 """
@@ -43,13 +43,13 @@ class AppPage:
 
 
 PAGES = (
-    AppPage("pages/0_Home.py", "Home", ""),
-    AppPage("pages/1_Train.py", "Train", "Train"),
-    AppPage("pages/2_Projection.py", "Projection", "Projection", TWO_MODELS),
-    AppPage("pages/3_Similarity_matrix.py", "Similarity matrix", "Similarity_matrix", TWO_MODELS),
-    AppPage("pages/4_Neighbours.py", "Neighbours", "Neighbours", ONE_OR_TWO_MODELS),
-    AppPage("pages/5_Hierarchy.py", "Hierarchy", "Hierarchy", TWO_MODELS),
-    AppPage("pages/6_Evaluation.py", "Evaluation", "Evaluation", TWO_MODELS),
+    AppPage("app_pages/0_Home.py", "Home", ""),
+    AppPage("app_pages/1_Train.py", "Train", "Train"),
+    AppPage("app_pages/2_Projection.py", "Projection", "Projection", TWO_MODELS),
+    AppPage("app_pages/3_Similarity_matrix.py", "Similarity matrix", "Similarity_matrix", TWO_MODELS),
+    AppPage("app_pages/4_Neighbours.py", "Neighbours", "Neighbours", ONE_OR_TWO_MODELS),
+    AppPage("app_pages/5_Hierarchy.py", "Hierarchy", "Hierarchy", TWO_MODELS),
+    AppPage("app_pages/6_Evaluation.py", "Evaluation", "Evaluation", TWO_MODELS),
 )
 BY_SCRIPT = {page.script: page for page in PAGES}
 
@@ -66,5 +66,5 @@ def navigate():
 
 
 def page_of(script: str) -> AppPage:
-    """The page of a script path as listed in :data:`PAGES` (``pages/4_Neighbours.py``)."""
+    """The page of a script path as listed in :data:`PAGES` (``app_pages/4_Neighbours.py``)."""
     return BY_SCRIPT[script]

@@ -39,3 +39,57 @@ def test_a_bundled_link_keeps_its_defaults_out_of_the_url(tmp_home, data_dir):
     at.run()
     assert not at.exception and not at.error
     assert params_of(at) == link
+
+
+# Each page's own keys as links made by today's app carry them.
+PAGE_LINKS = {
+    "app_pages/0_Home.py": {},
+    "app_pages/1_Train.py": {},
+    "app_pages/2_Projection.py": {"method": "pca", "dims": "2", "nn": "15", "md": "0.1", "cap": "40", "shots": "1",
+                                  "measure": "map"},
+    "app_pages/3_Similarity_matrix.py": {"from": "typed", "order": "given", "colour": "list",
+                                         "terms": "heart attack\nasthma"},
+    "app_pages/4_Neighbours.py": {"k": "3", "two": "0", "among": "names", "restrict": "0", "image": "svg",
+                                  "query": "asthma"},
+    "app_pages/5_Hierarchy.py": {"kind": "icicle", "colour": "none", "levels": "2", "node": "MINI:0000001"},
+    "app_pages/6_Evaluation.py": {"eval_models": "minilm", "eval_tasks": "ranking", "eval_shots": "2",
+                                  "eval_boot": "50"},
+}
+
+
+def test_every_page_writes_back_the_link_it_was_opened_with(app_home, data_dir, open_app):
+    from ui.navigation import PAGES
+
+    assert set(PAGE_LINKS) == {page.script for page in PAGES}
+    level = {"source": str(data_dir / "mini.obo"), "depth": "1", "model_a": "minilm", "model_b": "char-tfidf"}
+    for script, own in PAGE_LINKS.items():
+        link = {**level, **own}
+        at = open_app(script, link).run()
+        assert not at.exception, (script, at.exception)
+        written = params_of(at)
+        assert {k: written.get(k) for k in link} == link, script
+
+
+def test_home_is_called_home_in_the_navigation(tmp_home, open_app):
+    from ui.navigation import PAGES
+
+    at = open_app(None).run()
+    assert not at.exception
+    assert [page.title for page in PAGES][0] == "Home" and PAGES[0].url_path == ""
+    titles = {info.get("page_name") for info in at._registered_pages.values()}
+    assert "Home" in titles and "app" not in titles
+    assert [p.url_path for p in PAGES[1:]] == ["Train", "Projection", "Similarity_matrix", "Neighbours", "Hierarchy",
+                                               "Evaluation"]
+
+
+def test_the_selection_survives_page_switches(tmp_home, data_dir, open_app):
+    at = open_app(None, {"source": str(data_dir / "mini.obo")}).run()
+    at.sidebar.number_input(key="depth").set_value(2).run()
+    at.sidebar.toggle(key="keep_ambiguous").set_value(True).run()
+    at.query_params.clear()  # a link in the page list opens a page without parameters
+    for script in ("app_pages/1_Train.py", "app_pages/4_Neighbours.py", "app_pages/0_Home.py"):
+        at.switch_page(script).run()
+        assert not at.exception, (script, at.exception)
+        assert at.sidebar.number_input(key="depth").value == 2, script
+        assert at.sidebar.toggle(key="keep_ambiguous").value is True, script
+        assert at.sidebar.selectbox(key="source").value == str(data_dir / "mini.obo"), script

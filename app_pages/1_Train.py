@@ -23,7 +23,7 @@ from trainer.jobs.store import ACTIVE, CANCELLED, QUEUED, RUNNING, SUCCEEDED, de
 from trainer.jobs.worker import DEVICE_CHOICES, Worker, gpu_count
 from ui import state
 
-NEIGHBOURS_PAGE = "pages/4_Neighbours.py"
+NEIGHBOURS_PAGE = "app_pages/4_Neighbours.py"
 NEIGHBOURS_FILE = Path(__file__).resolve().parent / "4_Neighbours.py"
 ENCODER_HELP = {
     "residual": "residual head, f(u) = (enc(u) + u) / 2, triplet loss (few-shot biomedical names)",
@@ -41,12 +41,9 @@ FORM_KEYS = ("train_all_names", "train_shots", "train_encoder", "train_start", "
              "train_base_other", "train_device")
 FORM_PREFIXES = ("train_hp_",)
 
-st.set_page_config(page_title="Train · bioviz", page_icon="🧬", layout="wide")
-state.init_state()
 state.restore_form("train")
 if SELECTED not in st.session_state and st.query_params.get("job"):
     st.session_state[SELECTED] = st.query_params["job"]
-state.selection_sidebar()
 view = state.current_view()
 state.sync_url(job=st.session_state.get(SELECTED))
 

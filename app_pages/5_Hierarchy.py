@@ -14,16 +14,13 @@ from bioviz.views.hierarchy import hypernym_candidates, hypernym_ranking, neares
 from bioviz.ontology import DEFAULT_SPLIT
 from ui import cache, compare, state
 
-st.set_page_config(page_title="Hierarchy · bioviz", page_icon="🧬", layout="wide")
-state.init_state()
-state.selection_sidebar()
 view = state.current_view()
-model_a, model_b = state.model_pickers()
+model_a, model_b = state.chosen_models()
 fmt = compare.image_format()
 
 COLOURS = {"map": "class-retrieval mAP gain", "silhouette": "silhouette gain", "none": "depth (no scores)"}
 DEFAULTS = {"kind": "treemap", "colour": "map", "levels": 3, "node": "", "mention": ""}
-compare.init_params(DEFAULTS, choices={"kind": list(KINDS), "colour": list(COLOURS)})
+state.page_params(DEFAULTS, choices={"kind": list(KINDS), "colour": list(COLOURS)})
 
 st.title("Hierarchy")
 st.caption("The ontology under the root down to the level's classes. Size = names under a node; colour = how much "

@@ -16,21 +16,16 @@ from ui import cache, compare, state
 
 SEARCH_MATCHES = 50  # ontology names suggested for a typed query on large levels
 
-st.set_page_config(page_title="Neighbours · bioviz", page_icon="🧬", layout="wide")
-state.init_state()
-state.selection_sidebar()
 view = state.current_view()
+model_a, model_b = state.chosen_models()  # model_b is None when the sidebar's "Compare two models" is off
+two = model_b is not None
 # Page keys: from the URL (a shared link reopens the comparison), else as last used on this
 # page (Streamlit drops widget keys on a visit to another page), else the default.
-URL_NAMES = {"nb_two": "two", "nb_query": "query", "nb_among": "among", "nb_k": "k", "nb_restrict": "restrict",
-             "nb_image": "image"}
-compare.init_params({"nb_two": True}, casts={"nb_two": lambda v: v != "0"}, url_names=URL_NAMES)
-two = st.sidebar.toggle("Compare two models", key="nb_two")
-model_a, model_b = state.model_pickers(two=two)
+URL_NAMES = {"nb_query": "query", "nb_among": "among", "nb_k": "k", "nb_restrict": "restrict", "nb_image": "image"}
 
 AMONG_LABELS = {"names": "all names of the level", "train": f"training names ({DEFAULT_SPLIT.shots}-shot split, seed {DEFAULT_SPLIT.seed})",
                 "hypernyms": "class names (hypernyms)"}
-compare.init_params({"nb_query": None, "nb_among": "names", "nb_k": 10, "nb_restrict": False, "nb_image": "png"},
+state.page_params({"nb_query": None, "nb_among": "names", "nb_k": 10, "nb_restrict": False, "nb_image": "png"},
                     casts={"nb_query": lambda v: v or None, "nb_k": lambda v: min(100, max(1, int(v))),
                            "nb_restrict": lambda v: v == "1"},
                     choices={"nb_among": list(AMONG), "nb_image": ["png", "svg"]}, url_names=URL_NAMES)
@@ -53,7 +48,7 @@ with st.sidebar.expander("Embedding cache"):
 
 def sync_url(query: str | None) -> None:
     """Mirror the page's controls in the URL (the concept and image format where they are shown), and keep them."""
-    compare.keep(URL_NAMES)
+    state.keep(URL_NAMES)
     state.sync_url(k=str(st.session_state["nb_k"]), two="1" if two else "0", among=st.session_state["nb_among"],
                    restrict="1" if st.session_state["nb_restrict"] else "0", image=st.session_state["nb_image"])
     state.set_url_param("query", query)

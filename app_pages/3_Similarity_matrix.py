@@ -10,11 +10,8 @@ from bioviz.views.similarity import (ORDERS, class_terms, compare_terms, concept
                                parse_terms, view_groups)
 from ui import cache, compare, state
 
-st.set_page_config(page_title="Similarity matrix · bioviz", page_icon="🧬", layout="wide")
-state.init_state()
-state.selection_sidebar()
 view = state.current_view()
-model_a, model_b = state.model_pickers()
+model_a, model_b = state.chosen_models()
 fmt = compare.image_format()
 
 SOURCES = {"example": "Example set", "typed": "Typed or pasted", "class": "Names of a class",
@@ -23,7 +20,7 @@ EXAMPLES = list(example_sets())
 DEFAULTS = {"from": "example", "example": "biolord_appendix_b" if "biolord_appendix_b" in EXAMPLES else EXAMPLES[0],
             "terms": "heart attack\nmyocardial infarction\natrial fibrillation\nfracture of femur\nbroken hip",
             "cls": "", "limit": 20, "concept": "", "order": "given", "colour": "list"}
-compare.init_params(DEFAULTS, choices={"from": list(SOURCES), "example": EXAMPLES, "order": list(ORDERS),
+state.page_params(DEFAULTS, choices={"from": list(SOURCES), "example": EXAMPLES, "order": list(ORDERS),
                                        "colour": ["list", "class"]})
 
 st.title("Similarity matrix")

@@ -17,15 +17,12 @@ from bioviz.models.runs import RUN_FILE, is_run_dir
 from bioviz.views.separation import MEASURES
 from ui import cache, compare, state
 
-st.set_page_config(page_title="Projection · bioviz", page_icon="🧬", layout="wide")
-state.init_state()
-state.selection_sidebar()
 view = state.current_view()
-model_a, model_b = state.model_pickers()
+model_a, model_b = state.chosen_models()
 fmt = compare.image_format()
 
 DEFAULTS = {"method": "umap", "dims": 2, "nn": 15, "md": 0.1, "cap": 10_000, "shots": DEFAULT_SPLIT.shots, "measure": "map"}
-compare.init_params(DEFAULTS, choices={"method": ["umap", "pca"], "dims": [2, 3], "measure": list(MEASURES)})
+state.page_params(DEFAULTS, choices={"method": ["umap", "pca"], "dims": [2, 3], "measure": list(MEASURES)})
 SELECTED = "_projection_selected"  # view rows picked with box/lasso, kept across reruns
 
 
