@@ -51,7 +51,6 @@ PAGES = (
     AppPage("app_pages/5_Hierarchy.py", "Hierarchy", "Hierarchy", TWO_MODELS),
     AppPage("app_pages/6_Evaluation.py", "Evaluation", "Evaluation", TWO_MODELS),
 )
-BY_SCRIPT = {page.script: page for page in PAGES}
 
 
 def navigate():
@@ -64,7 +63,3 @@ def navigate():
     chosen = st.navigation(pages)
     return next(page for page, registered in zip(PAGES, pages) if registered is chosen), chosen
 
-
-def page_of(script: str) -> AppPage:
-    """The page of a script path as listed in :data:`PAGES` (``app_pages/4_Neighbours.py``)."""
-    return BY_SCRIPT[script]
