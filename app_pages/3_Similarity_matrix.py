@@ -6,8 +6,8 @@ import streamlit as st
 
 from bioviz.errors import BiovizError
 from bioviz.figures import similarity_figures, slug
-from bioviz.views.similarity import (ORDERS, class_terms, compare_terms, concept_family_terms, example_sets, load_example,
-                               parse_terms, view_groups)
+from bioviz.views.similarity import (ORDERS, class_terms, compare_terms, concept_family_terms, example_sets,
+                                     find_concept, load_example, parse_terms, with_class_groups)
 from ui import cache, compare, state
 
 view = state.current_view()
@@ -68,12 +68,9 @@ try:
         if not wanted:
             st.info("Type a concept id or name to compare its names with its siblings'.")
             st.stop()
-        hits = [wanted] if wanted in onto.concepts else [c.id for c in onto.search(wanted, limit=1)]
-        if not hits:
-            raise BiovizError(f"no concept with id or name {wanted!r} in {onto.label}")
-        terms = concept_family_terms(onto, hits[0])
+        terms = concept_family_terms(onto, find_concept(onto, wanted))
     if st.session_state["colour"] == "class":
-        terms = type(terms)(terms.terms, view_groups(view, terms.terms), terms.origin)
+        terms = with_class_groups(terms, view)
     space_a = cache.term_space(model_a, terms.terms)
     space_b = cache.term_space(model_b, terms.terms)
     comparison = compare_terms(terms, space_a.vectors, space_b.vectors, space_a.model_id, space_b.model_id,

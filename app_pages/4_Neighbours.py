@@ -7,8 +7,9 @@ import pandas as pd
 import streamlit as st
 
 from bioviz.errors import BiovizError
-from bioviz.figures import export_config
+from bioviz.figures import export_config_as
 from bioviz.figures.neighbours import SAME_CLASS, SAME_CONCEPT, neighbour_table_figure, row_colour
+from bioviz.figures.ranking_table import neighbours_file_stem, ranking_table
 from bioviz.search.neighbours import AMONG, comparison_rows, concept_card, find_query, rank_neighbours
 from bioviz.models.vector_cache import VectorCache
 from bioviz.ontology import DEFAULT_SPLIT
@@ -176,20 +177,6 @@ st.markdown(
     unsafe_allow_html=True,
 )
 
-
-def frame_of(rows: list[dict]) -> pd.DataFrame:
-    """The ranking as shown: marks spelled out (not only shaded) and the rank change."""
-    records = []
-    for r in rows:
-        record = {"Rank": r["rank"], "Name": r["name"], "Code": r["concept_id"], "Class": r["class_label"],
-                  "Match": "synonym" if r["same_concept"] else ("class" if r["same_class"] else ""),
-                  "Cosine": r["score"]}
-        if "other_rank" in r:
-            record.update({"Other rank": r["other_rank"], "Δ rank": r["rank_change"]})
-        records.append(record)
-    return pd.DataFrame(records)
-
-
 columns = st.columns(len(models))
 for column, label, rows in zip(columns, labels, rankings):
     with column:
@@ -197,7 +184,7 @@ for column, label, rows in zip(columns, labels, rankings):
         if not rows:
             st.info("No names to rank.")
             continue
-        frame = frame_of(rows)
+        frame = ranking_table(rows)
         colours = [row_colour(r) for r in rows]
         styled = frame.style.apply(
             lambda row, fills=colours: [f"background-color: {fills[row.name]}"] * len(row), axis=1)
@@ -206,11 +193,9 @@ for column, label, rows in zip(columns, labels, rankings):
 
 export = pd.DataFrame(comparison_rows(rankings[0], rankings[1] if len(rankings) > 1 else None, labels[0],
                                       labels[1] if len(labels) > 1 else None, query))
-file_stem = "neighbours-" + "".join(ch if ch.isalnum() else "-" for ch in query.lower())[:40].strip("-")
+file_stem = neighbours_file_stem(query)
 st.download_button("Download the comparison (CSV)", export.to_csv(index=False), f"{file_stem}.csv", "text/csv")
 with st.expander("Image-ready table (camera icon: PNG at 2x; or SVG)"):
     fmt = st.radio("Format", ["png", "svg"], horizontal=True, key="nb_image")
     fig = neighbour_table_figure(query, list(zip(labels, rankings)), view.title, k, info.class_label)
-    config = export_config(file_stem)
-    config["toImageButtonOptions"]["format"] = fmt
-    st.plotly_chart(fig, width="stretch", config=config)
+    st.plotly_chart(fig, width="stretch", config=export_config_as(file_stem, fmt))
