@@ -1,96 +1,19 @@
-"""bioviz home: choose an ontology and a concept level, and see what it holds."""
+"""bioviz: the app's router. Registers the pages, sets the page config and draws the shared sidebar once per run.
+
+``streamlit run app.py``. The pages (``pages/``, listed in ``ui.navigation.PAGES``) then
+only gather their own inputs, call the library and render.
+"""
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
-from bioviz.errors import BiovizError
-from bioviz.figures import class_size_bar, export_config
-from bioviz.ontology import make_split
-from bioviz.uploads import MAX_UPLOAD_BYTES, store_upload
-from ui import state
+from ui import navigation, state
 
-st.set_page_config(page_title="bioviz", page_icon="🧬", layout="wide")
-state.init_state()
-
-st.title("bioviz")
-st.caption("Explore and train representations of biomedical names: pick an ontology and a concept level, "
-           "train few-shot encoders, and compare baseline and trained embeddings.")
-
-with st.expander("Use your own ontology (OBO file, table, or UMLS release)"):
-    left, right = st.columns(2)
-    with left:
-        upload = st.file_uploader(
-            "OBO file or concept table (.obo, .tsv, .csv)", type=["obo", "tsv", "csv"],
-            help=f"Tables need columns concept_id, name, parent_id[, definition][, synonyms]. "
-                 f"At most {MAX_UPLOAD_BYTES // 2**20} MiB.",
-        )
-        if upload is not None:
-            try:
-                path = store_upload(upload.name, upload.getvalue())
-                st.session_state["source"] = str(path)
-                st.session_state["root"] = ""
-                st.success(f"Loaded {upload.name}: selected as the source.")
-            except BiovizError as error:
-                st.error(str(error))
-    with right:
-        server_path = st.text_input("…or a path on this server (an .obo, a table, or a UMLS META directory)",
-                                    placeholder="/data/umls/2024AA/META", key="server_path")
-        if st.button("Use this path", key="use_path", disabled=not server_path.strip()):
-            st.session_state["source"] = server_path.strip()
-            st.session_state["root"] = ""
-        st.caption("For a UMLS directory, the sidebar then offers the vocabulary (SAB), an optional semantic "
-                   "group and the IS-A relations (PAR/CHD or RELA = isa).")
-
+page, streamlit_page = navigation.navigate()
+st.set_page_config(page_title="bioviz" if page.is_home else f"{page.title} · bioviz", page_icon="🧬",
+                   layout="wide")
+state.init_state(page.url_path)
 state.selection_sidebar()
-view = state.current_view()
-state.sync_url()
-if view is None:
-    st.stop()
-
-stats = view.stats()
-per_class = stats["names_per_class"]
-st.subheader(view.title)
-cols = st.columns(6)
-cols[0].metric("Classes", f"{stats['classes']:,}")
-cols[1].metric("Names", f"{stats['names']:,}")
-cols[2].metric("Hypernym names", f"{stats['hypernym_names']:,}")
-cols[3].metric("Ambiguous dropped", f"{stats['ambiguous_dropped']:,}")
-cols[4].metric("Names / class (min–max)", f"{per_class['min']:,}–{per_class['max']:,}")
-cols[5].metric("Mean ± stdev", f"{per_class['mean']:.0f} ± {per_class['stdev']:.0f}")
-notes = []
-if stats["removed_cycles"]:
-    notes.append(f"{stats['removed_cycles']} cyclic edges removed")
-if stats["removed_shortcuts"]:
-    notes.append(f"{stats['removed_shortcuts']} shortcut edges removed")
-if stats["empty_classes"]:
-    notes.append(f"{stats['empty_classes']} dead-end concepts at this level left out")
-if notes:
-    st.caption(" · ".join(notes))
-
-fig = class_size_bar(view)
-st.plotly_chart(fig, width="stretch", config=export_config(f"class-sizes-{stats['source'].split()[0]}-d{view.depth}"))
-
-table, split_col = st.columns([3, 2])
-with table:
-    st.markdown("**Classes**")
-    frame = pd.DataFrame(view.class_table())
-    st.dataframe(frame, hide_index=True, width="stretch", height=320)
-    st.download_button("Download classes (CSV)", frame.to_csv(index=False), "classes.csv", "text/csv")
-with split_col:
-    st.markdown("**Few-shot split preview**")
-    shots = st.number_input("Shots per class", min_value=1, max_value=500, value=15)
-    seed = st.number_input("Split seed", min_value=0, value=0)
-    try:
-        split = make_split(view, shots=int(shots), seed=int(seed))
-        st.dataframe(pd.DataFrame([split.sizes()]).T.rename(columns={0: "names"}), width="stretch")
-        if split.short_classes:
-            st.warning(f"{len(split.short_classes)} classes have fewer than {1 + 2 * int(shots)} names "
-                       "(1 test + shots train + shots validation); they get what they have.")
-    except BiovizError as error:
-        st.error(str(error))
-    if view.ambiguous:
-        with st.expander(f"{len(view.ambiguous)} ambiguous names"
-                         f"{' (dropped)' if view.ambiguous_dropped else ' (kept)'}"):
-            st.write(", ".join(view.ambiguous[:300]) + (" …" if len(view.ambiguous) > 300 else ""))
+state.model_pickers(page.models)
+streamlit_page.run()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from bioviz.ontology import level_view, load_source, synonym_view
+from bioviz.ontology import DEFAULT_SPLIT, LevelSpec, load_source
 from bioviz.ontology.levels import LevelView
 from bioviz.ontology.model import Ontology
 
@@ -25,32 +25,27 @@ def ontology(source: str, options: tuple = ()) -> Ontology:
 
 
 @st.cache_resource(max_entries=12, show_spinner="Cutting the concept level…")
-def view(source: str, root: str | None, depth: int, synonyms: bool = False, keep_ambiguous: bool = False,
-         options: tuple = ()) -> LevelView:
-    """The level view (or synonym-set view) of a source."""
-    onto = ontology(source, options)
-    if synonyms:
-        return synonym_view(onto, root=root, keep_ambiguous=keep_ambiguous)
-    return level_view(onto, depth=depth, root=root, keep_ambiguous=keep_ambiguous)
+def view(spec: LevelSpec) -> LevelView:
+    """The level view (or synonym-set view) ``spec`` names, cut from the cached ontology."""
+    return spec.load(level_ontology(spec))
 
 
 # --- Comparison views (Projection, Similarity matrix, Hierarchy) -------------------------
-# A *selection* is the tuple (source, root, depth, synonyms, keep_ambiguous, options) that
-# names a level view (``ui.state.selection``); the functions below rebuild the view from it
-# through ``view`` above.
+# A level is named by a LevelSpec (``ui.state.selection``, hashable); the functions below
+# rebuild its view through ``view`` above.
 
 
-def selection_ontology(selection: tuple) -> Ontology:
-    """The parsed source of a selection, with its loader options."""
-    return ontology(selection[0], selection[5] if len(selection) > 5 else ())
+def level_ontology(spec: LevelSpec) -> Ontology:
+    """The parsed source of a level, with its loader options."""
+    return ontology(spec.source, spec.options)
 
 
 @st.cache_resource(max_entries=8, show_spinner="Embedding the level's names (cached on disk after the first time)…")
-def view_space(model: str, selection: tuple):
+def view_space(model: str, spec: LevelSpec):
     """Vectors of every name of the selected level view under ``model`` (a Space)."""
     from bioviz.models.embeddings import embed
 
-    return embed(view(*selection).names, model)
+    return embed(view(spec).names, model)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -62,7 +57,7 @@ def term_space(model: str, terms: tuple):
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def projection(model: str, selection: tuple, params: tuple):
+def projection(model: str, spec: LevelSpec, params: tuple):
     """``(rows, coords)``: the selected view under ``model`` projected with ``ProjectionParams(*params)``.
 
     The rows are the class-stratified sample for the point cap; coordinates also live in
@@ -71,17 +66,17 @@ def projection(model: str, selection: tuple, params: tuple):
     from bioviz.views.projection import ProjectionParams, project, stratified_sample
 
     settings = ProjectionParams(*params)
-    rows = stratified_sample(view(*selection).labels, settings.max_points, settings.seed)
-    return rows, project(view_space(model, selection), settings, rows)
+    rows = stratified_sample(view(spec).labels, settings.max_points, settings.seed)
+    return rows, project(view_space(model, spec), settings, rows)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def separation(model_a: str, model_b: str, selection: tuple, measure: str, max_names: int, seed: int):
+def separation(model_a: str, model_b: str, spec: LevelSpec, measure: str, max_names: int, seed: int):
     """Per-class separation of the selected view under two models."""
     from bioviz.views.separation import compare_separation
 
-    v = view(*selection)
-    return compare_separation(view_space(model_a, selection), view_space(model_b, selection), v.labels,
+    v = view(spec)
+    return compare_separation(view_space(model_a, spec), view_space(model_b, spec), v.labels,
                               v.classes, v.class_labels, measure, max_names, seed)
 
 
@@ -112,7 +107,7 @@ def figure(key: str, _build):
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def run_split(run_dir: str, selection: tuple, stamp: float):
+def run_split(run_dir: str, spec: LevelSpec, stamp: float):
     """The split run ``run_dir`` was trained with, on the selected view (:func:`bioviz.models.runs.run_split`).
 
     ``stamp`` (the mtime of the run's ``run.json``) is only part of the key: a run deleted
@@ -120,28 +115,29 @@ def run_split(run_dir: str, selection: tuple, stamp: float):
     """
     from bioviz.models.runs import run_split as read
 
-    return read(run_dir, view(*selection))
+    return read(run_dir, view(spec))
 
 
 @st.cache_resource(max_entries=8, show_spinner="Drawing the subtree…")
-def level_tree(selection: tuple):
+def level_tree(spec: LevelSpec):
     """The ontology subtree from the selected view's root down to its classes."""
     from bioviz.views.hierarchy import level_tree as build
 
-    return build(selection_ontology(selection), view(*selection))
+    return build(level_ontology(spec), view(spec))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def evaluation_results(selection: tuple, models: tuple, tasks: tuple, split: tuple, settings: tuple) -> list[dict]:
+def evaluation_results(spec: LevelSpec, models: tuple, tasks: tuple, split: tuple, settings: tuple) -> list[dict]:
     """Results of the ontology protocols (:func:`bioviz.evaluation.run.evaluate`) for the selected view.
 
     ``split`` and ``settings`` are the fields of ``SplitSpec`` and ``EvalSettings``; results
     also live in the disk result cache (``BIOVIZ_HOME/eval``) and, for runs, in the run.
     """
-    from bioviz.evaluation.run import EvalSettings, SplitSpec, evaluate
+    from bioviz.evaluation.run import EvalSettings, evaluate
+    from bioviz.ontology import SplitSpec
 
-    v = view(*selection)
-    return evaluate(v, SplitSpec(*split).make(v), list(models), list(tasks), selection_ontology(selection),
+    v = view(spec)
+    return evaluate(v, SplitSpec(*split).make(v), list(models), list(tasks), level_ontology(spec),
                     EvalSettings(*settings))
 
 
@@ -154,13 +150,13 @@ def benchmark_results(models: tuple, benchmarks: tuple, settings: tuple) -> list
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def cross_level_table(selection: tuple, models: tuple, depths: tuple, split: tuple, settings: tuple) -> dict:
+def cross_level_table(spec: LevelSpec, models: tuple, depths: tuple, split: tuple, settings: tuple) -> dict:
     """Ranking mAP of the models on each level under the selected root (higher-level-semantics Table 4)."""
-    from bioviz.evaluation.run import EvalSettings, SplitSpec, cross_level
+    from bioviz.evaluation.run import EvalSettings, cross_level
+    from bioviz.ontology import SplitSpec
 
-    root, keep_ambiguous = selection[1], selection[4]
-    table = cross_level(selection_ontology(selection), list(models), list(depths), root, SplitSpec(*split),
-                        keep_ambiguous, EvalSettings(*settings))
+    table = cross_level(level_ontology(spec), list(models), list(depths), spec.root, SplitSpec(*split),
+                        spec.keep_ambiguous, EvalSettings(*settings))
     table.pop("results")
     return table
 
@@ -169,7 +165,7 @@ def cross_level_table(selection: tuple, models: tuple, depths: tuple, split: tup
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
-def neighbour_index(model: str, selection: tuple):
+def neighbour_index(model: str, spec: LevelSpec):
     """``(NeighbourIndex, stats)`` over the selected view's names under ``model``.
 
     Vectors come from the disk cache; names missing there are encoded under a progress bar
@@ -181,7 +177,7 @@ def neighbour_index(model: str, selection: tuple):
     from bioviz.search.index import NeighbourIndex
     from bioviz.search.neighbours import level_space
 
-    v = view(*selection)
+    v = view(spec)
     bar = st.empty()
     started = time.perf_counter()
 
@@ -212,27 +208,27 @@ MAX_BROWSER_NAMES = 60_000
 
 
 @st.cache_resource(max_entries=4, show_spinner="Indexing the level's names for search…")
-def name_search(selection: tuple):
+def name_search(spec: LevelSpec):
     """Type-ahead search over the selected view's names (:class:`bioviz.search.name_search.NameSearch`)."""
     from bioviz.search.name_search import NameSearch
 
-    return NameSearch.from_view(view(*selection))
+    return NameSearch.from_view(view(spec))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def held_out_names(selection: tuple) -> list[str]:
-    """Held-out test names of the selected view's default split (seed 0)."""
+def held_out_names(spec: LevelSpec) -> list[str]:
+    """Held-out test names of the level's default split (``DEFAULT_SPLIT``)."""
     from bioviz.search.neighbours import held_out_names as names
 
-    return names(view(*selection))
+    return names(view(spec), seed=DEFAULT_SPLIT.seed)
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def candidate_index(model: str, selection: tuple, among: str):
+def candidate_index(model: str, spec: LevelSpec, among: str):
     """Index of the names a query is ranked against (``bioviz.search.neighbours.AMONG``) under ``model``."""
     from bioviz.search.neighbours import candidate_index as build
 
     if among == "names":
-        return neighbour_index(model, selection)[0]
-    base = neighbour_index(model, selection)[0] if among == "train" else None
-    return build(view(*selection), model, among, base=base)
+        return neighbour_index(model, spec)[0]
+    base = neighbour_index(model, spec)[0] if among == "train" else None
+    return build(view(spec), model, among, base=base, shots=DEFAULT_SPLIT.shots, seed=DEFAULT_SPLIT.seed)

@@ -1,13 +1,11 @@
 """Small app-side helpers shared by the comparison pages (Projection, Similarity matrix, Hierarchy).
 
-Page parameters are read from the URL once per session (so a shared link reopens the same
-view) and written back with ``state.sync_url``; every figure is shown with the same
+Page parameters are set with ``state.page_params`` (so a shared link reopens the same view)
+and written back with ``state.sync_url(**url_values(keys))``; every figure is shown with the same
 toolbar export settings and a CSV download of its numbers.
 """
 
 from __future__ import annotations
-
-from typing import Callable
 
 import streamlit as st
 
@@ -15,56 +13,17 @@ from bioviz.figures import export_config_as
 from ui import state
 
 
-def init_params(defaults: dict, casts: dict[str, Callable] | None = None, choices: dict[str, list] | None = None,
-                url_names: dict[str, str] | None = None) -> None:
-    """Set each page key once: from the URL when it has a valid value, else as last used, else the default.
-
-    Widget keys are dropped by Streamlit when the user moves to another page; the values
-    :func:`url_values` keeps under ``_keep_<key>`` bring them back on return, so a view's
-    settings (a point cap, say) survive a trip to another page.
-
-    Parameters
-    ----------
-    defaults : dict
-        ``session key -> default`` (the key is also the URL parameter name).
-    casts : dict, optional
-        ``key -> callable`` turning the URL string into the value (default: the default's type).
-    choices : dict, optional
-        ``key -> allowed values``; a URL value outside them falls back to the default.
-    url_names : dict, optional
-        ``key -> URL parameter`` where the two differ (e.g. ``nb_k`` is ``k`` in the URL).
-    """
-    casts = casts or {}
-    choices = choices or {}
-    url_names = url_names or {}
-    entering = state.entered_page()
-    for key, default in defaults.items():
-        if key in st.session_state and not (entering and f"_keep_{key}" in st.session_state):
-            continue  # set on this page's earlier runs (on entering, a reset widget's value is stale)
-        value = st.session_state.get(f"_keep_{key}", default)
-        raw = st.query_params.get(url_names.get(key, key))
-        if raw is not None:
-            cast = casts.get(key, type(default))
-            try:
-                value = cast(raw)
-            except (TypeError, ValueError):
-                value = default
-            if key in choices and value not in choices[key]:
-                value = default
-        st.session_state[key] = value
-
-
-def keep(keys) -> None:
-    """Keep the current values of page keys under ``_keep_<key>`` (see :func:`init_params`)."""
-    for key in keys:
-        if key in st.session_state:
-            st.session_state[f"_keep_{key}"] = st.session_state[key]
-
-
 def url_values(keys) -> dict[str, str]:
-    """``key -> str(value)`` of page keys, for ``state.sync_url(**...)``; also keeps them (:func:`keep`)."""
-    keep(keys)
+    """``key -> str(value)`` of page keys, for ``state.sync_url(**...)``; also keeps them (``state.keep``)."""
+    state.keep(keys)
     return {key: str(st.session_state[key]) for key in keys if key in st.session_state}
+
+
+def changed_url_values(defaults: dict) -> dict[str, str]:
+    """URL strings of the page keys whose values differ from ``defaults`` (bools as ``1``/``0``); keeps them all."""
+    state.keep(defaults)
+    return {key: ("1" if value is True else "0" if value is False else str(value))
+            for key in defaults if (value := st.session_state[key]) != defaults[key]}
 
 
 def image_format() -> str:

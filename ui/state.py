@@ -1,22 +1,34 @@
-"""The selection shared by every page (source, root, depth, UMLS options, models) and its URL form.
+"""The state every page shares: the level selection, the models, page values kept across visits, the URL.
 
-The selection lives in ``st.session_state`` (initialised once) and is mirrored in
-``st.query_params`` so a link reopens the same view. Pages call :func:`selection_sidebar`
-to show and edit it, then :func:`current_view` to get the level view.
+The router (app.py) calls :func:`init_state` and draws :func:`selection_sidebar` and
+:func:`model_pickers` once per run, before the page runs. The selection lives in
+``st.session_state`` under the sidebar widgets' keys; :func:`selection` gives it as a
+:class:`~bioviz.ontology.LevelSpec`, and :func:`sync_url` mirrors it (and a page's own keys)
+in ``st.query_params`` so a link reopens the same view.
+
+Streamlit forgets the value of a widget that is not drawn on a run: a page's settings after
+a visit to another page, the UMLS options while another source is selected. One mechanism
+brings them back: :func:`keep_form` records values under a key no widget owns,
+:func:`restore_form` puts them back before the widgets are drawn, and :func:`page_params`
+(URL first, then the kept value, then the default) builds on both.
 """
 
 from __future__ import annotations
 
+from typing import Callable
+
 import streamlit as st
 
 from bioviz.errors import BiovizError
-from bioviz.ontology import list_sources
+from bioviz.ontology import LevelSpec, list_sources
+from bioviz.ontology.level_spec import TRUE_WORDS
 from bioviz.ontology.levels import LevelView
 from bioviz.ontology.sources import source_kind
 from bioviz.ontology.umls import COMMON_SABS, DEFAULT_SAB, HIERARCHIES, SEMANTIC_GROUPS
 from bioviz.models.embeddings import PRESET_MODELS
 from bioviz.models.runs import list_runs
 from ui import cache
+from ui.navigation import NO_MODELS, ONE_OR_TWO_MODELS
 
 BUNDLED = [s["name"] for s in list_sources() if s["kind"] == "bundled"]
 DEFAULTS = {"source": "icd10", "root": "", "depth": 1, "synonyms": False, "keep_ambiguous": False,
@@ -25,98 +37,136 @@ DEFAULTS = {"source": "icd10", "root": "", "depth": 1, "synonyms": False, "keep_
 # Loader options of a UMLS source (session key = URL parameter = load_umls argument).
 UMLS_KEYS = ("sab", "semantic_group", "hierarchy")
 SHARED_KEYS = ("source", "root", "depth", "synonyms", "keep_ambiguous", "model_a", "model_b", *UMLS_KEYS)
-SAVED = "_bioviz_selection"  # a copy of SHARED_KEYS under a key no widget is bound to
-FORMS = "_bioviz_forms"  # page -> {widget key: value}: form values kept across page visits
+SHARED = "_shared"  # the kept-values namespace of SHARED_KEYS (pages use their URL path)
+KEPT = "_bioviz_kept"  # namespace -> {key: value}: values kept across runs that do not draw their widgets
+PAGE = "_bioviz_page"  # the URL path of the page this run shows
+ENTERED = "_bioviz_entered"  # whether this run is the first on its page since another page ran
+MODELS = "_bioviz_models"  # (model_a, model_b or None) as the sidebar chose them on this run
+TWO = "compare_two"  # the "Compare two models" switch of pages that take one or two models
 DEFAULT_ROOTS = {s["name"]: s["default_root"] for s in list_sources() if s["kind"] == "bundled"}
 
 
-PAGE, ENTERED = "_bioviz_page", "_bioviz_entered_page"  # the page of the last run; whether this run changed it
-
 def _from_url() -> dict:
-    """The shared selection as the URL (or the defaults) gives it."""
+    """The shared selection as the URL (or the defaults) gives it: session key -> value."""
     params = st.query_params
-    try:
-        depth = max(1, int(params.get("depth", DEFAULTS["depth"])))
-    except ValueError:
-        depth = DEFAULTS["depth"]
-    hierarchy = params.get("hierarchy", DEFAULTS["hierarchy"])
+    spec = LevelSpec.from_query(params.to_dict(), default_source=DEFAULTS["source"])
+    options = spec.source_options
+    hierarchy = options.get("hierarchy", DEFAULTS["hierarchy"])
     return {
-        "source": params.get("source", DEFAULTS["source"]),
-        "root": params.get("root", DEFAULTS["root"]),
-        "depth": depth,
-        "synonyms": params.get("synonyms", "0") == "1",
-        "keep_ambiguous": params.get("keep_ambiguous", "0") == "1",
+        "source": spec.source, "root": spec.root or "", "depth": spec.depth, "synonyms": spec.synonyms,
+        "keep_ambiguous": spec.keep_ambiguous,
         "model_a": params.get("model_a", DEFAULTS["model_a"]),
         "model_b": params.get("model_b", DEFAULTS["model_b"]),
-        "sab": params.get("sab", DEFAULTS["sab"]).strip() or DEFAULTS["sab"],
-        "semantic_group": params.get("semantic_group", DEFAULTS["semantic_group"]),
+        "sab": options.get("sab", "").strip() or DEFAULTS["sab"],
+        "semantic_group": options.get("semantic_group", DEFAULTS["semantic_group"]),
         "hierarchy": hierarchy if hierarchy in HIERARCHIES else DEFAULTS["hierarchy"],
     }
 
 
-def _save() -> None:
-    """Keep a plain copy of the shared keys that no widget owns (see :func:`init_state`)."""
-    st.session_state[SAVED] = {key: st.session_state[key] for key in SHARED_KEYS if key in st.session_state}
+def init_state(page: str = "") -> None:
+    """Set the shared keys: from the URL on a session's first run, afterwards as kept.
 
-
-def init_state() -> None:
-    """Initialise the shared keys once per session, from the URL when it has them.
-
-    Call it first thing on every page, before any widget is created.
+    The router calls it once per run, before any widget is drawn; ``page`` is the URL path
+    of the page the run shows (the namespace of :func:`page_params`).
     """
-    _note_page()
-    if st.session_state.get("_bioviz_init"):
-        # Re-assigning detaches the keys from the previous page's widgets, which Streamlit
-        # would otherwise forget on a page switch. A key may be gone already: when a
-        # fragment with run_every (the Train page's job table) reruns as the user leaves
-        # its page, Streamlit drops the widget-bound keys of the page being left
-        # (streamlit#10805). Those come back from the copy saved on the last run.
-        saved = st.session_state.get(SAVED) or {}
-        initial = None
-        for key in SHARED_KEYS:
-            if key in st.session_state:
-                st.session_state[key] = st.session_state[key]
-            elif key in saved:
-                st.session_state[key] = saved[key]
-            else:
-                initial = initial or _from_url()
-                st.session_state[key] = initial[key]
-        _save()
-        return
-    st.session_state.update(_from_url())
-    st.session_state["_bioviz_init"] = True
-    _save()
-
-
-def _note_page() -> None:
-    """Record whether this run is the first on its page since another page ran."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
-    page = getattr(ctx, "page_script_hash", None)
     st.session_state[ENTERED] = st.session_state.get(PAGE) != page
     st.session_state[PAGE] = page
+    if not st.session_state.get("_bioviz_init"):
+        st.session_state.update(_from_url())
+        st.session_state["_bioviz_init"] = True
+    # Keys of widgets not drawn on the last run (the UMLS options of another source; all of
+    # them when a fragment with run_every reruns as the user leaves its page, streamlit#10805).
+    restore_form(SHARED)
+    for key in SHARED_KEYS:
+        if key not in st.session_state:
+            st.session_state[key] = _from_url()[key]
+    keep_form(SHARED, SHARED_KEYS)
 
 
-def entered_page() -> bool:
-    """True on the first run of a page after another page (or at the start of the session).
+def current_page() -> str:
+    """The URL path of the page this run shows (``""`` for the home page)."""
+    return st.session_state.get(PAGE, "")
 
-    Streamlit resets a widget that was not drawn while the user was on another page; values
-    kept from the last visit (:func:`ui.compare.init_params`) take over on such a run.
-    """
-    return bool(st.session_state.get(ENTERED, True))
+
+# --- values kept across runs that do not draw their widgets ---------------------------------
 
 
 def restore_form(page: str) -> None:
-    """Put back a page's form values that Streamlit dropped when the user left the page.
+    """Put back the values :func:`keep_form` recorded for ``page`` whose keys Streamlit dropped.
 
-    Streamlit forgets the state of widgets not drawn on a run, so a form would come back
-    with its defaults after a visit to another page. Call before the form's widgets are
-    created; :func:`keep_form` records them.
+    Call before the widgets are created (Streamlit forgets the state of widgets not drawn on
+    a run, so a form would otherwise come back with its defaults after a visit elsewhere).
     """
-    for key, value in (st.session_state.get(FORMS) or {}).get(page, {}).items():
+    for key, value in (st.session_state.get(KEPT) or {}).get(page, {}).items():
         if key not in st.session_state:
             st.session_state[key] = value
+
+
+def keep_form(page: str, keys: tuple[str, ...] = (), prefixes: tuple[str, ...] = ()) -> None:
+    """Record the current values of ``page``'s widget keys (value widgets only, never buttons).
+
+    A named key (or one with a named prefix) missing from the session is forgotten: its
+    widget is gone (another encoder's options, say) and should come back with its default.
+    """
+    kept = st.session_state.setdefault(KEPT, {}).setdefault(page, {})
+    prefixes = tuple(prefixes)
+    for key in [k for k in kept if k in keys or (prefixes and k.startswith(prefixes))]:
+        kept.pop(key)
+    kept.update({k: v for k, v in st.session_state.items()
+                 if isinstance(k, str) and (k in keys or (prefixes and k.startswith(prefixes)))})
+
+
+def keep(keys) -> None:
+    """Record the current values of the current page's keys (see :func:`page_params`)."""
+    keep_form(current_page(), tuple(keys))
+
+
+def _cast(raw: str, default, cast: Callable | None):
+    if cast is not None:
+        return cast(raw)
+    if isinstance(default, bool):
+        return raw.lower() in TRUE_WORDS
+    return type(default)(raw)
+
+
+def page_params(defaults: dict, casts: dict[str, Callable] | None = None, choices: dict[str, list] | None = None,
+                url_names: dict[str, str] | None = None) -> None:
+    """Set each missing page key: from the URL when it has a valid value, else as kept, else the default.
+
+    A key already in the session (its widget drawn on the last run) keeps its value, except
+    on the first run after another page: Streamlit may have reset a widget that was not
+    drawn meanwhile, so the kept value is the user's. Pages
+    write their keys back with ``sync_url`` and :func:`keep` (``ui.compare.url_values``), so
+    a view's settings survive a trip to another page and a link reopens them.
+
+    Parameters
+    ----------
+    defaults : dict
+        ``session key -> default`` (the key is also the URL parameter name).
+    casts : dict, optional
+        ``key -> callable`` turning the URL string into the value (default: the default's
+        type; ``1``/``true`` for a bool).
+    choices : dict, optional
+        ``key -> allowed values``; a URL value outside them falls back to the default.
+    url_names : dict, optional
+        ``key -> URL parameter`` where the two differ (e.g. ``nb_k`` is ``k`` in the URL).
+    """
+    casts, choices, url_names = casts or {}, choices or {}, url_names or {}
+    kept = (st.session_state.get(KEPT) or {}).get(current_page(), {})
+    entering = st.session_state.get(ENTERED, True)
+    for key, default in defaults.items():
+        if key in st.session_state and not (entering and key in kept):
+            continue
+        value = kept.get(key, default)
+        raw = st.query_params.get(url_names.get(key, key))
+        if raw is not None:
+            try:
+                value = _cast(raw, default, casts.get(key))
+            except (TypeError, ValueError):
+                value = default
+            if key in choices and value not in choices[key]:
+                value = default
+        st.session_state[key] = value
 
 
 def forget_stale_choice(key: str, options) -> None:
@@ -125,37 +175,17 @@ def forget_stale_choice(key: str, options) -> None:
         del st.session_state[key]
 
 
-def keep_form(page: str, keys: tuple[str, ...] = (), prefixes: tuple[str, ...] = ()) -> None:
-    """Record the current values of a page's form widgets (value widgets only, never buttons)."""
-    forms = st.session_state.setdefault(FORMS, {})
-    forms[page] = {k: v for k, v in st.session_state.items()
-                   if isinstance(k, str) and (k in keys or k.startswith(prefixes))}
-
-
-def _ensure_init() -> None:
-    """Initialise if a page forgot to; never re-binds keys (widgets may exist already)."""
-    if not st.session_state.get("_bioviz_init"):
-        init_state()
+# --- the URL ----------------------------------------------------------------------------------
 
 
 def sync_url(**extra: str) -> None:
     """Write the shared selection (and a page's own ``extra`` keys) into the URL."""
-    values = {
-        "source": st.session_state["source"],
-        "depth": str(st.session_state["depth"]),
-    }
-    if st.session_state.get("root"):
-        values["root"] = st.session_state["root"]
-    if st.session_state.get("synonyms"):
-        values["synonyms"] = "1"
-    if st.session_state.get("keep_ambiguous"):
-        values["keep_ambiguous"] = "1"
+    spec = selection()
+    values = spec.to_query()
     for key in ("model_a", "model_b"):
         if st.session_state.get(key):
             values[key] = st.session_state[key]
-    options = dict(source_options())
-    values.update(options)
-    _save()
+    options = spec.source_options
     values.update({k: v for k, v in extra.items() if v not in (None, "")})
     for key in UMLS_KEYS:  # UMLS options left over from an earlier source would only confuse a link
         if key not in options and key not in extra and key in st.query_params:
@@ -163,6 +193,23 @@ def sync_url(**extra: str) -> None:
     for key, value in values.items():
         if st.query_params.get(key) != value:
             st.query_params[key] = value
+
+
+def set_url_param(key: str, value: str | None) -> None:
+    """Write one page key into the URL, or take it out when ``value`` is empty.
+
+    For keys whose absence means something (a cleared query, no concept chosen), where
+    :func:`sync_url` would leave the last value behind.
+    """
+    if value:
+        if st.query_params.get(key) != value:
+            st.query_params[key] = value
+    elif key in st.query_params:
+        del st.query_params[key]
+
+
+
+# --- the level selection ------------------------------------------------------------------------
 
 
 def is_umls(source: str) -> bool:
@@ -174,13 +221,12 @@ def is_umls(source: str) -> bool:
 
 
 def source_options() -> tuple:
-    """Loader options of the selected source as sorted ``(name, value)`` pairs (hashable, for ``ui.cache``).
+    """Loader options of the selected source as sorted ``(name, value)`` pairs.
 
     Empty unless the source is a UMLS directory; then ``sab`` and ``hierarchy``, and
     ``semantic_group`` when one is chosen, exactly as ``load_source(**options)`` and a
     training job's ``source_options`` take them.
     """
-    _ensure_init()
     s = st.session_state
     if not is_umls(s["source"]):
         return ()
@@ -191,16 +237,23 @@ def source_options() -> tuple:
     return tuple(sorted(options.items()))
 
 
-def selection() -> tuple:
-    """The shared selection as the tuple ``ui.cache`` functions take.
+def selection() -> LevelSpec:
+    """The shared level selection (hashable: ``ui.cache`` functions take it as their key).
 
-    ``(source, root or None, depth, synonyms, keep_ambiguous, loader options)``; ``ui.cache.view(*selection())``
-    is the level view :func:`current_view` shows.
+    ``ui.cache.view(selection())`` is the level view :func:`current_view` shows.
     """
-    _ensure_init()
     s = st.session_state
-    return (s["source"], s["root"].strip() or None, int(s["depth"]), bool(s["synonyms"]), bool(s["keep_ambiguous"]),
-            source_options())
+    return LevelSpec(s["source"], root=s["root"], depth=int(s["depth"]), synonyms=bool(s["synonyms"]),
+                     keep_ambiguous=bool(s["keep_ambiguous"]), options=source_options())
+
+
+def choose_source(source: str) -> None:
+    """Make ``source`` (an uploaded file, a server path) the selected source, at its default root.
+
+    For widget callbacks: the sidebar's source widget already exists when a page's body runs.
+    """
+    st.session_state["source"] = source
+    st.session_state["root"] = ""
 
 
 def _umls_options_widgets() -> None:
@@ -219,22 +272,8 @@ def _umls_options_widgets() -> None:
              help="Take the hierarchy from MRREL's PAR/CHD relations, or from RELA = isa / inverse_isa")
 
 
-def set_url_param(key: str, value: str | None) -> None:
-    """Write one page key into the URL, or take it out when ``value`` is empty.
-
-    For keys whose absence means something (a cleared query, no concept chosen), where
-    :func:`sync_url` would leave the last value behind.
-    """
-    if value:
-        if st.query_params.get(key) != value:
-            st.query_params[key] = value
-    elif key in st.query_params:
-        del st.query_params[key]
-
-
 def selection_sidebar() -> None:
     """Sidebar widgets for source, root and depth, bound to the shared session keys."""
-    _ensure_init()
     with st.sidebar:
         st.header("Ontology")
         choices = BUNDLED + ([st.session_state["source"]] if st.session_state["source"] not in BUNDLED else [])
@@ -249,16 +288,19 @@ def selection_sidebar() -> None:
         st.toggle("Synonym sets (each concept its own class)", key="synonyms")
         st.toggle("Keep ambiguous names", key="keep_ambiguous",
                   help="Names found under several classes are dropped unless this is on")
-    _save()
+    keep_form(SHARED, SHARED_KEYS)
 
 
 def current_view() -> LevelView | None:
     """The level view for the shared selection, or None after showing a one-line error."""
     try:
-        return cache.view(*selection())
+        return cache.view(selection())
     except BiovizError as error:
         st.error(str(error))
         return None
+
+
+# --- the models ----------------------------------------------------------------------------------
 
 
 def model_choices() -> dict[str, str]:
@@ -273,15 +315,29 @@ def model_choices() -> dict[str, str]:
     return choices
 
 
-def model_pickers(two: bool = True) -> tuple[str, str | None]:
+def model_pickers(models: str) -> tuple[str, str | None]:
     """Sidebar pickers for the baseline model (``model_a``) and the compared one (``model_b``).
+
+    Parameters
+    ----------
+    models : str
+        What the page takes (``ui.navigation``): ``NO_MODELS`` draws nothing,
+        ``ONE_OR_TWO_MODELS`` a "Compare two models" switch (URL ``two``) first.
 
     Returns
     -------
     (model_a, model_b)
-        MODEL strings; ``model_b`` is None when ``two`` is False.
+        MODEL strings; ``model_b`` is None when the page takes one model. Pages read them
+        back with :func:`chosen_models`.
     """
-    _ensure_init()
+    if models == NO_MODELS:
+        st.session_state[MODELS] = (None, None)
+        return None, None
+    two = True
+    if models == ONE_OR_TWO_MODELS:
+        page_params({TWO: True}, casts={TWO: lambda v: v != "0"}, url_names={TWO: "two"})
+        two = st.sidebar.toggle("Compare two models", key=TWO)
+        keep([TWO])
     choices = model_choices()
     labels = list(choices)
     by_value = {v: k for k, v in choices.items()}
@@ -300,5 +356,12 @@ def model_pickers(two: bool = True) -> tuple[str, str | None]:
                 st.rerun()
         if two and st.session_state["model_a"] == st.session_state["model_b"]:
             st.warning("Baseline and compared model are the same: the two sides will not differ.")
-    _save()
-    return st.session_state["model_a"], (st.session_state["model_b"] if two else None)
+    keep_form(SHARED, SHARED_KEYS)
+    chosen = st.session_state["model_a"], (st.session_state["model_b"] if two else None)
+    st.session_state[MODELS] = chosen
+    return chosen
+
+
+def chosen_models() -> tuple[str, str | None]:
+    """``(model_a, model_b)`` as the sidebar's pickers chose them on this run (``model_b`` None: one model)."""
+    return st.session_state[MODELS]

@@ -249,3 +249,25 @@ def compare_terms(terms: TermList, vectors_a: np.ndarray, vectors_b: np.ndarray,
         tuple(terms.terms[i] for i in idx), tuple(terms.groups[i] for i in idx),
         sim_a[np.ix_(idx, idx)], sim_b[np.ix_(idx, idx)], model_a, model_b, order,
     )
+
+
+def find_concept(ontology: Ontology, text: str) -> str:
+    """Id of the concept ``text`` names: an exact id, else the best name match (ids first, shortest names).
+
+    Raises
+    ------
+    BiovizError
+        When no concept has that id or a name containing ``text``.
+    """
+    wanted = text.strip()
+    if wanted in ontology.concepts:
+        return wanted
+    hits = ontology.search(wanted, limit=1)
+    if not hits:
+        raise BiovizError(f"no concept with id or name {wanted!r} in {ontology.label}")
+    return hits[0].id
+
+
+def with_class_groups(terms: TermList, view: LevelView) -> TermList:
+    """The same terms grouped by their class in ``view`` ("" for terms the view does not hold)."""
+    return TermList(terms.terms, view_groups(view, terms.terms), terms.origin)

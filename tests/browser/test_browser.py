@@ -1,7 +1,7 @@
 """Real-browser test: the running app in headless Debian chromium, every page, with screenshots.
 
 Starts ``streamlit run app.py`` on a free localhost port with a temporary BIOVIZ_HOME, opens
-the home page and every page found in ``pages/`` (pages added later are picked up), waits
+every page the router lists (``ui.navigation.PAGES``: pages added later are picked up), waits
 until each has finished running, checks it shows no exception, traceback or error box
 (``st.error``; warnings and infos are fine), and saves a screenshot ``<page>.png`` and its
 first figure ``<page>-figure.png``. They go to a temporary directory, so a test run never
@@ -36,15 +36,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def page_paths() -> list[tuple[str, str]]:
-    """``(name, url path)`` of the home page and of every page file in ``pages/``, in nav order."""
-    from streamlit.source_util import page_icon_and_name, page_sort_key
+    """``(name, url path)`` of every page the router lists (``ui.navigation.PAGES``), in nav order."""
+    from ui.navigation import PAGES
 
-    pages = [("Home", "")]
-    for script in sorted((ROOT / "pages").glob("*.py"), key=page_sort_key):
-        _, name = page_icon_and_name(script)
-        if name:
-            pages.append((name, name))
-    return pages
+    return [(page.title, page.url_path) for page in PAGES]
 
 
 @pytest.fixture(scope="module")

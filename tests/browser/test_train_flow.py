@@ -161,7 +161,7 @@ def test_launch_from_the_train_page_keep_exploring_and_open_the_run_in_views(tmp
         # -- the other pages stay usable while it trains ------------------------------------
         worker = Worker()
         assert worker.store.get(first).status == RUNNING  # so the visits below happen while it trains
-        nav(page, "app")
+        nav(page, "Home")
         timings["home_while_training_s"] = rendered(page, page.get_by_text("Ambiguous dropped"))
         no_exception(page, "home while training")
         if flow["neighbours_while_training"]:

@@ -1,4 +1,4 @@
-"""AppTest of the Evaluation page (pages/6_Evaluation.py) on the tiny mini.obo ontology.
+"""AppTest of the Evaluation page (app_pages/6_Evaluation.py) on the tiny mini.obo ontology.
 
 Models are replaced by a deterministic trigram encoder (the page and the library run in
 this process), so the test checks the page's flow, not a model's figures.
@@ -6,24 +6,16 @@ this process), so the test checks the page's flow, not a model's figures.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from bioviz.evaluation import run as evaluation
 
-ROOT = Path(__file__).resolve().parents[2]
-PAGE = ROOT / "pages" / "6_Evaluation.py"
+PAGE = "app_pages/6_Evaluation.py"
 
 
 @pytest.fixture
-def app(tmp_home, fake_eval_models, data_dir):
-    at = AppTest.from_file(str(PAGE), default_timeout=120)
-    at.query_params["source"] = str(data_dir / "mini.obo")
-    at.query_params["depth"] = "1"
-    at.query_params["eval_boot"] = "50"
-    return at
+def app(tmp_home, fake_eval_models, data_dir, open_app):
+    return open_app(PAGE, {"source": str(data_dir / "mini.obo"), "depth": "1", "eval_boot": "50"}, timeout=120)
 
 
 def run_button(at):

@@ -1,15 +1,11 @@
-"""AppTest of the home page (app.py): source, root, depth and the level statistics."""
-
-from pathlib import Path
+"""AppTest of the home page (app_pages/0_Home.py, through the router): source, root, depth, level statistics."""
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 
 @pytest.fixture
-def app(shared_home, monkeypatch):
-    monkeypatch.setenv("BIOVIZ_HOME", str(shared_home))
-    return AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=120)
+def app(app_home, open_app):
+    return open_app(None, timeout=120)
 
 
 def metrics(at):
@@ -76,7 +72,7 @@ def test_bad_server_paths_show_one_line_errors(app, data_dir, path, message):
     assert message in one_line_error(at)
 
 
-def test_umls_directory_offers_its_loader_options_and_keeps_them_in_the_url(app, data_dir):
+def test_umls_directory_offers_its_loader_options_and_keeps_them_in_the_url(app, data_dir, open_app):
     at = app.run()
     assert "sab" not in [w.key for w in at.sidebar.selectbox], "UMLS options only for a UMLS source"
     meta = str(data_dir / "umls/META")
@@ -93,7 +89,7 @@ def test_umls_directory_offers_its_loader_options_and_keeps_them_in_the_url(app,
     assert params == {"source": meta, "sab": "SNOMEDCT_US", "semantic_group": "DISO", "hierarchy": "parchd"} or \
         params == {"source": [meta], "sab": ["SNOMEDCT_US"], "semantic_group": ["DISO"], "hierarchy": ["parchd"]}
 
-    again = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=120)
+    again = open_app(None, timeout=120)
     for key, value in params.items():
         again.query_params[key] = value if isinstance(value, str) else value[0]
     again.run()

@@ -1,22 +1,14 @@
-"""AppTest of pages/4_Neighbours.py: two models, a query, highlighting, concept card, URL state."""
-
-from pathlib import Path
+"""AppTest of app_pages/4_Neighbours.py: two models, a query, highlighting, concept card, URL state."""
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
-PAGE = Path(__file__).resolve().parents[2] / "pages" / "4_Neighbours.py"
+PAGE = "app_pages/4_Neighbours.py"
 
 
 @pytest.fixture
-def app(shared_home, monkeypatch, data_dir):
-    monkeypatch.setenv("BIOVIZ_HOME", str(shared_home))
-    at = AppTest.from_file(str(PAGE), default_timeout=240)
-    at.query_params["source"] = str(data_dir / "mini.obo")
-    at.query_params["depth"] = "1"
-    at.query_params["model_a"] = "minilm"
-    at.query_params["model_b"] = "char-tfidf"
-    return at
+def app(app_home, data_dir, open_app):
+    return open_app(PAGE, {"source": str(data_dir / "mini.obo"), "depth": "1", "model_a": "minilm",
+                           "model_b": "char-tfidf"}, timeout=240)
 
 
 def test_without_a_query_the_page_asks_for_one(app):
@@ -91,12 +83,11 @@ def test_one_model_only(app):
     assert at.query_params["two"] in ("0", ["0"])
 
 
-def test_embedding_cache_can_be_cleared_from_the_page(tmp_home, data_dir):
+def test_embedding_cache_can_be_cleared_from_the_page(tmp_home, data_dir, open_app):
     from bioviz.models.vector_cache import VectorCache
 
-    at = AppTest.from_file(str(PAGE), default_timeout=240)
-    at.query_params.update({"source": str(data_dir / "mini.obo"), "depth": "1", "model_a": "minilm",
-                            "two": "0", "query": "pneumonia"})  # a query no other test encodes
+    at = open_app(PAGE, {"source": str(data_dir / "mini.obo"), "depth": "1", "model_a": "minilm",
+                         "two": "0", "query": "pneumonia"})  # a query no other test encodes
     at.run()
     assert not at.exception and VectorCache().stats()[0]["vectors"] > 0
     next(b for b in at.sidebar.button if b.label == "Clear cached vectors").click().run()
@@ -169,18 +160,16 @@ def test_large_levels_search_ontology_names_on_the_server(app, monkeypatch):
     assert not at.exception and at.selectbox(key="_nb_match").disabled
 
 
-def test_settings_survive_a_visit_to_another_page(shared_home, monkeypatch, data_dir):
-    monkeypatch.setenv("BIOVIZ_HOME", str(shared_home))
-    at = AppTest.from_file(str(PAGE.parents[1] / "app.py"), default_timeout=240)
-    at.query_params.update({"source": str(data_dir / "mini.obo"), "model_a": "minilm", "model_b": "char-tfidf"})
+def test_settings_survive_a_visit_to_another_page(app_home, data_dir, open_app):
+    at = open_app(None, {"source": str(data_dir / "mini.obo"), "model_a": "minilm", "model_b": "char-tfidf"})
     at.run()
-    at.switch_page("pages/4_Neighbours.py").run()
+    at.switch_page("app_pages/4_Neighbours.py").run()
     at.selectbox(key="nb_query").set_value("asthma").run()
     at.number_input(key="nb_k").set_value(3).run()
     at.radio(key="nb_image").set_value("svg").run()
-    at.switch_page("app.py").run()
+    at.switch_page("app_pages/0_Home.py").run()
     at.query_params.clear()  # a link in the page list opens a page without its parameters
-    at.switch_page("pages/4_Neighbours.py").run()
+    at.switch_page("app_pages/4_Neighbours.py").run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert at.number_input(key="nb_k").value == 3 and at.radio(key="nb_image").value == "svg"
     assert at.selectbox(key="nb_query").value == "asthma"

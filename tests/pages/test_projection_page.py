@@ -1,24 +1,17 @@
-"""AppTest of pages/2_Projection.py: aligned PCA/UMAP panels, caching, selection, separation, URL state."""
+"""AppTest of app_pages/2_Projection.py: aligned PCA/UMAP panels, caching, selection, separation, URL state."""
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
 
-PAGE = Path(__file__).resolve().parents[2] / "pages" / "2_Projection.py"
+PAGE = "app_pages/2_Projection.py"
 
 
 @pytest.fixture
-def app(shared_home, monkeypatch, data_dir):
-    monkeypatch.setenv("BIOVIZ_HOME", str(shared_home))
-    at = AppTest.from_file(str(PAGE), default_timeout=300)
-    at.query_params["source"] = str(data_dir / "views_table.tsv")
-    at.query_params["depth"] = "1"
-    at.query_params["model_a"] = "minilm"
-    at.query_params["model_b"] = "char-tfidf"
-    return at
+def app(app_home, data_dir, open_app):
+    return open_app(PAGE, {"source": str(data_dir / "views_table.tsv"), "depth": "1", "model_a": "minilm",
+                           "model_b": "char-tfidf"}, timeout=300)
 
 
 def param(at, key):
@@ -45,7 +38,7 @@ def test_pca_panels_separation_and_url(app):
     assert param(at, "method") == "pca" and param(at, "cap") == "500" and param(at, "nn") == "15"
 
 
-def test_umap_is_computed_once_then_read_from_the_disk_cache(app, shared_home):
+def test_umap_is_computed_once_then_read_from_the_disk_cache(app, shared_home, open_app):
     app.query_params["nn"] = "8"
     at = app.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
@@ -53,9 +46,7 @@ def test_umap_is_computed_once_then_read_from_the_disk_cache(app, shared_home):
     cached = set((shared_home / "projections").glob("*.npz"))
     assert len(cached) >= 4  # UMAP and the PCA preview, for both models
     # A new session (fresh app) finds the layout on disk: no PCA preview, no new files.
-    fresh = AppTest.from_file(str(PAGE), default_timeout=300)
-    fresh.query_params.update(dict(app.query_params))
-    again = fresh.run()
+    again = open_app(PAGE, dict(app.query_params), timeout=300).run()
     assert not again.exception
     assert set((shared_home / "projections").glob("*.npz")) == cached
     assert "preview" not in charts(again)[0]["layout"]["title"]["text"]
@@ -92,17 +83,15 @@ def test_a_missing_model_is_a_one_line_error(app, tmp_path):
     assert len(at.error) == 1 and "not found" in at.error[0].value
 
 
-def test_page_settings_survive_a_trip_to_another_page(shared_home, monkeypatch, data_dir):
-    monkeypatch.setenv("BIOVIZ_HOME", str(shared_home))
-    at = AppTest.from_file(str(PAGE.parents[1] / "app.py"), default_timeout=300)
-    at.query_params.update({"source": str(data_dir / "views_table.tsv"), "depth": "1"})
+def test_page_settings_survive_a_trip_to_another_page(app_home, data_dir, open_app):
+    at = open_app(None, {"source": str(data_dir / "views_table.tsv"), "depth": "1"}, timeout=300)
     at.run()
-    at.switch_page("pages/2_Projection.py").run()
+    at.switch_page("app_pages/2_Projection.py").run()
     at.radio(key="method").set_value("pca").run()
     at.number_input(key="cap").set_value(40).run()
-    at.switch_page("pages/3_Similarity_matrix.py").run()
+    at.switch_page("app_pages/3_Similarity_matrix.py").run()
     at.query_params.clear()  # a link in the page list opens the page without parameters
-    at.switch_page("pages/2_Projection.py").run()
+    at.switch_page("app_pages/2_Projection.py").run()
     assert not at.exception
     assert at.number_input(key="cap").value == 40 and at.radio(key="method").value == "pca"
 
@@ -147,7 +136,7 @@ def test_a_run_of_another_level_falls_back_to_the_pages_split(app, zero_shot_run
     assert not at.number_input(key="shots").disabled
 
 
-def test_a_second_visit_reuses_the_built_figure(app, monkeypatch):
+def test_a_second_visit_reuses_the_built_figure(app, monkeypatch, open_app):
     import bioviz.figures as figures
 
     built = []
@@ -156,9 +145,8 @@ def test_a_second_visit_reuses_the_built_figure(app, monkeypatch):
     app.query_params.update({"method": "pca", "cap": "33"})
     at = app.run()
     assert not at.exception and len(built) == 1
-    fresh = AppTest.from_file(str(PAGE), default_timeout=300)
-    fresh.query_params.update(dict(app.query_params))
-    again = fresh.run()
+    again = open_app(PAGE, {k: (v[0] if isinstance(v, list) else v) for k, v in app.query_params.items()},
+                     timeout=300).run()
     assert not again.exception and len(built) == 1  # a new session, the same figure
     assert charts(again)[0] == charts(at)[0]
     # The CSV is built only when its button is clicked.

@@ -1,23 +1,16 @@
-"""AppTest of pages/3_Similarity_matrix.py: example sets, typed terms, classes, concepts, orders, URL."""
+"""AppTest of app_pages/3_Similarity_matrix.py: example sets, typed terms, classes, concepts, orders, URL."""
 
 import json
-from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
-PAGE = Path(__file__).resolve().parents[2] / "pages" / "3_Similarity_matrix.py"
+PAGE = "app_pages/3_Similarity_matrix.py"
 
 
 @pytest.fixture
-def app(shared_home, monkeypatch, data_dir):
-    monkeypatch.setenv("BIOVIZ_HOME", str(shared_home))
-    at = AppTest.from_file(str(PAGE), default_timeout=240)
-    at.query_params["source"] = str(data_dir / "views_table.tsv")
-    at.query_params["depth"] = "1"
-    at.query_params["model_a"] = "minilm"
-    at.query_params["model_b"] = "char-tfidf"
-    return at
+def app(app_home, data_dir, open_app):
+    return open_app(PAGE, {"source": str(data_dir / "views_table.tsv"), "depth": "1", "model_a": "minilm",
+                           "model_b": "char-tfidf"}, timeout=240)
 
 
 def heatmaps(at):

@@ -1,4 +1,4 @@
-"""AppTest of the Train page (pages/1_Train.py): form, estimate, job table, live progress, reload."""
+"""AppTest of the Train page (app_pages/1_Train.py): form, estimate, job table, live progress, reload."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from trainer.jobs.store import QUEUED, RUNNING, SUCCEEDED
 from trainer.jobs.queue import Worker
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGE = ROOT / "pages" / "1_Train.py"
+PAGE = "app_pages/1_Train.py"
 STANDIN = "tests.trainer.standin_trainer"
 
 
@@ -40,17 +40,15 @@ def train_page_from_app(data_dir) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.query_params["source"] = str(data_dir / "mini.obo")
     at.run()
-    return at.switch_page("pages/1_Train.py").run()
+    return at.switch_page("app_pages/1_Train.py").run()
 
 
 @pytest.fixture
-def page(tmp_home, data_dir):
-    """A fresh session of the Train page on the tiny fixture ontology."""
+def page(tmp_home, data_dir, open_app):
+    """A fresh session of the Train page (through the router) on the tiny fixture ontology."""
 
     def open_page() -> AppTest:
-        at = AppTest.from_file(str(PAGE), default_timeout=120)
-        at.query_params["source"] = str(data_dir / "mini.obo")
-        return at
+        return open_app(PAGE, {"source": str(data_dir / "mini.obo")}, timeout=120)
 
     return open_page
 
@@ -140,10 +138,9 @@ def test_two_jobs_back_to_back_the_second_waits_visibly(page, tmp_path):
     assert wait_for(worker, first.id, lambda j: j.finished).status == SUCCEEDED
 
 
-def test_a_job_on_a_umls_release_gets_the_sidebar_loader_options(tmp_home, umls_isa_only, monkeypatch):
+def test_a_job_on_a_umls_release_gets_the_sidebar_loader_options(tmp_home, umls_isa_only, monkeypatch, open_app):
     monkeypatch.setenv("BIOVIZ_JOB_SLOTS", "cpu=0,cuda=0")  # the job stays queued: nothing trains here
-    at = AppTest.from_file(str(PAGE), default_timeout=120)
-    at.query_params.update(source=str(umls_isa_only), semantic_group="DISO", hierarchy="isa")
+    at = open_app(PAGE, {"source": str(umls_isa_only), "semantic_group": "DISO", "hierarchy": "isa"}, timeout=120)
     at.run()
     assert at.sidebar.radio(key="hierarchy").value == "isa"
     at.number_input(key="train_shots").set_value(1).run()
@@ -166,9 +163,9 @@ def test_the_selected_job_stays_selected_after_a_visit_to_another_page(tmp_home,
     assert at.selectbox(key="train_job").value == newer.id  # newest first
     at.selectbox(key="train_job").set_value(older.id).run()
     assert at.query_params["job"] in (older.id, [older.id])
-    at.switch_page("app.py").run()
+    at.switch_page("app_pages/0_Home.py").run()
     at.query_params.clear()  # a link in the page list opens a page without its parameters
-    at.switch_page("pages/1_Train.py").run()
+    at.switch_page("app_pages/1_Train.py").run()
     assert not at.exception
     assert at.selectbox(key="train_job").value == older.id
     assert any(m.value.startswith(f"**{older.id}**") for m in at.markdown)
@@ -182,8 +179,8 @@ def test_the_form_keeps_its_values_after_a_visit_to_another_page(tmp_home, data_
     at.selectbox(key="train_base").set_value("other…").run()
     at.text_input(key="train_base_other").set_value("FremyCompany/BioLORD-2023").run()
     assert not at.error, [e.value for e in at.error]
-    at.switch_page("app.py").run()
-    at.switch_page("pages/1_Train.py").run()
+    at.switch_page("app_pages/0_Home.py").run()
+    at.switch_page("app_pages/1_Train.py").run()
     assert not at.exception and not at.error, [e.value for e in at.error]  # 15 shots would not fit mini.obo
     assert at.number_input(key="train_shots").value == 1
     assert at.selectbox(key="train_encoder").value == "dan"
@@ -219,7 +216,7 @@ def test_launch_a_real_run_from_the_page_and_open_it_in_views(tmp_home, data_dir
     assert any("Evaluations stored with this run" in m.value for m in at.markdown)
     stored = [d.value for d in at.dataframe if "value" in d.value.columns]  # the job's and the run list's
     assert stored and all(t["value"].tolist() == [0.5] for t in stored)
-    at.button(key=f"train_open_{job.id}").click().run()  # on to pages/4_Neighbours.py
+    at.button(key=f"train_open_{job.id}").click().run()  # on to app_pages/4_Neighbours.py
     assert not at.exception
     assert at.session_state["model_b"] == done.run_dir
     assert at.session_state["model_a"] == "minilm"

@@ -6,7 +6,8 @@ import pytest
 from bioviz.errors import BiovizError
 from bioviz.ontology import level_view, load_source
 from bioviz.views.similarity import (class_terms, cluster_order, compare_terms, concept_family_terms, cosine_matrix,
-                               example_sets, group_order, load_example, parse_terms, view_groups, TermList)
+                                     example_sets, find_concept, group_order, load_example, parse_terms, view_groups,
+                                     with_class_groups, TermList)
 from bioviz.space import l2_normalise
 
 
@@ -72,3 +73,19 @@ def test_compare_terms_matrices_difference_and_errors():
         compare_terms(TermList(("x",), ("",), "t"), a[:1], b[:1], "A", "B")
     with pytest.raises(BiovizError, match="unknown order"):
         compare_terms(terms, a, b, "A", "B", order="random")
+
+
+def test_find_concept_by_id_then_by_name(onto):
+    some_id, concept = next(iter(onto.concepts.items()))
+    assert find_concept(onto, f"  {some_id} ") == some_id
+    assert find_concept(onto, concept.name.upper()) == onto.search(concept.name, limit=1)[0].id
+    with pytest.raises(BiovizError, match="no concept with id or name 'no such thing'"):
+        find_concept(onto, "no such thing")
+
+
+def test_with_class_groups_regroups_by_the_view_class(onto):
+    view = level_view(onto, 1)
+    terms = TermList((view.names[0], "not a name of the level"), ("group 1", "group 1"), "typed")
+    regrouped = with_class_groups(terms, view)
+    assert regrouped.terms == terms.terms and regrouped.origin == "typed"
+    assert regrouped.groups == (view.classes[view.class_of(view.names[0])], "")

@@ -14,30 +14,21 @@ from bioviz.errors import BiovizError
 from bioviz.evaluation.run import TASK_LABELS, TASKS, EvalSettings
 from bioviz.evaluation.splits import choose_split
 from bioviz.evaluation.tables import results_table
-from bioviz.figures import cross_level_heatmap, export_config, metric_bars
+from bioviz.figures import cross_level_heatmap, metric_bars
+from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.uploads import store_upload
-from ui import cache, state
+from ui import cache, compare, state
 
-st.set_page_config(page_title="Evaluation · bioviz", page_icon="🧬", layout="wide")
-state.init_state()
-state.selection_sidebar()
 view = state.current_view()
-model_a, model_b = state.model_pickers()
+model_a, model_b = state.chosen_models()
 
 RESULTS = "_eval_results"  # last evaluation: its parameters and results, kept across reruns
-PARAMS = {"eval_tasks": ",".join(TASKS), "eval_bench": ",".join(BUNDLED_BENCHMARKS), "eval_shots": 15,
-          "eval_seed": 0, "eval_tpc": 1, "eval_zero": 0.0, "eval_own": True, "eval_cross": "", "eval_boot": 1000}
+PARAMS = {"eval_tasks": ",".join(TASKS), "eval_bench": ",".join(BUNDLED_BENCHMARKS), "eval_shots": DEFAULT_SPLIT.shots,
+          "eval_seed": DEFAULT_SPLIT.seed, "eval_tpc": DEFAULT_SPLIT.test_per_class,
+          "eval_zero": float(DEFAULT_SPLIT.zero_shot_classes), "eval_own": True, "eval_cross": "", "eval_boot": 1000}
 
-# Page keys from the URL once per session, so a shared link reopens the same evaluation.
-for key, default in PARAMS.items():
-    if key in st.session_state:
-        continue
-    raw = st.query_params.get(key)
-    try:
-        value = default if raw is None else (raw == "1" if isinstance(default, bool) else type(default)(raw))
-    except ValueError:
-        value = default
-    st.session_state[key] = value
+# Page keys from the URL (a shared link reopens the same evaluation), else as last used here.
+state.page_params(PARAMS)
 
 choices = state.model_choices()
 labels = list(choices)
@@ -80,21 +71,10 @@ with st.expander("Split and samples"):
     cols[5].number_input("Bootstrap resamples", min_value=0, max_value=10_000, step=100, key="eval_boot")
     st.text_input("Cross-level table: levels (e.g. 1,2,3,4; empty = none)", key="eval_cross",
                   help="Ranking mAP of each model on each of these levels under the same root (Table 4)")
-with st.sidebar:
-    st.header("Export")
-    image_format = st.radio("Camera button saves", ["png", "svg"], horizontal=True, key="_eval_image_format",
-                            format_func=lambda f: "PNG (2x)" if f == "png" else "SVG")
+image_format = compare.image_format()
 
 models = [choices[label] for label in st.session_state["eval_models"]]
-state.sync_url(eval_models="|".join(models), **{k: ("1" if v is True else "0" if v is False else str(v))
-                                                  for k in PARAMS if (v := st.session_state[k]) != PARAMS[k]})
-
-
-def figure_config(name: str) -> dict:
-    """Toolbar export of a figure in the chosen format (PNG at 2x, or SVG)."""
-    config = export_config(name)
-    config["toImageButtonOptions"] = {**config["toImageButtonOptions"], "format": image_format}
-    return config
+state.sync_url(eval_models="|".join(models), **compare.changed_url_values(PARAMS))
 
 
 def depths_wanted() -> tuple[int, ...]:
@@ -134,9 +114,9 @@ except BiovizError as error:
     st.error(str(error))
     st.stop()
 
-selection = state.selection()
+level = state.selection()
 settings = EvalSettings(n_boot=int(st.session_state["eval_boot"]))
-request = (selection, tuple(models), tuple(tasks), tuple(benches) + ((user_bench,) if user_bench else ()),
+request = (level, tuple(models), tuple(tasks), tuple(benches) + ((user_bench,) if user_bench else ()),
            astuple(split_spec), astuple(settings), depths)
 
 for warning in warnings:
@@ -158,8 +138,8 @@ if st.button("Run evaluation", type="primary", disabled=not (tasks or benches or
             if request[3]:
                 results += cache.benchmark_results(request[1], request[3], request[5])
             if tasks:
-                results += cache.evaluation_results(selection, request[1], request[2], request[4], request[5])
-            cross = cache.cross_level_table(selection, request[1], depths, request[4], request[5]) if depths else None
+                results += cache.evaluation_results(level, request[1], request[2], request[4], request[5])
+            cross = cache.cross_level_table(level, request[1], depths, request[4], request[5]) if depths else None
         st.session_state[RESULTS] = {"request": request, "results": results, "cross": cross}
     except BiovizError as error:
         st.error(str(error))
@@ -210,13 +190,12 @@ for group, group_rows in groups.items():
     is_bench = group == "Relatedness benchmarks"
     fig = metric_bars(group_rows, f"{group} · {title_models}" + ("" if is_bench else f" · {view.title}"),
                       bench_caption if is_bench else caption)
-    st.plotly_chart(fig, width="stretch", config=figure_config(f"{name}-{group}".replace(" ", "_")),
-                    key=f"bars-{group}")
+    compare.show_figure(fig, f"{name}-{group}".replace(" ", "_"), image_format, key=f"bars-{group}")
 
 if cross:
     fig = cross_level_heatmap(cross, f"Semantic similarity ranking mAP per level · {title_models} · {view.source}",
                               f"{caption} · levels under {view.root}")
-    st.plotly_chart(fig, width="stretch", config=figure_config(f"{name}-cross-level"), key="cross-level")
+    compare.show_figure(fig, f"{name}-cross-level", image_format, key="cross-level")
     for depth, reason in cross["skipped"].items():
         st.caption(f"level {depth} skipped: {reason}")
 

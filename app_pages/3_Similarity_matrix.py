@@ -6,15 +6,12 @@ import streamlit as st
 
 from bioviz.errors import BiovizError
 from bioviz.figures import similarity_figures, slug
-from bioviz.views.similarity import (ORDERS, class_terms, compare_terms, concept_family_terms, example_sets, load_example,
-                               parse_terms, view_groups)
+from bioviz.views.similarity import (ORDERS, class_terms, compare_terms, concept_family_terms, example_sets,
+                                     find_concept, load_example, parse_terms, with_class_groups)
 from ui import cache, compare, state
 
-st.set_page_config(page_title="Similarity matrix · bioviz", page_icon="🧬", layout="wide")
-state.init_state()
-state.selection_sidebar()
 view = state.current_view()
-model_a, model_b = state.model_pickers()
+model_a, model_b = state.chosen_models()
 fmt = compare.image_format()
 
 SOURCES = {"example": "Example set", "typed": "Typed or pasted", "class": "Names of a class",
@@ -23,7 +20,7 @@ EXAMPLES = list(example_sets())
 DEFAULTS = {"from": "example", "example": "biolord_appendix_b" if "biolord_appendix_b" in EXAMPLES else EXAMPLES[0],
             "terms": "heart attack\nmyocardial infarction\natrial fibrillation\nfracture of femur\nbroken hip",
             "cls": "", "limit": 20, "concept": "", "order": "given", "colour": "list"}
-compare.init_params(DEFAULTS, choices={"from": list(SOURCES), "example": EXAMPLES, "order": list(ORDERS),
+state.page_params(DEFAULTS, choices={"from": list(SOURCES), "example": EXAMPLES, "order": list(ORDERS),
                                        "colour": ["list", "class"]})
 
 st.title("Similarity matrix")
@@ -57,7 +54,7 @@ state.sync_url(**compare.url_values(["from", "order", "colour", *URL_KEYS[source
 
 if view is None:
     st.stop()
-selection = state.selection()
+level = state.selection()
 try:
     if source == "example":
         terms = load_example(st.session_state["example"])
@@ -66,17 +63,14 @@ try:
     elif source == "class":
         terms = class_terms(view, st.session_state["cls"], int(st.session_state["limit"]))
     else:
-        onto = cache.selection_ontology(selection)
+        onto = cache.level_ontology(level)
         wanted = st.session_state["concept"].strip()
         if not wanted:
             st.info("Type a concept id or name to compare its names with its siblings'.")
             st.stop()
-        hits = [wanted] if wanted in onto.concepts else [c.id for c in onto.search(wanted, limit=1)]
-        if not hits:
-            raise BiovizError(f"no concept with id or name {wanted!r} in {onto.label}")
-        terms = concept_family_terms(onto, hits[0])
+        terms = concept_family_terms(onto, find_concept(onto, wanted))
     if st.session_state["colour"] == "class":
-        terms = type(terms)(terms.terms, view_groups(view, terms.terms), terms.origin)
+        terms = with_class_groups(terms, view)
     space_a = cache.term_space(model_a, terms.terms)
     space_b = cache.term_space(model_b, terms.terms)
     comparison = compare_terms(terms, space_a.vectors, space_b.vectors, space_a.model_id, space_b.model_id,

@@ -12,10 +12,10 @@ import pandas as pd
 import streamlit as st
 
 from bioviz.errors import BiovizError
+from bioviz.evaluation.run_list import run_row, stored_results_rows
 from bioviz.evaluation.store import read_run_evaluations
 from bioviz.evaluation.tables import results_table
 from bioviz.figures import base_weight_choice, baseline_vs_trained, export_config, training_curves
-from bioviz.evaluation.run_list import run_row, stored_results_rows
 from bioviz.models.runs import is_run_dir, list_runs, read_run
 from bioviz.ontology.splits import DEFAULT_SHOTS
 from trainer.base_mix import describe as describe_base_mix
@@ -26,7 +26,7 @@ from trainer.jobs.queue import DEVICE_CHOICES, Worker, gpu_count
 from trainer.jobs.store import ACTIVE, CANCELLED, QUEUED, RUNNING, SUCCEEDED
 from ui import state
 
-NEIGHBOURS_PAGE = "pages/4_Neighbours.py"
+NEIGHBOURS_PAGE = "app_pages/4_Neighbours.py"
 NEIGHBOURS_FILE = Path(__file__).resolve().parent / "4_Neighbours.py"
 ENCODER_HELP = {
     "residual": "residual head, f(u) = (enc(u) + u) / 2, triplet loss (few-shot biomedical names)",
@@ -44,12 +44,9 @@ FORM_KEYS = ("train_all_names", "train_shots", "train_encoder", "train_start", "
              "train_base_other", "train_device")
 FORM_PREFIXES = ("train_hp_",)
 
-st.set_page_config(page_title="Train · bioviz", page_icon="🧬", layout="wide")
-state.init_state()
 state.restore_form("train")
 if SELECTED not in st.session_state and st.query_params.get("job"):
     st.session_state[SELECTED] = st.query_params["job"]
-state.selection_sidebar()
 view = state.current_view()
 state.sync_url(job=st.session_state.get(SELECTED))
 

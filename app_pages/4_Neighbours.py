@@ -7,29 +7,26 @@ import pandas as pd
 import streamlit as st
 
 from bioviz.errors import BiovizError
-from bioviz.figures import export_config
+from bioviz.figures import export_config_as
 from bioviz.figures.neighbours import SAME_CLASS, SAME_CONCEPT, neighbour_table_figure, row_colour
+from bioviz.figures.ranking_table import neighbours_file_stem, ranking_table
 from bioviz.search.neighbours import AMONG, comparison_rows, concept_card, find_query, rank_neighbours
 from bioviz.models.vector_cache import VectorCache
+from bioviz.ontology import DEFAULT_SPLIT
 from ui import cache, compare, state
 
 SEARCH_MATCHES = 50  # ontology names suggested for a typed query on large levels
 
-st.set_page_config(page_title="Neighbours · bioviz", page_icon="🧬", layout="wide")
-state.init_state()
-state.selection_sidebar()
 view = state.current_view()
+model_a, model_b = state.chosen_models()  # model_b is None when the sidebar's "Compare two models" is off
+two = model_b is not None
 # Page keys: from the URL (a shared link reopens the comparison), else as last used on this
 # page (Streamlit drops widget keys on a visit to another page), else the default.
-URL_NAMES = {"nb_two": "two", "nb_query": "query", "nb_among": "among", "nb_k": "k", "nb_restrict": "restrict",
-             "nb_image": "image"}
-compare.init_params({"nb_two": True}, casts={"nb_two": lambda v: v != "0"}, url_names=URL_NAMES)
-two = st.sidebar.toggle("Compare two models", key="nb_two")
-model_a, model_b = state.model_pickers(two=two)
+URL_NAMES = {"nb_query": "query", "nb_among": "among", "nb_k": "k", "nb_restrict": "restrict", "nb_image": "image"}
 
-AMONG_LABELS = {"names": "all names of the level", "train": "training names (15-shot split, seed 0)",
+AMONG_LABELS = {"names": "all names of the level", "train": f"training names ({DEFAULT_SPLIT.shots}-shot split, seed {DEFAULT_SPLIT.seed})",
                 "hypernyms": "class names (hypernyms)"}
-compare.init_params({"nb_query": None, "nb_among": "names", "nb_k": 10, "nb_restrict": False, "nb_image": "png"},
+state.page_params({"nb_query": None, "nb_among": "names", "nb_k": 10, "nb_restrict": False, "nb_image": "png"},
                     casts={"nb_query": lambda v: v or None, "nb_k": lambda v: min(100, max(1, int(v))),
                            "nb_restrict": lambda v: v == "1"},
                     choices={"nb_among": list(AMONG), "nb_image": ["png", "svg"]}, url_names=URL_NAMES)
@@ -52,7 +49,7 @@ with st.sidebar.expander("Embedding cache"):
 
 def sync_url(query: str | None) -> None:
     """Mirror the page's controls in the URL (the concept and image format where they are shown), and keep them."""
-    compare.keep(URL_NAMES)
+    state.keep(URL_NAMES)
     state.sync_url(k=str(st.session_state["nb_k"]), two="1" if two else "0", among=st.session_state["nb_among"],
                    restrict="1" if st.session_state["nb_restrict"] else "0", image=st.session_state["nb_image"])
     state.set_url_param("query", query)
@@ -63,10 +60,10 @@ if view is None:
     st.stop()
 
 s = st.session_state
-selection = state.selection()
-ontology = cache.selection_ontology(selection)
+level = state.selection()
+ontology = cache.level_ontology(level)
 try:
-    held_out = cache.held_out_names(selection)
+    held_out = cache.held_out_names(level)
 except BiovizError:  # a level too small to split still has neighbours to browse
     held_out = []
 
@@ -105,10 +102,10 @@ else:
         help=f"The level has {len(view.names):,} names: words may be beginnings of words, in any order.",
     ) or None
 random_col.button("Random held-out name", on_click=pick_random, disabled=not held_out,
-                  help="A held-out test name of the default few-shot split (seed 0)")
+                  help=f"A held-out test name of the default few-shot split (seed {DEFAULT_SPLIT.seed})")
 k = int(k_col.number_input("k", min_value=1, max_value=100, step=1, key="nb_k"))
 if query and len(view.names) > cache.MAX_BROWSER_NAMES:
-    search = cache.name_search(selection)
+    search = cache.name_search(level)
     matches = [m for m in search.search(query, limit=SEARCH_MATCHES) if m != query]
     st.columns([6, 3])[0].selectbox(
         "Ontology names matching the query", matches, index=None, key="_nb_match", on_change=use_match,
@@ -132,7 +129,7 @@ if not query:
 
 models = [m for m in (model_a, model_b) if m]
 try:
-    indexes = [cache.candidate_index(m, selection, among) for m in models]
+    indexes = [cache.candidate_index(m, level, among) for m in models]
     vectors = [cache.query_vector(m, query) for m in models]
 except BiovizError as error:
     st.error(str(error))
@@ -180,20 +177,6 @@ st.markdown(
     unsafe_allow_html=True,
 )
 
-
-def frame_of(rows: list[dict]) -> pd.DataFrame:
-    """The ranking as shown: marks spelled out (not only shaded) and the rank change."""
-    records = []
-    for r in rows:
-        record = {"Rank": r["rank"], "Name": r["name"], "Code": r["concept_id"], "Class": r["class_label"],
-                  "Match": "synonym" if r["same_concept"] else ("class" if r["same_class"] else ""),
-                  "Cosine": r["score"]}
-        if "other_rank" in r:
-            record.update({"Other rank": r["other_rank"], "Δ rank": r["rank_change"]})
-        records.append(record)
-    return pd.DataFrame(records)
-
-
 columns = st.columns(len(models))
 for column, label, rows in zip(columns, labels, rankings):
     with column:
@@ -201,7 +184,7 @@ for column, label, rows in zip(columns, labels, rankings):
         if not rows:
             st.info("No names to rank.")
             continue
-        frame = frame_of(rows)
+        frame = ranking_table(rows)
         colours = [row_colour(r) for r in rows]
         styled = frame.style.apply(
             lambda row, fills=colours: [f"background-color: {fills[row.name]}"] * len(row), axis=1)
@@ -210,11 +193,9 @@ for column, label, rows in zip(columns, labels, rankings):
 
 export = pd.DataFrame(comparison_rows(rankings[0], rankings[1] if len(rankings) > 1 else None, labels[0],
                                       labels[1] if len(labels) > 1 else None, query))
-file_stem = "neighbours-" + "".join(ch if ch.isalnum() else "-" for ch in query.lower())[:40].strip("-")
+file_stem = neighbours_file_stem(query)
 st.download_button("Download the comparison (CSV)", export.to_csv(index=False), f"{file_stem}.csv", "text/csv")
 with st.expander("Image-ready table (camera icon: PNG at 2x; or SVG)"):
     fmt = st.radio("Format", ["png", "svg"], horizontal=True, key="nb_image")
     fig = neighbour_table_figure(query, list(zip(labels, rankings)), view.title, k, info.class_label)
-    config = export_config(file_stem)
-    config["toImageButtonOptions"]["format"] = fmt
-    st.plotly_chart(fig, width="stretch", config=config)
+    st.plotly_chart(fig, width="stretch", config=export_config_as(file_stem, fmt))

@@ -11,19 +11,16 @@ from bioviz.errors import BiovizError
 from bioviz.figures import hierarchy_figure, hypernym_ranking_figure, slug
 from bioviz.figures.hierarchy import KINDS
 from bioviz.views.hierarchy import hypernym_candidates, hypernym_ranking, nearest, node_scores, search_nodes
-from bioviz.ontology import make_split
+from bioviz.ontology import DEFAULT_SPLIT
 from ui import cache, compare, state
 
-st.set_page_config(page_title="Hierarchy · bioviz", page_icon="🧬", layout="wide")
-state.init_state()
-state.selection_sidebar()
 view = state.current_view()
-model_a, model_b = state.model_pickers()
+model_a, model_b = state.chosen_models()
 fmt = compare.image_format()
 
 COLOURS = {"map": "class-retrieval mAP gain", "silhouette": "silhouette gain", "none": "depth (no scores)"}
 DEFAULTS = {"kind": "treemap", "colour": "map", "levels": 3, "node": "", "mention": ""}
-compare.init_params(DEFAULTS, choices={"kind": list(KINDS), "colour": list(COLOURS)})
+state.page_params(DEFAULTS, choices={"kind": list(KINDS), "colour": list(COLOURS)})
 
 st.title("Hierarchy")
 st.caption("The ontology under the root down to the level's classes. Size = names under a node; colour = how much "
@@ -33,9 +30,9 @@ st.caption("The ontology under the root down to the level's classes. Size = name
 
 if view is None:
     st.stop()
-selection = state.selection()
+level = state.selection()
 try:
-    tree = cache.level_tree(selection)
+    tree = cache.level_tree(level)
 except BiovizError as error:
     state.sync_url(**compare.url_values(DEFAULTS))
     st.error(str(error))
@@ -80,11 +77,11 @@ def on_row() -> None:
 state.sync_url(**compare.url_values(["kind", "colour", "levels", "node"]))
 
 try:
-    space_a = cache.view_space(model_a, selection)
-    space_b = cache.view_space(model_b, selection)
+    space_a = cache.view_space(model_a, level)
+    space_b = cache.view_space(model_b, level)
     values, sep = None, None
     if st.session_state["colour"] != "none":
-        sep = cache.separation(model_a, model_b, selection, st.session_state["colour"], 5_000, 0)
+        sep = cache.separation(model_a, model_b, level, st.session_state["colour"], 5_000, 0)
         values = node_scores(tree, sep.table["gain"].to_numpy(), view.class_sizes())
 except BiovizError as error:
     st.error(str(error))
@@ -147,7 +144,7 @@ st.caption("All class names of the level (the class concepts' own names) ranked 
 if not len(name_rows):
     st.info("No names under this node.")
     st.stop()
-split = make_split(view, shots=15, seed=0)
+split = DEFAULT_SPLIT.make(view)
 test_rows = [r for r in split.test.tolist() if r in under]
 mention_options = [view.names[r] for r in (test_rows or name_rows[:1].tolist())]
 mention_options += [view.names[r] for r in name_rows[:300] if view.names[r] not in mention_options]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import astuple
+from dataclasses import astuple, replace
 from pathlib import Path
 
 import numpy as np
@@ -11,21 +11,18 @@ import streamlit as st
 
 from bioviz.errors import BiovizError, SplitError
 from bioviz.figures import projection_pair_figure, projection_table, selected_rows, separation_figure, slug
-from bioviz.ontology import make_split
+from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.views.projection import ProjectionParams, align_pair, pair_is_cached, preview_params
 from bioviz.models.runs import RUN_FILE, is_run_dir
 from bioviz.views.separation import MEASURES
 from ui import cache, compare, state
 
-st.set_page_config(page_title="Projection · bioviz", page_icon="🧬", layout="wide")
-state.init_state()
-state.selection_sidebar()
 view = state.current_view()
-model_a, model_b = state.model_pickers()
+model_a, model_b = state.chosen_models()
 fmt = compare.image_format()
 
-DEFAULTS = {"method": "umap", "dims": 2, "nn": 15, "md": 0.1, "cap": 10_000, "shots": 15, "measure": "map"}
-compare.init_params(DEFAULTS, choices={"method": ["umap", "pca"], "dims": [2, 3], "measure": list(MEASURES)})
+DEFAULTS = {"method": "umap", "dims": 2, "nn": 15, "md": 0.1, "cap": 10_000, "shots": DEFAULT_SPLIT.shots, "measure": "map"}
+state.page_params(DEFAULTS, choices={"method": ["umap", "pca"], "dims": [2, 3], "measure": list(MEASURES)})
 SELECTED = "_projection_selected"  # view rows picked with box/lasso, kept across reruns
 
 
@@ -62,23 +59,24 @@ cols[4].number_input("Point cap", min_value=10, max_value=200_000, step=1_000, k
                      help="Larger views are sampled per class so every class stays visible")
 cols[5].number_input("Shots", min_value=1, max_value=500, key="shots", disabled=marks is not None,
                      help=f"Markers show {marks.describe()}" if marks is not None else
-                     "Split used to mark train / validation / test names (seed 0, no zero-shot classes)")
+                     f"Split used to mark train / validation / test names (seed {DEFAULT_SPLIT.seed}, no zero-shot classes)")
 cols[6].selectbox("Separation measure", list(MEASURES), key="measure", format_func=MEASURES.get)
 state.sync_url(**compare.url_values(DEFAULTS))
 
 if view is None:
     st.stop()
-selection = state.selection()
+level = state.selection()
 try:
     params = ProjectionParams(st.session_state["method"], int(st.session_state["dims"]), int(st.session_state["nn"]),
                               float(st.session_state["md"]), int(st.session_state["cap"]))
-    space_a = cache.view_space(model_a, selection)
-    space_b = cache.view_space(model_b, selection)
+    space_a = cache.view_space(model_a, level)
+    space_b = cache.view_space(model_b, level)
     if marks is not None:
         parts, marks_caption = marks.parts, f"markers: {marks.describe()}"
     else:
-        parts = make_split(view, shots=int(st.session_state["shots"]), seed=0).part_of(len(view.names))
-        marks_caption = (f"markers: split with {st.session_state['shots']} shots, seed 0, no zero-shot classes"
+        parts = replace(DEFAULT_SPLIT, shots=int(st.session_state["shots"])).make(view).part_of(len(view.names))
+        marks_caption = (f"markers: split with {st.session_state['shots']} shots, seed {DEFAULT_SPLIT.seed}, "
+                         "no zero-shot classes"
                          + (f" ({marks_note})" if marks_note else ""))
 except BiovizError as error:
     st.error(str(error))
@@ -122,15 +120,15 @@ with figure_slot.container():
     if umap_pending:
         # PCA takes a second: show it while UMAP runs, then replace it.
         preview = preview_params(params)
-        rows, pca_a = cache.projection(model_a, selection, astuple(preview))
-        _, pca_b = cache.projection(model_b, selection, astuple(preview))
+        rows, pca_a = cache.projection(model_a, level, astuple(preview))
+        _, pca_b = cache.projection(model_b, level, astuple(preview))
         draw(align_pair(rows, pca_a, pca_b, preview), preview=True)
     progress = st.progress(0.0, text=f"{method_label} of {min(len(view.names), params.max_points):,} names · "
                                        f"{space_a.model_id}") if umap_pending else None
-    rows, coords_a = cache.projection(model_a, selection, astuple(params))
+    rows, coords_a = cache.projection(model_a, level, astuple(params))
     if progress:
         progress.progress(0.5, text=f"{method_label} · {space_b.model_id}")
-    _, coords_b = cache.projection(model_b, selection, astuple(params))
+    _, coords_b = cache.projection(model_b, level, astuple(params))
 pair = align_pair(rows, coords_a, coords_b, params)
 with figure_slot.container():
     draw(pair)
@@ -146,7 +144,7 @@ if len(highlight):
 
 st.subheader("Per-class separation")
 try:
-    sep = cache.separation(model_a, model_b, selection, st.session_state["measure"], 5_000, 0)
+    sep = cache.separation(model_a, model_b, level, st.session_state["measure"], 5_000, 0)
 except BiovizError as error:
     st.error(str(error))
     st.stop()

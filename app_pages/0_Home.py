@@ -1,0 +1,102 @@
+"""Home: choose an ontology and a concept level, and see what it holds."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from bioviz.errors import BiovizError
+from bioviz.figures import class_size_bar, export_config
+from bioviz.ontology import DEFAULT_SPLIT, SplitSpec
+from bioviz.uploads import MAX_UPLOAD_BYTES, store_upload
+from ui import state
+
+
+def use_upload() -> None:
+    """Store an uploaded ontology and select it (a callback: the sidebar's source widget exists already)."""
+    upload = st.session_state.get("_home_upload")
+    if upload is None:
+        return
+    try:
+        state.choose_source(str(store_upload(upload.name, upload.getvalue())))
+        st.session_state["_home_upload_note"] = ("success", f"Loaded {upload.name}: selected as the source.")
+    except BiovizError as error:
+        st.session_state["_home_upload_note"] = ("error", str(error))
+
+
+def use_server_path() -> None:
+    state.choose_source(st.session_state["server_path"].strip())
+
+
+st.title("bioviz")
+st.caption("Explore and train representations of biomedical names: pick an ontology and a concept level, "
+           "train few-shot encoders, and compare baseline and trained embeddings.")
+
+with st.expander("Use your own ontology (OBO file, table, or UMLS release)"):
+    left, right = st.columns(2)
+    with left:
+        st.file_uploader(
+            "OBO file or concept table (.obo, .tsv, .csv)", type=["obo", "tsv", "csv"], key="_home_upload",
+            on_change=use_upload,
+            help=f"Tables need columns concept_id, name, parent_id[, definition][, synonyms]. "
+                 f"At most {MAX_UPLOAD_BYTES // 2**20} MiB.",
+        )
+        if note := st.session_state.pop("_home_upload_note", None):
+            (st.success if note[0] == "success" else st.error)(note[1])
+    with right:
+        server_path = st.text_input("…or a path on this server (an .obo, a table, or a UMLS META directory)",
+                                    placeholder="/data/umls/2024AA/META", key="server_path")
+        st.button("Use this path", key="use_path", disabled=not server_path.strip(), on_click=use_server_path)
+        st.caption("For a UMLS directory, the sidebar then offers the vocabulary (SAB), an optional semantic "
+                   "group and the IS-A relations (PAR/CHD or RELA = isa).")
+
+view = state.current_view()
+state.sync_url()
+if view is None:
+    st.stop()
+
+stats = view.stats()
+per_class = stats["names_per_class"]
+st.subheader(view.title)
+cols = st.columns(6)
+cols[0].metric("Classes", f"{stats['classes']:,}")
+cols[1].metric("Names", f"{stats['names']:,}")
+cols[2].metric("Hypernym names", f"{stats['hypernym_names']:,}")
+cols[3].metric("Ambiguous dropped", f"{stats['ambiguous_dropped']:,}")
+cols[4].metric("Names / class (min–max)", f"{per_class['min']:,}–{per_class['max']:,}")
+cols[5].metric("Mean ± stdev", f"{per_class['mean']:.0f} ± {per_class['stdev']:.0f}")
+notes = []
+if stats["removed_cycles"]:
+    notes.append(f"{stats['removed_cycles']} cyclic edges removed")
+if stats["removed_shortcuts"]:
+    notes.append(f"{stats['removed_shortcuts']} shortcut edges removed")
+if stats["empty_classes"]:
+    notes.append(f"{stats['empty_classes']} dead-end concepts at this level left out")
+if notes:
+    st.caption(" · ".join(notes))
+
+fig = class_size_bar(view)
+st.plotly_chart(fig, width="stretch", config=export_config(f"class-sizes-{stats['source'].split()[0]}-d{view.depth}"))
+
+table, split_col = st.columns([3, 2])
+with table:
+    st.markdown("**Classes**")
+    frame = pd.DataFrame(view.class_table())
+    st.dataframe(frame, hide_index=True, width="stretch", height=320)
+    st.download_button("Download classes (CSV)", frame.to_csv(index=False), "classes.csv", "text/csv")
+with split_col:
+    st.markdown("**Few-shot split preview**")
+    shots = st.number_input("Shots per class", min_value=1, max_value=500, value=DEFAULT_SPLIT.shots)
+    seed = st.number_input("Split seed", min_value=0, value=DEFAULT_SPLIT.seed)
+    try:
+        split = SplitSpec(shots=int(shots), seed=int(seed)).make(view)
+        st.dataframe(pd.DataFrame([split.sizes()]).T.rename(columns={0: "names"}), width="stretch")
+        if split.short_classes:
+            st.warning(f"{len(split.short_classes)} classes have fewer than {1 + 2 * int(shots)} names "
+                       "(1 test + shots train + shots validation); they get what they have.")
+    except BiovizError as error:
+        st.error(str(error))
+    if view.ambiguous:
+        with st.expander(f"{len(view.ambiguous)} ambiguous names"
+                         f"{' (dropped)' if view.ambiguous_dropped else ' (kept)'}"):
+            st.write(", ".join(view.ambiguous[:300]) + (" …" if len(view.ambiguous) > 300 else ""))

@@ -1,0 +1,65 @@
+"""The app's pages, in navigation order: the one list the router (app.py) builds ``st.navigation`` from.
+
+Each page keeps the URL path it had when Streamlit found the page files itself
+(``/Train``, ``/Neighbours``, ...), so links made before the router still open the same
+view; the home page is the root URL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+# What the shared sidebar offers a page besides the level selection.
+NO_MODELS, TWO_MODELS, ONE_OR_TWO_MODELS = "none", "two", "one or two"
+
+
+@dataclass(frozen=True)
+class AppPage:
+    """One page of the app.
+
+    Attributes
+    ----------
+    script : str
+        The page file, relative to app.py (what ``st.switch_page`` and ``AppTest.switch_page`` take).
+    title : str
+        Its name in the navigation and the browser tab.
+    url_path : str
+        Its URL path (empty for the home page, the root URL).
+    models : str
+        Model pickers the shared sidebar draws for it: ``NO_MODELS``, ``TWO_MODELS``, or
+        ``ONE_OR_TWO_MODELS`` (a "Compare two models" switch first).
+    """
+
+    script: str
+    title: str
+    url_path: str
+    models: str = NO_MODELS
+
+    @property
+    def is_home(self) -> bool:
+        return self.url_path == ""
+
+
+PAGES = (
+    AppPage("app_pages/0_Home.py", "Home", ""),
+    AppPage("app_pages/1_Train.py", "Train", "Train"),
+    AppPage("app_pages/2_Projection.py", "Projection", "Projection", TWO_MODELS),
+    AppPage("app_pages/3_Similarity_matrix.py", "Similarity matrix", "Similarity_matrix", TWO_MODELS),
+    AppPage("app_pages/4_Neighbours.py", "Neighbours", "Neighbours", ONE_OR_TWO_MODELS),
+    AppPage("app_pages/5_Hierarchy.py", "Hierarchy", "Hierarchy", TWO_MODELS),
+    AppPage("app_pages/6_Evaluation.py", "Evaluation", "Evaluation", TWO_MODELS),
+)
+
+
+def navigate():
+    """Register the pages with ``st.navigation``; return ``(AppPage, st.Page)`` of the page this run shows.
+
+    Call once, first thing in app.py; the returned ``st.Page``'s ``run()`` runs the page.
+    """
+    pages = [st.Page(page.script, title=page.title, url_path=page.url_path or None, default=page.is_home)
+             for page in PAGES]
+    chosen = st.navigation(pages)
+    return next(page for page, registered in zip(PAGES, pages) if registered is chosen), chosen
+
