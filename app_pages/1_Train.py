@@ -131,7 +131,7 @@ state.keep_form("train", FORM_KEYS, FORM_PREFIXES)
 
 if view is not None:
     # The split the job will draw (its seed: split_seed, else seed), as the trainer derives it.
-    split = TrainConfig(source=st.session_state["source"], shots=shots, **values).split
+    split = TrainConfig(source=state.selection().source, shots=shots, **values).split
     try:
         sizes = estimate_sizes(view, split)
         cols = st.columns(5)
@@ -146,13 +146,8 @@ if view is not None:
         st.error(str(error))
 
 if st.button("Launch training", type="primary", disabled=view is None or not base):
-    config = {
-        "source": st.session_state["source"], "root": st.session_state["root"].strip() or None,
-        "depth": int(st.session_state["depth"]), "synonyms": bool(st.session_state["synonyms"]),
-        "keep_ambiguous": bool(st.session_state["keep_ambiguous"]), "source_options": dict(state.source_options()),
-        "shots": shots, "encoder": encoder,
-        "base": base, "init": init, **{k: v for k, v in values.items() if v is not None},
-    }
+    config = {**state.selection().to_config(), "shots": shots, "encoder": encoder, "base": base, "init": init,
+              **{k: v for k, v in values.items() if v is not None}}
     try:
         with st.spinner("Checking the configuration…"):
             job = Worker().submit(config, device=device)
