@@ -224,3 +224,20 @@ def test_config_file_with_options_overriding_it(data_dir, tmp_home, tmp_path, ca
     config.write_text(json.dumps({"source": "icd10", "learning_rate": 0.1}))
     assert main(["train", "--config", str(config), "--out", str(tmp_path / "never")]) == 2
     assert capsys.readouterr().err.strip() == "error: unknown training option(s): learning_rate"
+
+
+@pytest.mark.parametrize("content, reason", [
+    (None, "cannot read config file"),
+    (b"\x00\xff garbage", "is not JSON"),
+    (b'["source", "icd10"]', "must hold a JSON object"),
+    (b'{"source": "icd10", "batch_size": "big"}', "batch_size"),
+])
+def test_a_damaged_config_file_is_one_line_and_creates_nothing(tmp_home, tmp_path, capsys, content, reason):
+    config = tmp_path / "config.json"
+    if content is not None:
+        config.write_bytes(content)
+    out = tmp_path / "never"
+    assert main(["train", "--config", str(config), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and reason in err and "\n" not in err
+    assert not out.exists()
