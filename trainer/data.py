@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from bioviz.errors import BiovizError, ModelError, SplitError
+from bioviz.models.embeddings import encode_cached, load_encoder, model_dimension, resolve
+from bioviz.models.runs import is_run_dir
 from bioviz.ontology import Ontology, Split
 from bioviz.ontology.levels import LevelView
 from trainer.config import TrainConfig
@@ -31,9 +33,6 @@ def check_models(config: TrainConfig) -> None:
     BiovizError
         With a one-line reason.
     """
-    from bioviz.models.embeddings import resolve
-    from bioviz.models.runs import is_run_dir
-
     if config.device == "cuda":
         import torch
 
@@ -89,8 +88,6 @@ def check_view(config: TrainConfig, view: LevelView) -> None:
     """
     check_split_feasible(view.class_sizes(), config.shots, config.test_per_class)
     if config.identity_start:
-        from bioviz.models.embeddings import model_dimension
-
         dim = model_dimension(config.input_model)
         if config.hidden < 2 * dim:
             raise BiovizError(f"an identity start needs hidden >= 2 x {dim} = {2 * dim} for the "
@@ -168,8 +165,6 @@ def prepare(config: TrainConfig, progress=None) -> TrainingData:
     progress : callable, optional
         ``progress(done, total)`` while names are embedded.
     """
-    from bioviz.models.embeddings import encode_cached, load_encoder
-
     level = config.level
     ontology = level.ontology()
     view = level.load(ontology)

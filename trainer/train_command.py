@@ -20,7 +20,9 @@ import time
 from pathlib import Path
 
 from bioviz.errors import BiovizError
-from trainer.config import OPTIONS, TrainConfig, read_config
+from trainer.config import OPTIONS, TrainConfig, read_config, validate
+from trainer.data import check_models
+from trainer.events import CancelFlag, Cancelled
 from trainer.options import Option
 
 EXIT_CANCELLED = 130
@@ -126,9 +128,7 @@ class ProgressWriter:
 
 def handle(args: argparse.Namespace) -> int:
     """Validate, then train; returns the exit code."""
-    from trainer.config import validate
-    from trainer.data import check_models
-    from trainer.events import CancelFlag, Cancelled
+    # trainer.runs brings torch and the loop: loaded only when a run starts, not for --help or `jobs list`.
     from trainer.runs import check_out_dir, train_run
 
     writer = ProgressWriter(args.progress_file)

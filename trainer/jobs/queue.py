@@ -31,6 +31,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from bioviz.models.runs import is_run_dir
+from trainer.config import TrainConfig, validate
+from trainer.data import check_feasible
 from trainer.jobs.executor import (
     CANCEL_EXIT_CODE, CANCEL_GRACE_S, Executor, LocalProcessExecutor, ProcessState, python_command,
 )
@@ -329,9 +331,6 @@ def validate_config(config: dict) -> dict:
     BiovizError
         With the trainer's one-line reason.
     """
-    from trainer.config import TrainConfig, validate
-    from trainer.data import check_feasible
-
     validated = validate(TrainConfig.from_dict(config))
     check_feasible(validated)
     return {name: value for name, value in validated.to_dict().items() if name != "device"}
