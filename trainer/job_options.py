@@ -10,14 +10,15 @@ from __future__ import annotations
 import dataclasses
 from functools import lru_cache
 
+from bioviz.ontology.level_spec import LevelSpec
 from bioviz.ontology.levels import LevelView
 from bioviz.ontology.splits import SplitSpec
 from trainer.config import ENCODERS, OPTIONS, TrainConfig, validate
 from trainer.data import check_split_feasible
 from trainer.options import Option
 
-# Fields the job system or the shared selection sets, not the hyperparameter form.
-SELECTION_FIELDS = ("source", "root", "depth", "synonyms", "keep_ambiguous", "source_options")
+# Fields the job system or the shared selection sets, not the hyperparameter form: the level's.
+SELECTION_FIELDS = tuple(LevelSpec("any").to_config())
 MODEL_FIELDS = ("encoder", "base", "init")
 
 
