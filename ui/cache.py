@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from bioviz.ontology import DEFAULT_SPLIT, LevelSpec, load_source
+from bioviz.ontology import LevelSpec, load_source
 from bioviz.ontology.levels import LevelView
 from bioviz.ontology.model import Ontology
 
@@ -220,7 +220,7 @@ def held_out_names(spec: LevelSpec) -> list[str]:
     """Held-out test names of the level's default split (``DEFAULT_SPLIT``)."""
     from bioviz.search.neighbours import held_out_names as names
 
-    return names(view(spec), split=DEFAULT_SPLIT)
+    return names(view(spec))
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
@@ -231,4 +231,4 @@ def candidate_index(model: str, spec: LevelSpec, among: str):
     if among == "names":
         return neighbour_index(model, spec)[0]
     base = neighbour_index(model, spec)[0] if among == "train" else None
-    return build(view(spec), model, among, base=base, split=DEFAULT_SPLIT)
+    return build(view(spec), model, among, base=base)

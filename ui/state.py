@@ -77,9 +77,9 @@ def init_state(page: str = "") -> None:
     # Keys of widgets not drawn on the last run (the UMLS options of another source; all of
     # them when a fragment with run_every reruns as the user leaves its page, streamlit#10805).
     restore_form(SHARED)
-    for key in SHARED_KEYS:
-        if key not in st.session_state:
-            st.session_state[key] = _from_url()[key]
+    if missing := [key for key in SHARED_KEYS if key not in st.session_state]:
+        initial = _from_url()
+        st.session_state.update({key: initial[key] for key in missing})
     keep_form(SHARED, SHARED_KEYS)
 
 

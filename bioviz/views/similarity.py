@@ -259,12 +259,9 @@ def find_concept(ontology: Ontology, text: str) -> str:
     BiovizError
         When no concept has that id or a name containing ``text``.
     """
-    wanted = text.strip()
-    if wanted in ontology.concepts:
-        return wanted
-    hits = ontology.search(wanted, limit=1)
+    hits = ontology.search(text, limit=1)  # an exact id comes first
     if not hits:
-        raise BiovizError(f"no concept with id or name {wanted!r} in {ontology.label}")
+        raise BiovizError(f"no concept with id or name {text.strip()!r} in {ontology.label}")
     return hits[0].id
 
 
