@@ -10,6 +10,17 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+# Property and fuzz tests: modest example counts keep CI well under 20 minutes; no per-example
+# deadline because a shared 2-core machine makes single examples slow now and then.
+# BIOVIZ_HYPOTHESIS_PROFILE=thorough runs ten times more examples when hunting a bug.
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+settings.register_profile("ci", max_examples=40, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+settings.register_profile("thorough", max_examples=400, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+settings.load_profile(os.environ.get("BIOVIZ_HYPOTHESIS_PROFILE", "ci"))
+
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parents[1]
 
