@@ -9,9 +9,9 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from bioviz.evaluation.store import read_run_evaluations
+from bioviz.evaluation.store import is_result, read_run_evaluations
 from bioviz.evaluation.tables import results_table
-from bioviz.models.runs import RUN_FILE, RunInfo, level_label, shots_text
+from bioviz.models.runs import RunInfo, level_label, shots_text
 
 
 def _stored_level_text(view: dict) -> str:
@@ -26,51 +26,70 @@ def _stored_level_text(view: dict) -> str:
 
 
 def _created(run: RunInfo) -> str:
-    """``YYYY-MM-DD HH:MM`` (UTC) from ``run.json``, else from its modification time."""
+    """``YYYY-MM-DD HH:MM`` (UTC) from ``run.json``, else from its modification time; ``?`` if neither."""
     raw = run.created
     try:
         when = dt.datetime.fromisoformat(raw) if raw else None
     except ValueError:
         when = None
     if when is None:
-        when = dt.datetime.fromtimestamp((run.path / RUN_FILE).stat().st_mtime, dt.timezone.utc)
+        if run.modified is None:
+            return "?"
+        when = dt.datetime.fromtimestamp(run.modified, dt.timezone.utc)
     return when.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+def _cell(value):
+    """A value a table cell can show: text, numbers, booleans and None as they are, anything else as text."""
+    return value if value is None or isinstance(value, (str, int, float, bool)) else str(value)
+
+
+def _number(value):
+    """``value`` when it is a number (not a boolean), else None."""
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _test_map(metrics: dict, which: str):
     """The trainer's own test class-retrieval mAP (``metrics[which]["test"]["mAP"]``), or None."""
     part = metrics.get(which)
     test = part.get("test") if isinstance(part, dict) else None
-    return test.get("mAP") if isinstance(test, dict) else None
+    return _number(test.get("mAP")) if isinstance(test, dict) else None
 
 
 def run_row(run: RunInfo) -> dict:
-    """One line of the run list: what was trained on what, when, and what is stored with it."""
+    """One line of the run list: what was trained on what, when, and what is stored with it.
+
+    A damaged run (:attr:`RunInfo.damaged`) gets a line too, with the reason under ``damaged``
+    (None for a sound run) and nothing it cannot know.
+    """
     c = run.config
     shots = c.get("shots", "?")
+    mix = run.metrics.get("base_mix")
+    init = c.get("init")
     return {
         "run": run.run_id,
-        "encoder": c.get("encoder", "?"),
-        "trained on": level_label(c),
-        "shots": "all" if "shots" in c and shots is None else shots,
-        "base": Path(str(c["init"])).name + " (init)" if c.get("init")
-        else c.get("input_label") or c.get("base", "?"),
+        "encoder": None if run.damaged else _cell(c.get("encoder", "?")),
+        "trained on": None if run.damaged else level_label(c),
+        "shots": None if run.damaged else "all" if "shots" in c and shots is None else _cell(shots),
+        "base": None if run.damaged else Path(str(init)).name + " (init)" if init
+        else _cell(c.get("input_label") or c.get("base", "?")),
         "created (UTC)": _created(run),
         "test mAP base": _test_map(run.metrics, "baseline"),
         "test mAP trained": _test_map(run.metrics, "trained"),
         # How much of its input a head run keeps (trainer.base_mix); empty for fine-tuned runs.
-        "base weight": (run.metrics.get("base_mix") or {}).get("weight"),
+        "base weight": _number(mix.get("weight")) if isinstance(mix, dict) else None,
         "stored evaluations": len(read_run_evaluations(run.path)),
+        "damaged": run.damaged,
         "path": str(run.path),
     }
 
 
 def evaluated_on(result: dict) -> str:
     """Where a stored result was computed: the level and split, the ontology, or the benchmark."""
-    data = result.get("data") or {}
+    data = _mapping(result.get("data"))
     if "benchmark" in data:
         return "relatedness benchmark"
-    view, split = data.get("view"), data.get("split") or {}
+    view, split = _mapping(data.get("view")), _mapping(data.get("split"))
     if view:
         where = _stored_level_text(view)
         if split:
@@ -93,8 +112,13 @@ def stored_results_rows(run_dir: str | Path) -> list[dict]:
         ordered by where they were computed, then task.
     """
     rows = []
-    for result in read_run_evaluations(run_dir):
+    for result in filter(is_result, read_run_evaluations(run_dir)):  # results of another form are skipped
         where = evaluated_on(result)
         for row in results_table([result]):
             rows.append({"evaluated on": where, **{k: v for k, v in row.items() if k not in ("model", "key")}})
     return sorted(rows, key=lambda r: (r["evaluated on"], r["task"]))
+
+
+def _mapping(value) -> dict:
+    """``value`` when it is a dict, else empty (a stored field of another form)."""
+    return value if isinstance(value, dict) else {}

@@ -50,7 +50,8 @@ def results_table(results: list[dict]) -> list[dict]:
     for result in results:
         sizes = result.get("sizes", {})
         for key, value in result.get("metrics", {}).items():
-            low, high = (result.get("ci", {}).get(key) or [None, None])[:2]
+            interval = result.get("ci", {}).get(key)
+            low, high = interval[:2] if isinstance(interval, (list, tuple)) and len(interval) >= 2 else (None, None)
             rows.append({
                 "model": result["model"],
                 "task": TASK_LABELS.get(result["task"], result["task"]),
@@ -71,10 +72,15 @@ def _sample_size(key: str, sizes: dict):
         return sizes.get(f"{key.split('.', 1)[0]}.queries")
     if "-" in key and key.replace("-", "").isdigit():
         i, j = key.split("-")
-        return (sizes.get(f"pairs.d{i}") or 0) + (sizes.get(f"pairs.d{j}") or 0)
+        return _count(sizes.get(f"pairs.d{i}")) + _count(sizes.get(f"pairs.d{j}"))
     if key == "mean_auc":
-        return sum(v for k, v in sizes.items() if k.startswith("pairs."))
+        return sum(_count(v) for k, v in sizes.items() if k.startswith("pairs."))
     return sizes.get("queries")
+
+
+def _count(value) -> int:
+    """A stored sample size, 0 when absent (or not a count)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def wide_tables(rows: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
+from bioviz.cache_files import read_cache, write_cache
 from bioviz.ontology.sources import bundled_sources, load_source
-from bioviz.paths import atomic_path, subdir
+from bioviz.paths import atomic_path, home
 from bioviz.space import l2_normalise
 
 logger = logging.getLogger(__name__)
@@ -100,24 +101,41 @@ class CharTfidfModel:
         sparse = self._vectoriser().transform(list(texts))
         return l2_normalise(sparse @ self.components.T)
 
+    def write(self, handle) -> None:
+        """Write the arrays as ``.npz`` to a binary file handle (no pickle)."""
+        np.savez(
+            handle,
+            vocabulary=np.frombuffer(_SEP.join(self.vocabulary).encode("utf-8"), dtype=np.uint8),
+            idf=np.asarray(self.idf, dtype=np.float64),
+            components=np.asarray(self.components, dtype=np.float32),
+            settings=np.frombuffer(json.dumps(self.settings, sort_keys=True).encode(), dtype=np.uint8),
+        )
+
     def save(self, path: Path) -> None:
         """Write the arrays as ``.npz`` (atomically; no pickle)."""
         with atomic_path(path, suffix=".npz") as tmp, open(tmp, "wb") as handle:
-            np.savez(
-                handle,
-                vocabulary=np.frombuffer(_SEP.join(self.vocabulary).encode("utf-8"), dtype=np.uint8),
-                idf=np.asarray(self.idf, dtype=np.float64),
-                components=np.asarray(self.components, dtype=np.float32),
-                settings=np.frombuffer(json.dumps(self.settings, sort_keys=True).encode(), dtype=np.uint8),
-            )
+            self.write(handle)
 
     @classmethod
     def load(cls, path: Path) -> CharTfidfModel:
-        """Read a model written by :meth:`save`."""
+        """Read a model written by :meth:`save`.
+
+        Raises
+        ------
+        ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile
+            When the file is not such a model (damaged, truncated, arrays that do not fit together).
+        """
         with np.load(path, allow_pickle=False) as data:
             vocabulary = tuple(data["vocabulary"].tobytes().decode("utf-8").split(_SEP))
             settings = json.loads(data["settings"].tobytes().decode())
-            return cls(vocabulary, data["idf"].copy(), data["components"].copy(), settings)
+            idf, components = data["idf"].copy(), data["components"].copy()
+        if not isinstance(settings, dict) or any(key not in settings for key in ("analyzer", "ngram_range",
+                                                                                   "sublinear_tf")):
+            raise ValueError("the settings of the fit are missing")
+        if idf.shape != (len(vocabulary),) or components.ndim != 2 or components.shape[1] != len(vocabulary):
+            raise ValueError(f"arrays that do not fit together: {len(vocabulary)} n-grams, idf {idf.shape}, "
+                             f"components {components.shape}")
+        return cls(vocabulary, idf, components, settings)
 
 
 def fit(corpus: list[str], settings: dict | None = None) -> CharTfidfModel:
@@ -176,14 +194,16 @@ def default_corpus() -> list[str]:
 
 
 def load_default() -> CharTfidfModel:
-    """The model fitted on the default corpus, fitting and storing it on first use."""
-    path = subdir("models") / f"char-tfidf-{corpus_key()}.npz"
-    if path.exists():
-        try:
-            return CharTfidfModel.load(path)
-        except (OSError, ValueError, KeyError):
-            logger.warning("refitting unreadable %s", path)
+    """The model fitted on the default corpus, fitting and storing it on first use.
+
+    The stored fit is a cache: an unreadable file is set aside and the model refitted, and a
+    disk that refuses the new file only costs a refit next time (:mod:`bioviz.cache_files`).
+    """
+    path = home() / "models" / f"char-tfidf-{corpus_key()}.npz"
+    model = read_cache(path, CharTfidfModel.load)
+    if model is not None:
+        return model
     logger.info("fitting char-tfidf on %s (once per BIOVIZ_HOME)", ", ".join(CORPUS_SOURCES))
     model = fit(default_corpus())
-    model.save(path)
+    write_cache(path, model.write, suffix=".npz")
     return model

@@ -152,20 +152,63 @@ def resolve(spec: str) -> ModelRef:
     path = Path(spec).expanduser()
     if path.is_dir():
         if is_run_dir(path):
-            try:
-                label = read_run(path).run_id
-            except (OSError, ValueError):
-                label = path.name
+            label = read_run(path).run_id  # ModelError (one line) for a damaged run.json
+            check_model_files(path, f"run {label} is damaged:", "; delete it or train it again")
             return ModelRef(spec, "run", path.resolve(), label)
-        if not (path / "modules.json").is_file() and not (path / "config.json").is_file():
-            raise ModelError(f"{spec} is not a model directory: it has neither modules.json "
-                             "(sentence-transformers) nor config.json (transformers)")
+        check_model_files(path, f"{spec} is not a model directory:")
         return ModelRef(spec, "directory", path.resolve(), path.resolve().name)
     if path.exists():
         raise ModelError(f"{spec} is a file: a model is a directory (sentence-transformers or transformers)")
     if spec.startswith((".", "/", "~")) or spec.count("/") > 1:
         raise ModelError(f"model directory {spec} not found")
     return ModelRef(spec, "hub", None, spec)
+
+
+def check_model_files(path: Path, what: str, hint: str = "") -> None:
+    """Refuse a directory that cannot be a model, before anything is hashed or loaded.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The directory.
+    what, hint : str
+        Start and end of the one-line message (which model, what to do).
+
+    Raises
+    ------
+    ModelError
+        Neither ``modules.json`` (sentence-transformers) nor ``config.json`` (transformers), or
+        a ``modules.json`` that is not a JSON list of modules.
+    """
+    modules_file = path / "modules.json"
+    if not modules_file.is_file():
+        if not (path / "config.json").is_file():
+            raise ModelError(f"{what} it has neither modules.json (sentence-transformers) nor config.json "
+                             f"(transformers){hint}")
+        return
+    try:
+        modules = json.loads(modules_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise ModelError(f"{what} its modules.json cannot be read as JSON{hint}") from None
+    if not isinstance(modules, list) or not all(isinstance(m, dict) for m in modules):
+        raise ModelError(f"{what} its modules.json is not a list of modules{hint}")
+
+
+def _missing_module_folder(path: Path) -> str | None:
+    """The first module folder that ``modules.json`` names and that is missing, if any.
+
+    Only a diagnosis after a failed load: some modules (Normalize) have no files, so a
+    missing folder is not an error by itself.
+    """
+    try:
+        modules = json.loads((path / "modules.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    for module in modules if isinstance(modules, list) else []:
+        folder = module.get("path") if isinstance(module, dict) else None
+        if isinstance(folder, str) and folder and not (path / folder).is_dir():
+            return folder
+    return None
 
 
 def _file_signature(path: Path) -> tuple:
@@ -220,8 +263,13 @@ def _sentence_transformer_at(path: Path, device_name: str):
                                   processor_kwargs={"local_files_only": True})
         pooling = Pooling(transformer.get_embedding_dimension(), "cls")
         return SentenceTransformer(modules=[transformer, pooling], device=device_name)
-    except (OSError, ValueError, KeyError) as error:
-        raise ModelError(f"cannot load model from {path}: {str(error).splitlines()[0]}") from None
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        # TypeError: a module's configuration (or its folder) missing, or mistyped fields
+        first = str(error).strip().splitlines()
+        missing = _missing_module_folder(path)
+        why = f"the module folder {missing!r} that modules.json names is missing" if missing else \
+            first[0] if first else type(error).__name__
+        raise ModelError(f"cannot load model from {path}: {why}") from None
 
 
 def load_sentence_transformer(spec: str, device: str | None = None):
@@ -364,6 +412,14 @@ class CharTfidfEncoder(Encoder):
         return self.tfidf.transform(texts)
 
 
+def _model_files(path: Path, read):
+    """``read(path)``; a model directory removed or changed while its files are read is a ModelError."""
+    try:
+        return read(path)
+    except OSError as error:  # e.g. a run deleted between resolving it and hashing its weights
+        raise ModelError(f"cannot read the model files in {path}: {error.strerror or error}") from None
+
+
 _ENCODERS: dict[tuple, Encoder] = {}
 _LOCK = threading.Lock()
 
@@ -382,11 +438,12 @@ def load_encoder(spec: str) -> Encoder:
     elif ref.kind == "hub":
         key = ("hub", ref.spec)
     else:
-        key = (ref.kind, str(ref.path), _file_signature(ref.path))
+        key = (ref.kind, str(ref.path), _model_files(ref.path, _file_signature))
     with _LOCK:
         if key not in _ENCODERS:
             started = time.perf_counter()
-            _ENCODERS[key] = CharTfidfEncoder() if ref.kind == "char-tfidf" else SentenceTransformerEncoder(ref)
+            _ENCODERS[key] = CharTfidfEncoder() if ref.kind == "char-tfidf" else \
+                _model_files(ref.path, lambda _path: SentenceTransformerEncoder(ref))
             logger.info("loaded %r in %.1fs", _ENCODERS[key], time.perf_counter() - started)
         return _ENCODERS[key]
 
@@ -449,6 +506,8 @@ def dimension_from_files(path: str | Path) -> int | None:
         return int(hidden) if isinstance(hidden, int) else None
     dim = None
     for module in modules if isinstance(modules, list) else []:
+        if not isinstance(module, dict):
+            continue
         config = read(path / str(module.get("path", "")) / "config.json") if module.get("path") else {}
         if isinstance(config.get("out_features"), int):
             dim = config["out_features"]

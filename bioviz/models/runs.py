@@ -10,15 +10,18 @@ The Train page's run list (one line per run, with what is stored with it) is
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from bioviz.errors import SplitError
+from bioviz.errors import ModelError, SplitError
 from bioviz.ontology import LevelSpec
 from bioviz.ontology.splits import SPLIT_PARTS, UNUSED
 from bioviz.paths import subdir
+
+logger = logging.getLogger(__name__)
 
 RUN_FILE = "run.json"
 SPLIT_FILE = "split.json"  # the names of each split part, written by trainer.runs
@@ -38,17 +41,26 @@ def is_run_dir(path: str | Path) -> bool:
 
 @dataclass(frozen=True)
 class RunInfo:
-    """What the views need to know about a run without loading it."""
+    """What the views need to know about a run without loading it.
+
+    A run whose ``run.json`` cannot be read (not JSON, not UTF-8, not an object, a config
+    that is not an object) is *damaged*: ``damaged`` says why in one line, ``config`` and
+    ``metrics`` are empty, and it is never offered as a model (:func:`list_runs`).
+    """
 
     path: Path
     run_id: str
     config: dict
     metrics: dict
     created: str | None = None  # ISO time written by the trainer (absent in older runs)
+    modified: float | None = None  # mtime of run.json when it was read (None: unknown)
+    damaged: str | None = None  # why run.json cannot be used; None for a sound run
 
     @property
     def label(self) -> str:
-        """``run-id (encoder on source depth k)`` for pickers and titles."""
+        """``run-id (encoder on source depth k)`` for pickers and titles; ``run-id (damaged: why)``."""
+        if self.damaged:
+            return f"{self.run_id} (damaged: {self.damaged})"
         c = self.config
         what = f"{c.get('encoder', '?')} on {c.get('source', '?')}"
         if c.get("depth"):
@@ -56,25 +68,110 @@ class RunInfo:
         return f"{self.run_id} ({what})"
 
 
+def _kind(value) -> str:
+    """``a list``, ``null``, ``a string`` ... for one-line reasons."""
+    if value is None:
+        return "null"
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(type(value), "a number")
+
+
+def _parse_run(path: Path) -> RunInfo:
+    """``run.json`` of ``path`` as a RunInfo; raises ValueError (the one-line reason) when it cannot serve."""
+    file = path / RUN_FILE
+    raw = file.read_bytes()
+    modified = file.stat().st_mtime
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError(f"{RUN_FILE} is not UTF-8 text") from None
+    except ValueError as error:
+        raise ValueError(f"{RUN_FILE} is not valid JSON ({str(error).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{RUN_FILE} holds {_kind(data)}, not an object")
+    for key in ("config", "metrics"):
+        if key in data and not isinstance(data[key], dict):
+            raise ValueError(f"the {key} in {RUN_FILE} is {_kind(data[key])}, not an object")
+    run_id = data.get("run_id")
+    created = data.get("created")
+    return RunInfo(path, run_id if isinstance(run_id, str) and run_id.strip() else path.name,
+                   data.get("config", {}), data.get("metrics", {}), created if isinstance(created, str) else None,
+                   modified)
+
+
 def read_run(path: str | Path) -> RunInfo:
-    """Read ``run.json`` of a run directory."""
+    """Read ``run.json`` of a run directory.
+
+    Raises
+    ------
+    ModelError
+        One line naming the run and what is wrong: no ``run.json`` (not a run, or deleted),
+        or a damaged one (not UTF-8, not JSON, not an object, a config that is not an object).
+    """
     path = Path(path)
-    data = json.loads((path / RUN_FILE).read_text(encoding="utf-8"))
-    return RunInfo(path, data.get("run_id", path.name), data.get("config", {}), data.get("metrics", {}),
-                   data.get("created"))
+    try:
+        return _parse_run(path)
+    except FileNotFoundError:
+        raise ModelError(f"{path} is not a trained run (no {RUN_FILE})") from None
+    except OSError as error:
+        raise ModelError(f"run {path.name} cannot be read: {error.strerror or error}") from None
+    except ValueError as error:
+        raise ModelError(f"run {path.name} is damaged: {error}; delete it or train it again") from None
 
 
-def list_runs(base: str | Path | None = None) -> list[RunInfo]:
-    """Complete runs under ``base`` (default ``BIOVIZ_HOME/runs``), newest first."""
+def run_mtime(path: str | Path) -> float | None:
+    """Modification time of a run's ``run.json``, or None when it is gone (a run deleted meanwhile).
+
+    Pages key their caches on it, so a run trained again under the same path is read afresh.
+    """
+    try:
+        return (Path(path) / RUN_FILE).stat().st_mtime
+    except OSError:
+        return None
+
+
+def _listed(child: Path) -> RunInfo | None:
+    """The RunInfo of one directory under the runs folder; a damaged one marked as such; None if not a run."""
+    try:
+        if not child.is_dir() or not is_run_dir(child):
+            return None
+        return _parse_run(child)
+    except FileNotFoundError:  # deleted between listing the folder and reading it
+        return None
+    except (OSError, ValueError) as error:
+        reason = str(error) if isinstance(error, ValueError) else f"{RUN_FILE} cannot be read ({error.strerror})"
+        return RunInfo(child, child.name, {}, {}, None, run_mtime(child), reason)
+
+
+def list_runs(base: str | Path | None = None, include_damaged: bool = False) -> list[RunInfo]:
+    """Complete runs under ``base`` (default ``BIOVIZ_HOME/runs``), newest first.
+
+    Never fails over one run: a run deleted while the folder is read is left out, and a
+    damaged one (see :class:`RunInfo`) is left out with a logged warning, or listed with its
+    ``damaged`` reason when ``include_damaged`` (for the run list, which shows it).
+
+    Parameters
+    ----------
+    base : path-like, optional
+        Folder of run directories.
+    include_damaged : bool
+        Also return damaged runs (``RunInfo.damaged`` set). Pickers of models leave it off.
+    """
     base = Path(base) if base else runs_dir()
+    try:
+        children = list(base.iterdir()) if base.is_dir() else []
+    except OSError as error:
+        logger.warning("cannot list runs in %s: %s", base, error.strerror or error)
+        children = []
     runs = []
-    for child in base.iterdir() if base.is_dir() else []:
-        if child.is_dir() and is_run_dir(child):
-            try:
-                runs.append(read_run(child))
-            except (OSError, ValueError):
-                continue  # a damaged run.json: skip rather than break every picker
-    return sorted(runs, key=lambda r: r.path.stat().st_mtime, reverse=True)
+    for child in children:
+        run = _listed(child)
+        if run is None:
+            continue
+        if run.damaged and not include_damaged:
+            logger.warning("skipping damaged run %s: %s", child, run.damaged)
+            continue
+        runs.append(run)
+    return sorted(runs, key=lambda r: r.modified or 0.0, reverse=True)
 
 
 # ---------------------------------------------------------------------------- labels
@@ -94,8 +191,13 @@ def level_label(config: dict) -> str:
 
     >>> level_label({"source": "/data/hp.obo", "root": "HP:0000118", "depth": 2})
     'hp.obo under HP:0000118 d2'
+    >>> level_label({"source": "hpo", "depth": "deep"})  # a config that names no readable level
+    '?'
     """
-    return LevelSpec.from_config(config).label
+    try:
+        return LevelSpec.from_config(config).label
+    except (TypeError, ValueError):
+        return "?"
 
 
 def read_split_names(path: str | Path) -> dict[str, list[str]] | None:
@@ -106,7 +208,7 @@ def read_split_names(path: str | Path) -> dict[str, list[str]] | None:
         return None
     if not isinstance(data, dict):
         return None
-    return {part: [str(n) for n in data.get(part) or []] for part in SPLIT_PARTS}
+    return {part: [str(n) for n in data[part]] if isinstance(data.get(part), list) else [] for part in SPLIT_PARTS}
 
 
 @dataclass(frozen=True)
@@ -152,12 +254,12 @@ def run_split(path: str | Path, view) -> RunSplit:
         raise SplitError(f"{path} is not a trained run")
     try:
         run = read_run(path)
-    except (OSError, ValueError):  # a damaged run.json, as list_runs tolerates it
-        raise SplitError(f"{path}: unreadable {RUN_FILE}") from None
+    except ModelError as error:  # a damaged run.json, or a run deleted meanwhile
+        raise SplitError(str(error)) from None
     names = read_split_names(path)
     if names is None:
         raise SplitError(f"{run.run_id} has no {SPLIT_FILE}")
-    trained_on = run.config.get("view") or {}
+    trained_on = _mapping(run.config.get("view"))
     here = view.stats()
     if any(trained_on.get(key) != here[key] for key in LEVEL_KEYS):
         raise SplitError(f"{run.run_id} was trained on another level")
@@ -170,6 +272,12 @@ def run_split(path: str | Path, view) -> RunSplit:
             if name not in rows_of:
                 raise SplitError(f"{run.run_id}'s split has names this level lacks (e.g. {name!r})")
             parts[rows_of[name]] = label
-    split = run.config.get("split") or {}
+    split = _mapping(run.config.get("split"))
+    zero_shot = split.get("zero_shot_classes")
     return RunSplit(run.run_id, parts, split.get("shots", run.config.get("shots")), split.get("seed"),
-                    len(split.get("zero_shot_classes") or []))
+                    len(zero_shot) if isinstance(zero_shot, list) else 0)
+
+
+def _mapping(value) -> dict:
+    """``value`` when it is a dict, else empty (a field of run.json that is not an object)."""
+    return value if isinstance(value, dict) else {}

@@ -10,6 +10,11 @@ to the size of the cache.
 A request for many names at once (a whole level) is also stored as one *block*: a ``.npy``
 file under ``embeddings/blocks`` named by the fingerprint and a hash of the exact text list,
 so reopening that level is one file read instead of a lookup per name.
+
+Both are only a cache (:mod:`bioviz.cache_files`): a database or block that cannot be read
+(garbage, truncated) is set aside as ``<name>.corrupt-<time>`` with a logged warning and
+rebuilt, and a write the disk refuses (full, a file-size limit, read-only) is skipped with a
+warning: the vectors are still computed and returned, only not stored.
 """
 
 from __future__ import annotations
@@ -18,13 +23,16 @@ import contextlib
 import hashlib
 import json
 import logging
+import os
 import sqlite3
 import time
 from pathlib import Path
 
 import numpy as np
+from filelock import FileLock, Timeout
 
-from bioviz.paths import atomic_path, subdir
+from bioviz.cache_files import CORRUPT_MARK, describe, read_cache, set_aside, write_cache
+from bioviz.paths import home
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +41,17 @@ BLOCK_MIN = 2000  # requests of at least this many texts are also stored as a bl
 _WRITE_CHUNK = 4000  # rows per insert transaction: short enough for other writers to interleave
 _LOOKUP_CHUNK = 20_000  # texts per lookup statement (bounds the JSON argument's size)
 _BUSY_TIMEOUT_MS = 60_000
+_SET_ASIDE_TIMEOUT_S = 30  # waiting for another process that is setting the same damaged file aside
+
+# SQLite result codes (primary codes; extended codes carry them in their low byte) of a file
+# that is not a readable database, and of a disk that refuses to write (full, a file-size
+# limit: EFBIG surfaces as an I/O error, read-only, the file cannot be created).
+_CORRUPT = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
+_UNWRITABLE = {sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN}
+# The same, for errors that carry no code (raised by a wrapper, or by a test's fault injection)
+_CORRUPT_MESSAGES = ("file is not a database", "database disk image is malformed")
+_UNWRITABLE_MESSAGES = ("database or disk is full", "disk i/o error", "readonly database",
+                        "unable to open database file")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS vectors (
@@ -51,12 +70,40 @@ CREATE TABLE IF NOT EXISTS models (
 
 
 def default_path() -> Path:
-    """``BIOVIZ_HOME/embeddings/vectors.sqlite``."""
-    return subdir("embeddings") / DB_NAME
+    """``BIOVIZ_HOME/embeddings/vectors.sqlite`` (the folder is created on first use, by the cache)."""
+    return home() / "embeddings" / DB_NAME
+
+
+def failure_kind(error: sqlite3.Error) -> str | None:
+    """``corrupt`` (not a readable database), ``unwritable`` (the disk refused), ``no-schema`` (a fresh
+    file: another process set the damaged one aside), or None (anything else)."""
+    if "no such table" in str(error):
+        return "no-schema"
+    code = getattr(error, "sqlite_errorcode", None)
+    if code is not None:
+        code &= 0xFF
+        return "corrupt" if code in _CORRUPT else "unwritable" if code in _UNWRITABLE else None
+    text = str(error).lower()
+    if any(m in text for m in _CORRUPT_MESSAGES):
+        return "corrupt"
+    if any(m in text for m in _UNWRITABLE_MESSAGES):
+        return "unwritable"
+    return None
+
+
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
 
 
 class VectorCache:
     """Vectors of texts per model fingerprint, in one SQLite file.
+
+    Never fails its caller over the file itself: a damaged database is set aside and started
+    afresh, and a write the disk refuses is skipped (see the module docstring).
 
     Parameters
     ----------
@@ -73,13 +120,14 @@ class VectorCache:
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path else default_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as conn:
-            conn.executescript(_SCHEMA)
+        self._has_schema = False
+        self._warned: set[str] = set()
+        self._run("open", lambda conn: None, None)
 
     @contextlib.contextmanager
     def _connect(self):
         # A connection per call: cheap, safe across threads (Streamlit) and forks (jobs).
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None)
         try:
             conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
@@ -87,9 +135,68 @@ class VectorCache:
             # NORMAL is durable at each checkpoint and never corrupts in WAL mode; FULL would
             # fsync every insert for vectors that can always be recomputed.
             conn.execute("PRAGMA synchronous=NORMAL")
+            if not self._has_schema:
+                conn.executescript(_SCHEMA)
+                self._has_schema = True
             yield conn
         finally:
             conn.close()
+
+    def _run(self, what: str, operation, fallback):
+        """``operation(conn)``; a damaged file is set aside and the operation retried once on a
+        fresh one, and a disk that refuses gives ``fallback`` with a warning.
+
+        Other database errors (a bug, a lock held past the busy timeout) propagate.
+        """
+        for attempt in range(2):
+            identity = _file_identity(self.path)
+            try:
+                with self._connect() as conn:
+                    return operation(conn)
+            except sqlite3.Error as error:
+                kind = failure_kind(error)
+                if kind is None:
+                    raise
+                if kind == "no-schema" and attempt == 0:
+                    self._has_schema = False
+                    continue
+                if kind == "corrupt" and attempt == 0:
+                    self._set_aside(identity, error)
+                    continue
+                self._warn(kind, f"vector cache {self.path}: {what} skipped ({describe(error)}); "
+                                 "vectors are computed, not cached")
+                return fallback
+            except OSError as error:  # the folder itself cannot be created (full disk, read-only)
+                self._warn("folder", f"vector cache {self.path}: {what} skipped ({describe(error)})")
+                return fallback
+        return fallback
+
+    def _warn(self, kind: str, message: str) -> None:
+        # once per kind and cache object: a full disk would otherwise warn on every chunk
+        if kind not in self._warned:
+            self._warned.add(kind)
+            logger.warning(message)
+
+    def _set_aside(self, identity: tuple[int, int] | None, error: sqlite3.Error) -> None:
+        """Move the damaged database (with its WAL and shared-memory files) out of the way.
+
+        Under a file lock, and only if the file is still the one that failed: when several
+        processes find the same damaged file, the first sets it aside and the others must
+        not set aside the fresh database it has started meanwhile.
+        """
+        try:
+            with FileLock(f"{self.path}.lock", timeout=_SET_ASIDE_TIMEOUT_S):
+                if identity is None or _file_identity(self.path) != identity:
+                    return  # already replaced by another process
+                moved = set_aside(self.path, describe(error))
+                for extra in ("-wal", "-shm"):
+                    companion = Path(f"{self.path}{extra}")
+                    if moved is not None and companion.exists():
+                        with contextlib.suppress(OSError):
+                            os.rename(companion, f"{moved}{extra}")
+        except (OSError, Timeout) as lock_error:
+            logger.warning("vector cache %s could not be set aside: %s", self.path, describe(lock_error))
+        self._has_schema = False
 
     def get(self, model: str, texts, dim: int | None = None) -> dict[str, np.ndarray]:
         """Cached vectors of ``texts`` for ``model``.
@@ -106,11 +213,13 @@ class VectorCache:
         Returns
         -------
         dict
-            ``text -> float32 vector`` for the texts found; missing texts are absent.
+            ``text -> float32 vector`` for the texts found; missing texts are absent (all of
+            them when the cache cannot be read).
         """
         texts = list(dict.fromkeys(texts))
-        found: dict[str, np.ndarray] = {}
-        with self._connect() as conn:
+
+        def lookup(conn) -> dict[str, np.ndarray]:
+            found: dict[str, np.ndarray] = {}
             for start in range(0, len(texts), _LOOKUP_CHUNK):
                 # one statement per chunk, the texts passed as one JSON array: far fewer
                 # round trips than a parameter per text
@@ -119,38 +228,54 @@ class VectorCache:
                     (model, json.dumps(texts[start:start + _LOOKUP_CHUNK])),
                 )
                 for text, blob in rows:
+                    if not isinstance(blob, bytes) or len(blob) % 4:
+                        continue  # not float32 bytes: a damaged row counts as missing
                     vector = np.frombuffer(blob, dtype=np.float32)
                     if dim is None or vector.shape[0] == dim:
                         found[text] = vector
-        return found
+            return found
+
+        return self._run("lookup", lookup, {}) if texts else {}
 
     def _block_path(self, model: str, texts: list[str]) -> Path:
         digest = hashlib.sha256("\x1f".join(texts).encode("utf-8")).hexdigest()[:24]
         return self.path.parent / "blocks" / f"{model}-{digest}.npy"
 
     def get_block(self, model: str, texts) -> np.ndarray | None:
-        """Vectors of exactly this list of texts (order included), if stored as a block."""
-        texts = list(texts)
-        path = self._block_path(model, texts)
-        try:
-            block = np.load(path, allow_pickle=False)
-        except (OSError, ValueError):
-            return None
-        return block if block.ndim == 2 and len(block) == len(texts) else None
+        """Vectors of exactly this list of texts (order included), if stored as a block.
 
-    def put_block(self, model: str, texts, vectors: np.ndarray) -> Path:
-        """Store the vectors of a whole list of texts as one ``.npy`` (atomically)."""
+        A block that cannot be read, or does not hold one float32 row per text, is set aside.
+        """
+        texts = list(texts)
+
+        def read(path: Path) -> np.ndarray:
+            block = np.load(path, allow_pickle=False)
+            if block.ndim != 2 or len(block) != len(texts) or block.dtype != np.float32:
+                raise ValueError(f"a {block.dtype} block of shape {block.shape} for {len(texts)} texts")
+            return block
+
+        return read_cache(self._block_path(model, texts), read)
+
+    def put_block(self, model: str, texts, vectors: np.ndarray) -> Path | None:
+        """Store the vectors of a whole list of texts as one ``.npy`` (atomically).
+
+        Returns
+        -------
+        pathlib.Path or None
+            The block's file, or None when the disk refused the write (logged, not raised).
+        """
         path = self._block_path(model, list(texts))
-        with atomic_path(path, suffix=".npy") as tmp, open(tmp, "wb") as handle:
-            np.save(handle, np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False)
-        return path
+        array = np.ascontiguousarray(vectors, dtype=np.float32)
+        written = write_cache(path, lambda handle: np.save(handle, array, allow_pickle=False), suffix=".npy")
+        return path if written else None
 
     def put(self, model: str, texts, vectors: np.ndarray, label: str | None = None) -> int:
         """Store ``vectors`` (rows aligned with ``texts``) for ``model``.
 
         Existing entries are kept (equal fingerprints give equal vectors, so whichever
         writer came first is right). Each chunk is one short transaction, so concurrent
-        writers interleave instead of waiting for a whole level to be encoded.
+        writers interleave instead of waiting for a whole level to be encoded. A chunk the
+        disk refuses is rolled back and the rest skipped, with a warning.
 
         Returns
         -------
@@ -164,72 +289,100 @@ class VectorCache:
         if not texts:
             return 0
         written = 0
-        with self._connect() as conn:
+
+        def insert(conn) -> int:
+            nonlocal written
+            written = 0  # a retry on a fresh file (the damaged one set aside) starts the count again
             for start in range(0, len(texts), _WRITE_CHUNK):
                 rows = [(model, t, v.tobytes()) for t, v in
                         zip(texts[start:start + _WRITE_CHUNK], vectors[start:start + _WRITE_CHUNK])]
-                conn.execute("BEGIN IMMEDIATE")
-                try:
+                with _transaction(conn):
                     before = conn.total_changes
                     conn.executemany("INSERT OR IGNORE INTO vectors (model, text, vector) VALUES (?, ?, ?)", rows)
-                    written += conn.total_changes - before
+                    changed = conn.total_changes - before
                     conn.execute(
                         "INSERT INTO models (model, label, dim, updated) VALUES (?, ?, ?, ?) "
                         "ON CONFLICT(model) DO UPDATE SET label = excluded.label, updated = excluded.updated",
                         (model, label, int(vectors.shape[1]), time.time()),
                     )
-                    conn.execute("COMMIT")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
+                written += changed  # counted once the chunk is committed
+            return written
+
+        self._run("write", insert, None)
         return written
 
     def stats(self) -> list[dict]:
         """One row per model: fingerprint, label, dim, vectors, last update (epoch seconds)."""
-        with self._connect() as conn:
+
+        def read(conn):
             counts = dict(conn.execute("SELECT model, COUNT(*) FROM vectors GROUP BY model"))
             models = conn.execute("SELECT model, label, dim, updated FROM models ORDER BY updated DESC").fetchall()
+            return counts, models
+
+        counts, models = self._run("statistics", read, ({}, []))
         rows = [{"model": m, "label": label, "dim": dim, "vectors": counts.pop(m, 0), "updated": updated}
                 for m, label, dim, updated in models]
         rows += [{"model": m, "label": None, "dim": None, "vectors": n, "updated": None} for m, n in counts.items()]
         return [r for r in rows if r["vectors"]]
 
     def size_bytes(self) -> int:
-        """Bytes on disk (database, write-ahead log and blocks)."""
-        files = [*self.path.parent.glob(self.path.name + "*"), *(self.path.parent / "blocks").glob("*.npy")]
-        return sum(p.stat().st_size for p in files if p.is_file())
+        """Bytes on disk (database, write-ahead log, blocks, and damaged copies set aside)."""
+        files = [*self.path.parent.glob(self.path.name + "*"), *(self.path.parent / "blocks").glob("*.npy*")]
+        total = 0
+        for file in files:
+            with contextlib.suppress(OSError):  # removed meanwhile by another process
+                total += file.stat().st_size if file.is_file() else 0
+        return total
 
     def clear(self, model: str | None = None) -> int:
         """Delete the vectors of one model fingerprint, or of every model.
 
         Other processes may keep reading and writing meanwhile (rows are deleted in a
         transaction; the file is never removed under them). Space is given back to the
-        file system when everything is cleared.
+        file system when everything is cleared; clearing everything also removes the
+        damaged copies that were set aside.
 
         Returns
         -------
         int
             Number of vectors deleted.
         """
-        with self._connect() as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+
+        def delete(conn) -> int:
+            with _transaction(conn):
                 if model is None:
                     deleted = conn.execute("DELETE FROM vectors").rowcount
                     conn.execute("DELETE FROM models")
                 else:
                     deleted = conn.execute("DELETE FROM vectors WHERE model = ?", (model,)).rowcount
                     conn.execute("DELETE FROM models WHERE model = ?", (model,))
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            for block in (self.path.parent / "blocks").glob(f"{model or ''}*.npy"):
-                with contextlib.suppress(FileNotFoundError):
-                    block.unlink()
             if model is None:
                 with contextlib.suppress(sqlite3.OperationalError):  # busy readers: reclaim later
                     conn.execute("VACUUM")
                     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            return deleted
+
+        deleted = self._run("clear", delete, 0)
+        blocks = self.path.parent / "blocks"
+        doomed = list(blocks.glob(f"{model or ''}*.npy"))
+        if model is None:
+            doomed += [*self.path.parent.glob(f"{self.path.name}{CORRUPT_MARK}*"), *blocks.glob(f"*{CORRUPT_MARK}*")]
+        for file in doomed:
+            with contextlib.suppress(FileNotFoundError):
+                file.unlink()
         logger.info("cleared %d cached vectors%s", deleted, f" of {model}" if model else "")
         return deleted
+
+
+@contextlib.contextmanager
+def _transaction(conn: sqlite3.Connection):
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on any error (the error propagates)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        # a failed COMMIT or a damaged file may have ended the transaction already
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise

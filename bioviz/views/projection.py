@@ -5,7 +5,8 @@ the cosine metric, or PCA as the instant preview) and the second layout is rotat
 and shifted onto the first with an orthogonal Procrustes fit, so the same names sit in
 comparable places. Large views are capped with a class-stratified sample so every class
 stays visible. Coordinates are cached on disk under ``BIOVIZ_HOME/projections`` as .npz,
-keyed by the space fingerprint, the rows and the parameters.
+keyed by the space fingerprint, the rows and the parameters; a damaged file there is set aside
+and recomputed, and a write the disk refuses is skipped (:mod:`bioviz.cache_files`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ import numpy as np
 from scipy.linalg import orthogonal_procrustes
 
 from bioviz.errors import BiovizError
-from bioviz.paths import atomic_path, subdir
+from bioviz.cache_files import read_cache, write_cache
+from bioviz.paths import home
 from bioviz.space import Space
 
 logger = logging.getLogger(__name__)
@@ -156,7 +158,8 @@ def cache_path(space: Space, rows: np.ndarray, params: ProjectionParams) -> Path
     """Where the coordinates of ``space[rows]`` under ``params`` are cached."""
     payload = json.dumps({"schema": CACHE_SCHEMA, "space": space_fingerprint(space),
                           "rows": _rows_fingerprint(rows), "params": asdict(params)}, sort_keys=True)
-    return subdir("projections") / f"{hashlib.sha256(payload.encode()).hexdigest()[:24]}.npz"
+    # the folder is created by the first write (bioviz.cache_files), which a full disk may refuse
+    return home() / "projections" / f"{hashlib.sha256(payload.encode()).hexdigest()[:24]}.npz"
 
 
 def pca_coordinates(vectors: np.ndarray, n_components: int = 2, seed: int = 0) -> np.ndarray:
@@ -216,14 +219,10 @@ def project(space: Space, params: ProjectionParams, rows: np.ndarray | None = No
     """
     rows = np.arange(len(space), dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
     path = cache_path(space, rows, params) if use_cache else None
-    if path is not None and path.exists():
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                coords = data["coords"]
-            if coords.shape == (len(rows), params.n_components):
-                return coords
-        except (OSError, ValueError, KeyError):
-            logger.warning("ignoring unreadable projection cache %s", path)
+    if path is not None:
+        coords = read_cache(path, lambda file: _read_coords(file, (len(rows), params.n_components)))
+        if coords is not None:
+            return coords
     started = time.perf_counter()
     vectors = space.vectors[rows]
     if params.method == "pca":
@@ -232,8 +231,16 @@ def project(space: Space, params: ProjectionParams, rows: np.ndarray | None = No
         coords = umap_coordinates(vectors, params)
     logger.info("%s of %d names (%s) in %.1fs", params.method, len(rows), space.model_id, time.perf_counter() - started)
     if path is not None:
-        with atomic_path(path, suffix=".npz") as tmp, open(tmp, "wb") as handle:
-            np.savez(handle, coords=coords)
+        write_cache(path, lambda handle: np.savez(handle, coords=coords), suffix=".npz")
+    return coords
+
+
+def _read_coords(path: Path, shape: tuple[int, int]) -> np.ndarray:
+    """Cached coordinates; ValueError when the file holds anything but finite floats of ``shape``."""
+    with np.load(path, allow_pickle=False) as data:
+        coords = data["coords"]
+    if coords.shape != shape or coords.dtype.kind != "f" or not np.isfinite(coords).all():
+        raise ValueError(f"{coords.dtype} coordinates of shape {coords.shape}, expected {shape}")
     return coords
 
 

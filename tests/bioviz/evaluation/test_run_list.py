@@ -17,7 +17,7 @@ def test_only_complete_runs_are_listed_with_their_settings(evaluated_run, tmp_ho
     assert row == {
         "run": "mini-definitions", "encoder": "definitions", "trained on": "mini.obo d1", "shots": 2,
         "base": "minilm", "created (UTC)": "2026-01-02 03:04", "test mAP base": 0.5, "test mAP trained": 0.75,
-        "base weight": None, "stored evaluations": 2, "path": str(evaluated_run),
+        "base weight": None, "stored evaluations": 2, "damaged": None, "path": str(evaluated_run),
     }
 
 

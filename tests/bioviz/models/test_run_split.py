@@ -54,7 +54,7 @@ def test_a_split_that_cannot_mark_the_view_says_why(view, data_dir, tmp_path):
         run_split(odd, view)
     damaged = fake_run(tmp_path / "damaged", view, split)
     (damaged / "run.json").write_text("{not json")
-    with pytest.raises(SplitError, match="unreadable run.json"):
+    with pytest.raises(SplitError, match="damaged: run.json is not valid JSON"):
         run_split(damaged, view)
 
 
