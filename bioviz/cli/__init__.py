@@ -3,7 +3,8 @@
 Each sub-command lives in its own module with ``register(subparsers)``; its handler takes
 the parsed arguments and returns a JSON-serialisable dict (printed as one JSON object with
 ``--json``, as readable text otherwise). Bad input raises :class:`BiovizError`: the CLI
-prints ``error: <reason>`` on one line to stderr and exits with code 2. Progress goes to
+prints ``error: <reason>`` on one line to stderr and exits with code 2; so does a file the
+machine refuses to read or write (``OSError``: a full disk, a file-size limit). Progress goes to
 stderr so stdout stays machine-readable.
 """
 
@@ -77,6 +78,13 @@ def main(argv: list[str] | None = None) -> int:
         result = args.handler(args)
     except BiovizError as error:
         sys.stderr.write(f"error: {error}\n")
+        return 2
+    except OSError as error:
+        # The machine, not the code: a full disk or a file-size limit on a file that must be
+        # written, a folder removed meanwhile. (Caches never get here: they skip the write.)
+        logging.getLogger(__name__).info("the command failed on a file", exc_info=True)
+        where = f" ({error.filename})" if error.filename else ""
+        sys.stderr.write(f"error: {error.strerror or error}{where}\n")
         return 2
     if result is not None:
         print_result(result, getattr(args, "json", False))

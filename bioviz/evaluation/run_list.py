@@ -27,16 +27,13 @@ def _stored_level_text(view: dict) -> str:
 
 def _created(run: RunInfo) -> str:
     """``YYYY-MM-DD HH:MM`` (UTC) from ``run.json``, else from its modification time; ``?`` if neither."""
-    raw = run.created
     try:
-        when = dt.datetime.fromisoformat(raw) if raw else None
-    except ValueError:
-        when = None
-    if when is None:
-        if run.modified is None:
-            return "?"
-        when = dt.datetime.fromtimestamp(run.modified, dt.timezone.utc)
-    return when.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+        return dt.datetime.fromisoformat(run.created).astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    except (TypeError, ValueError, OverflowError):  # absent, not a time, or out of range in UTC
+        pass
+    if run.modified is None:
+        return "?"
+    return dt.datetime.fromtimestamp(run.modified, dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
 
 
 def _cell(value):

@@ -196,7 +196,7 @@ def level_label(config: dict) -> str:
     """
     try:
         return LevelSpec.from_config(config).label
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: a depth of Infinity
         return "?"
 
 

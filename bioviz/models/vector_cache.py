@@ -136,11 +136,21 @@ class VectorCache:
             # fsync every insert for vectors that can always be recomputed.
             conn.execute("PRAGMA synchronous=NORMAL")
             if not self._has_schema:
-                conn.executescript(_SCHEMA)
-                self._has_schema = True
+                self._create_schema(conn)
             yield conn
         finally:
             conn.close()
+
+    def _create_schema(self, conn: sqlite3.Connection) -> None:
+        try:
+            conn.executescript(_SCHEMA)
+        except sqlite3.Error as error:
+            if failure_kind(error) != "unwritable":
+                raise
+            # A disk that refuses writes: what is stored can still be read (a missing table
+            # is then retried, and given up, by _run).
+            return
+        self._has_schema = True
 
     def _run(self, what: str, operation, fallback):
         """``operation(conn)``; a damaged file is set aside and the operation retried once on a
