@@ -52,15 +52,6 @@ def test_a_damaged_vector_database_is_set_aside_and_rebuilt(tmp_home, caplog, ho
     assert {row["model"]: row["vectors"] for row in VectorCache().stats()} == {encoder.fingerprint: len(NAMES)}
 
 
-def test_an_emptied_vector_database_is_simply_refilled(tmp_home):
-    encoder = TrigramEncoder()
-    first, _ = encode_cached(encoder, NAMES)
-    damage(default_path(), "empty")  # a zero-byte file is an empty SQLite database, not a damaged one
-    again, stats = encode_cached(encoder, NAMES)
-    np.testing.assert_array_equal(again, first)
-    assert stats.encoded == len(NAMES) and VectorCache().get(encoder.fingerprint, NAMES).keys() == set(NAMES)
-
-
 def test_the_statistics_and_clearing_of_a_damaged_database_work(tmp_home):
     encode_cached(TrigramEncoder(), NAMES)
     damage(default_path(), "garbage")
