@@ -35,7 +35,16 @@ UNREADABLE = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile)
 T = TypeVar("T")
 
 
-def set_aside(path: str | Path, reason: str) -> Path | None:
+def file_identity(path: str | Path) -> tuple[int, int] | None:
+    """``(device, inode)`` of a file, None when it does not exist: tells a file from its replacement."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
+def set_aside(path: str | Path, reason: str, identity: tuple[int, int] | None = None) -> Path | None:
     """Rename a damaged cache file to ``<name>.corrupt-<UTC time>`` and log a warning.
 
     Parameters
@@ -44,14 +53,20 @@ def set_aside(path: str | Path, reason: str) -> Path | None:
         The damaged file.
     reason : str
         Why it is damaged (goes into the warning).
+    identity : (int, int), optional
+        :func:`file_identity` of the file that was found damaged. When the file at ``path``
+        is another one by now (another process set the damaged one aside and wrote a sound
+        replacement), it is left alone.
 
     Returns
     -------
     pathlib.Path or None
-        Where the file now lies; None when it was already gone (another process set it
-        aside first) or could not be moved (then it is left for the next writer to replace).
+        Where the file now lies; None when it was already gone or replaced, or could not be
+        moved (then it is left for the next writer to replace).
     """
     path = Path(path)
+    if identity is not None and file_identity(path) != identity:
+        return None
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
     target = path.with_name(f"{path.name}{CORRUPT_MARK}{stamp}")
     try:
@@ -83,12 +98,13 @@ def read_cache(path: str | Path, read: Callable[[Path], T]) -> T | None:
         content of the wrong shape) when the file cannot serve.
     """
     path = Path(path)
+    identity = file_identity(path)
     try:
         return read(path)
     except FileNotFoundError:  # never written, or removed by another process meanwhile
         return None
     except UNREADABLE as error:
-        set_aside(path, describe(error))
+        set_aside(path, describe(error), identity)
         return None
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from filelock import FileLock, Timeout
 
-from bioviz.cache_files import CORRUPT_MARK, describe, read_cache, set_aside, write_cache
+from bioviz.cache_files import CORRUPT_MARK, describe, file_identity, read_cache, set_aside, write_cache
 from bioviz.paths import home
 
 logger = logging.getLogger(__name__)
@@ -91,12 +91,6 @@ def failure_kind(error: sqlite3.Error) -> str | None:
     return None
 
 
-def _file_identity(path: Path) -> tuple[int, int] | None:
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    return stat.st_dev, stat.st_ino
 
 
 class VectorCache:
@@ -159,7 +153,7 @@ class VectorCache:
         Other database errors (a bug, a lock held past the busy timeout) propagate.
         """
         for attempt in range(2):
-            identity = _file_identity(self.path)
+            identity = file_identity(self.path)
             try:
                 with self._connect() as conn:
                     return operation(conn)
@@ -196,9 +190,9 @@ class VectorCache:
         """
         try:
             with FileLock(f"{self.path}.lock", timeout=_SET_ASIDE_TIMEOUT_S):
-                if identity is None or _file_identity(self.path) != identity:
-                    return  # already replaced by another process
-                moved = set_aside(self.path, describe(error))
+                if identity is None:
+                    return
+                moved = set_aside(self.path, describe(error), identity)  # None: replaced by another process
                 for extra in ("-wal", "-shm"):
                     companion = Path(f"{self.path}{extra}")
                     if moved is not None and companion.exists():

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 from state_support import DAMAGES, TrigramEncoder, damage, set_aside_copies, use_trigram_encoder
 
+from bioviz.cache_files import read_cache
 from bioviz.cli import main
 from bioviz.evaluation import run as evaluation, store
 from bioviz.models import char_tfidf, embeddings
@@ -184,3 +186,23 @@ def test_damaged_results_stored_with_a_run_are_set_aside_not_overwritten(evaluat
     assert aside.name.startswith(".eval.json.corrupt-")
     store.store_with_run(evaluated_run, "key", {"model": "m", "task": "ranking", "metrics": {"map": 0.5}})
     assert [r["task"] for r in store.read_run_evaluations(evaluated_run)] == ["ranking"]
+
+
+def test_a_damaged_file_replaced_meanwhile_by_another_process_is_left_alone(tmp_path):
+    """Two processes read the same damaged file; the first sets it aside and writes a sound one:
+    the second must not set that sound replacement aside."""
+    path = tmp_path / "result.json"
+    path.write_text("{damaged")
+
+    def read(file: Path):
+        text = file.read_text()
+        fresh = tmp_path / "fresh"
+        fresh.write_text('{"sound": true}')
+        os.replace(fresh, file)  # the other process's rebuild lands meanwhile
+        return json.loads(text)
+
+    assert read_cache(path, read) is None
+    assert json.loads(path.read_text()) == {"sound": True} and set_aside_copies(tmp_path) == []
+    path.write_text("{damaged")
+    assert read_cache(path, lambda file: json.loads(file.read_text())) is None
+    assert not path.exists() and len(set_aside_copies(tmp_path)) == 1  # alone, it is set aside
