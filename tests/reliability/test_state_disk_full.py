@@ -161,3 +161,16 @@ def test_neighbours_command_on_a_full_database_answers(tmp_home, monkeypatch, ca
     full = json.loads(capsys.readouterr().out)
     assert main(argv) == 0
     assert json.loads(capsys.readouterr().out)["neighbours"] == full["neighbours"]
+
+
+def test_a_file_the_machine_refuses_outside_the_caches_is_one_line_exit_2(tmp_home, monkeypatch, capsys):
+    """A write that must happen and cannot (not a cache): ``error: <reason> (<file>)``, exit 2, no traceback."""
+    from bioviz.cli import embed
+
+    def refuse(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp_home / "out"))
+
+    monkeypatch.setattr(embed, "level_space", refuse)
+    assert main(["embed", str(MINI), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {os.strerror(errno.ENOSPC)} ({tmp_home / 'out'})\n"
