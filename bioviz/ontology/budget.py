@@ -145,7 +145,8 @@ def run_within_budget(function: Callable, args: tuple, budget: Budget, label: st
     package_root = str(Path(bioviz.__file__).resolve().parents[1])  # importable wherever the caller runs
     environment["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, environment.get("PYTHONPATH")) if p)
     child = subprocess.Popen(
-        [sys.executable, "-m", "bioviz.ontology.budget"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        # -B: no .pyc writes from a child that may run under a full disk or `ulimit -f`
+        [sys.executable, "-B", "-m", "bioviz.ontology.budget"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL, env=environment,  # stderr: the command line promises one line
     )
     requests = Connection(os.dup(child.stdin.fileno()))

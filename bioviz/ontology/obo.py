@@ -46,11 +46,11 @@ def parse_synonym(value: str, scopes: tuple[str, ...]) -> str | None:
 
 
 def parse_definition(value: str | None) -> str | None:
-    """Text of an OBO ``def:`` value (the quoted part, without its references)."""
+    """Text of an OBO ``def:`` value (the quoted part, without its references); None when empty."""
     if not value:
         return None
     match = _DEFINITION.match(value)
-    return _unquote(match.group(1)) if match else value
+    return (_unquote(match.group(1)) if match else value).strip() or None
 
 
 def load_obo(

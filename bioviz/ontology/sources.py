@@ -135,19 +135,20 @@ def _fingerprint(spec: str, kind: str, options: dict) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:20]
 
 
-_SEP = "\x1f"  # ASCII unit separator: never part of a name, so joined strings split exactly
+def _pack(texts) -> tuple[np.ndarray, np.ndarray]:
+    """Strings as one UTF-8 byte array and their lengths in characters (exact for any text)."""
+    texts = list(texts)
+    return (np.frombuffer("".join(texts).encode("utf-8"), dtype=np.uint8),
+            np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts)))
 
 
-def _join(texts) -> np.ndarray:
-    return np.frombuffer(_SEP.join(t.replace(_SEP, " ") for t in texts).encode("utf-8"), dtype=np.uint8)
-
-
-def _split(array: np.ndarray, count: int) -> list[str]:
-    """The ``count`` strings that :func:`_join` joined (one empty string is an empty array too)."""
-    parts = array.tobytes().decode("utf-8").split(_SEP) if count else []
-    if len(parts) != count:
-        raise ValueError(f"expected {count} strings, found {len(parts)}")
-    return parts
+def _unpack(data: np.ndarray, lengths: np.ndarray, count: int) -> list[str]:
+    """The ``count`` strings that :func:`_pack` packed."""
+    text = data.tobytes().decode("utf-8")
+    if len(lengths) != count or (count and (lengths.min() < 0 or int(lengths.sum()) != len(text))):
+        raise ValueError(f"expected {count} strings of {len(text)} characters in all")
+    ends = np.cumsum(lengths).tolist()
+    return [text[a:b] for a, b in zip([0, *ends[:-1]], ends)]
 
 
 def _edge_rows(edges, position: dict[str, int]) -> np.ndarray:
@@ -163,15 +164,21 @@ def serialize(ontology: Ontology) -> bytes:
     concepts = list(ontology.concepts.values())
     position = {c.id: i for i, c in enumerate(concepts)}
     _, cycles, shortcuts = ontology.taxonomy()
+    texts = {
+        "meta": [ontology.source, ontology.version, ontology.default_root],
+        "ids": [c.id for c in concepts],
+        "names": [c.name for c in concepts],
+        "definitions": [c.definition or "" for c in concepts],
+        "synonyms": [s for c in concepts for s in c.synonyms],
+    }
+    arrays = {}
+    for key, values in texts.items():
+        arrays[key], arrays[f"{key}_lengths"] = _pack(values)
     buffer = io.BytesIO()
     np.savez(
         buffer,
-        meta=_join([ontology.source, ontology.version, ontology.default_root]),
-        ids=_join(c.id for c in concepts),
-        names=_join(c.name for c in concepts),
-        definitions=_join(c.definition or "" for c in concepts),
+        **arrays,
         synonym_counts=np.array([len(c.synonyms) for c in concepts], dtype=np.int32),
-        synonyms=_join(s for c in concepts for s in c.synonyms),
         edges=_edge_rows(ontology.graph.edges(), position),
         cycles=_edge_rows(cycles, position),
         shortcuts=_edge_rows(shortcuts, position),
@@ -191,11 +198,16 @@ def deserialize(source) -> Ontology:
     with np.load(io.BytesIO(source) if isinstance(source, bytes) else source, allow_pickle=False) as data:
         counts = data["synonym_counts"]
         total = len(counts)
-        source_name, version, root = _split(data["meta"], 3)
-        ids, names = _split(data["ids"], total), _split(data["names"], total)
-        definitions = _split(data["definitions"], total)
-        synonyms = _split(data["synonyms"], int(counts.sum()))
+
+        def texts(key: str, count: int) -> list[str]:
+            return _unpack(data[key], data[f"{key}_lengths"], count)
+
+        source_name, version, root = texts("meta", 3)
+        ids, names, definitions = texts("ids", total), texts("names", total), texts("definitions", total)
+        synonyms = texts("synonyms", int(counts.sum()) if total else 0)
         edges, cycles, shortcuts = data["edges"], data["cycles"], data["shortcuts"]
+    if len(set(ids)) != total or (total and counts.min() < 0):
+        raise ValueError("duplicate concept ids or negative synonym counts")
     for rows in (edges, cycles, shortcuts):
         if rows.ndim != 2 or rows.shape[1] != 2 or (rows.size and not (0 <= rows.min() and rows.max() < total)):
             raise ValueError("edge rows out of range")
