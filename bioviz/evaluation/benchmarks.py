@@ -99,9 +99,13 @@ def load_benchmark(spec: str | Path) -> Benchmark:
         raise BenchmarkError(
             f"unknown benchmark {key!r}: use one of {', '.join(BUNDLED)}, all, or a path to a .tsv/.csv file"
         )
-    if path.stat().st_size > MAX_BYTES:
-        raise BenchmarkError(f"{path.name} is larger than {MAX_BYTES // 2**20} MiB; not a benchmark file")
-    return parse_pairs(path.read_bytes(), name=path.name, delimiter=_delimiter_for(path.name))
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            raise BenchmarkError(f"{path.name} is larger than {MAX_BYTES // 2**20} MiB; not a benchmark file")
+        data = path.read_bytes()
+    except OSError as error:
+        raise BenchmarkError(f"cannot read {path.name}: {error.strerror or type(error).__name__}") from None
+    return parse_pairs(data, name=path.name, delimiter=_delimiter_for(path.name))
 
 
 def _delimiter_for(file_name: str) -> str | None:
@@ -131,21 +135,36 @@ def parse_pairs(data: bytes | str, name: str = "pairs", label: str | None = None
     if isinstance(data, bytes):
         try:
             text = data.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            raise BenchmarkError(f"{name}: not a UTF-8 text file") from None
+        except UnicodeDecodeError as error:
+            line = data.count(b"\n", 0, error.start) + 1
+            raise BenchmarkError(f"{name} line {line}: not a UTF-8 text file") from None
     else:
-        text = data
-    lines = [line for line in text.splitlines() if line.strip()]
-    if not lines:
+        text = data.removeprefix("\ufeff")
+    # (file line number, text) of the non-blank lines: messages name the line in the file.
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    numbered = [(number, line) for number, line in enumerate(lines, start=1) if line.strip()]
+    if not numbered:
         raise BenchmarkError(f"{name}: the file is empty; expected rows of term1, term2, score")
     if delimiter is None:
-        delimiter = "\t" if "\t" in lines[0] else ","
-    rows = list(csv.reader(io.StringIO("\n".join(lines)), delimiter=delimiter))
-    start = 1 if _is_header(rows[0]) else 0
+        delimiter = "\t" if "\t" in numbered[0][1] else ","
+    shown = "tab" if delimiter == "\t" else "comma"
+    reader = csv.reader((line for _, line in numbered), delimiter=delimiter)
     term1, term2, scores = [], [], []
-    for line_no, row in enumerate(rows[start:], start=start + 1):
+    first = True
+    while True:
+        try:
+            row = next(reader, None)
+        except csv.Error as error:  # e.g. a field longer than csv's limit; the message holds no file text
+            raise BenchmarkError(f"{name} line {numbered[reader.line_num - 1][0]}: unreadable row ({error})") from None
+        if row is None:
+            break
+        line_no = numbered[reader.line_num - 1][0]
+        if first and _is_header(row):
+            first = False
+            continue
+        first = False
+        # No message repeats a cell: a path may name any file the server can read.
         if len(row) != 3:
-            shown = "tab" if delimiter == "\t" else "comma"
             raise BenchmarkError(
                 f"{name} line {line_no}: expected 3 {shown}-separated columns (term1, term2, score), got {len(row)}"
             )
@@ -155,9 +174,9 @@ def parse_pairs(data: bytes | str, name: str = "pairs", label: str | None = None
         try:
             score = float(raw)
         except ValueError:
-            raise BenchmarkError(f"{name} line {line_no}: score {raw!r} is not a number") from None
+            raise BenchmarkError(f"{name} line {line_no}: the score (third column) is not a number") from None
         if not math.isfinite(score):
-            raise BenchmarkError(f"{name} line {line_no}: score {raw!r} is not a finite number")
+            raise BenchmarkError(f"{name} line {line_no}: the score (third column) is not a finite number")
         term1.append(a)
         term2.append(b)
         scores.append(score)

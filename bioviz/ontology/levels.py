@@ -10,6 +10,11 @@ reported and, by default, dropped.
 
 The synonym-set mode (conceptual-grounding §4-5.1) makes every concept under the root its
 own class, with its synonyms as members.
+
+Building a view is near-linear in the ontology's edges (plus the names it returns): the
+cleaned taxonomy comes with the ontology (:meth:`Ontology.taxonomy`, computed once, for a
+user's source while it is parsed under its budget), the level is one breadth-first search,
+and each concept's classes come from one pass in topological order (:func:`class_owners`).
 """
 
 from __future__ import annotations
@@ -23,104 +28,10 @@ import numpy as np
 
 from bioviz.errors import LevelError
 from bioviz.ontology.model import Ontology, normalise_name
+# Re-exported: the cleaning functions lived here before they got their own module.
+from bioviz.ontology.taxonomy import consistent_taxonomy, cyclic_edges, shortcut_edges  # noqa: F401
 
 logger = logging.getLogger(__name__)
-
-
-def cyclic_edges(graph: nx.DiGraph) -> list[tuple[str, str]]:
-    """Edges whose removal makes ``graph`` acyclic: the back edges of a depth-first search.
-
-    Only strongly connected components with a cycle are searched, so the cost on a
-    (nearly) acyclic ontology is one linear pass.
-
-    Parameters
-    ----------
-    graph : networkx.DiGraph
-        Parent -> child IS-A graph.
-
-    Returns
-    -------
-    list of (parent, child)
-        Sorted back edges, self-loops included.
-    """
-    if nx.is_directed_acyclic_graph(graph):  # the common case, one topological sort
-        return []
-    removed: list[tuple[str, str]] = [(u, v) for u, v in nx.selfloop_edges(graph)]
-    for component in nx.strongly_connected_components(graph):
-        if len(component) < 2:
-            continue
-        sub = graph.subgraph(component)
-        state: dict[str, int] = {}  # 1 = on the stack, 2 = finished
-        for start in sorted(component):
-            if start in state:
-                continue
-            state[start] = 1
-            stack = [(start, iter(sorted(sub.successors(start))))]
-            while stack:
-                node, children = stack[-1]
-                for child in children:
-                    if child == node:
-                        continue
-                    if state.get(child) == 1:
-                        removed.append((node, child))
-                    elif child not in state:
-                        state[child] = 1
-                        stack.append((child, iter(sorted(sub.successors(child)))))
-                        break
-                else:
-                    state[node] = 2
-                    stack.pop()
-    return sorted(set(removed))
-
-
-def shortcut_edges(graph: nx.DiGraph) -> list[tuple[str, str]]:
-    """Edges ``u -> v`` where ``v`` is also reachable from ``u`` through a longer path.
-
-    Such an edge jumps over intermediate levels. Only concepts with several parents can
-    have one: ``u -> v`` is a shortcut when ``u`` is an ancestor of another parent of ``v``.
-    ``graph`` must be acyclic.
-
-    Returns
-    -------
-    list of (parent, child)
-    """
-    ancestors_of: dict[str, set[str]] = {}
-
-    def ancestors(node: str) -> set[str]:
-        if node not in ancestors_of:
-            ancestors_of[node] = nx.ancestors(graph, node)
-        return ancestors_of[node]
-
-    shortcuts = []
-    for child in graph.nodes:
-        parents = list(graph.predecessors(child))
-        if len(parents) < 2:
-            continue
-        for parent in parents:
-            if any(parent in ancestors(other) for other in parents if other != parent):
-                shortcuts.append((parent, child))
-    return sorted(shortcuts)
-
-
-def consistent_taxonomy(graph: nx.DiGraph) -> tuple[nx.DiGraph, list, list]:
-    """``graph`` without cyclic and shortcut edges (a copy only when some are removed).
-
-    Returns
-    -------
-    (graph, cyclic, shortcuts)
-        The cleaned graph and the removed edges of each kind.
-    """
-    cycles = cyclic_edges(graph)
-    cleaned = graph
-    if cycles:
-        cleaned = graph.copy()
-        cleaned.remove_edges_from(cycles)
-    shortcuts = shortcut_edges(cleaned)
-    if shortcuts:
-        cleaned = cleaned.copy() if cleaned is graph else cleaned
-        cleaned.remove_edges_from(shortcuts)
-    # Only copied when something is removed: a clean tree (ICD) is used as it is, read-only.
-    return cleaned, cycles, shortcuts
 
 
 @dataclass
@@ -250,34 +161,108 @@ def concepts_at_depth(graph: nx.DiGraph, root: str, depth: int) -> tuple[list[st
     return sorted(n for n, d in distances.items() if d == depth), deepest
 
 
+def _first_two(inherited: tuple, more: tuple) -> tuple:
+    """Union of two class sets, keeping at most two classes: enough to tell one class from several."""
+    if len(inherited) >= 2 or not more or inherited == more:
+        return inherited
+    if not inherited:
+        return more
+    other = next((c for c in more if c != inherited[0]), None)
+    return inherited if other is None else (inherited[0], other)
+
+
+def _all_of_both(inherited: frozenset, more: frozenset) -> frozenset:
+    """Union of two class sets; shares an operand when it already holds the other (no copy)."""
+    if inherited is more or more <= inherited:
+        return inherited
+    if inherited <= more:
+        return more
+    return inherited | more
+
+
+def class_owners(graph: nx.DiGraph, classes: list[str], exact: bool = False) -> dict[str, tuple | frozenset]:
+    """The classes each concept below ``classes`` descends from, in one pass in topological order.
+
+    Replaces a descendant search per class, which costs classes x edges on a dense layered
+    graph. Owner sets flow from parents to children; a class passes on its own position as
+    well as what it inherits (a class may lie below another class, and its descendants then
+    belong to both, as with ``networkx.descendants``).
+
+    Parameters
+    ----------
+    graph : networkx.DiGraph
+        An acyclic IS-A graph.
+    classes : list of str
+        The class concepts; owners are positions in this list.
+    exact : bool
+        Full owner sets (a frozenset each). When False, at most two positions are kept (a
+        tuple): a concept under two classes only has ambiguous names, which is all the
+        default of dropping them needs to know, and it keeps the pass linear.
+
+    Returns
+    -------
+    dict
+        ``concept id -> positions`` for every concept reachable from a class, the classes
+        that lie below another class included.
+    """
+    position = {c: i for i, c in enumerate(classes)}
+    below: set[str] = set(classes)
+    stack = list(classes)
+    while stack:  # the region under the classes: only it needs owners
+        for child in graph._succ[stack.pop()]:
+            if child not in below:
+                below.add(child)
+                stack.append(child)
+    waiting = {n: sum(1 for p in graph._pred[n] if p in below) for n in below}
+    ready = [n for n, count in waiting.items() if count == 0]
+    union, empty = (_all_of_both, frozenset()) if exact else (_first_two, ())
+    own = {i: (frozenset((i,)) if exact else (i,)) for i in range(len(classes))}
+    owners: dict[str, tuple | frozenset] = {}
+    while ready:  # Kahn's algorithm over the region
+        node = ready.pop()
+        inherited = owners.get(node, empty)
+        passed = union(inherited, own[position[node]]) if node in position else inherited
+        for child in graph._succ[node]:
+            owners[child] = union(owners.get(child, empty), passed)
+            waiting[child] -= 1
+            if waiting[child] == 0:
+                ready.append(child)
+    return owners
+
+
 def _group_names(
     ontology: Ontology,
-    members: dict[str, list[str]],
+    class_ids: list[str],
+    memberships,
     keep_ambiguous: bool,
 ) -> tuple[list[str], list[int], list[str], list[str], list[str]]:
-    """Collect names per class; returns kept classes, names, labels, concepts, ambiguous."""
-    owners: dict[str, set[str]] = {}
-    first: dict[tuple[str, str], tuple[str, str]] = {}  # (class, key) -> (text, concept)
-    for cid, concept_ids in members.items():
-        for concept_id in concept_ids:
-            for text in ontology.concepts[concept_id].names:
-                key = normalise_name(text)
-                owners.setdefault(key, set()).add(cid)
-                first.setdefault((cid, key), (text, concept_id))
+    """Collect names per class; returns kept classes, names, labels, concepts, ambiguous.
+
+    ``memberships`` yields ``(concept id, class positions)`` in ascending concept id order,
+    so a name shared by several concepts of one class is taken from the smallest id.
+    """
+    owners: dict[str, set[int]] = {}
+    first: dict[tuple[int, str], tuple[str, str]] = {}  # (class position, key) -> (text, concept)
+    for concept_id, positions in memberships:
+        for text in ontology.concepts[concept_id].names:
+            key = normalise_name(text)
+            owners.setdefault(key, set()).update(positions)
+            for position in positions:
+                first.setdefault((position, key), (text, concept_id))
     ambiguous = sorted(k for k, cls in owners.items() if len(cls) > 1)
     drop = set() if keep_ambiguous else set(ambiguous)
-    per_class: dict[str, list[tuple[str, str]]] = {cid: [] for cid in members}
-    for (cid, key), value in first.items():
+    per_class: list[list[tuple[str, str]]] = [[] for _ in class_ids]
+    for (position, key), value in first.items():
         if key not in drop:
-            per_class[cid].append(value)
-    classes = [cid for cid in members if per_class[cid]]
+            per_class[position].append(value)
+    kept = [i for i in range(len(class_ids)) if per_class[i]]
     names, labels, concepts = [], [], []
-    for index, cid in enumerate(classes):
-        for text, concept_id in sorted(per_class[cid], key=lambda tc: normalise_name(tc[0])):
+    for index, position in enumerate(kept):
+        for text, concept_id in sorted(per_class[position], key=lambda tc: normalise_name(tc[0])):
             names.append(text)
             labels.append(index)
             concepts.append(concept_id)
-    return classes, names, labels, concepts, ambiguous
+    return [class_ids[i] for i in kept], names, labels, concepts, ambiguous
 
 
 def level_view(
@@ -314,7 +299,7 @@ def level_view(
     ontology.concept(root)
     if depth < 1:
         raise LevelError(f"depth must be at least 1 (got {depth})")
-    graph, cycles, shortcuts = consistent_taxonomy(ontology.graph)
+    graph, cycles, shortcuts = ontology.taxonomy()
     level, deepest = concepts_at_depth(graph, root, depth)
     if deepest == 0:
         raise LevelError(f"{root} has no descendants in this source (no IS-A edges below it), so it has "
@@ -328,10 +313,9 @@ def level_view(
             f"levels down, and classes need names below them (choose depth <= {deepest - 1})"
         )
     level_set = set(level)
-    members = {
-        cid: sorted(d for d in nx.descendants(graph, cid) if d not in level_set) for cid in level
-    }
-    classes, names, labels, concepts, ambiguous = _group_names(ontology, members, keep_ambiguous)
+    owners = class_owners(graph, level, exact=keep_ambiguous)
+    memberships = ((cid, owners[cid]) for cid in sorted(owners) if cid not in level_set)
+    classes, names, labels, concepts, ambiguous = _group_names(ontology, level, memberships, keep_ambiguous)
     if not names:
         raise LevelError(f"no names below depth {depth} under {root}")
     empty = sorted(set(level) - set(classes))
@@ -384,8 +368,9 @@ def synonym_view(
         ontology.concept(root)
         concept_ids = sorted({root} | nx.descendants(ontology.graph, root))
         root_label = root
-    members = {cid: [cid] for cid in concept_ids if cid in ontology.concepts}
-    classes, names, labels, concepts, ambiguous = _group_names(ontology, members, keep_ambiguous)
+    class_ids = [cid for cid in concept_ids if cid in ontology.concepts]
+    memberships = ((cid, (i,)) for i, cid in enumerate(class_ids))
+    classes, names, labels, concepts, ambiguous = _group_names(ontology, class_ids, memberships, keep_ambiguous)
     sizes = np.bincount(labels, minlength=len(classes)) if labels else np.zeros(0, int)
     keep = [i for i, s in enumerate(sizes) if s >= min_names]
     if len(keep) < len(classes):

@@ -14,6 +14,7 @@ from functools import cached_property
 import networkx as nx
 
 from bioviz.errors import UnknownConceptError
+from bioviz.ontology.taxonomy import consistent_taxonomy, without_edges
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +83,9 @@ class Ontology:
     default_root : str
         Root used when the user names none (a synthetic root when the source has several
         top concepts).
+    removed_edges : (list, list), optional
+        The cyclic and shortcut edges of ``graph``, when already known (the parsed-source
+        cache stores them); found on first use of :meth:`taxonomy` otherwise.
     """
 
     source: str
@@ -89,7 +93,9 @@ class Ontology:
     concepts: dict[str, Concept]
     graph: nx.DiGraph
     default_root: str
+    removed_edges: tuple[list, list] | None = field(default=None, repr=False, compare=False)
     _name_index: dict[str, list[str]] | None = field(default=None, repr=False, compare=False)
+    _taxonomy: tuple | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         missing = [c for c in self.concepts if c not in self.graph]
@@ -144,6 +150,25 @@ class Ontology:
             current = parents[0]
             seen.add(current)
             path.append(current)
+
+    def taxonomy(self) -> tuple[nx.DiGraph, list, list]:
+        """The IS-A graph without cyclic and shortcut edges, and the removed edges of each kind.
+
+        Computed once per ontology (see :mod:`bioviz.ontology.taxonomy`); every level view
+        and hierarchy of the ontology shares it. Treat the graph as read-only.
+
+        Returns
+        -------
+        (graph, cyclic, shortcuts)
+        """
+        if self._taxonomy is None:
+            if self.removed_edges is None:
+                self._taxonomy = consistent_taxonomy(self.graph)
+                self.removed_edges = self._taxonomy[1:]
+            else:
+                cycles, shortcuts = self.removed_edges
+                self._taxonomy = (without_edges(self.graph, cycles, shortcuts), cycles, shortcuts)
+        return self._taxonomy
 
     @property
     def name_index(self) -> dict[str, list[str]]:

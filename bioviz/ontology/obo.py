@@ -7,6 +7,7 @@ ships.
 
 from __future__ import annotations
 
+import io
 import logging
 import re
 from pathlib import Path
@@ -45,11 +46,11 @@ def parse_synonym(value: str, scopes: tuple[str, ...]) -> str | None:
 
 
 def parse_definition(value: str | None) -> str | None:
-    """Text of an OBO ``def:`` value (the quoted part, without its references)."""
+    """Text of an OBO ``def:`` value (the quoted part, without its references); None when empty."""
     if not value:
         return None
     match = _DEFINITION.match(value)
-    return _unquote(match.group(1)) if match else value
+    return (_unquote(match.group(1)) if match else value).strip() or None
 
 
 def load_obo(
@@ -80,14 +81,10 @@ def load_obo(
     path = Path(path)
     if not path.is_file():
         raise SourceError(f"OBO file not found: {path}")
-    try:
-        raw = _read_obo(path)
-    except Exception as error:  # obonet raises bare exceptions on malformed stanzas
-        reason = " ".join(str(error).split())[:200] or type(error).__name__
-        raise SourceError(f"malformed OBO file {path.name}: {reason}") from None
+    raw = _read_obo(path)
     concepts: dict[str, Concept] = {}
     for node, data in raw.nodes(data=True):
-        if str(data.get("is_obsolete", "false")).lower() == "true" or "name" not in data:
+        if str(data.get("is_obsolete", "false")).lower() == "true" or "name" not in data or not node.strip():
             continue
         synonyms = tuple(s for s in (parse_synonym(v, scopes) for v in data.get("synonym", [])) if s)
         concepts[node] = Concept(node, data["name"], synonyms, parse_definition(data.get("def")))
@@ -111,11 +108,69 @@ def load_obo(
     return Ontology(source or path.stem, version, concepts, graph, default_root)
 
 
+STANZA_TYPES = ("[Term]", "[Typedef]", "[Instance]")
+
+
 def _read_obo(path: Path) -> nx.MultiDiGraph:
-    text = path.read_text(encoding="utf-8", errors="replace")
+    """Parse with obonet; a malformed file is a :class:`SourceError` naming a line, never its text.
+
+    obonet's own messages quote the offending line, and an OBO path may name any file a
+    server can read, so a failure is located again here and described by line number.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise SourceError(f"cannot read {path.name}: {error.strerror or type(error).__name__}") from None
+    try:
+        text = data.decode("utf-8-sig")  # -sig: a byte-order mark is not part of the first tag
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise SourceError(f"malformed OBO file {path.name}: line {line} is not UTF-8 text") from None
+    del data
     if "[Term]" not in text:
-        raise ValueError("no [Term] stanza")
-    return obonet.read_obo(path, ignore_obsolete=True)
+        raise SourceError(f"malformed OBO file {path.name}: no [Term] stanza")
+    try:
+        return obonet.read_obo(io.StringIO(text, newline=None), ignore_obsolete=True)
+    except MemoryError:
+        raise
+    except Exception as error:  # obonet raises bare exceptions (ValueError, KeyError, ...) on malformed stanzas
+        problem = first_problem(io.StringIO(text, newline=None)) or f"not readable as OBO ({type(error).__name__})"
+        raise SourceError(f"malformed OBO file {path.name}: {problem}") from None
+
+
+def first_problem(lines) -> str | None:
+    """Where and why obonet cannot read these OBO lines: ``line N: expected ...``, or None.
+
+    Follows obonet's reading: stanzas are runs of non-blank lines; a run that starts with
+    ``[Term]``, ``[Typedef]`` or ``[Instance]`` is a stanza of that kind, any other run is
+    header lines; every other line not starting with ``!`` must be ``tag: value``.
+    """
+    kind, start, has_id = None, 0, False
+    previous_blank = True
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            if kind == "[Term]" and not has_id:
+                return f"line {start}: [Term] stanza without an id: line"
+            kind, previous_blank = None, True
+            continue
+        if previous_blank:  # the first line of a stanza
+            previous_blank = False
+            start, has_id = number, False
+            kind = next((t for t in STANZA_TYPES if line.startswith(t)), "header")
+            if kind != "header":
+                continue
+        if line.startswith("!"):
+            continue
+        match = obonet.read.tag_line_pattern.match(line)
+        if match is None:
+            return f"line {number}: expected a 'tag: value' line"
+        tag, value = match.group("tag"), match.group("value")
+        has_id = has_id or tag == "id"
+        if kind == "[Term]" and tag == "relationship" and len(value.split(" ")) != 2:
+            return f"line {number}: expected 'relationship: RELATION TERM_ID'"
+    if kind == "[Term]" and not has_id:
+        return f"line {start}: [Term] stanza without an id: line"
+    return None
 
 
 def load_hpo() -> Ontology:

@@ -4,14 +4,19 @@ SOURCE is ``icd10``, ``icd10cm``, ``hpo``, or a path: an ``.obo`` file, a UMLS r
 directory (holding ``MRCONSO.RRF``), or a ``.tsv``/``.csv`` table. Parsed sources are
 cached under ``BIOVIZ_HOME/sources`` as flat .npz arrays (never pickle), keyed by the package
 version or the file's path, size and modification time, plus the loader options, so a
-second load skips parsing.
+second load skips parsing. A path source is parsed in a child process under a memory and
+time budget (:mod:`bioviz.ontology.budget`); the cache is only a cache: an unreadable file
+in it is set aside and the source parsed again, and a failed write is a warning.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import logging
+import os
 import time
 from dataclasses import dataclass
 from importlib.metadata import version as package_version
@@ -22,16 +27,18 @@ import networkx as nx
 import numpy as np
 
 from bioviz.errors import SourceError
+from bioviz.ontology.budget import Budget, run_within_budget
 from bioviz.ontology.icd10 import ROOT as ICD10_ROOT, load_icd10
 from bioviz.ontology.icd10cm import ROOT as ICD10CM_ROOT, load_icd10cm
 from bioviz.ontology.model import Concept, Ontology
 from bioviz.ontology.obo import HPO_ROOT, load_hpo, load_obo
+from bioviz.ontology.table import load_table
 from bioviz.ontology.umls import load_umls
 from bioviz.paths import atomic_path, subdir
 
 logger = logging.getLogger(__name__)
 
-CACHE_SCHEMA = 1  # bump when the parsed form or a loader's semantics change
+CACHE_SCHEMA = 2  # bump when the parsed form or a loader's semantics change
 
 
 @dataclass(frozen=True)
@@ -105,67 +112,113 @@ def source_kind(spec: str) -> str:
     raise SourceError(f"unsupported source file {path.name}: expected .obo, .tsv or .csv")
 
 
+def _input_files(path: Path, kind: str) -> list[Path]:
+    """The files a path source is read from (a UMLS release's RRF files, or the file itself)."""
+    if kind == "umls":
+        return sorted([*path.glob("*.RRF"), *path.glob("META/*.RRF")])
+    return [path]
+
+
 def _fingerprint(spec: str, kind: str, options: dict) -> str:
     if kind == "bundled":
         identity = {"package": bundled_sources()[spec].package, "version": package_version(bundled_sources()[spec].package)}
     else:
         path = Path(spec).expanduser().resolve()
-        files = sorted(path.glob("*.RRF")) if kind == "umls" else [path]
+        files = _input_files(path, kind)
         identity = {
             "path": str(path),
-            "files": [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files],
+            "files": [(str(f.relative_to(path)) if f != path else f.name, f.stat().st_size, f.stat().st_mtime_ns)
+                      for f in files],
         }
     payload = json.dumps({"schema": CACHE_SCHEMA, "spec": spec, "kind": kind, "id": identity, "opt": options},
                          sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:20]
 
 
-_SEP = "\x1f"  # ASCII unit separator: never part of a name, so joined strings split exactly
+def _pack(texts) -> tuple[np.ndarray, np.ndarray]:
+    """Strings as one UTF-8 byte array and their lengths in characters (exact for any text)."""
+    texts = list(texts)
+    return (np.frombuffer("".join(texts).encode("utf-8"), dtype=np.uint8),
+            np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts)))
 
 
-def _join(texts) -> np.ndarray:
-    return np.frombuffer(_SEP.join(t.replace(_SEP, " ") for t in texts).encode("utf-8"), dtype=np.uint8)
+def _unpack(data: np.ndarray, lengths: np.ndarray, count: int) -> list[str]:
+    """The ``count`` strings that :func:`_pack` packed."""
+    text = data.tobytes().decode("utf-8")
+    if len(lengths) != count or (count and (lengths.min() < 0 or int(lengths.sum()) != len(text))):
+        raise ValueError(f"expected {count} strings of {len(text)} characters in all")
+    ends = np.cumsum(lengths).tolist()
+    return [text[a:b] for a, b in zip([0, *ends[:-1]], ends)]
 
 
-def _split(array: np.ndarray) -> list[str]:
-    text = array.tobytes().decode("utf-8")
-    return text.split(_SEP) if text else []
+def _edge_rows(edges, position: dict[str, int]) -> np.ndarray:
+    return np.array([(position[p], position[c]) for p, c in edges], dtype=np.int32).reshape(-1, 2)
 
 
-def _save(ontology: Ontology, path: Path) -> None:
-    """Write the parsed form as an .npz of flat arrays (fast to read, and no pickle)."""
+def serialize(ontology: Ontology) -> bytes:
+    """The parsed form as the bytes of an .npz of flat arrays (fast to read, and no pickle).
+
+    The cyclic and shortcut edges (:meth:`Ontology.taxonomy`, computed here if not yet
+    known) are part of it, so that no level view of a cached source searches for them again.
+    """
     concepts = list(ontology.concepts.values())
     position = {c.id: i for i, c in enumerate(concepts)}
-    edges = np.array([(position[p], position[c]) for p, c in ontology.graph.edges()], dtype=np.int32)
-    with open(path, "wb") as handle:  # a handle, so numpy does not append ".npz" to the temp name
-        _savez(handle, ontology, concepts, edges)
-
-
-def _savez(handle, ontology: Ontology, concepts: list[Concept], edges: np.ndarray) -> None:
+    _, cycles, shortcuts = ontology.taxonomy()
+    texts = {
+        "meta": [ontology.source, ontology.version, ontology.default_root],
+        "ids": [c.id for c in concepts],
+        "names": [c.name for c in concepts],
+        "definitions": [c.definition or "" for c in concepts],
+        "synonyms": [s for c in concepts for s in c.synonyms],
+    }
+    arrays = {}
+    for key, values in texts.items():
+        arrays[key], arrays[f"{key}_lengths"] = _pack(values)
+    buffer = io.BytesIO()
     np.savez(
-        handle,
-        meta=_join([ontology.source, ontology.version, ontology.default_root]),
-        ids=_join(c.id for c in concepts),
-        names=_join(c.name for c in concepts),
-        definitions=_join(c.definition or "" for c in concepts),
+        buffer,
+        **arrays,
         synonym_counts=np.array([len(c.synonyms) for c in concepts], dtype=np.int32),
-        synonyms=_join(s for c in concepts for s in c.synonyms),
-        edges=edges.reshape(-1, 2),
+        edges=_edge_rows(ontology.graph.edges(), position),
+        cycles=_edge_rows(cycles, position),
+        shortcuts=_edge_rows(shortcuts, position),
     )
+    return buffer.getvalue()
 
 
-def _load(path: Path) -> Ontology:
-    with np.load(path, allow_pickle=False) as data:
-        source, version, root = _split(data["meta"])
-        ids, names, definitions = _split(data["ids"]), _split(data["names"]), _split(data["definitions"])
-        counts, synonyms, edges = data["synonym_counts"], _split(data["synonyms"]), data["edges"]
+def deserialize(source) -> Ontology:
+    """The :class:`Ontology` that :func:`serialize` wrote, from a path or the bytes.
+
+    Raises
+    ------
+    ValueError
+        If the arrays do not fit together (numpy and zipfile raise their own errors for a
+        file that is not an .npz at all).
+    """
+    with np.load(io.BytesIO(source) if isinstance(source, bytes) else source, allow_pickle=False) as data:
+        counts = data["synonym_counts"]
+        total = len(counts)
+
+        def texts(key: str, count: int) -> list[str]:
+            return _unpack(data[key], data[f"{key}_lengths"], count)
+
+        source_name, version, root = texts("meta", 3)
+        ids, names, definitions = texts("ids", total), texts("names", total), texts("definitions", total)
+        synonyms = texts("synonyms", int(counts.sum()) if total else 0)
+        edges, cycles, shortcuts = data["edges"], data["cycles"], data["shortcuts"]
+    if len(set(ids)) != total or (total and counts.min() < 0):
+        raise ValueError("duplicate concept ids or negative synonym counts")
+    for rows in (edges, cycles, shortcuts):
+        if rows.ndim != 2 or rows.shape[1] != 2 or (rows.size and not (0 <= rows.min() and rows.max() < total)):
+            raise ValueError("edge rows out of range")
     ends = np.cumsum(counts).tolist()
     starts = [0, *ends[:-1]]
     concepts = {
         cid: Concept(cid, name, tuple(synonyms[a:b]), definition or None)
         for cid, name, definition, a, b in zip(ids, names, definitions, starts, ends)
     }
-    return Ontology(source, version, concepts, digraph_from_edges(ids, edges), root)
+    removed = tuple([(ids[p], ids[c]) for p, c in rows.tolist()] for rows in (cycles, shortcuts))
+    return Ontology(source_name, version, concepts, digraph_from_edges(ids, edges), root, removed_edges=removed)
 
 
 def digraph_from_edges(nodes: list[str], edges: np.ndarray) -> nx.DiGraph:
@@ -193,14 +246,56 @@ def _parse(spec: str, kind: str, options: dict) -> Ontology:
     if kind == "obo":
         return load_obo(spec, **options)
     if kind == "table":
-        from bioviz.ontology.table import load_table  # imported here: it imports pandas (a second)
-
         return load_table(spec, **options)
     return load_umls(spec, **options)
 
 
+def parse_serialized(spec: str, kind: str, options: dict, progress=None) -> bytes:
+    """Parse a source and return :func:`serialize`'s bytes: what a budgeted child process does.
+
+    The cyclic and shortcut edges are found here too, so that a file whose graph makes
+    that search slow runs out of the parse's budget instead of slowing the server later.
+    """
+    if kind == "umls" and progress is not None:
+        options = {**options, "progress": progress}
+    return serialize(_parse(spec, kind, options))
+
+
+def _read_cache(cache_file: Path) -> Ontology | None:
+    """The cached source, or None; a damaged cache file is set aside (renamed ``*.corrupt``)."""
+    started = time.perf_counter()
+    try:
+        ontology = deserialize(cache_file)
+    except FileNotFoundError:
+        return None
+    except Exception as error:  # noqa: BLE001 - truncated, garbage, an older layout: only a cache
+        logger.warning("source cache %s is unreadable (%s); set aside and parsing again",
+                       cache_file.name, type(error).__name__)
+        with contextlib.suppress(OSError):
+            os.replace(cache_file, cache_file.with_name(cache_file.name + ".corrupt"))
+        return None
+    logger.info("source from cache %s in %.2fs", cache_file.name, time.perf_counter() - started)
+    return ontology
+
+
+def _write_cache(cache_file: Path, data: bytes) -> None:
+    """Store a parsed source; a failure (disk full, ``ulimit -f``) is a warning, not an error."""
+    try:
+        with atomic_path(cache_file, suffix=".npz") as tmp:
+            tmp.write_bytes(data)
+    except OSError as error:
+        logger.warning("could not write the source cache %s (%s); the source will be parsed again next time",
+                       cache_file.name, error.strerror or type(error).__name__)
+
+
 def load_source(spec: str, use_cache: bool = True, progress=None, **options) -> Ontology:
     """Load a SOURCE into an :class:`Ontology`, through the on-disk cache.
+
+    A source that is not bundled is parsed in a child process under the memory and time
+    budget of :mod:`bioviz.ontology.budget` (settings ``BIOVIZ_LOAD_MAX_SECONDS``,
+    ``BIOVIZ_LOAD_SECONDS_PER_GB``, ``BIOVIZ_LOAD_MAX_MEMORY_MB``). A cache file that cannot
+    be read is set aside and the source parsed again; one that cannot be written is logged
+    and the loaded source still returned.
 
     Parameters
     ----------
@@ -216,23 +311,24 @@ def load_source(spec: str, use_cache: bool = True, progress=None, **options) -> 
     Raises
     ------
     SourceError
-        If the source cannot be found or parsed.
+        If the source cannot be found or parsed, or its parse exceeds the budget.
     """
     kind = source_kind(spec)
     key = _fingerprint(spec, kind, options)
     cache_file = subdir("sources") / f"{key}.npz"
-    if use_cache and cache_file.exists():
-        started = time.perf_counter()
-        try:
-            ontology = _load(cache_file)
-            logger.info("source %s from cache in %.2fs", spec, time.perf_counter() - started)
-            return ontology
-        except (OSError, ValueError, KeyError, TypeError):
-            logger.warning("ignoring unreadable source cache %s", cache_file)
-    if kind == "umls":
-        options = {**options, "progress": progress} if progress else options
-    ontology = _parse(spec, kind, {k: v for k, v in options.items()})
     if use_cache:
-        with atomic_path(cache_file, suffix=".npz") as tmp:
-            _save(ontology, tmp)
-    return ontology
+        cached = _read_cache(cache_file)
+        if cached is not None:
+            return cached
+    if kind == "bundled":  # shipped with a package: trusted, parsed here
+        ontology = _parse(spec, kind, options)
+        if use_cache:
+            _write_cache(cache_file, serialize(ontology))
+        return ontology
+    path = Path(spec).expanduser().resolve()  # the child's working directory is not ours
+    size = sum(f.stat().st_size for f in _input_files(path, kind))
+    data = run_within_budget(parse_serialized, (str(path), kind, dict(options)), Budget.from_env(size),
+                             label=path.name, progress=progress)
+    if use_cache:
+        _write_cache(cache_file, data)
+    return deserialize(data)

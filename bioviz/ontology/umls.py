@@ -50,18 +50,30 @@ REQUIRED_FILES = ("MRCONSO.RRF", "MRREL.RRF")
 
 
 def _rows(path: Path, n_fields: int, progress: Callable | None, share: tuple[float, float]) -> Iterator[list[str]]:
-    """Yield the fields of each line of an RRF file, checking the column count."""
-    size = max(path.stat().st_size, 1)
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            fields = raw.decode("utf-8", errors="replace").rstrip("\r\n").split("|")
-            if len(fields) < n_fields:
-                raise SourceError(
-                    f"malformed {path.name} line {number}: {len(fields) - 1} fields, expected {n_fields - 1}"
-                )
-            if progress and number % 200_000 == 0:
-                progress(share[0] + share[1] * handle.tell() / size, f"reading {path.name}")
-            yield fields
+    """Yield the fields of each non-blank line of an RRF file, checking the column count.
+
+    Raises
+    ------
+    SourceError
+        A line with too few fields (by number; its text is not repeated), or a read error.
+    """
+    try:
+        size = max(path.stat().st_size, 1)
+        with path.open("rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+                if not line.strip():
+                    continue  # a blank line, e.g. at the end of a file edited by hand
+                fields = line.split("|")
+                if len(fields) < n_fields:
+                    raise SourceError(
+                        f"malformed {path.name} line {number}: {len(fields) - 1} fields, expected {n_fields - 1}"
+                    )
+                if progress and number % 200_000 == 0:
+                    progress(share[0] + share[1] * handle.tell() / size, f"reading {path.name}")
+                yield fields
+    except OSError as error:
+        raise SourceError(f"cannot read {path.name}: {error.strerror or type(error).__name__}") from None
 
 
 def _find(directory: Path, name: str) -> Path | None:
@@ -131,16 +143,23 @@ def load_umls(
         allowed = {f[0] for f in _rows(paths["MRSTY.RRF"], 6, progress, (0.0, 0.1)) if f[1] in tuis}
 
     atoms: dict[str, list[tuple[int, str]]] = {}  # CUI -> (rank, name)
+    blank = 0
     for f in _rows(paths["MRCONSO.RRF"], 18, progress, (0.1, 0.5)):
         if f[11] != sab or f[1] != language or f[16] not in ("N", ""):
             continue
         if allowed is not None and f[0] not in allowed:
+            continue
+        if not f[0].strip() or not f[14].strip():
+            blank += 1  # an atom without a CUI or a name gives no concept and no name
             continue
         tty = f[12]
         rank = PREFERRED_TTYS.index(tty) if tty in PREFERRED_TTYS else len(PREFERRED_TTYS)
         if f[6] == "Y" and f[2] == "P":
             rank -= 0.5  # the source's own preferred atom breaks ties within a term type
         atoms.setdefault(f[0], []).append((rank, f[14].strip()))
+    if blank:
+        logger.warning("%s: skipped %d %s atoms of %s with a blank CUI or name", paths["MRCONSO.RRF"].name, blank,
+                       language, sab)
     if not atoms:
         raise SourceError(f"no {language} atoms of {sab} in {directory}" + (f" in group {semantic_group}" if tuis else ""))
 
@@ -160,7 +179,7 @@ def load_umls(
     concepts = {}
     for cui, entries in atoms.items():
         entries.sort(key=lambda e: e[0])
-        names = list(dict.fromkeys(name for _, name in entries if name))
+        names = list(dict.fromkeys(name for _, name in entries))  # never empty: blank names were skipped
         concepts[cui] = Concept(cui, names[0], tuple(names[1:]))
     tops = sorted(n for n in graph if graph.in_degree(n) == 0 and graph.out_degree(n) > 0)
     if len(tops) == 1:

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from bioviz.errors import BiovizError, UnknownConceptError
-from bioviz.ontology.levels import LevelView, consistent_taxonomy
+from bioviz.ontology.levels import LevelView
 from bioviz.ontology.model import Ontology
 
 logger = logging.getLogger(__name__)
@@ -96,7 +96,7 @@ def level_tree(ontology: Ontology, view: LevelView) -> Tree:
     """
     if view.mode != "level":
         raise BiovizError("the hierarchy needs a concept level: turn off synonym sets")
-    graph, _, _ = consistent_taxonomy(ontology.graph)
+    graph, _, _ = ontology.taxonomy()
     distance = nx.single_source_shortest_path_length(graph, view.root, cutoff=view.depth)
     sizes = view.class_sizes()
     class_index = {c: i for i, c in enumerate(view.classes)}

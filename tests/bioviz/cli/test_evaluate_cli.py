@@ -48,7 +48,7 @@ def test_text_output_is_a_table(capsys, data_dir, tmp_home, fake_eval_models):
 @pytest.mark.parametrize("argv, reason", [
     (["eval", "--model", "minilm"], "nothing to evaluate"),
     (["eval", "--model", "minilm", "--benchmark", "nope"], "unknown benchmark 'nope'"),
-    (["eval", "--model", "minilm", "--benchmark", "{bad}"], "bad_score.tsv line 2: score 'high' is not a number"),
+    (["eval", "--model", "minilm", "--benchmark", "{bad}"], "bad_score.tsv line 2: the score (third column) is not a number"),
     (["eval", "--model", "minilm", "--source", "{obo}", "--depth", "1", "--task", "nope"], "unknown task 'nope'"),
     (["eval", "--model", "/no/such/model", "--benchmark", "mayosrs"], "not found"),
     (["eval", "--model", "minilm", "--source", "{obo}", "--depth", "1", "--cross-level", "a,b"], "--cross-level"),

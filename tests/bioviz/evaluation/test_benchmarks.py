@@ -36,7 +36,7 @@ def test_header_is_optional():
 
 @pytest.mark.parametrize("file_name, message", [
     ("missing_column.tsv", "line 2: expected 3 tab-separated columns"),
-    ("bad_score.tsv", "line 2: score 'high' is not a number"),
+    ("bad_score.tsv", "line 2: the score \\(third column\\) is not a number"),
 ])
 def test_malformed_files(data_dir, file_name, message):
     with pytest.raises(BenchmarkError, match=message):

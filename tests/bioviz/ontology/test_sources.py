@@ -155,5 +155,5 @@ def test_malformed_umls_line(tmp_path, tmp_home):
 def test_table_with_unknown_parent(tmp_path, tmp_home):
     path = tmp_path / "t.csv"
     path.write_text("concept_id,name,parent_id\nA,alpha,\nB,beta,Z\n")
-    with pytest.raises(SourceError, match="parent_id Z is not a concept_id"):
+    with pytest.raises(SourceError, match="t.csv line 3: parent_id is not the concept_id of any row"):
         load_source(str(path))
