@@ -192,9 +192,9 @@ def page_params(defaults: dict, casts: dict[str, Callable] | None = None, choice
         page shows a one-line warning (:func:`ui.url_values.read_url_value`).
     """
     casts, choices, url_names, bounds = casts or {}, choices or {}, url_names or {}, bounds or {}
-    st.session_state.setdefault(DECLARED, {})[current_page()] = {
+    st.session_state.setdefault(DECLARED, {}).setdefault(current_page(), {}).update({
         url_names.get(key, key): {"default": default, "bounds": bounds.get(key), "choices": choices.get(key)}
-        for key, default in defaults.items()}
+        for key, default in defaults.items()})
     kept = (st.session_state.get(KEPT) or {}).get(current_page(), {})
     entering = st.session_state.get(ENTERED, True)
     for key, default in defaults.items():
