@@ -1,6 +1,6 @@
 """bioviz: the app's router. Registers the pages, sets the page config and draws the shared sidebar once per run.
 
-``streamlit run app.py``. The pages (``pages/``, listed in ``ui.navigation.PAGES``) then
+``streamlit run app.py``. The pages (``app_pages/``, listed in ``ui.navigation.PAGES``) then
 only gather their own inputs, call the library and render.
 """
 
@@ -8,12 +8,19 @@ from __future__ import annotations
 
 import streamlit as st
 
+from bioviz.errors import BiovizError
 from ui import navigation, state
+from ui.markdown import md
 
 page, streamlit_page = navigation.navigate()
 st.set_page_config(page_title="bioviz" if page.is_home else f"{page.title} · bioviz", page_icon="🧬",
                    layout="wide")
-state.init_state(page.url_path)
-state.selection_sidebar()
-state.model_pickers(page.models)
-streamlit_page.run()
+try:
+    state.init_state(page.url_path)
+    state.selection_sidebar()
+    state.model_pickers(page.models)
+    streamlit_page.run()
+except BiovizError as error:
+    # Bad input a page did not catch itself: the same one line the page would have shown,
+    # never a traceback (st.stop and st.rerun are not BiovizErrors and pass through).
+    st.error(md(error))

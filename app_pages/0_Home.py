@@ -10,6 +10,7 @@ from bioviz.figures import class_size_bar, export_config
 from bioviz.ontology import DEFAULT_SPLIT, SplitSpec
 from bioviz.uploads import MAX_UPLOAD_BYTES, store_upload
 from ui import state
+from ui.markdown import md
 
 
 def use_upload() -> None:
@@ -18,13 +19,16 @@ def use_upload() -> None:
     if upload is None:
         return
     try:
-        state.choose_source(str(store_upload(upload.name, upload.getvalue())))
+        stored = store_upload(upload.name, upload.getvalue(), keep=state.uploads_in_use())
+        state.remember_upload(stored)
+        state.choose_source(str(stored))
         st.session_state["_home_upload_note"] = ("success", f"Loaded {upload.name}: selected as the source.")
     except BiovizError as error:
         st.session_state["_home_upload_note"] = ("error", str(error))
 
 
 def use_server_path() -> None:
+    """Select the typed server path (the path policy is checked when the view loads: one message for any refusal)."""
     state.choose_source(st.session_state["server_path"].strip())
 
 
@@ -42,10 +46,12 @@ with st.expander("Use your own ontology (OBO file, table, or UMLS release)"):
                  f"At most {MAX_UPLOAD_BYTES // 2**20} MiB.",
         )
         if note := st.session_state.pop("_home_upload_note", None):
-            (st.success if note[0] == "success" else st.error)(note[1])
+            (st.success if note[0] == "success" else st.error)(md(note[1]))
     with right:
         server_path = st.text_input("…or a path on this server (an .obo, a table, or a UMLS META directory)",
-                                    placeholder="/data/umls/2024AA/META", key="server_path")
+                                    placeholder="/data/umls/2024AA/META", key="server_path",
+                                    help="Inside a data folder this server shares (BIOVIZ_DATA_DIRS); a relative "
+                                         "path is read inside them.")
         st.button("Use this path", key="use_path", disabled=not server_path.strip(), on_click=use_server_path)
         st.caption("For a UMLS directory, the sidebar then offers the vocabulary (SAB), an optional semantic "
                    "group and the IS-A relations (PAR/CHD or RELA = isa).")
@@ -57,7 +63,7 @@ if view is None:
 
 stats = view.stats()
 per_class = stats["names_per_class"]
-st.subheader(view.title)
+st.subheader(md(view.title))
 cols = st.columns(6)
 cols[0].metric("Classes", f"{stats['classes']:,}")
 cols[1].metric("Names", f"{stats['names']:,}")
@@ -95,8 +101,8 @@ with split_col:
             st.warning(f"{len(split.short_classes)} classes have fewer than {1 + 2 * int(shots)} names "
                        "(1 test + shots train + shots validation); they get what they have.")
     except BiovizError as error:
-        st.error(str(error))
+        st.error(md(error))
     if view.ambiguous:
         with st.expander(f"{len(view.ambiguous)} ambiguous names"
                          f"{' (dropped)' if view.ambiguous_dropped else ' (kept)'}"):
-            st.write(", ".join(view.ambiguous[:300]) + (" …" if len(view.ambiguous) > 300 else ""))
+            st.markdown(md(", ".join(view.ambiguous[:300])) + (" …" if len(view.ambiguous) > 300 else ""))

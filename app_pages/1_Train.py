@@ -12,6 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from bioviz.errors import BiovizError
+from bioviz.server_paths import shared_model
 from bioviz.evaluation.run_list import run_row, stored_results_rows
 from bioviz.evaluation.store import read_run_evaluations
 from bioviz.evaluation.tables import results_table
@@ -25,6 +26,7 @@ from trainer.jobs.progress import describe_config, job_row, progress_stage, queu
 from trainer.jobs.queue import DEVICE_CHOICES, Worker, gpu_count
 from trainer.jobs.store import ACTIVE, CANCELLED, QUEUED, RUNNING, SUCCEEDED
 from ui import state
+from ui.markdown import md, md_code
 
 NEIGHBOURS_PAGE = "app_pages/4_Neighbours.py"
 NEIGHBOURS_FILE = Path(__file__).resolve().parent / "4_Neighbours.py"
@@ -143,18 +145,21 @@ if view is not None:
         if sizes["short_classes"]:
             st.caption(f"{sizes['short_classes']} classes have fewer names than asked for; they give what they have.")
     except BiovizError as error:
-        st.error(str(error))
+        st.error(md(error))
 
 if st.button("Launch training", type="primary", disabled=view is None or not base):
-    config = {**state.selection().to_config(), "shots": shots, "encoder": encoder, "base": base, "init": init,
-              **{k: v for k, v in values.items() if v is not None}}
     try:
+        # The selection's source passed the path policy with the view; a typed base model
+        # (a path) must lie in a model folder too: the trainer itself accepts any path.
+        config = {**state.selection().to_config(), "shots": shots, "encoder": encoder,
+                  "base": shared_model(base).spec, "init": init, **{k: v for k, v in values.items() if v is not None}}
         with st.spinner("Checking the configuration…"):
             job = Worker().submit(config, device=device)
         st.session_state[SELECTED] = job.id
-        st.success(f"Job {job.id} {'started' if job.status == RUNNING else 'queued'}: {describe_config(job.config)}")
+        st.success(md(f"Job {job.id} {'started' if job.status == RUNNING else 'queued'}: "
+                      f"{describe_config(job.config)}"))
     except BiovizError as error:
-        st.error(str(error))
+        st.error(md(error))
 
 
 # -- the jobs ----------------------------------------------------------------------------
@@ -179,20 +184,20 @@ def _select() -> None:
 
 def show_job(job, jobs) -> None:
     """Status, actions, live curves, final figures and log of one job."""
-    st.markdown(f"**{job.id}** · {describe_config(job.config)}")
+    st.markdown(f"**{md(job.id)}** · {md(describe_config(job.config))}")
     if job.status == QUEUED:
         st.info(f"Waiting in the queue (#{queue_position(jobs, job)}): it starts when a "
                 f"{'GPU' if job.requested_device != 'cpu' and gpu_count() else 'CPU'} slot is free.")
     elif job.status == RUNNING:
         row = job_row(job)
         text, done = progress_stage(job)
-        st.progress(min(1.0, done), text=text + (f" · ETA {row['eta']}" if job.progress.get("eta_s") else ""))
+        st.progress(min(1.0, done), text=md(text + (f" · ETA {row['eta']}" if job.progress.get("eta_s") else "")))
     elif job.status == SUCCEEDED:
-        st.success(f"Finished in {job_row(job)['duration']}: run directory {job.run_dir}")
+        st.success(md(f"Finished in {job_row(job)['duration']}: run directory {job.run_dir}"))
     elif job.status == CANCELLED:
-        st.warning(job.error or "cancelled")
+        st.warning(md(job.error or "cancelled"))
     else:
-        st.error(f"{job.status}: {job.error}")
+        st.error(md(f"{job.status}: {job.error}"))
 
     actions = st.columns([1, 1, 2, 2])
     if job.status in ACTIVE:
@@ -246,8 +251,12 @@ def jobs_panel() -> None:
     """The job table and the selected job; refreshes itself every two seconds."""
     st.subheader("Jobs")
     if message := st.session_state.pop("train_message", None):
-        st.error(message)
-    jobs = Worker().reconcile()[::-1]  # newest first; reconcile reaps dead jobs, starts queued ones
+        st.error(md(message))
+    try:
+        jobs = Worker().reconcile()[::-1]  # newest first; reconcile reaps dead jobs, starts queued ones
+    except BiovizError as error:  # the fragment reruns on its own, outside the router's error handling
+        st.error(md(error))
+        return
     if not jobs:
         st.info("No training jobs yet: set the options above and launch one.")
         return
@@ -259,7 +268,10 @@ def jobs_panel() -> None:
     selected = st.selectbox("Selected job", list(by_id), key="train_job", on_change=_select,
                             format_func=lambda i: f"{i} · {by_id[i].status} · {describe_config(by_id[i].config)}")
     state.sync_url(job=selected)
-    show_job(by_id[selected], jobs)
+    try:
+        show_job(by_id[selected], jobs)
+    except BiovizError as error:  # e.g. its run directory damaged since: the job list stays usable
+        st.warning(md(f"job {selected}: {error}"))
 
 
 jobs_panel()
@@ -281,11 +293,11 @@ def runs_panel() -> None:
     chosen = st.selectbox("Run", list(by_path), key="train_run", format_func=lambda p: by_path[p].label)
     rows = stored_results_rows(chosen)
     if rows:
-        st.markdown(f"**Evaluations stored with {by_path[chosen].run_id}**")
+        st.markdown(f"**Evaluations stored with {md(by_path[chosen].run_id)}**")
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
     else:
         st.info("No evaluations stored with this run yet: evaluate it on the Evaluation page or with "
-                f"`python -m bioviz eval --model {chosen} --source ... --task all`.")
+                f"{md_code(f'python -m bioviz eval --model {chosen} --source ... --task all')}.")
 
 
 runs_panel()

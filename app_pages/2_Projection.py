@@ -16,13 +16,17 @@ from bioviz.views.projection import ProjectionParams, align_pair, pair_is_cached
 from bioviz.models.runs import RUN_FILE, is_run_dir
 from bioviz.views.separation import MEASURES
 from ui import cache, compare, state
+from ui.markdown import md
 
 view = state.current_view()
 model_a, model_b = state.chosen_models()
 fmt = compare.image_format()
 
 DEFAULTS = {"method": "umap", "dims": 2, "nn": 15, "md": 0.1, "cap": 10_000, "shots": DEFAULT_SPLIT.shots, "measure": "map"}
-state.page_params(DEFAULTS, choices={"method": ["umap", "pca"], "dims": [2, 3], "measure": list(MEASURES)})
+# The widgets' bounds, also the bounds of a link's values.
+BOUNDS = {"nn": (2, 100), "md": (0.0, 0.99), "cap": (10, 200_000), "shots": (1, 500)}
+state.page_params(DEFAULTS, choices={"method": ["umap", "pca"], "dims": [2, 3], "measure": list(MEASURES)},
+                  bounds=BOUNDS)
 SELECTED = "_projection_selected"  # view rows picked with box/lasso, kept across reruns
 
 
@@ -51,14 +55,14 @@ st.caption("Each model's vectors of the level's names, projected with UMAP (cosi
 cols = st.columns([1.1, 0.8, 1.3, 1.3, 1.1, 0.9, 1.3])
 cols[0].radio("Method", ["umap", "pca"], key="method", format_func=str.upper, horizontal=True)
 cols[1].radio("Dimensions", [2, 3], key="dims", format_func=lambda d: f"{d}D", horizontal=True)
-cols[2].slider("n_neighbors", 2, 100, key="nn", disabled=st.session_state["method"] == "pca",
+cols[2].slider("n_neighbors", *BOUNDS["nn"], key="nn", disabled=st.session_state["method"] == "pca",
                help="UMAP neighbourhood size: larger keeps more global structure")
-cols[3].slider("min_dist", 0.0, 0.99, step=0.01, key="md", disabled=st.session_state["method"] == "pca",
+cols[3].slider("min_dist", *BOUNDS["md"], step=0.01, key="md", disabled=st.session_state["method"] == "pca",
                help="UMAP minimum distance: smaller packs clusters tighter")
-cols[4].number_input("Point cap", min_value=10, max_value=200_000, step=1_000, key="cap",
+cols[4].number_input("Point cap", *BOUNDS["cap"], step=1_000, key="cap",
                      help="Larger views are sampled per class so every class stays visible")
-cols[5].number_input("Shots", min_value=1, max_value=500, key="shots", disabled=marks is not None,
-                     help=f"Markers show {marks.describe()}" if marks is not None else
+cols[5].number_input("Shots", *BOUNDS["shots"], key="shots", disabled=marks is not None,
+                     help=f"Markers show {md(marks.describe())}" if marks is not None else
                      f"Split used to mark train / validation / test names (seed {DEFAULT_SPLIT.seed}, no zero-shot classes)")
 cols[6].selectbox("Separation measure", list(MEASURES), key="measure", format_func=MEASURES.get)
 state.sync_url(**compare.url_values(DEFAULTS))
@@ -79,7 +83,7 @@ try:
                          "no zero-shot classes"
                          + (f" ({marks_note})" if marks_note else ""))
 except BiovizError as error:
-    st.error(str(error))
+    st.error(md(error))
     st.stop()
 
 
@@ -124,10 +128,10 @@ with figure_slot.container():
         _, pca_b = cache.projection(model_b, level, astuple(preview))
         draw(align_pair(rows, pca_a, pca_b, preview), preview=True)
     progress = st.progress(0.0, text=f"{method_label} of {min(len(view.names), params.max_points):,} names · "
-                                       f"{space_a.model_id}") if umap_pending else None
+                                       f"{md(space_a.model_id)}") if umap_pending else None
     rows, coords_a = cache.projection(model_a, level, astuple(params))
     if progress:
-        progress.progress(0.5, text=f"{method_label} · {space_b.model_id}")
+        progress.progress(0.5, text=f"{method_label} · {md(space_b.model_id)}")
     _, coords_b = cache.projection(model_b, level, astuple(params))
 pair = align_pair(rows, coords_a, coords_b, params)
 with figure_slot.container():
@@ -146,13 +150,13 @@ st.subheader("Per-class separation")
 try:
     sep = cache.separation(model_a, model_b, level, st.session_state["measure"], 5_000, 0)
 except BiovizError as error:
-    st.error(str(error))
+    st.error(md(error))
     st.stop()
 mean_a, mean_b = sep.means
 left, right = st.columns([3, 1])
 with right:
-    st.metric(f"{MEASURES[sep.measure]} · {space_a.model_id}", f"{mean_a:.3f}")
-    st.metric(f"{MEASURES[sep.measure]} · {space_b.model_id}", f"{mean_b:.3f}", f"{mean_b - mean_a:+.3f}")
+    st.metric(f"{MEASURES[sep.measure]} · {md(space_a.model_id)}", f"{mean_a:.3f}")
+    st.metric(f"{MEASURES[sep.measure]} · {md(space_b.model_id)}", f"{mean_b:.3f}", f"{mean_b - mean_a:+.3f}")
     st.caption("Computed on the original vectors (not the 2-D layout): each name ranks the other names of a "
                "class-stratified sample by cosine; AP of finding its own class, averaged per class.")
 with left:

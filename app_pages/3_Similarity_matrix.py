@@ -9,6 +9,7 @@ from bioviz.figures import similarity_figures, slug
 from bioviz.views.similarity import (ORDERS, class_terms, compare_terms, concept_family_terms, example_sets,
                                      find_concept, load_example, parse_terms, with_class_groups)
 from ui import cache, compare, state
+from ui.markdown import md
 
 view = state.current_view()
 model_a, model_b = state.chosen_models()
@@ -20,8 +21,9 @@ EXAMPLES = list(example_sets())
 DEFAULTS = {"from": "example", "example": "biolord_appendix_b" if "biolord_appendix_b" in EXAMPLES else EXAMPLES[0],
             "terms": "heart attack\nmyocardial infarction\natrial fibrillation\nfracture of femur\nbroken hip",
             "cls": "", "limit": 20, "concept": "", "order": "given", "colour": "list"}
+BOUNDS = {"limit": (2, 60)}  # the slider's bounds, also those of a link's value
 state.page_params(DEFAULTS, choices={"from": list(SOURCES), "example": EXAMPLES, "order": list(ORDERS),
-                                       "colour": ["list", "class"]})
+                                       "colour": ["list", "class"]}, bounds=BOUNDS)
 
 st.title("Similarity matrix")
 st.caption("Cosine similarity of every pair of terms under the baseline and the compared model, on one shared "
@@ -46,7 +48,7 @@ with right:
             st.session_state["cls"] = view.classes[0]
         st.selectbox("Class", view.classes, key="cls",
                      format_func=lambda c: f"{c} · {view.class_labels[view.classes.index(c)]}")
-        st.slider("Names (a seeded sample when the class has more)", 2, 60, key="limit")
+        st.slider("Names (a seeded sample when the class has more)", *BOUNDS["limit"], key="limit")
     elif source == "concept":
         st.text_input("Concept id or name", key="concept", placeholder="e.g. I21 or myocardial infarction")
 URL_KEYS = {"example": ["example"], "typed": ["terms"], "class": ["cls", "limit"], "concept": ["concept"]}
@@ -76,7 +78,7 @@ try:
     comparison = compare_terms(terms, space_a.vectors, space_b.vectors, space_a.model_id, space_b.model_id,
                                st.session_state["order"])
 except BiovizError as error:
-    st.error(str(error))
+    st.error(md(error))
     st.stop()
 
 colour_order = view.classes if st.session_state["colour"] == "class" else None
@@ -87,11 +89,11 @@ base = slug("similarity", space_a.model_id, "vs", space_b.model_id, terms.origin
 if st.session_state["colour"] == "class":
     missing = sum(1 for g in terms.groups if not g)
     if missing:
-        st.caption(f"{missing} of {len(terms)} terms are not names of {view.title}: shown without a class colour.")
+        st.caption(f"{missing} of {len(terms)} terms are not names of {md(view.title)}: shown without a class colour.")
 
 compare.show_figure(figures["pair"], base, fmt, table, key="sim_pair")
 compare.show_figure(figures["difference"], f"{base}-difference", fmt, key="sim_diff")
-st.markdown(f"**Largest changes** ({space_b.model_id} − {space_a.model_id})")
+st.markdown(f"**Largest changes** ({md(space_b.model_id)} − {md(space_a.model_id)})")
 changes = table.reindex(table["difference"].abs().sort_values(ascending=False).index).head(15)
 st.dataframe(changes[["term_1", "term_2", "similarity_a", "similarity_b", "difference"]], hide_index=True,
              width="stretch")

@@ -14,6 +14,7 @@ from bioviz.search.neighbours import AMONG, comparison_rows, concept_card, find_
 from bioviz.models.vector_cache import VectorCache
 from bioviz.ontology import DEFAULT_SPLIT
 from ui import cache, compare, state
+from ui.markdown import md, md_code
 
 SEARCH_MATCHES = 50  # ontology names suggested for a typed query on large levels
 
@@ -26,10 +27,11 @@ URL_NAMES = {"nb_query": "query", "nb_among": "among", "nb_k": "k", "nb_restrict
 
 AMONG_LABELS = {"names": "all names of the level", "train": f"training names ({DEFAULT_SPLIT.shots}-shot split, seed {DEFAULT_SPLIT.seed})",
                 "hypernyms": "class names (hypernyms)"}
+MAX_K = 100
 state.page_params({"nb_query": None, "nb_among": "names", "nb_k": 10, "nb_restrict": False, "nb_image": "png"},
-                    casts={"nb_query": lambda v: v or None, "nb_k": lambda v: min(100, max(1, int(v))),
-                           "nb_restrict": lambda v: v == "1"},
-                    choices={"nb_among": list(AMONG), "nb_image": ["png", "svg"]}, url_names=URL_NAMES)
+                    casts={"nb_query": lambda v: v or None, "nb_restrict": lambda v: v == "1"},
+                    choices={"nb_among": list(AMONG), "nb_image": ["png", "svg"]}, url_names=URL_NAMES,
+                    bounds={"nb_k": (1, MAX_K)})
 
 st.title("Neighbours")
 st.caption("The nearest names of a term among the names of the chosen level, for two models side by side. "
@@ -103,7 +105,7 @@ else:
     ) or None
 random_col.button("Random held-out name", on_click=pick_random, disabled=not held_out,
                   help=f"A held-out test name of the default few-shot split (seed {DEFAULT_SPLIT.seed})")
-k = int(k_col.number_input("k", min_value=1, max_value=100, step=1, key="nb_k"))
+k = int(k_col.number_input("k", min_value=1, max_value=MAX_K, step=1, key="nb_k"))
 if query and len(view.names) > cache.MAX_BROWSER_NAMES:
     search = cache.name_search(level)
     matches = [m for m in search.search(query, limit=SEARCH_MATCHES) if m != query]
@@ -132,7 +134,7 @@ try:
     indexes = [cache.candidate_index(m, level, among) for m in models]
     vectors = [cache.query_vector(m, query) for m in models]
 except BiovizError as error:
-    st.error(str(error))
+    st.error(md(error))
     st.stop()
 
 labels = [ix.space.model_id for ix in indexes]
@@ -145,12 +147,13 @@ for i, index in enumerate(indexes):
     rankings.append(rank_neighbours(index, vectors[i], info, k=k, restrict_class=class_id, other=other))
 
 # --- the query ---------------------------------------------------------------------------
+# The query, names, ids and definitions are the user's and the ontology's text: escaped (ui.markdown).
 if info.class_id is not None:
-    st.markdown(f"**{query}** · class **{info.class_label}** ({info.class_id}) · {view.title}")
+    st.markdown(f"**{md(query)}** · class **{md(info.class_label)}** ({md(info.class_id)}) · {md(view.title)}")
 elif info.concept_ids:
-    st.markdown(f"**{query}** · an ontology name outside this level's names · {view.title}")
+    st.markdown(f"**{md(query)}** · an ontology name outside this level's names · {md(view.title)}")
 else:
-    st.markdown(f"**{query}** · free text (not an ontology name) · {view.title}")
+    st.markdown(f"**{md(query)}** · free text (not an ontology name) · {md(view.title)}")
 if info.concept_ids and ontology is not None:
     with st.container(border=True):
         shown = info.concept_ids[0]
@@ -162,12 +165,12 @@ if info.concept_ids and ontology is not None:
                                  help="The query is a name of several concepts")
         state.set_url_param("concept", shown if len(info.concept_ids) > 1 else None)
         card = concept_card(ontology, shown)
-        st.markdown(f"#### {card['name']}  \n`{card['id']}`")
+        st.markdown(f"#### {md(card['name'])}  \n{md_code(card['id'])}")
         if card["synonyms"]:
-            st.markdown("**Synonyms:** " + "; ".join(card["synonyms"]))
+            st.markdown("**Synonyms:** " + "; ".join(md(name) for name in card["synonyms"]))
         if card["definition"]:
-            st.markdown(f"**Definition:** {card['definition']}")
-        st.markdown("**Path to root:** " + " › ".join(f"{p['name']} `{p['id']}`" for p in card["path"]))
+            st.markdown(f"**Definition:** {md(card['definition'])}")
+        st.markdown("**Path to root:** " + " › ".join(f"{md(p['name'])} {md_code(p['id'])}" for p in card["path"]))
 
 # --- the rankings ------------------------------------------------------------------------
 st.markdown(
@@ -180,7 +183,7 @@ st.markdown(
 columns = st.columns(len(models))
 for column, label, rows in zip(columns, labels, rankings):
     with column:
-        st.markdown(f"**{label}**")
+        st.markdown(f"**{md(label)}**")
         if not rows:
             st.info("No names to rank.")
             continue

@@ -13,6 +13,7 @@ from bioviz.figures.hierarchy import KINDS
 from bioviz.views.hierarchy import hypernym_candidates, hypernym_ranking, nearest, node_scores, search_nodes
 from bioviz.ontology import DEFAULT_SPLIT
 from ui import cache, compare, state
+from ui.markdown import md
 
 view = state.current_view()
 model_a, model_b = state.chosen_models()
@@ -20,7 +21,8 @@ fmt = compare.image_format()
 
 COLOURS = {"map": "class-retrieval mAP gain", "silhouette": "silhouette gain", "none": "depth (no scores)"}
 DEFAULTS = {"kind": "treemap", "colour": "map", "levels": 3, "node": "", "mention": ""}
-state.page_params(DEFAULTS, choices={"kind": list(KINDS), "colour": list(COLOURS)})
+# "levels" is clamped again to the tree's depth once the tree is known.
+state.page_params(DEFAULTS, choices={"kind": list(KINDS), "colour": list(COLOURS)}, bounds={"levels": (1, 100)})
 
 st.title("Hierarchy")
 st.caption("The ontology under the root down to the level's classes. Size = names under a node; colour = how much "
@@ -35,7 +37,7 @@ try:
     tree = cache.level_tree(level)
 except BiovizError as error:
     state.sync_url(**compare.url_values(DEFAULTS))
-    st.error(str(error))
+    st.error(md(error))
     st.stop()
 node_ids = list(tree.nodes["id"])
 labels = dict(zip(tree.nodes["id"], tree.nodes["label"]))
@@ -84,7 +86,7 @@ try:
         sep = cache.separation(model_a, model_b, level, st.session_state["colour"], 5_000, 0)
         values = node_scores(tree, sep.table["gain"].to_numpy(), view.class_sizes())
 except BiovizError as error:
-    st.error(str(error))
+    st.error(md(error))
     st.stop()
 
 node = st.session_state["node"]
@@ -108,7 +110,7 @@ with table_col:
 
 # --- Node details ------------------------------------------------------------------------
 row = tree.nodes.set_index("id").loc[node]
-st.subheader(f"{labels[node]} ({node})")
+st.subheader(f"{md(labels[node])} ({md(node)})")
 class_rows = tree.class_rows(node)
 name_rows = np.flatnonzero(np.isin(view.labels, class_rows))
 gain = values[node_ids.index(node)] if values is not None else np.nan
@@ -126,7 +128,7 @@ with names_col:
                           "class": [view.classes[view.labels[r]] for r in name_rows]})
     st.dataframe(names, hide_index=True, width="stretch", height=300)
 with near_col:
-    st.markdown(f"**Nearest names to “{labels[node]}”** (✓ = under this node)")
+    st.markdown(f"**Nearest names to “{md(labels[node])}”** (✓ = under this node)")
     under = set(name_rows.tolist())
     near_tables = []
     for space, model, name in ((space_a, model_a, model_names[0]), (space_b, model_b, model_names[1])):
@@ -162,7 +164,7 @@ try:
         rankings[name] = hypernym_ranking(space.vectors[mention_row], hyp_vectors, hyp_names, hyp_classes,
                                                     true_class, view, k=10)
 except BiovizError as error:
-    st.error(str(error))
+    st.error(md(error))
     st.stop()
 ranking_fig = hypernym_ranking_figure(rankings, st.session_state["mention"], view.class_labels[true_class],
                                       f"Hypernym ranking · {space_a.model_id} vs {space_b.model_id} · {view.title}")

@@ -9,6 +9,7 @@ import streamlit as st
 
 from bioviz.evaluation import tables as result_tables
 from bioviz.evaluation.benchmarks import BUNDLED as BUNDLED_BENCHMARKS
+from bioviz.evaluation.benchmarks import MAX_BYTES as MAX_BENCHMARK_BYTES
 from bioviz.evaluation.benchmarks import load_benchmark
 from bioviz.errors import BiovizError
 from bioviz.evaluation.run import TASK_LABELS, TASKS, EvalSettings
@@ -18,6 +19,7 @@ from bioviz.figures import cross_level_heatmap, metric_bars
 from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.uploads import store_upload
 from ui import cache, compare, state
+from ui.markdown import md
 
 view = state.current_view()
 model_a, model_b = state.chosen_models()
@@ -27,8 +29,14 @@ PARAMS = {"eval_tasks": ",".join(TASKS), "eval_bench": ",".join(BUNDLED_BENCHMAR
           "eval_seed": DEFAULT_SPLIT.seed, "eval_tpc": DEFAULT_SPLIT.test_per_class,
           "eval_zero": float(DEFAULT_SPLIT.zero_shot_classes), "eval_own": True, "eval_cross": "", "eval_boot": 1000}
 
+# The number widgets' bounds, also the bounds of a link's values.
+BOUNDS = {"eval_shots": (1, 1000), "eval_seed": (0, 10_000), "eval_tpc": (1, 50), "eval_zero": (0.0, 10_000.0),
+          "eval_boot": (0, 10_000)}
+BENCHMARK_SUFFIXES = (".tsv", ".csv")
+UPLOADED = "_eval_uploaded"  # (uploader file id, stored path) of the benchmark upload: stored once, not every rerun
+
 # Page keys from the URL (a shared link reopens the same evaluation), else as last used here.
-state.page_params(PARAMS)
+state.page_params(PARAMS, bounds=BOUNDS)
 
 choices = state.model_choices()
 labels = list(choices)
@@ -62,13 +70,14 @@ with st.expander("Split and samples"):
     cols[0].toggle("Runs' own split", key="eval_own",
                    help="Evaluate trained runs on the split they were trained with, so test names are held out")
     own = st.session_state["eval_own"]
-    cols[1].number_input("Shots", min_value=1, max_value=1000, key="eval_shots", disabled=own)
-    cols[2].number_input("Split seed", min_value=0, max_value=10_000, key="eval_seed", disabled=own)
-    cols[3].number_input("Test names per class", min_value=1, max_value=50, key="eval_tpc", disabled=own)
-    cols[4].number_input("Zero-shot classes", min_value=0.0, step=0.05, format="%g", key="eval_zero", disabled=own,
+    cols[1].number_input("Shots", *BOUNDS["eval_shots"], key="eval_shots", disabled=own)
+    cols[2].number_input("Split seed", *BOUNDS["eval_seed"], key="eval_seed", disabled=own)
+    cols[3].number_input("Test names per class", *BOUNDS["eval_tpc"], key="eval_tpc", disabled=own)
+    cols[4].number_input("Zero-shot classes", *BOUNDS["eval_zero"], step=0.05, format="%g", key="eval_zero",
+                         disabled=own,
                          help="Classes held out entirely (a fraction when below 1, else a count): the zero-shot "
                               "part of synonym retrieval; with synonym sets, concepts never trained on")
-    cols[5].number_input("Bootstrap resamples", min_value=0, max_value=10_000, step=100, key="eval_boot")
+    cols[5].number_input("Bootstrap resamples", *BOUNDS["eval_boot"], step=100, key="eval_boot")
     st.text_input("Cross-level table: levels (e.g. 1,2,3,4; empty = none)", key="eval_cross",
                   help="Ranking mAP of each model on each of these levels under the same root (Table 4)")
 image_format = compare.image_format()
@@ -78,16 +87,38 @@ state.sync_url(eval_models="|".join(models), **compare.changed_url_values(PARAMS
 
 
 def depths_wanted() -> tuple[int, ...]:
+    """The levels of the cross-level table: distinct whole numbers from 1 to the deepest level the sidebar offers."""
     text = st.session_state["eval_cross"].strip()
     if not text:
         return ()
+    shown = text if len(text) <= 40 else text[:40] + "…"
     try:
-        depths = tuple(int(d) for d in text.split(",") if d.strip())
+        depths = tuple(dict.fromkeys(int(d) for d in text.split(",") if d.strip()))
     except ValueError:
-        raise BiovizError(f"cross-level levels must be numbers like 1,2,3,4 (got {text!r})") from None
-    if not depths or min(depths) < 1:
-        raise BiovizError(f"cross-level levels must be at least 1 (got {text!r})")
+        raise BiovizError(f"cross-level levels must be numbers like 1,2,3,4 (got {shown!r})") from None
+    if not depths or min(depths) < 1 or max(depths) > state.MAX_DEPTH:
+        raise BiovizError(f"cross-level levels must be between 1 and {state.MAX_DEPTH} (got {shown!r})")
     return depths
+
+
+def stored_benchmark(upload) -> str:
+    """The path of the uploaded benchmark under BIOVIZ_HOME/uploads, stored once per file and checked first.
+
+    The size and kind are checked before anything is written (a benchmark is much smaller
+    than the uploader's limit), and storing respects the uploads' quota and age limit.
+    """
+    done = st.session_state.get(UPLOADED)
+    if done and done[0] == upload.file_id:
+        return done[1]
+    if upload.size > MAX_BENCHMARK_BYTES:
+        raise BiovizError(f"{upload.name} is {upload.size / 2**20:.1f} MiB; a benchmark file is at most "
+                          f"{MAX_BENCHMARK_BYTES // 2**20} MiB")
+    path = str(store_upload(upload.name, upload.getvalue(), max_bytes=MAX_BENCHMARK_BYTES,
+                            allowed=BENCHMARK_SUFFIXES, keep=state.uploads_in_use()))
+    state.remember_upload(path)
+    load_benchmark(path)  # a malformed file fails here with its line number
+    st.session_state[UPLOADED] = (upload.file_id, path)
+    return path
 
 
 if view is None:
@@ -106,12 +137,9 @@ try:
                                             seed=int(st.session_state["eval_seed"]),
                                             test_per_class=int(st.session_state["eval_tpc"]),
                                             zero_shot_classes=zero if zero < 1 else int(zero))
-    user_bench = None
-    if upload is not None:
-        user_bench = str(store_upload(upload.name, upload.getvalue()))
-        load_benchmark(user_bench)  # a malformed file fails here with its line number
+    user_bench = stored_benchmark(upload) if upload is not None else None
 except BiovizError as error:
-    st.error(str(error))
+    st.error(md(error))
     st.stop()
 
 level = state.selection()
@@ -120,7 +148,7 @@ request = (level, tuple(models), tuple(tasks), tuple(benches) + ((user_bench,) i
            astuple(split_spec), astuple(settings), depths)
 
 for warning in warnings:
-    st.warning(warning)
+    st.warning(md(warning))
 zero_shot = f", {split_spec.zero_shot_classes:g} zero-shot classes" if split_spec.zero_shot_classes else ""
 st.caption(f"Split: {split_spec.shots} shots, seed {split_spec.seed}, {split_spec.test_per_class} test name(s) per "
            f"class{zero_shot} · {settings.n_boot} bootstrap resamples · leaf-to-parent on {settings.leaf_queries} "
@@ -142,7 +170,7 @@ if st.button("Run evaluation", type="primary", disabled=not (tasks or benches or
             cross = cache.cross_level_table(level, request[1], depths, request[4], request[5]) if depths else None
         st.session_state[RESULTS] = {"request": request, "results": results, "cross": cross}
     except BiovizError as error:
-        st.error(str(error))
+        st.error(md(error))
         st.stop()
 
 stored = st.session_state.get(RESULTS)
@@ -197,7 +225,7 @@ if cross:
                               f"{caption} · levels under {view.root}")
     compare.show_figure(fig, f"{name}-cross-level", image_format, key="cross-level")
     for depth, reason in cross["skipped"].items():
-        st.caption(f"level {depth} skipped: {reason}")
+        st.caption(f"level {depth} skipped: {md(reason)}")
 
 per_class = {r["model"]: r["per_class"] for r in results if r["task"] == "ranking" and r.get("per_class")}
 if per_class:

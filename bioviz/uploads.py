@@ -1,12 +1,20 @@
-"""Storing user-uploaded source files safely under BIOVIZ_HOME/uploads.
+"""Storing user-uploaded files safely under BIOVIZ_HOME/uploads, within a quota and an age limit.
 
-Uploads are size-bounded, named by their content hash (never by the user's file name,
-so no path tricks), and only ever parsed by the loaders, never executed or unpickled.
+Uploads are size-bounded (checked before anything is written), named by their content
+hash (never by the user's file name, so no path tricks), and only ever parsed by the
+loaders, never executed or unpickled. The folder is shared by every user of a server, so
+storing a file first removes uploads older than ``BIOVIZ_UPLOAD_MAX_AGE_DAYS`` and, when the
+folder would exceed ``BIOVIZ_UPLOAD_QUOTA_MB``, the oldest others, but never the files the
+storing session still uses (its ``keep`` paths).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import math
+import os
+import time
 from pathlib import Path
 
 from bioviz.errors import SourceError
@@ -14,34 +22,122 @@ from bioviz.paths import subdir, write_bytes_atomic
 
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024
 ALLOWED_SUFFIXES = (".obo", ".tsv", ".csv")
+QUOTA_ENV, MAX_AGE_ENV = "BIOVIZ_UPLOAD_QUOTA_MB", "BIOVIZ_UPLOAD_MAX_AGE_DAYS"
+DEFAULT_QUOTA_MB = 2048  # ten maximal uploads
+DEFAULT_MAX_AGE_DAYS = 30
 
 
-def store_upload(filename: str, data: bytes, max_bytes: int = MAX_UPLOAD_BYTES) -> Path:
-    """Save an uploaded source file and return its path.
+def _setting(name: str, default: float) -> float:
+    """A positive number from the environment (``default`` when unset)."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise SourceError(f"{name} must be a positive number (got {raw!r})")
+    return value
+
+
+def upload_quota_bytes() -> int:
+    """The most bytes all stored uploads may take together (``BIOVIZ_UPLOAD_QUOTA_MB``, default 2048)."""
+    return int(_setting(QUOTA_ENV, DEFAULT_QUOTA_MB) * 2**20)
+
+
+def upload_max_age_seconds() -> float:
+    """How long an upload is kept (``BIOVIZ_UPLOAD_MAX_AGE_DAYS``, default 30): older ones are removed."""
+    return _setting(MAX_AGE_ENV, DEFAULT_MAX_AGE_DAYS) * 86_400
+
+
+def uploads_dir() -> Path:
+    """``BIOVIZ_HOME/uploads`` (created if missing)."""
+    return subdir("uploads")
+
+
+def _stored_files(folder: Path) -> list[tuple[float, int, Path]]:
+    """``(mtime, size, path)`` of every file in ``folder``, oldest first (files vanishing meanwhile skipped)."""
+    found = []
+    for path in folder.iterdir():
+        with contextlib.suppress(FileNotFoundError):
+            info = path.lstat()
+            if path.is_file() or path.is_symlink():
+                found.append((info.st_mtime, info.st_size, path))
+    return sorted(found)
+
+
+def make_room(incoming: int, keep=(), now: float | None = None) -> None:
+    """Remove expired uploads, then the oldest others until ``incoming`` more bytes fit the quota.
 
     Parameters
     ----------
-    filename : str
-        The name the user's browser sent (only its suffix is used).
-    data : bytes
-        File content.
-    max_bytes : int
-        Refuse larger files.
+    incoming : int
+        Size of the file about to be stored.
+    keep : iterable of path-like
+        Uploads still in use by the caller's session: never removed.
+    now : float, optional
+        The current time (``time.time()``); for tests.
 
     Raises
     ------
     SourceError
-        Too large, empty, or not an accepted kind of file.
+        The file does not fit even after removing everything that may go.
+    """
+    quota, max_age = upload_quota_bytes(), upload_max_age_seconds()
+    if incoming > quota:
+        raise SourceError(f"the file is {incoming / 2**20:.1f} MiB; this server keeps at most "
+                          f"{quota / 2**20:.0f} MiB of uploads ({QUOTA_ENV})")
+    now = time.time() if now is None else now
+    kept = {os.path.realpath(p) for p in keep}
+    files = _stored_files(uploads_dir())
+    total = sum(size for _, size, _ in files)
+    for mtime, size, path in files:  # oldest first
+        expired = now - mtime > max_age
+        if os.path.realpath(path) in kept or not (expired or total + incoming > quota):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        total -= size
+    if total + incoming > quota:
+        raise SourceError(f"uploads are full ({total / 2**20:.1f} of {quota / 2**20:.0f} MiB in use by files "
+                          f"still open): try again later or ask the server's owner to raise {QUOTA_ENV}")
+
+
+def store_upload(filename: str, data: bytes, max_bytes: int = MAX_UPLOAD_BYTES,
+                 allowed: tuple[str, ...] = ALLOWED_SUFFIXES, keep=()) -> Path:
+    """Save an uploaded file and return its path; everything is checked before anything is written.
+
+    Parameters
+    ----------
+    filename : str
+        The name the user's browser sent (only its suffix and a cleaned stem are used).
+    data : bytes
+        File content.
+    max_bytes : int
+        Refuse larger files.
+    allowed : tuple of str
+        Accepted suffixes (lower case, with the dot).
+    keep : iterable of path-like
+        Uploads the caller's session still uses: never removed to make room.
+
+    Raises
+    ------
+    SourceError
+        Too large, empty, not an accepted kind of file, or no room left under the quota.
     """
     suffix = Path(filename).suffix.lower()
-    if suffix not in ALLOWED_SUFFIXES:
-        raise SourceError(f"cannot use {filename!r}: upload an .obo, .tsv or .csv file")
+    if suffix not in allowed:
+        kinds = ", ".join(s.lstrip(".") for s in allowed)
+        raise SourceError(f"cannot use {filename!r}: upload a file of one of these kinds: {kinds}")
     if not data:
         raise SourceError(f"{filename} is empty")
     if len(data) > max_bytes:
-        raise SourceError(f"{filename} is {len(data) / 2**20:.0f} MiB; the limit is {max_bytes / 2**20:.0f} MiB")
+        raise SourceError(f"{filename} is {len(data) / 2**20:.1f} MiB; the limit is {max_bytes / 2**20:.0f} MiB")
     stem = "".join(ch for ch in Path(filename).stem if ch.isalnum() or ch in "-_")[:40] or "upload"
-    target = subdir("uploads") / f"{stem}-{hashlib.sha256(data).hexdigest()[:12]}{suffix}"
-    if not target.exists():
-        write_bytes_atomic(target, data)
+    target = uploads_dir() / f"{stem}-{hashlib.sha256(data).hexdigest()[:12]}{suffix}"
+    if target.exists():
+        return target
+    make_room(len(data), keep=[*keep, target])
+    write_bytes_atomic(target, data)
     return target

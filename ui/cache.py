@@ -11,6 +11,7 @@ import streamlit as st
 from bioviz.ontology import LevelSpec, load_source
 from bioviz.ontology.levels import LevelView
 from bioviz.ontology.model import Ontology
+from ui.markdown import md
 
 
 @st.cache_resource(max_entries=6, show_spinner="Loading ontology…")
@@ -185,7 +186,7 @@ def neighbour_index(model: str, spec: LevelSpec):
         elapsed = time.perf_counter() - started
         rate = done / elapsed if elapsed > 0 and done else 0.0
         eta = f", about {(total - done) / rate:,.0f} s left" if rate and done < total else ""
-        bar.progress(done / max(total, 1), text=f"Encoding {total:,} names with {model}: {done:,} done{eta}")
+        bar.progress(done / max(total, 1), text=f"Encoding {total:,} names with {md(model)}: {done:,} done{eta}")
 
     try:
         space, stats = level_space(v, model, progress=progress)

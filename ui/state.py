@@ -11,6 +11,11 @@ a visit to another page, the UMLS options while another source is selected. One 
 brings them back: :func:`keep_form` records values under a key no widget owns,
 :func:`restore_form` puts them back before the widgets are drawn, and :func:`page_params`
 (URL first, then the kept value, then the default) builds on both.
+
+Nothing from a link is trusted: every value is read by :func:`ui.url_values.read_url_value`
+(bounded, checked against its choices, a warning when it had to change), a path must lie in
+a data folder this server shares (:mod:`bioviz.server_paths`), and a model from a link goes
+through :func:`ui.models.usable_model` before anything loads it.
 """
 
 from __future__ import annotations
@@ -19,16 +24,19 @@ from typing import Callable
 
 import streamlit as st
 
+from bioviz import server_paths
 from bioviz.errors import BiovizError
 from bioviz.ontology import LevelSpec, list_sources
-from bioviz.ontology.level_spec import TRUE_WORDS
 from bioviz.ontology.levels import LevelView
 from bioviz.ontology.sources import source_kind
 from bioviz.ontology.umls import COMMON_SABS, DEFAULT_SAB, HIERARCHIES, SEMANTIC_GROUPS
 from bioviz.models.embeddings import PRESET_MODELS
 from bioviz.models.runs import list_runs
 from ui import cache
+from ui.markdown import md
+from ui.models import trust, usable_model
 from ui.navigation import NO_MODELS, ONE_OR_TWO_MODELS
+from ui.url_values import read_url_value
 
 BUNDLED = [s["name"] for s in list_sources() if s["kind"] == "bundled"]
 DEFAULTS = {"source": "icd10", "root": "", "depth": 1, "synonyms": False, "keep_ambiguous": False,
@@ -44,19 +52,55 @@ ENTERED = "_bioviz_entered"  # whether this run is the first on its page since a
 MODELS = "_bioviz_models"  # (model_a, model_b or None) as the sidebar chose them on this run
 TWO = "compare_two"  # the "Compare two models" switch of pages that take one or two models
 DEFAULT_ROOTS = {s["name"]: s["default_root"] for s in list_sources() if s["kind"] == "bundled"}
+MAX_DEPTH = 12  # the sidebar's depth widget goes no deeper
+# The longest text kept of a shared URL value: a path, an id, a vocabulary name.
+MAX_SHARED_TEXT = {"source": 4096, "model_a": 1000, "model_b": 1000, "root": 1000, "sab": 200,
+                   "semantic_group": 1000}
+UPLOADS = "_bioviz_uploads"  # uploads this session stored: never removed to make room for others'
+DECLARED = "_bioviz_url_params"  # page -> the URL parameters its page_params reads (for the URL fuzz test)
 
 
-def _from_url() -> dict:
-    """The shared selection as the URL (or the defaults) gives it: session key -> value."""
+def _canonical_source(source: str) -> str:
+    """The checked real path of a source (a bundled name as is); a refused one unchanged, refused again on load."""
+    try:
+        return server_paths.shared_source(source)
+    except BiovizError:
+        return source
+
+
+def _canonical_model(spec: str) -> str:
+    """The checked form of a MODEL string (a real path inside a model folder); a refused one unchanged."""
+    try:
+        return server_paths.shared_model(spec).spec
+    except BiovizError:
+        return spec
+
+
+def _from_url(warn: bool = False) -> dict:
+    """The shared selection as the URL (or the defaults) gives it: session key -> value.
+
+    Every value is bounded and cut to a sane length; with ``warn``, a changed one is said
+    in a warning. Paths are replaced by the real paths the policy checked.
+    """
     params = st.query_params
-    spec = LevelSpec.from_query(params.to_dict(), default_source=DEFAULTS["source"])
+    values = {}
+    for key, limit in MAX_SHARED_TEXT.items():
+        if key in params:
+            values[key], note = read_url_value(key, params[key], "", max_chars=limit)
+            if note and warn:
+                st.warning(md(note))
+    depth, note = read_url_value("depth", params.get("depth", "1"), 1, bounds=(1, MAX_DEPTH))
+    if note and warn:
+        st.warning(md(note))
+    spec = LevelSpec.from_query({**params.to_dict(), **values, "depth": str(depth)},
+                                default_source=DEFAULTS["source"])
     options = spec.source_options
     hierarchy = options.get("hierarchy", DEFAULTS["hierarchy"])
     return {
-        "source": spec.source, "root": spec.root or "", "depth": spec.depth, "synonyms": spec.synonyms,
-        "keep_ambiguous": spec.keep_ambiguous,
-        "model_a": params.get("model_a", DEFAULTS["model_a"]),
-        "model_b": params.get("model_b", DEFAULTS["model_b"]),
+        "source": _canonical_source(spec.source), "root": spec.root or "", "depth": spec.depth,
+        "synonyms": spec.synonyms, "keep_ambiguous": spec.keep_ambiguous,
+        "model_a": _canonical_model(values.get("model_a") or DEFAULTS["model_a"]),
+        "model_b": _canonical_model(values.get("model_b") or DEFAULTS["model_b"]),
         "sab": options.get("sab", "").strip() or DEFAULTS["sab"],
         "semantic_group": options.get("semantic_group", DEFAULTS["semantic_group"]),
         "hierarchy": hierarchy if hierarchy in HIERARCHIES else DEFAULTS["hierarchy"],
@@ -72,7 +116,7 @@ def init_state(page: str = "") -> None:
     st.session_state[ENTERED] = st.session_state.get(PAGE) != page
     st.session_state[PAGE] = page
     if not st.session_state.get("_bioviz_init"):
-        st.session_state.update(_from_url())
+        st.session_state.update(_from_url(warn=True))
         st.session_state["_bioviz_init"] = True
     # Keys of widgets not drawn on the last run (the UMLS options of another source; all of
     # them when a fragment with run_every reruns as the user leaves its page, streamlit#10805).
@@ -121,16 +165,8 @@ def keep(keys) -> None:
     keep_form(current_page(), tuple(keys))
 
 
-def _cast(raw: str, default, cast: Callable | None):
-    if cast is not None:
-        return cast(raw)
-    if isinstance(default, bool):
-        return raw.lower() in TRUE_WORDS
-    return type(default)(raw)
-
-
 def page_params(defaults: dict, casts: dict[str, Callable] | None = None, choices: dict[str, list] | None = None,
-                url_names: dict[str, str] | None = None) -> None:
+                url_names: dict[str, str] | None = None, bounds: dict[str, tuple] | None = None) -> None:
     """Set each missing page key: from the URL when it has a valid value, else as kept, else the default.
 
     A key already in the session (its widget drawn on the last run) keeps its value, except
@@ -150,22 +186,27 @@ def page_params(defaults: dict, casts: dict[str, Callable] | None = None, choice
         ``key -> allowed values``; a URL value outside them falls back to the default.
     url_names : dict, optional
         ``key -> URL parameter`` where the two differ (e.g. ``nb_k`` is ``k`` in the URL).
+    bounds : dict, optional
+        ``key -> (min, max)`` of a number: the bounds of its widget. A URL value outside
+        is clamped; one that is not a finite number gives the default. Either way the
+        page shows a one-line warning (:func:`ui.url_values.read_url_value`).
     """
-    casts, choices, url_names = casts or {}, choices or {}, url_names or {}
+    casts, choices, url_names, bounds = casts or {}, choices or {}, url_names or {}, bounds or {}
+    st.session_state.setdefault(DECLARED, {}).setdefault(current_page(), {}).update({
+        url_names.get(key, key): {"default": default, "bounds": bounds.get(key), "choices": choices.get(key)}
+        for key, default in defaults.items()})
     kept = (st.session_state.get(KEPT) or {}).get(current_page(), {})
     entering = st.session_state.get(ENTERED, True)
     for key, default in defaults.items():
         if key in st.session_state and not (entering and key in kept):
             continue
         value = kept.get(key, default)
-        raw = st.query_params.get(url_names.get(key, key))
+        name = url_names.get(key, key)
+        raw = st.query_params.get(name)
         if raw is not None:
-            try:
-                value = _cast(raw, default, casts.get(key))
-            except (TypeError, ValueError):
-                value = default
-            if key in choices and value not in choices[key]:
-                value = default
+            value, note = read_url_value(name, raw, default, casts.get(key), choices.get(key), bounds.get(key))
+            if note:
+                st.warning(md(note))
         st.session_state[key] = value
 
 
@@ -213,9 +254,12 @@ def set_url_param(key: str, value: str | None) -> None:
 
 
 def is_umls(source: str) -> bool:
-    """Whether ``source`` names a UMLS release directory (so it takes the UMLS loader options)."""
+    """Whether ``source`` names a UMLS release directory (so it takes the UMLS loader options).
+
+    A path outside the data folders is not looked at (False): the policy comes before the disk.
+    """
     try:
-        return source_kind(source) == "umls"
+        return source_kind(server_paths.shared_source(source)) == "umls"
     except BiovizError:
         return False
 
@@ -243,17 +287,32 @@ def selection() -> LevelSpec:
     ``ui.cache.view(selection())`` is the level view :func:`current_view` shows.
     """
     s = st.session_state
-    return LevelSpec(s["source"], root=s["root"], depth=int(s["depth"]), synonyms=bool(s["synonyms"]),
-                     keep_ambiguous=bool(s["keep_ambiguous"]), options=source_options())
+    return LevelSpec(_canonical_source(s["source"]), root=s["root"], depth=int(s["depth"]),
+                     synonyms=bool(s["synonyms"]), keep_ambiguous=bool(s["keep_ambiguous"]), options=source_options())
 
 
 def choose_source(source: str) -> None:
     """Make ``source`` (an uploaded file, a server path) the selected source, at its default root.
 
-    For widget callbacks: the sidebar's source widget already exists when a page's body runs.
+    A path is kept as the real path the policy checked (a refused one as typed: the page then
+    shows the refusal). For widget callbacks: the sidebar's source widget already exists
+    when a page's body runs.
     """
-    st.session_state["source"] = source
+    st.session_state["source"] = _canonical_source(source)
     st.session_state["root"] = ""
+
+
+def uploads_in_use() -> list[str]:
+    """Uploads this session still uses (the selected source, files it stored): never removed to make room."""
+    in_use = set(st.session_state.get(UPLOADS, ()))
+    if st.session_state.get("source"):  # a source outside the uploads folder is never among them: harmless
+        in_use.add(str(st.session_state["source"]))
+    return sorted(in_use)
+
+
+def remember_upload(path) -> None:
+    """Record an upload this session stored (see :func:`uploads_in_use`)."""
+    st.session_state.setdefault(UPLOADS, set()).add(str(path))
 
 
 def _umls_options_widgets() -> None:
@@ -283,7 +342,7 @@ def selection_sidebar() -> None:
         default_root = DEFAULT_ROOTS.get(st.session_state["source"], "")
         st.text_input("Root concept id", key="root", placeholder=default_root or "default root",
                       help="Classes are the concepts `depth` levels below this root; empty = the source's default")
-        st.number_input("Depth", min_value=1, max_value=12, step=1, key="depth",
+        st.number_input("Depth", min_value=1, max_value=MAX_DEPTH, step=1, key="depth",
                         help="1 = the root's children are the classes (e.g. ICD-10 chapters)")
         st.toggle("Synonym sets (each concept its own class)", key="synonyms")
         st.toggle("Keep ambiguous names", key="keep_ambiguous",
@@ -292,11 +351,17 @@ def selection_sidebar() -> None:
 
 
 def current_view() -> LevelView | None:
-    """The level view for the shared selection, or None after showing a one-line error."""
+    """The level view for the shared selection, or None after showing a one-line error.
+
+    The path policy is checked on every run, before the cached view is looked up, so a
+    view cached while a folder was shared is not served once it is not.
+    """
+    spec = selection()
     try:
-        return cache.view(selection())
+        server_paths.shared_source(spec.source)
+        return cache.view(spec)
     except BiovizError as error:
-        st.error(str(error))
+        st.error(md(error))
         return None
 
 
@@ -313,6 +378,18 @@ def model_choices() -> dict[str, str]:
         if value and value not in choices.values():
             choices[value] = value
     return choices
+
+
+def _use_custom_model() -> None:
+    """Make the model typed under "Other model…" the baseline or compared one (a button callback).
+
+    The picker's own state is dropped too: it would otherwise choose its old label again.
+    """
+    custom = st.session_state.get("_custom_model", "").strip()
+    key = "model_a" if st.session_state.get("_custom_slot") == "Baseline" else "model_b"
+    trust(custom)  # the user's own choice: a hub id loads (and downloads) as they asked
+    st.session_state[key] = _canonical_model(custom)
+    st.session_state.pop(f"_{key}_label", None)
 
 
 def model_pickers(models: str) -> tuple[str, str | None]:
@@ -350,14 +427,15 @@ def model_pickers(models: str) -> tuple[str, str | None]:
         with st.popover("Other model…"):
             custom = st.text_input("Sentence-transformers directory or hub id", key="_custom_model",
                                    placeholder="FremyCompany/BioLORD-2023")
-            slot = st.radio("Use as", ["Baseline", "Compared"], horizontal=True, key="_custom_slot")
-            if st.button("Use model", disabled=not custom.strip()):
-                st.session_state["model_a" if slot == "Baseline" else "model_b"] = custom.strip()
-                st.rerun()
+            st.radio("Use as", ["Baseline", "Compared"], horizontal=True, key="_custom_slot")
+            st.button("Use model", disabled=not custom.strip(), on_click=_use_custom_model)
         if two and st.session_state["model_a"] == st.session_state["model_b"]:
             st.warning("Baseline and compared model are the same: the two sides will not differ.")
     keep_form(SHARED, SHARED_KEYS)
-    chosen = st.session_state["model_a"], (st.session_state["model_b"] if two else None)
+    # Nothing loads a model before it passes the path policy and, for a hub id from a link,
+    # the user's go-ahead to download it.
+    chosen = (usable_model(st.session_state["model_a"], "model_a"),
+              usable_model(st.session_state["model_b"], "model_b") if two else None)
     st.session_state[MODELS] = chosen
     return chosen
 

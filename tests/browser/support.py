@@ -54,8 +54,9 @@ def streamlit_app(home: str | Path, log_path: Path, env: dict[str, str] | None =
     tail if it does not start.
     """
     port = free_port()
+    # tests/data is shared with the app (BIOVIZ_DATA_DIRS): the flows open its files as server paths.
     full_env = {**os.environ, "BIOVIZ_HOME": str(home), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-                **(env or {})}
+                "BIOVIZ_DATA_DIRS": str(ROOT / "tests" / "data"), **(env or {})}
     with open(log_path, "w+") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "app.py"
+DATA = ROOT / "tests" / "data"
 
 
 class RoutedApp(AppTest):
@@ -40,6 +42,16 @@ def app_on(page: str | None = None, query: dict | None = None, timeout: float = 
     at = RoutedApp(page, timeout)
     at.query_params.update(query or {})
     return at
+
+
+@pytest.fixture(autouse=True)
+def shared_test_folders(monkeypatch, tmp_path_factory):
+    """Share tests/data and the tests' temporary folders as the server's data folders (BIOVIZ_DATA_DIRS).
+
+    The page tests open those files by path, as a server's users open the folders its owner
+    shares; any other path is refused by the app's path policy (bioviz.server_paths).
+    """
+    monkeypatch.setenv("BIOVIZ_DATA_DIRS", os.pathsep.join([str(DATA), str(tmp_path_factory.getbasetemp())]))
 
 
 @pytest.fixture
