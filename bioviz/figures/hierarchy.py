@@ -1,4 +1,4 @@
-"""The ontology subtree as an icicle, sunburst or treemap; and a hypernym-ranking chart.
+"""The ontology subtree as an icicle, sunburst or treemap.
 
 Node size is the number of names under the node; node colour is a per-node value (the
 per-class mAP gain of the compared model over the baseline, say) on a diverging scale
@@ -11,9 +11,7 @@ from __future__ import annotations
 import textwrap
 
 import numpy as np
-import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from bioviz.figures.theme import apply_theme, theme
 from bioviz.views.hierarchy import Tree
@@ -119,42 +117,4 @@ def hierarchy_figure(
     fig.update_layout(margin={"l": 10, "r": 10, "t": 70, "b": 60 if caption else 20})
     if caption:
         fig.layout.annotations[-1].update(y=-0.03)
-    return fig
-
-
-def hypernym_ranking_figure(rankings: dict[str, pd.DataFrame], mention: str, true_label: str, title: str,
-                            caption: str | None = None) -> go.Figure:
-    """Top hypernym names per model as horizontal bars; correct hypernyms highlighted.
-
-    Parameters
-    ----------
-    rankings : dict
-        ``model label -> DataFrame`` from :func:`bioviz.views.hierarchy.hypernym_ranking`.
-    mention : str
-        The ranked mention (shown in the caption).
-    true_label : str
-        Its class label (the correct hypernyms name this class).
-    title, caption : str
-    """
-    t = theme()
-    labels = list(rankings)
-    fig = make_subplots(rows=1, cols=len(labels), subplot_titles=[f"<b>{_short(m, 40)}</b>" for m in labels],
-                        horizontal_spacing=0.28)
-    depth = max(len(frame) for frame in rankings.values())
-    for col, (model, frame) in enumerate(rankings.items(), start=1):
-        ticks = [f"{r}. {_short(h, 40)}" for r, h in zip(frame["rank"], frame["hypernym"])]
-        colours = [t["trained"] if ok else "#c3c9d0" for ok in frame["correct"]]
-        fig.add_trace(go.Bar(
-            x=frame["cosine"], y=ticks, orientation="h", marker_color=colours, showlegend=False,
-            text=[("✓ " if ok else "") + f"{c:.2f}" for ok, c in zip(frame["correct"], frame["cosine"])],
-            textposition="inside", insidetextanchor="end",
-            customdata=np.column_stack([frame["hypernym"], frame["class_label"]]),
-            hovertemplate="%{customdata[0]}<br>class: %{customdata[1]}<br>cosine %{x:.3f}<extra></extra>",
-        ), row=1, col=col)
-        fig.update_yaxes(autorange="reversed", automargin=True, tickfont={"size": 12}, row=1, col=col)
-    caption = caption or (f"cosine to the mention “{_short(mention, 70)}” · correct class: {_short(true_label, 50)} "
-                          "(highlighted, ✓)")
-    apply_theme(fig, title, caption, height=max(340, 30 * depth + 170))
-    if caption:  # below the tick labels, a fixed distance in pixels
-        fig.layout.annotations[-1].update(y=0, yshift=-30)
     return fig

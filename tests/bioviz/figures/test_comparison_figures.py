@@ -7,11 +7,13 @@ import pytest
 
 from bioviz.figures import (export_config_as, hierarchy_figure, hypernym_ranking_figure, projection_pair_figure,
                             projection_table, selected_rows, separation_figure, similarity_figures, slug)
-from bioviz.figures.theme import class_colours, theme
+from bioviz.figures.text import plain, text_width
+from bioviz.figures.theme import class_colours, pair_colours, theme
 from bioviz.views.hierarchy import level_tree, node_scores
 from bioviz.ontology import level_view, load_source, make_split
 from bioviz.views.separation import Separation
 from bioviz.views.similarity import SimilarityComparison
+from tests.bioviz.figures.figure_samples import hpo_view, hypernym_rankings, separation
 
 
 @pytest.fixture
@@ -85,8 +87,24 @@ def test_separation_figure_sorts_by_gain_and_states_models():
     assert "minilm vs run-7" in fig.layout.title.text and "toy depth 1" in fig.layout.title.text
     markers = [t for t in fig.data if t.mode == "markers"]
     assert [t.name for t in markers] == ["minilm", "run-7"]
-    assert [y.split("</span> ")[1] for y in markers[1].y] == ["gamma", "alpha", "beta"]  # gain ascending, best on top
+    ticks = dict(zip(fig.layout.yaxis.tickvals, fig.layout.yaxis.ticktext))
+    assert [ticks[y].split("</span> ")[1] for y in markers[1].y] == ["gamma", "alpha", "beta"]  # gain ascending
     assert "mean 0.533 → 0.700" in annotations_text(fig)
+    assert [t.marker.color for t in markers] == list(pair_colours())
+
+
+def test_separation_title_caption_and_class_names_fit_the_column_width():
+    view = hpo_view(names_per_class=5)
+    fig = separation_figure(separation(view), "hpo 2025-05-06 · HP:0000118 depth 1", width=730)
+    t = theme()
+    for line in fig.layout.title.text.split("<br>"):
+        assert text_width(line, t["title_size"]) <= 730 - 24
+    [caption] = [a for a in fig.layout.annotations if "mean" in a.text]
+    assert all(text_width(line, t["caption_size"]) <= 730 - 24 for line in caption.text.split("<br>"))
+    assert "mean " in caption.text and caption.text.rstrip().endswith(f"{separation(view).means[1]:.3f}")
+    # the class names get their own margin: the widest fits in it, and it leaves the plot most of the width
+    widest = max(text_width(plain(tick), 12) for tick in fig.layout.yaxis.ticktext)
+    assert widest <= fig.layout.margin.l and fig.layout.margin.l <= 0.45 * 730
 
 
 def comparison(n):
@@ -143,8 +161,19 @@ def test_hypernym_ranking_figure_highlights_correct_names():
     fig = hypernym_ranking_figure({"dan": frame, "bne": frame.assign(correct=[False, False, True])},
                                   "poisoning caused by mexican beaded lizard bite", "bite wound", "Hypernyms")
     bars = fig.data
-    assert len(bars) == 2 and bars[0].marker.color[0] == theme()["trained"] and bars[1].marker.color[0] != theme()["trained"]
-    assert "7. x" in bars[0].y[-1] and "mexican beaded lizard" in annotations_text(fig)
+    assert len(bars) == 2 and bars[0].marker.color[0] == theme()["correct"] and bars[1].marker.color[0] != theme()["correct"]
+    assert fig.layout.yaxis.ticktext[-1] == "7. x" and "mexican beaded lizard" in annotations_text(fig)
+
+
+def test_hypernym_panels_leave_room_for_the_right_panels_names():
+    fig = hypernym_ranking_figure(hypernym_rankings(), "lizard bite", "Injury", "Hypernyms", width=1000)
+    plot_px = 1000 - fig.layout.margin.l - fig.layout.margin.r
+    gap_px = (fig.layout.xaxis2.domain[0] - fig.layout.xaxis.domain[1]) * plot_px
+    widest = max(text_width(tick, 12) for tick in fig.layout.yaxis2.ticktext)
+    assert widest < gap_px  # the right panel's names end before the left panel's bars do
+    assert widest <= fig.layout.margin.l  # and the left panel's fit in the margin
+    narrow = hypernym_ranking_figure(hypernym_rankings(), "lizard bite", "Injury", "Hypernyms", width=420)
+    assert narrow.layout.yaxis2.domain[1] < narrow.layout.yaxis.domain[0]  # one above the other
 
 
 def test_export_config_formats_and_slug():
