@@ -69,11 +69,13 @@ def _pieces(word: str) -> list[str]:
     return [p for p in re.split(r"(?<=[/\-])", word) if p]
 
 
-def wrap(text: str, max_px: float, size: float, max_lines: int | None = None, bold: bool = False) -> list[str]:
+def wrap(text: str, max_px: float, size: float, max_lines: int | None = None, bold: bool = False,
+         whole_words: bool = False) -> list[str]:
     """``text`` as lines no wider than ``max_px``, broken between words (or after "/" and "-").
 
     A single word wider than ``max_px`` gets a line of its own rather than being cut inside;
-    with ``max_lines``, the last kept line ends with "…" when text was left out.
+    with ``max_lines``, the last kept line ends with "…" when text was left out (after a whole
+    word with ``whole_words``).
 
     >>> wrap("Abnormality of metabolism/homeostasis", 120, 13)
     ['Abnormality of', 'metabolism/', 'homeostasis']
@@ -94,20 +96,25 @@ def wrap(text: str, max_px: float, size: float, max_lines: int | None = None, bo
             lines.append(piece)
     if max_lines is not None and len(lines) > max_lines:
         kept = lines[:max_lines]
-        kept[-1] = shorten(kept[-1] + " " + lines[max_lines], max_px, size, bold)
-        if not kept[-1].endswith("…"):
-            kept[-1] = shorten(kept[-1] + " …", max_px, size, bold)
+        # The next word did not fit on the last kept line, so this always ends with "…"; it
+        # is "" when, with whole_words, not even the line's first word fits beside it.
+        kept[-1] = shorten(kept[-1] + " " + lines[max_lines], max_px, size, bold, whole_words)
         lines = kept
     return lines or [""]
 
 
-def shorten(text: str, max_px: float, size: float, bold: bool = False) -> str:
+def shorten(text: str, max_px: float, size: float, bold: bool = False, whole_words: bool = False) -> str:
     """``text`` cut to ``max_px`` with "…", at a word boundary when one is near enough.
+
+    With ``whole_words`` the cut is always after a whole word (or a "/"), and ``""`` is
+    returned when not even the first word fits.
 
     >>> shorten("Certain infectious and parasitic diseases", 140, 13)
     'Certain infectious…'
     >>> shorten("Neoplasms", 140, 13)
     'Neoplasms'
+    >>> shorten("Abnormality of the thoracic cavity", 100, 12, whole_words=True)
+    'Abnormality of…'
     """
     text = plain(text).replace("\n", " ")
     if text_width(text, size, bold) <= max_px:
@@ -116,6 +123,12 @@ def shorten(text: str, max_px: float, size: float, bold: bool = False) -> str:
     while cut > 1 and text_width(text[:cut].rstrip() + "…", size, bold) > max_px:
         cut -= 1
     head = text[:cut]
+    if whole_words:
+        if cut < len(text) and text[cut] not in " /":
+            space = max(head.rfind(" "), head.rfind("/") + 1 if "/" in head else -1)
+            head = head[:space] if space > 0 else ""
+        head = head.rstrip(" ,;·-")
+        return head + "…" if head else ""
     # Back up to the last space when that keeps at least two thirds of what fits.
     space = head.rfind(" ")
     if space >= 2 * cut // 3:

@@ -13,7 +13,7 @@ from bioviz.views.hierarchy import level_tree, node_scores
 from bioviz.ontology import level_view, load_source, make_split
 from bioviz.views.separation import Separation
 from bioviz.views.similarity import SimilarityComparison
-from tests.bioviz.figures.figure_samples import hpo_view, hypernym_rankings, separation
+from tests.bioviz.figures.figure_samples import hpo_tree, hpo_view, hypernym_rankings, node_gains, separation
 
 
 @pytest.fixture
@@ -144,14 +144,63 @@ def test_hierarchy_figure_kinds_and_colours(onto):
         assert trace.marker.cmid == 0 and trace.marker.cmax == pytest.approx(-trace.marker.cmin)
     plain = hierarchy_figure(tree, None)
     assert plain.data[0].marker.colorscale is None
-    # Long labels wrap into a few short lines in boxes (one long line would be hidden), not in the sunburst.
-    long_label = next(label for label in tree.nodes["label"] if len(label) > 18)
-    row = list(tree.nodes["label"]).index(long_label)
-    box_label = hierarchy_figure(tree, values, "treemap").data[0].labels[row]
-    assert "<br>" in box_label and all(len(line) <= 18 for line in box_label.split("<br>"))
-    assert "<br>" not in hierarchy_figure(tree, values, "sunburst").data[0].labels[row]
     with pytest.raises(ValueError):
         hierarchy_figure(tree, values, "pie")
+
+
+def compact(gain: float) -> str:
+    """A gain as the smallest boxes write it: "+0.267" -> "+.27"."""
+    return f"{float(f'{gain:+.3f}'):+.2f}".replace("0.", ".", 1)
+
+
+def label_words(text: str) -> list[str]:
+    return plain(text).replace("\n", " ").replace("…", "").split()
+
+
+@pytest.mark.parametrize("kind", ["treemap", "icicle", "sunburst"])
+def test_hierarchy_labels_break_between_words_only(kind):
+    view = hpo_view(names_per_class=2)
+    tree = hpo_tree(view, depth=2)
+    gains = node_gains(tree)
+    trace = hierarchy_figure(tree, gains, kind, "t", "c").data[0]
+    names = dict(zip(tree.nodes["id"], tree.nodes["label"]))
+    labelled = 0
+    for nid, text, gain in zip(trace.ids, trace.text, gains):
+        values = (f"{gain:+.3f}", compact(gain), nid)
+        words = [w for w in label_words(text) if w not in values]
+        if words:  # what is left of the name is its first words, each one whole
+            labelled += 1
+            assert words == names[nid].split()[:len(words)], (text, names[nid])
+    assert labelled >= 10
+
+
+def test_hierarchy_labels_the_largest_boxes_and_the_largest_gains():
+    view = hpo_view(names_per_class=2)
+    tree = hpo_tree(view, depth=1)
+    gains = node_gains(tree)
+    trace = hierarchy_figure(tree, gains, "treemap", "t", "c", width=730, height=640).data[0]
+    classes = tree.nodes[tree.nodes["depth"] == 1]
+    largest = classes.sort_values("names", ascending=False).index[:8]
+    for row in largest:  # the biggest boxes carry their name (at least its first two words) and gain
+        text = plain(trace.text[row])
+        assert " ".join(tree.nodes.loc[row, "label"].split()[:2]) in text.replace("\n", " ")
+        assert f"{gains[row]:+.3f}" in text
+    # every class with at least 0.5% of the names has its gain written (as "+.27" in the smallest boxes)
+    shown = classes[classes["names"] >= 0.005 * tree.nodes.loc[0, "names"]].index
+    assert all(compact(gains[row]) in trace.text[row] or f"{gains[row]:+.3f}" in trace.text[row] for row in shown)
+
+
+def test_a_class_opens_among_its_siblings_not_as_one_flat_disc():
+    view = hpo_view(names_per_class=2)
+    tree = hpo_tree(view, depth=2)
+    leaf, parent = "HP:0001939.1", "HP:0001939"
+    for kind in ("sunburst", "treemap"):
+        trace = hierarchy_figure(tree, node_gains(tree), kind, "t", focus=leaf, max_depth=1).data[0]
+        assert trace.level == parent and trace.maxdepth >= 2
+        widths = dict(zip(trace.ids, trace.marker.line.width))
+        assert widths[leaf] > max(w for nid, w in widths.items() if nid != leaf)  # outlined
+    inner = hierarchy_figure(tree, None, "sunburst", focus=parent).data[0]
+    assert inner.level == parent  # a node with children opens as before
 
 
 def test_hypernym_ranking_figure_highlights_correct_names():
