@@ -136,6 +136,7 @@ def shorten(text: str, max_px: float, size: float, bold: bool = False, whole_wor
     return head.rstrip(" ,;·-") + "…"
 
 
-def wrap_html(text: str, max_px: float, size: float, max_lines: int | None = None, bold: bool = False) -> str:
+def wrap_html(text: str, max_px: float, size: float, max_lines: int | None = None, bold: bool = False,
+              whole_words: bool = False) -> str:
     """:func:`wrap` joined with ``<br>``, as plotly draws several lines."""
-    return "<br>".join(wrap(text, max_px, size, max_lines, bold))
+    return "<br>".join(wrap(text, max_px, size, max_lines, bold, whole_words))

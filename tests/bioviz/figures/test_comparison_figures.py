@@ -13,7 +13,8 @@ from bioviz.views.hierarchy import level_tree, node_scores
 from bioviz.ontology import level_view, load_source, make_split
 from bioviz.views.separation import Separation
 from bioviz.views.similarity import SimilarityComparison
-from tests.bioviz.figures.figure_samples import hpo_tree, hpo_view, hypernym_rankings, node_gains, separation
+from tests.bioviz.figures.figure_samples import (hpo_tree, hpo_view, hypernym_rankings, node_gains, separation,
+                                              umap_like_coords)
 
 
 @pytest.fixture
@@ -231,3 +232,72 @@ def test_export_config_formats_and_slug():
     with pytest.raises(ValueError):
         export_config_as("fig", "gif")
     assert slug("umap", "minilm", "vs", "run 1/x", "", None) == "umap-minilm-vs-run-1-x"
+
+
+def umap_figure(**kwargs):
+    view = hpo_view(names_per_class=40)
+    coords_a, coords_b = umap_like_coords(view)
+    return view, coords_a, projection_pair_figure(view, np.arange(len(view.names)), coords_a, coords_b, "minilm",
+                                                  "run-1", **kwargs)
+
+
+def test_projection_axes_fit_the_bulk_and_outliers_sit_at_the_edge():
+    view, coords_a, fig = umap_figure()
+    bulk = np.percentile(coords_a, [1, 99], axis=0)
+    for axis, d in ((fig.layout.xaxis, 0), (fig.layout.yaxis, 1)):
+        low, high = axis.range
+        assert high - low < 1.6 * (bulk[1, d] - bulk[0, d])  # six points at ±50 do not stretch the axes
+    outside = [t for t in fig.data if t.name == "outside the view" and t.x is not None]
+    assert len(outside) == 2 and sum(len(t.x) for t in outside) == 12
+    for trace, (x_axis, y_axis) in zip(outside, ((fig.layout.xaxis, fig.layout.yaxis),
+                                                (fig.layout.xaxis2, fig.layout.yaxis2))):
+        assert all(x_axis.range[0] <= x <= x_axis.range[1] for x in trace.x)
+        assert all(y_axis.range[0] <= y <= y_axis.range[1] for y in trace.y)
+    assert any("outside the view" in (t.name or "") and t.showlegend for t in fig.data)
+    points = [t for t in fig.data if t.x is not None and len(t.x) and t.x[0] is not None]
+    assert sum(len(t.x) for t in points) == 2 * len(view.names)  # every name drawn, outliers included
+
+
+def test_23_classes_get_23_distinct_colours_and_whole_legend_names():
+    view, _, fig = umap_figure()
+    colours = class_colours(view.classes)
+    assert len(set(colours.values())) == len(view.classes) == 23
+    legend = [t.name for t in fig.data if t.showlegend and t.legendgroup in view.classes]
+    assert legend == [f"{c} {label}" for c, label in zip(view.classes, view.class_labels)]  # none cut
+
+
+def test_projection_panels_take_the_layouts_shape_so_no_band_is_left_empty():
+    view, coords_a, fig = umap_figure(width=1000)
+    plot_height = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    x, y = fig.layout.xaxis.range, fig.layout.yaxis.range
+    panel_width = (1000 - fig.layout.margin.l - fig.layout.margin.r) * (1 - 0.04) / 2
+    assert plot_height == pytest.approx(panel_width * (y[1] - y[0]) / (x[1] - x[0]), abs=2)
+    legend_top = (1 - fig.layout.legend.y) * fig.layout.height
+    assert 0 < legend_top - (fig.layout.margin.t + plot_height) <= 12  # the legend right under the panels
+
+
+def test_highlighted_classes_keep_their_colours_and_the_rest_turn_grey():
+    chosen = ["HP:0001939", "HP:0002664"]
+    view, _, fig = umap_figure(highlight_classes=chosen)
+    colours = class_colours(view.classes)
+    for trace in fig.data:
+        if trace.x is None or not len(trace.x) or trace.x[0] is None or trace.name not in view.classes:
+            continue
+        expected = colours[trace.name] if trace.name in chosen else theme()["other_classes"]
+        assert trace.marker.color == expected
+    legend = [t.name for t in fig.data if t.showlegend]
+    assert legend[:3] == ["HP:0001939 Abnormality of metabolism/homeostasis", "HP:0002664 Neoplasm",
+                          "other classes (21)"]
+
+
+def test_labelled_map_draws_contours_and_names_at_density_peaks():
+    view, coords_a, fig = umap_figure(contours=True)
+    contours = [t for t in fig.data if isinstance(t, go.Contour)]
+    assert len(contours) == 2 * 23 and {t.xaxis for t in contours} == {"x", "x2"}
+    labels = [a for a in fig.layout.annotations if a.xref in ("x", "x2")]
+    assert len(labels) >= 20  # most classes named on each map; a name that would cover another is left out
+    by_text = {plain(a.text).replace("\n", " "): a for a in labels if a.xref == "x"}
+    neoplasm = by_text["Neoplasm"]
+    centre = coords_a[view.labels == view.classes.index("HP:0002664")].mean(axis=0)
+    assert np.hypot(neoplasm.x - centre[0], neoplasm.y - centre[1]) < 2.0  # at the class's peak (blob sd 0.8)
+    assert not any(t.showlegend and t.legendgroup in view.classes for t in fig.data)  # the map names the classes
