@@ -5,12 +5,13 @@ wrap them (tables wrap, but grow their rows out of the figure), so every figure 
 not clip text sizes its margins, columns and labels from the text it holds. Widths come from
 the Helvetica-metric font Pillow bundles (Aileron), which is within 2% of Arial and Liberation
 Sans, the fonts the theme's font list resolves to; a margin covers Inter and bold text, and
-symbols Aileron lacks (▲, ■, ✓, →) are counted a full em wide.
+symbols Aileron lacks or draws differently (▲, ■, ✓, →, −, …) have their Arial widths.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
 from PIL import ImageFont
@@ -28,15 +29,36 @@ def _font() -> ImageFont.FreeTypeFont:
     return ImageFont.load_default(size=_REFERENCE_SIZE)
 
 
+# Widths in ems, as Arial/Liberation Sans draw them, of symbols the figures write that the
+# bundled font draws differently or lacks; any other missing glyph counts as a full em.
+SYMBOL_EMS = {"…": 1.0, "−": 0.584, "■": 0.604, "▲": 0.99, "▼": 0.99, "✓": 0.84, "→": 1.0, "Δ": 0.668,
+              "·": 0.278, "“": 0.333, "”": 0.333, "‘": 0.222, "’": 0.222, "—": 1.0, "–": 0.556, "±": 0.584}
+
+
+@lru_cache(maxsize=1)
+def _missing_glyph() -> tuple:
+    """Width and box of the font's "missing glyph" box (a private-use code point)."""
+    return _font().getlength("\ue000"), _font().getbbox("\ue000")
+
+
+@lru_cache(maxsize=2048)
+def _char_em(char: str) -> float:
+    if char in SYMBOL_EMS:
+        return SYMBOL_EMS[char]
+    if (_font().getlength(char), _font().getbbox(char)) == _missing_glyph():
+        base = unicodedata.normalize("NFKD", char)[:1]  # é -> e
+        if base and base != char and (_font().getlength(base), _font().getbbox(base)) != _missing_glyph():
+            return _font().getlength(base) / _REFERENCE_SIZE
+        return 1.0
+    return _font().getlength(char) / _REFERENCE_SIZE
+
+
 @lru_cache(maxsize=4096)
 def _em_width(text: str) -> float:
     """Width of ``text`` in ems (font sizes)."""
-    width = _font().getlength(text) / _REFERENCE_SIZE
-    # Characters outside Latin-1 (▲ ■ ✓ → Δ −) may be missing from the font: a full em each.
-    for char in text:
-        if ord(char) > 0x24F:
-            width += max(0.0, 1.0 - _font().getlength(char) / _REFERENCE_SIZE)
-    return width
+    if all(" " <= char <= "~" for char in text):  # plain ASCII: the font's own kerned width
+        return _font().getlength(text) / _REFERENCE_SIZE
+    return sum(_char_em(char) for char in text)
 
 
 def plain(text: str) -> str:

@@ -120,7 +120,7 @@ def page_html(cases) -> str:
     for index, (name, fig, width) in enumerate(cases):
         spec = json.loads(pio.to_json(fig, validate=False))
         # None: the figure's own width (a table sized from its content), else the page's.
-        spec["layout"]["width"] = width or spec["layout"].get("width") or FULL
+        width = spec["layout"]["width"] = width or spec["layout"].get("width") or FULL
         spec["layout"].setdefault("height", 450)
         divs.append(f'<div id="fig{index}" style="width:{width}px;height:{spec["layout"]["height"]}px;'
                     'margin-bottom:20px"></div>')

@@ -14,7 +14,7 @@ from bioviz.ontology import level_view, load_source, make_split
 from bioviz.views.separation import Separation
 from bioviz.views.similarity import SimilarityComparison
 from tests.bioviz.figures.figure_samples import (hpo_tree, hpo_view, hypernym_rankings, node_gains, separation,
-                                              umap_like_coords)
+                                              similarity_comparison, umap_like_coords)
 
 
 @pytest.fixture
@@ -124,13 +124,38 @@ def test_similarity_pair_shares_one_scale_and_prints_values_when_small():
     assert len(pair.data) == 2 and all(t.coloraxis == "coloraxis" for t in pair.data)
     assert pair.layout.coloraxis.cmax == 1.0 and pair.layout.coloraxis.cmin <= 0.0
     assert d.zmin == -d.zmax and d.zmax >= 0.1
-    assert pair.data[0].texttemplate == "%{z:.2f}"
+    assert pair.data[0].texttemplate == "%{text}" and pair.data[0].text[0][0] == "1"  # the diagonal, as "1"
     assert "minilm vs run-1" in pair.layout.title.text and "BioLORD Appendix B" in pair.layout.title.text
     assert "run-1 − minilm" in figs["difference"].layout.title.text
     assert len(pair.layout.yaxis.ticktext) == 12
     np.testing.assert_allclose(pair.data[1].z, comparison(12).b)
     big = similarity_figures(comparison(30))
     assert big["pair"].data[0].texttemplate is None and big["difference"].data[0].texttemplate is None
+
+
+def test_similarity_values_are_printed_only_where_they_are_legible():
+    figs = similarity_figures(similarity_comparison(18), "typed", width=1000)
+    pair, difference = figs["pair"], figs["difference"]
+    # 18 terms side by side at 1000 px: cells of 17 px are too small for a legible value
+    assert pair.data[0].texttemplate is None and "values on hover" in annotations_text(pair)
+    heat = difference.data[0]
+    assert heat.texttemplate == "%{text}" and heat.textfont.size >= 10
+    cell = (1000 - 24 - 230 - 90) / 18
+    assert all(text_width(v, heat.textfont.size) + 4 <= cell for row in heat.text for v in row)
+    assert heat.text[0][1].startswith(("+.", "−.", "+0", "−0")) or heat.text[0][1] in ("+.00", "−.00")
+
+
+def test_similarity_has_a_legend_for_the_class_squares_and_a_real_title():
+    comparison_ = similarity_comparison(12)
+    labels = {"III": "Diseases of the blood", "IV": "Endocrine, nutritional and metabolic diseases",
+              "XVIII": "Symptoms, signs and abnormal findings"}
+    figs = similarity_figures(comparison_, "typed", colour_order=["III", "IV", "XVIII"], group_labels=labels)
+    for fig in figs.values():
+        legend = {t.name: t.marker.color for t in fig.data if t.showlegend}
+        assert legend == {f"{g} {labels[g]}": class_colours(["III", "IV", "XVIII"])[g] for g in ("IV", "XVIII", "III")}
+    assert plain(figs["pair"].layout.title.text).startswith("Cosine similarity of 12 typed terms")
+    assert "typed terms" in plain(figs["difference"].layout.title.text)
+    assert " · typed" not in figs["pair"].layout.title.text
 
 
 def test_hierarchy_figure_kinds_and_colours(onto):
