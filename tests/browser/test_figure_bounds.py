@@ -224,3 +224,24 @@ def test_no_text_leaves_the_canvas_or_overlaps(measured):
     report = {name: problems(m) for name, m in measured.items()}
     bad = {name: lines for name, lines in report.items() if lines}
     assert not bad, "\n".join(f"{name}:\n  " + "\n  ".join(lines[:12]) for name, lines in bad.items())
+
+
+def test_treemap_labels_most_classes_and_every_large_box(measured):
+    """Plotly hides a label it would have to shrink below 10 px: the fitted ones are shown."""
+    for name in ("treemap-classes", "treemap"):
+        labels = [t["text"] for t in measured[name]["texts"] if t["kind"] == "slicetext"]
+        gains = [x for x in labels if any(c.isdigit() for c in x)]
+        assert len(gains) >= 20, f"{name}: only {len(gains)} boxes show their gain: {labels}"
+    whole = " ".join(t["text"] for t in measured["treemap-classes"]["texts"] if t["kind"] == "slicetext")
+    for name in ("Abnormality of the thoracic cavity", "Growth abnormality", "Abnormality of the eye"):
+        assert name.replace(" ", "") in whole.replace(" ", ""), f"{name!r} has no label"
+
+
+def test_every_neighbour_row_is_drawn_whole(measured):
+    for name in ("neighbours-two", "neighbours-one"):
+        texts = measured[name]["texts"]
+        ranks = [t["text"] for t in texts if t["kind"] == "cell-text" and t["text"].isdigit()]
+        assert ranks == [str(r) for r in range(1, 11)], f"{name}: rows drawn: {ranks}"
+    codes = [t["text"] for t in measured["neighbours-two"]["texts"]
+             if t["kind"] == "cell-text" and t["text"].startswith("HP:")]
+    assert len(codes) == 20 and all(len(code) == 10 for code in codes)  # every HPO code with its last digit

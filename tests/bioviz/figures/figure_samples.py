@@ -223,8 +223,11 @@ def figure_cases(full: int, column: int, wide: int) -> list[tuple[str, object, i
     coords_a, coords_b = umap_like_coords(view)
     parts = make_split(view, shots=5).part_of(len(view.names))
     tree1, tree2 = hpo_tree(view, depth=1), hpo_tree(view, depth=2)
-    similarity = similarity_figures(similarity_comparison(), "ICD-10 examples · icd10 · ICD10 depth 1",
-                                    colour_order=["III", "IV", "XVIII"])
+    chapters = dict(ICD10_CHAPTERS)
+    similarity = similarity_figures(similarity_comparison(), "class XVIII (Symptoms, signs) · icd10 · ICD10 depth 1",
+                                    colour_order=["III", "IV", "XVIII"], group_labels=chapters)
+    small = similarity_figures(similarity_comparison(12), "typed", colour_order=["III", "IV", "XVIII"],
+                               group_labels=chapters)
     level = "hpo 2025-05-06 · HP:0000118 depth 1"
     run = "residual · HPO d1 · 15-shot"
     cases = [
@@ -264,6 +267,7 @@ def figure_cases(full: int, column: int, wide: int) -> list[tuple[str, object, i
             contours=True), full),
         ("similarity-pair", similarity["pair"], full),
         ("similarity-difference", similarity["difference"], full),
+        ("similarity-pair-12", small["pair"], full),
         ("training-curves", training_curves(training_events(), f"Training · {run}", "lr 0.001 · batch 64"), full),
         ("baseline-vs-trained", baseline_vs_trained(
             {"validation": {"mAP": 0.44, "acc@1": 0.5}, "test": {"mAP": 0.35, "acc@1": 0.41}},
