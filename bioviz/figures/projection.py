@@ -330,18 +330,20 @@ def _class_map(fig: go.Figure, col: int, coords: np.ndarray, labels: np.ndarray,
     """
     suffix = "" if col == 1 else str(col)
     placed: list[tuple[float, float, float, float]] = []
+    # Collected and added at once: plotly validates every annotation again on each add.
+    traces, notes = [], []
     (x0, x1), (y0, y1) = ranges[0], ranges[1]
     for density in class_densities(coords, labels, (x0, x1), (y0, y1)):
         class_id = view.classes[density.class_index]
         if chosen and class_id not in chosen:
             continue
         colour = colours[class_id]
-        fig.add_trace(go.Contour(
+        traces.append(go.Contour(
             x=np.round(density.x, 4), y=np.round(density.y, 4), z=np.round(density.z, 3),
             contours={"start": density.level, "end": density.level, "size": 1, "coloring": "lines"},
             colorscale=[[0, colour], [1, colour]], line={"width": 2}, showscale=False, hoverinfo="skip",
             legendgroup=class_id, showlegend=False, name=class_id,
-        ), row=1, col=col)
+        ))
         text = wrap_html(view.class_labels[density.class_index], LABEL_WIDTH_PX, LABEL_FONT, max_lines=2)
         w = (text_width(text, LABEL_FONT) + 8) / scale
         h = (line_height(LABEL_FONT) * text_lines(text) + 6) / scale
@@ -353,10 +355,14 @@ def _class_map(fig: go.Figure, col: int, coords: np.ndarray, labels: np.ndarray,
             if any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in placed):
                 continue
             placed.append(box)
-            fig.add_annotation(text=text, x=px, y=py + dy, xref=f"x{suffix}", yref=f"y{suffix}", showarrow=False,
-                               font={"size": LABEL_FONT, "color": theme()["text"]},
-                               bgcolor="rgba(255,255,255,0.8)", bordercolor=colour, borderwidth=1, borderpad=2)
+            notes.append({"text": text, "x": px, "y": py + dy, "xref": f"x{suffix}", "yref": f"y{suffix}",
+                          "showarrow": False, "font": {"size": LABEL_FONT, "color": theme()["text"]},
+                          "bgcolor": "rgba(255,255,255,0.8)", "bordercolor": colour, "borderwidth": 1,
+                          "borderpad": 2})
             break
+    fig.add_traces(traces, rows=1, cols=col)
+    # Assigned whole: update_layout would walk every annotation's properties again (0.5 s).
+    fig.layout.annotations = (*fig.layout.annotations, *(go.layout.Annotation(note) for note in notes))
 
 
 def selected_rows(selection: dict | None) -> np.ndarray:
