@@ -65,7 +65,7 @@ def training_curves(events: list[dict], title: str, caption: str | None = None) 
     if not epochs:
         fig.add_annotation(text="waiting for the first epoch…", xref="paper", yref="paper", x=0.5, y=0.5,
                            showarrow=False)
-    return apply_theme(fig, title, caption, height=400)
+    return apply_theme(fig, title, caption, height=400, top=34)  # room for the panel titles
 
 
 def _flatten(metrics: dict, prefix: str = "", exclude: tuple[str, ...] = ()) -> dict[str, float]:

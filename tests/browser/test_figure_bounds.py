@@ -206,7 +206,9 @@ def measured(tmp_path_factory):
     shots = os.environ.get("BIOVIZ_FIGURE_SHOTS")
     with chromium() as browser:
         page = browser.new_page(viewport={"width": WIDE + 40, "height": 900})
-        page.goto(page_file.as_uri())
+        # Generous: the page runs plotly.js and draws every figure before "load", and the
+        # machine may be shared (35 s at load 2, twice that at load 7).
+        page.goto(page_file.as_uri(), timeout=240_000)
         page.wait_for_function("window.Plotly !== undefined", timeout=60_000)
         page.evaluate("() => window.drawn")
         page.wait_for_timeout(300)  # treemap and table text settle after the first frame
