@@ -60,7 +60,8 @@ LONG_NAMES = [
     "Disorder of lipoprotein metabolism and other lipidaemias, unspecified",
     "Abnormal findings on diagnostic imaging of other body structures",
     "Volume depletion", "Other disorders of fluid, electrolyte and acid-base balance",
-    "Abnormality of metabolism/homeostasis", "Elevated erythrocyte sedimentation rate and abnormality of plasma viscosity",
+    "Abnormality of metabolism/homeostasis",
+    "Elevated erythrocyte sedimentation rate and abnormality of plasma viscosity",
     "Hyperglycaemia",
 ]
 
@@ -275,7 +276,8 @@ def figure_cases(full: int, column: int, wide: int) -> list[tuple[str, object, i
             f"Class retrieval · minilm vs {run}", "15 shots · seed 0", labels=("minilm", run)), full),
         ("base-weight", base_weight_choice(
             {"weight": 0.2, "min_retention": 0.85, "candidates": [
-                {"weight": w, "val_mAP": 0.7 - w / 3, "val_retention": 0.6 + w / 2} for w in (0.0, 0.1, 0.2, 0.4, 0.8)]},
+                {"weight": w, "val_mAP": 0.7 - w / 3, "val_retention": 0.6 + w / 2}
+                for w in (0.0, 0.1, 0.2, 0.4, 0.8)]},
             f"Base weight · {run}"), full),
         ("metric-bars", metric_bars(evaluation_rows(), f"Evaluation · minilm vs {run} · {level}",
                                     "test split · 1,000 bootstrap samples"), full),

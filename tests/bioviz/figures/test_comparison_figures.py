@@ -236,7 +236,8 @@ def test_hypernym_ranking_figure_highlights_correct_names():
     fig = hypernym_ranking_figure({"dan": frame, "bne": frame.assign(correct=[False, False, True])},
                                   "poisoning caused by mexican beaded lizard bite", "bite wound", "Hypernyms")
     bars = fig.data
-    assert len(bars) == 2 and bars[0].marker.color[0] == theme()["correct"] and bars[1].marker.color[0] != theme()["correct"]
+    correct = theme()["correct"]
+    assert len(bars) == 2 and bars[0].marker.color[0] == correct and bars[1].marker.color[0] != correct
     assert fig.layout.yaxis.ticktext[-1] == "7. x" and "mexican beaded lizard" in annotations_text(fig)
 
 
