@@ -35,6 +35,7 @@ DIMMED_OPACITY = 0.15
 OTHER_OPACITY = 0.35      # classes not among those highlighted: grey, behind
 MAP_OPACITY = 0.45        # points under the contours and names of a labelled map
 OUTSIDE_SYMBOL = "circle-open"
+OUTSIDE_RING = "#3e4c59"
 LEGEND_FONT = 12
 LEGEND_ROW_PX = 21
 LABEL_FONT = 11           # class names written on the map
@@ -82,8 +83,8 @@ def projection_pair_figure(
     """Two aligned scatter panels of the same names under two models.
 
     The axes fit the bulk of the points (:func:`bioviz.figures.density.bulk_range`): the few
-    far outliers a UMAP leaves are drawn at the panel's edge as open circles (their hover
-    says so) instead of squeezing the cloud into a corner. Panels are as tall as the layout's
+    far outliers a UMAP leaves are drawn at the panel's edge, ringed, instead of squeezing
+    the cloud into a corner. Panels are as tall as the layout's
     shape asks at ``width``, so no band is left empty between them and the legend.
 
     Parameters
@@ -213,7 +214,7 @@ def projection_pair_figure(
             class_id = view.classes[class_index]
             grey = bool(chosen) and class_id not in chosen
             for part in PART_SYMBOLS:
-                mask = (labels == class_index) & (part_of_row == part) & ~out
+                mask = (labels == class_index) & (part_of_row == part)
                 if not mask.any():
                     continue
                 marker = {
@@ -229,11 +230,11 @@ def projection_pair_figure(
                                       marker=marker, customdata=customdata[mask],
                                       hovertemplate=hover(view.class_labels[class_index], part)), row=1, col=col)
         if out.any():
-            marker = {"color": [colours[view.classes[c]] for c in labels[out]], "size": size + 3,
-                      "symbol": OUTSIDE_SYMBOL, "line": {"width": 1.5}, "opacity": 0.9}
+            # Outliers stay in their class's trace (hover, selection and split markers as for
+            # any name), moved onto the edge; a ring around each says it is not where it lies.
+            marker = {"color": OUTSIDE_RING, "size": size + 7, "symbol": OUTSIDE_SYMBOL, "line": {"width": 1.5}}
             fig.add_trace(scatter(coords, out, name="outside the view", legendgroup="outside", showlegend=False,
-                                  marker=marker, customdata=customdata[out],
-                                  hovertemplate=hover("outside the view, drawn at its edge", "")), row=1, col=col)
+                                  marker=marker, hoverinfo="skip"), row=1, col=col)
         if dim_others:
             marker = {"color": [colours[view.classes[c]] for c in labels[selected]], "size": size + 5,
                       "symbol": "circle", "line": {"width": 1.5, "color": "#111111"}, "opacity": 1.0}

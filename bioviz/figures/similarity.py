@@ -3,9 +3,8 @@
 The baseline and compared heatmaps sit side by side in one figure and share one colour
 axis (same range, same colours), so equal colours mean equal similarity in both; the
 difference has its own diverging scale centred on 0. Values are printed in the cells when a
-cell, at the figure's width, is wide enough for them at a legible size (as ".73", the
-papers' compact form); a legend under the matrix names the groups whose coloured squares
-mark the terms.
+cell, at the figure's width, is wide enough for them at a legible size (10 px or more); a
+legend under the matrix names the groups whose coloured squares mark the terms.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from bioviz.views.similarity import SimilarityComparison
 
 MAX_ANNOTATED = 25      # never more values than this per side, whatever the width
 TICK_SIZE = 12
-LABEL_PX = 230          # longest term label
+LABEL_PX = 210          # longest term label
 COLORBAR_PX = 90
 VALUE_SIZES = (12, 11, 10)  # tried in turn; 10 px is the smallest value printed
 LEGEND_ROW_PX = 21
@@ -52,23 +51,20 @@ def shared_range(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
     return low, 1.0
 
 
-def compact(value: float, signed: bool = False) -> str:
-    """A cell value in the papers' compact form: two decimals, no leading zero.
+VALUE_FORMAT = "%{z:.2f}"
+SIGNED_FORMAT = "%{z:+.2f}"
 
-    >>> compact(0.734), compact(-0.05), compact(1.0), compact(0.12, signed=True)
-    ('.73', '−.05', '1', '+.12')
-    """
-    text = f"{value:+.2f}" if signed else f"{value:.2f}"
-    if text.lstrip("+-") == "1.00":
-        return text.replace("1.00", "1")
-    return text.replace("0.", ".", 1).replace("-", "−")
+
+def _formatted(matrix, signed: bool = False) -> list[str]:
+    """The values as the cells print them (``VALUE_FORMAT`` / ``SIGNED_FORMAT``)."""
+    return [f"{v:+.2f}" if signed else f"{v:.2f}" for v in np.asarray(matrix, dtype=float).ravel()]
 
 
 def _value_size(cell_px: float, texts) -> int | None:
     """The largest legible font size at which every value fits its cell (None: none does)."""
     widest = max((text_width(t, 1.0) for t in texts), default=0.0)  # width per pixel of font size
     for size in VALUE_SIZES:
-        if widest * size + 4 <= cell_px and line_height(size) <= cell_px + 2:
+        if widest * size + 2 <= cell_px and line_height(size) <= cell_px + 2:
             return size
     return None
 
@@ -122,7 +118,7 @@ def terms_title(origin: str, n: int) -> str:
     >>> terms_title("typed", 12)
     '12 typed terms'
     >>> terms_title("example biolord_appendix_b", 9)
-    '9 terms of the example set “biolord appendix b”'
+    '9 terms of the example set “biolord_appendix_b”'
     >>> terms_title("class IX (Diseases of the circulatory system) · icd10 · ICD10 depth 1", 25)
     '25 names of class IX (Diseases of the circulatory system) · icd10 · ICD10 depth 1'
     """
@@ -131,7 +127,7 @@ def terms_title(origin: str, n: int) -> str:
     if head in ("", "typed", "given"):
         return f"{n} {head + ' ' if head else ''}terms{tail}"
     if head.startswith("example "):
-        return f"{n} terms of the example set “{head[len('example '):].replace('_', ' ')}”{tail}"
+        return f"{n} terms of the example set “{head[len('example '):]}”{tail}"
     return f"{n} names of {head}{tail}"
 
 
@@ -210,8 +206,7 @@ def similarity_heatmap(
     width = width or t["export_width"]
     n = len(terms)
     grid = _Grid(terms, groups, colour_order, width - 24 - LABEL_PX - COLORBAR_PX)
-    texts = [[compact(v, signed) for v in row] for row in np.asarray(matrix, dtype=float)]
-    size = grid.value_size([x for row in texts for x in row]) if n <= MAX_ANNOTATED else None
+    size = grid.value_size(_formatted(matrix, signed)) if n <= MAX_ANNOTATED else None
     show_values = size is not None if show_values is None else show_values
     heatmap = go.Heatmap(
         # Positions, not labels, on the axes: two long terms cut to the same label stay apart.
@@ -223,7 +218,8 @@ def similarity_heatmap(
         xgap=1, ygap=1,
     )
     if show_values:
-        heatmap.update(text=texts, texttemplate="%{text}", textfont={"size": size or VALUE_SIZES[-1]})
+        heatmap.update(texttemplate=SIGNED_FORMAT if signed else VALUE_FORMAT,
+                       textfont={"size": size or VALUE_SIZES[-1]})
     fig = go.Figure(heatmap)
     _axes(fig, grid, n)
     legend_rows = _group_legend(fig, groups, colour_order, group_labels, width - LABEL_PX - 36)
@@ -283,14 +279,13 @@ def similarity_pair_figure(comparison: SimilarityComparison, subtitle: str = "",
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.02,
                         subplot_titles=(f"<span style='color:{baseline_colour}'>■</span> <b>{names[0]}</b> (baseline)",
                                         f"<span style='color:{compared_colour}'>■</span> <b>{names[1]}</b>"))
-    texts = [[[compact(v) for v in row] for row in np.asarray(m, dtype=float)] for m in (comparison.a, comparison.b)]
-    size = grid.value_size([x for m in texts for row in m for x in row]) if n <= MAX_ANNOTATED else None
-    for col, matrix, text in ((1, comparison.a, texts[0]), (2, comparison.b, texts[1])):
+    size = grid.value_size(_formatted(comparison.a) + _formatted(comparison.b)) if n <= MAX_ANNOTATED else None
+    for col, matrix in ((1, comparison.a), (2, comparison.b)):
         heatmap = go.Heatmap(z=matrix, x=list(range(n)), y=list(range(n)), coloraxis="coloraxis",
                              customdata=customdata, xgap=1, ygap=1,
                              hovertemplate="%{customdata[1]}<br>%{customdata[0]}<br><b>%{z:.3f}</b><extra></extra>")
         if size:
-            heatmap.update(text=text, texttemplate="%{text}", textfont={"size": size})
+            heatmap.update(texttemplate=VALUE_FORMAT, textfont={"size": size})
         fig.add_trace(heatmap, row=1, col=col)
     _axes(fig, grid, n)
     legend_rows = _group_legend(fig, comparison.groups, colour_order, group_labels, width - LABEL_PX - 36)

@@ -124,7 +124,7 @@ def test_similarity_pair_shares_one_scale_and_prints_values_when_small():
     assert len(pair.data) == 2 and all(t.coloraxis == "coloraxis" for t in pair.data)
     assert pair.layout.coloraxis.cmax == 1.0 and pair.layout.coloraxis.cmin <= 0.0
     assert d.zmin == -d.zmax and d.zmax >= 0.1
-    assert pair.data[0].texttemplate == "%{text}" and pair.data[0].text[0][0] == "1"  # the diagonal, as "1"
+    assert pair.data[0].texttemplate == "%{z:.2f}" and pair.data[0].textfont.size >= 10
     assert "minilm vs run-1" in pair.layout.title.text and "BioLORD Appendix B" in pair.layout.title.text
     assert "run-1 − minilm" in figs["difference"].layout.title.text
     assert len(pair.layout.yaxis.ticktext) == 12
@@ -139,10 +139,9 @@ def test_similarity_values_are_printed_only_where_they_are_legible():
     # 18 terms side by side at 1000 px: cells of 17 px are too small for a legible value
     assert pair.data[0].texttemplate is None and "values on hover" in annotations_text(pair)
     heat = difference.data[0]
-    assert heat.texttemplate == "%{text}" and heat.textfont.size >= 10
-    cell = (1000 - 24 - 230 - 90) / 18
-    assert all(text_width(v, heat.textfont.size) + 4 <= cell for row in heat.text for v in row)
-    assert heat.text[0][1].startswith(("+.", "−.", "+0", "−0")) or heat.text[0][1] in ("+.00", "−.00")
+    assert heat.texttemplate == "%{z:+.2f}" and heat.textfont.size >= 10
+    cell = (1000 - 24 - 210 - 90) / 18  # the plot width, less the term labels and the colour bar
+    assert all(text_width(f"{v:+.2f}", heat.textfont.size) + 2 <= cell for row in heat.z for v in row)
 
 
 def test_similarity_has_a_legend_for_the_class_squares_and_a_real_title():
@@ -273,15 +272,16 @@ def test_projection_axes_fit_the_bulk_and_outliers_sit_at_the_edge():
     for axis, d in ((fig.layout.xaxis, 0), (fig.layout.yaxis, 1)):
         low, high = axis.range
         assert high - low < 1.6 * (bulk[1, d] - bulk[0, d])  # six points at ±50 do not stretch the axes
-    outside = [t for t in fig.data if t.name == "outside the view" and t.x is not None]
-    assert len(outside) == 2 and sum(len(t.x) for t in outside) == 12
-    for trace, (x_axis, y_axis) in zip(outside, ((fig.layout.xaxis, fig.layout.yaxis),
-                                                (fig.layout.xaxis2, fig.layout.yaxis2))):
+    rings = [t for t in fig.data if t.name == "outside the view" and t.x is not None]
+    assert len(rings) == 2 and sum(len(t.x) for t in rings) == 12  # the six far points, ringed in each panel
+    points = [t for t in fig.data if t.customdata is not None and len(t.customdata)]
+    assert sum(len(t.x) for t in points) == 2 * len(view.names)  # every name drawn once per panel, outliers too
+    for trace in points:  # ... inside the axes: the outliers at the edge
+        x_axis, y_axis = (fig.layout.xaxis, fig.layout.yaxis) if trace.xaxis == "x" else (fig.layout.xaxis2,
+                                                                                           fig.layout.yaxis2)
         assert all(x_axis.range[0] <= x <= x_axis.range[1] for x in trace.x)
         assert all(y_axis.range[0] <= y <= y_axis.range[1] for y in trace.y)
     assert any("outside the view" in (t.name or "") and t.showlegend for t in fig.data)
-    points = [t for t in fig.data if t.x is not None and len(t.x) and t.x[0] is not None]
-    assert sum(len(t.x) for t in points) == 2 * len(view.names)  # every name drawn, outliers included
 
 
 def test_23_classes_get_23_distinct_colours_and_whole_legend_names():
