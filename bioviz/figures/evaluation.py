@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from bioviz.figures.theme import apply_theme, theme
+from bioviz.figures.theme import apply_theme, pair_colours, theme
 
 
 def model_colours(models: list[str]) -> dict[str, str]:
-    """Stable colour per model, in the order given (the theme's qualitative palette)."""
-    palette = theme()["qualitative"]
-    return {model: palette[i % len(palette)] for i, model in enumerate(models)}
+    """Colour per model, in the order given: the baseline/compared pair first, as on every page.
+
+    The first model (the baseline) gets the theme's ``baseline`` colour, the second its
+    ``compared`` colour, further models the qualitative palette.
+
+    >>> from bioviz.figures.theme import pair_colours
+    >>> list(model_colours(["minilm", "run-1"]).values()) == list(pair_colours())
+    True
+    """
+    pair = list(pair_colours())
+    others = [c for c in theme()["qualitative"] if c not in pair]
+    return {model: (pair[i] if i < 2 else others[(i - 2) % len(others)]) for i, model in enumerate(models)}
 
 
 def metric_bars(rows: list[dict], title: str, caption: str | None = None) -> go.Figure:
@@ -53,16 +62,14 @@ def metric_bars(rows: list[dict], title: str, caption: str | None = None) -> go.
                                                              "x": 1, "xanchor": "right"})
     low_values = [r["value"] for r in rows if r.get("value") is not None]
     fig.update_yaxes(title_text="score", range=[min(0.0, min(low_values, default=0.0)), 1.0])
-    return _caption_below_ticks(apply_theme(fig, title, caption, height=440), caption, 2 if several_tasks else 1)
+    # The legend sits above the plot, under the title; the caption under the (one- or
+    # two-line) category labels.
+    return apply_theme(fig, title, caption, height=440, top=44, caption_offset=_below_ticks(2 if several_tasks else 1))
 
 
-def _caption_below_ticks(fig: go.Figure, caption: str | None, tick_lines: int) -> go.Figure:
-    """Move the theme's caption under (possibly two-line) category tick labels."""
-    if caption:
-        offset = 22 + 18 * tick_lines
-        fig.update_annotations(selector={"text": caption}, y=0, yanchor="top", yshift=-offset)
-        fig.update_layout(margin={"b": offset + 40})
-    return fig
+def _below_ticks(tick_lines: int) -> int:
+    """Pixels from the plot's bottom to just under ``tick_lines`` lines of category labels."""
+    return 22 + 18 * tick_lines
 
 
 def cross_level_heatmap(table: dict, title: str, caption: str | None = None) -> go.Figure:
@@ -88,9 +95,9 @@ def cross_level_heatmap(table: dict, title: str, caption: str | None = None) -> 
     fig = go.Figure(go.Heatmap(
         z=z, x=[f"level {d}" for d in table["depths"]], y=table["models"], text=text, texttemplate="%{text}",
         textfont={"size": 13},
-        colorscale=theme()["sequential"], zmin=0, zmax=1, colorbar={"title": "mAP"},
+        colorscale=theme()["sequential"], zmin=0, zmax=1, colorbar={"title": {"text": "mAP", "side": "right"}},
         hovertemplate="%{y} on %{x}<br>mAP %{z:.3f}<extra></extra>",
     ))
     fig.update_yaxes(autorange="reversed", automargin=True)
-    fig = apply_theme(fig, title, caption, height=max(280, 70 * len(table["models"]) + 170))
-    return _caption_below_ticks(fig, caption, 1)
+    return apply_theme(fig, title, caption, height=max(280, 70 * len(table["models"]) + 170),
+                       caption_offset=_below_ticks(1))

@@ -1,4 +1,4 @@
-"""The ontology subtree as an icicle, sunburst or treemap; and a hypernym-ranking chart.
+"""The ontology subtree as an icicle, sunburst or treemap.
 
 Node size is the number of names under the node; node colour is a per-node value (the
 per-class mAP gain of the compared model over the baseline, say) on a diverging scale
@@ -8,34 +8,19 @@ model groups the names better than the baseline, blue where it groups them worse
 
 from __future__ import annotations
 
-import textwrap
-
 import numpy as np
-import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
+from bioviz.figures.hierarchy_labels import fitted_label, node_boxes
+from bioviz.figures.text import shorten, wrap
 from bioviz.figures.theme import apply_theme, theme
 from bioviz.views.hierarchy import Tree
 
 KINDS = ("icicle", "sunburst", "treemap")
 
 
-def _short(label: str, width: int = 36) -> str:
-    return label if len(label) <= width else label[: width - 1] + "…"
-
-
-def _wrapped(label: str, width: int = 18, lines: int = 3) -> str:
-    """``label`` on up to ``lines`` lines of ``width`` characters (``<br>``), the rest cut with "…".
-
-    Boxes of a treemap or icicle are narrow and tall: one long line would not fit at a
-    legible size and be hidden, a few short ones do.
-    """
-    parts = textwrap.wrap(label, width, break_long_words=True) or [label]
-    if len(parts) > lines:
-        parts = parts[:lines]
-        parts[-1] = _short(parts[-1] + " …", width)
-    return "<br>".join(parts)
+LABEL_SIZE = 12
+MARK_LINE = "#111111"  # outline of a class opened on its own, among its siblings
 
 
 def hierarchy_figure(
@@ -48,8 +33,13 @@ def hierarchy_figure(
     focus: str | None = None,
     max_depth: int | None = None,
     height: int = 640,
+    width: int | None = None,
 ) -> go.Figure:
     """Draw ``tree`` with size = names and colour = ``values``.
+
+    Each drawn box is labelled with as much as fits it (the whole name and the value, else the
+    name cut to two lines, else the code, else the value; see
+    :mod:`bioviz.figures.hierarchy_labels`), broken between words only.
 
     Parameters
     ----------
@@ -64,10 +54,16 @@ def hierarchy_figure(
     value_label : str
         Name of the colour value (colour bar and hover).
     focus : str, optional
-        Node id to open the drawing at (search result); its ancestors stay as a path.
+        Node id to open the drawing at (search result); its ancestors stay as a path. A
+        node with no children (a class) opens at its parent instead, outlined among its
+        siblings: opened on its own it would fill the drawing as one flat box or disc.
     max_depth : int, optional
-        Levels shown at once (plotly's ``maxdepth``); click a node to go deeper.
+        Levels shown at once (plotly's ``maxdepth``), at least two (the opened node and its
+        children); click a node to go deeper.
     height : int
+    width : int, optional
+        Narrowest width the figure is shown at (the theme's ``column_width`` by default: the
+        page puts a node table beside it); labels are fitted to the boxes at this size.
 
     Raises
     ------
@@ -78,8 +74,14 @@ def hierarchy_figure(
         raise ValueError(f"unknown hierarchy kind {kind!r}: use one of {', '.join(KINDS)}")
     nodes = tree.nodes
     t = theme()
-    # Sunburst text runs along the radius: one line; boxes take a few short lines.
-    text = [_short(label) if kind == "sunburst" else _wrapped(label) for label in nodes["label"]]
+    width = width or t["column_width"]
+    ids, parents = list(nodes["id"]), list(nodes["parent"])
+    labels = [str(x) for x in nodes["label"]]
+    has_children = set(parents)
+    opened, marked = (focus or tree.root), None
+    if focus and focus in ids and focus not in has_children and focus != tree.root:
+        opened, marked = parents[ids.index(focus)], focus
+    depth = -1 if not max_depth or max_depth < 0 else max(2, int(max_depth))
     if values is not None:
         values = np.asarray(values, dtype=float)
         finite = values[np.isfinite(values)]
@@ -89,72 +91,47 @@ def hierarchy_figure(
             "colors": shown, "colorscale": t["diverging"] + "_r", "cmin": -bound, "cmax": bound, "cmid": 0.0,
             # A short colour-bar title leaves the drawing its width; the hover names the measure.
             "colorbar": {"title": {"text": "gain" if "gain" in value_label else value_label}, "thickness": 14},
-            "line": {"width": 1, "color": "#ffffff"},
         }
         value_text = [("n/a" if not np.isfinite(v) else f"{v:+.3f}") for v in values]
     else:
         palette = t["qualitative"]
-        marker = {"colors": [palette[d % len(palette)] for d in nodes["depth"]], "line": {"width": 1, "color": "#ffffff"}}
+        marker = {"colors": [palette[d % len(palette)] for d in nodes["depth"]]}
         value_text = [""] * len(nodes)
+    marker["line"] = {"width": [3 if nid == marked else 1 for nid in ids],
+                      "color": [MARK_LINE if nid == marked else "#ffffff" for nid in ids]}
+    # Text fitted to the boxes drawn when the figure opens (the plot area estimated from the
+    # margins apply_theme sets); nodes drawn only after a click get their name on two lines.
+    right = 90 if values is not None else 12
+    plot_w, plot_h = width - 12 - right, height - 70 - (40 if caption else 0)
+    boxes = node_boxes(kind, ids, parents, nodes["names"].to_numpy(), opened, depth, plot_w, plot_h, LABEL_SIZE)
+    text = []
+    for i, (nid, label) in enumerate(zip(ids, labels)):
+        if i in boxes:
+            fitted = fitted_label(boxes[i], label, nid, value_text[i], LABEL_SIZE)
+        else:
+            fitted = "<br>".join(wrap(label, 160, LABEL_SIZE, max_lines=2) + ([value_text[i]] if value_text[i] else []))
+        text.append(f"<b>{fitted}</b>" if nid == marked and fitted else fitted)
     customdata = np.column_stack([nodes["id"], nodes["label"], nodes["names"], nodes["classes"], value_text,
                                   nodes["extra_parents"]])
     hover = ("<b>%{customdata[1]}</b> (%{customdata[0]})<br>%{customdata[2]} names · %{customdata[3]} classes"
              + (f"<br>{value_label} %{{customdata[4]}}" if values is not None else "")
              + "<br>other parents not drawn: %{customdata[5]}<extra></extra>")
     common = dict(
-        ids=nodes["id"], parents=nodes["parent"], labels=text, values=nodes["names"], branchvalues="total",
-        marker=marker, customdata=customdata, hovertemplate=hover, maxdepth=max_depth or -1,
-        level=focus or "",
+        # labels name the nodes in the path bar; the boxes show the fitted text
+        ids=nodes["id"], parents=nodes["parent"], labels=[shorten(x, 220, LABEL_SIZE) for x in labels],
+        text=text, texttemplate="%{text}", values=nodes["names"], branchvalues="total",
+        marker=marker, customdata=customdata, hovertemplate=hover, maxdepth=depth,
+        level="" if opened == tree.root else opened, textfont={"size": LABEL_SIZE},
     )
     if kind == "icicle":
-        trace = go.Icicle(**common, tiling={"orientation": "h"}, textfont={"size": 13})
+        trace = go.Icicle(**common, tiling={"orientation": "h"})
     elif kind == "sunburst":
-        trace = go.Sunburst(**common, insidetextorientation="radial", textfont={"size": 12})
+        trace = go.Sunburst(**common, insidetextorientation="radial")
     else:
-        trace = go.Treemap(**common, textfont={"size": 13}, pathbar={"visible": True})
+        trace = go.Treemap(**common, pathbar={"visible": True})
     fig = go.Figure(trace)
-    apply_theme(fig, title, caption, height=height)
-    # Labels that do not fit at a legible size are hidden (hover still names every node).
-    fig.update_layout(uniformtext={"minsize": 11, "mode": "hide"})
-    fig.update_layout(margin={"l": 10, "r": 10, "t": 70, "b": 60 if caption else 20})
-    if caption:
-        fig.layout.annotations[-1].update(y=-0.03)
-    return fig
-
-
-def hypernym_ranking_figure(rankings: dict[str, pd.DataFrame], mention: str, true_label: str, title: str,
-                            caption: str | None = None) -> go.Figure:
-    """Top hypernym names per model as horizontal bars; correct hypernyms highlighted.
-
-    Parameters
-    ----------
-    rankings : dict
-        ``model label -> DataFrame`` from :func:`bioviz.views.hierarchy.hypernym_ranking`.
-    mention : str
-        The ranked mention (shown in the caption).
-    true_label : str
-        Its class label (the correct hypernyms name this class).
-    title, caption : str
-    """
-    t = theme()
-    labels = list(rankings)
-    fig = make_subplots(rows=1, cols=len(labels), subplot_titles=[f"<b>{_short(m, 40)}</b>" for m in labels],
-                        horizontal_spacing=0.28)
-    depth = max(len(frame) for frame in rankings.values())
-    for col, (model, frame) in enumerate(rankings.items(), start=1):
-        ticks = [f"{r}. {_short(h, 40)}" for r, h in zip(frame["rank"], frame["hypernym"])]
-        colours = [t["trained"] if ok else "#c3c9d0" for ok in frame["correct"]]
-        fig.add_trace(go.Bar(
-            x=frame["cosine"], y=ticks, orientation="h", marker_color=colours, showlegend=False,
-            text=[("✓ " if ok else "") + f"{c:.2f}" for ok, c in zip(frame["correct"], frame["cosine"])],
-            textposition="inside", insidetextanchor="end",
-            customdata=np.column_stack([frame["hypernym"], frame["class_label"]]),
-            hovertemplate="%{customdata[0]}<br>class: %{customdata[1]}<br>cosine %{x:.3f}<extra></extra>",
-        ), row=1, col=col)
-        fig.update_yaxes(autorange="reversed", automargin=True, tickfont={"size": 12}, row=1, col=col)
-    caption = caption or (f"cosine to the mention “{_short(mention, 70)}” · correct class: {_short(true_label, 50)} "
-                          "(highlighted, ✓)")
-    apply_theme(fig, title, caption, height=max(340, 30 * depth + 170))
-    if caption:  # below the tick labels, a fixed distance in pixels
-        fig.layout.annotations[-1].update(y=0, yshift=-30)
+    apply_theme(fig, title, caption, height=height, width=width, margin={"l": 12, "r": 12, "b": 12}, top=12,
+                caption_offset=8)
+    # Text that would have to shrink below a legible size is hidden (hover still names every node).
+    fig.update_layout(uniformtext={"minsize": 10, "mode": "hide"})
     return fig

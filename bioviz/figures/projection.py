@@ -14,7 +14,9 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from bioviz.figures.theme import apply_theme, class_colours
+from bioviz.figures.density import bulk_range, class_densities
+from bioviz.figures.text import line_height, shorten, text_width, wrap_html
+from bioviz.figures.theme import apply_theme, class_colours, pair_colours, text_lines, theme
 from bioviz.ontology.levels import LevelView
 
 # Names outside the split ("unused") are the majority: plain dots; the few split names
@@ -30,18 +32,35 @@ PART_SYMBOLS = {
 PART_SYMBOLS_3D = {"unused": "circle", "train": "square", "validation": "diamond", "test": "cross",
                    "zero-shot": "circle-open"}
 DIMMED_OPACITY = 0.15
+OTHER_OPACITY = 0.35      # classes not among those highlighted: grey, behind
+MAP_OPACITY = 0.45        # points under the contours and names of a labelled map
+OUTSIDE_SYMBOL = "circle-open"
+OUTSIDE_RING = "#3e4c59"
+LEGEND_FONT = 12
+LEGEND_ROW_PX = 21
+LABEL_FONT = 11           # class names written on the map
+LABEL_WIDTH_PX = 150
+SPACING = 0.04            # between the panels, of the plot width
+SIDE = 20                 # left and right margins
 
 
-def _short(label: str, width: int = 38) -> str:
-    return label if len(label) <= width else label[: width - 1] + "…"
-
-
-def _ranges(coords: list[np.ndarray], pad: float = 0.04) -> list[list[float]]:
-    """Axis ranges covering all panels, so aligned panels share their scale."""
+def _ranges(coords: list[np.ndarray]) -> list[list[float]]:
+    """Axis ranges fitted to the bulk of all panels (far outliers left out), one scale for both."""
     stacked = np.vstack(coords)
-    low, high = stacked.min(axis=0), stacked.max(axis=0)
-    span = np.maximum(high - low, 1e-6)
-    return [[float(lo - pad * s), float(hi + pad * s)] for lo, hi, s in zip(low, high, span)]
+    return [list(bulk_range(stacked[:, d])) for d in range(stacked.shape[1])]
+
+
+def _inside(coords: np.ndarray, ranges: list[list[float]]) -> np.ndarray:
+    return np.all([(coords[:, d] >= lo) & (coords[:, d] <= hi) for d, (lo, hi) in enumerate(ranges)], axis=0)
+
+
+def _at_edge(coords: np.ndarray, ranges: list[list[float]]) -> np.ndarray:
+    """``coords`` with the points outside ``ranges`` moved onto the range's edge."""
+    out = coords.copy()
+    for d, (lo, hi) in enumerate(ranges):
+        inset = (hi - lo) * 0.005  # just inside, so the marker is drawn whole
+        out[:, d] = np.clip(out[:, d], lo + inset, hi - inset)
+    return out
 
 
 def projection_pair_figure(
@@ -56,9 +75,17 @@ def projection_pair_figure(
     method: str = "UMAP",
     caption: str | None = None,
     title: str | None = None,
-    height: int = 640,
+    height: int | None = None,
+    width: int | None = None,
+    highlight_classes: list[str] | None = None,
+    contours: bool = False,
 ) -> go.Figure:
     """Two aligned scatter panels of the same names under two models.
+
+    The axes fit the bulk of the points (:func:`bioviz.figures.density.bulk_range`): the few
+    far outliers a UMAP leaves are drawn at the panel's edge, ringed, instead of squeezing
+    the cloud into a corner. Panels are as tall as the layout's
+    shape asks at ``width``, so no band is left empty between them and the legend.
 
     Parameters
     ----------
@@ -81,8 +108,18 @@ def projection_pair_figure(
         Parameters under the plot; ``<br>`` starts another line.
     title : str, optional
         Figure title; by default states the models, the method and the level view.
-    height : int
-        Pixels.
+    height : int, optional
+        Panel height in pixels; by default from the layout's aspect ratio at ``width``.
+    width : int, optional
+        Width the figure is laid out for (the theme's ``export_width`` by default): legend
+        columns, label lengths and the panel height are computed for it.
+    highlight_classes : list of str, optional
+        Class ids to show in colour; every other class is drawn grey behind them and shares
+        one legend entry. Distinct colours are then spent on the few classes that matter.
+    contours : bool
+        Draw, per class (the highlighted ones when given), the contour of the region holding
+        half of its names, and write the class's name at its density peak (2-D only); the
+        legend then lists no classes, the map names them.
 
     Returns
     -------
@@ -90,15 +127,28 @@ def projection_pair_figure(
         Every point carries ``customdata = [view row, name, concept]``; one trace per class
         and split part (its class and part are in the trace's hover text).
     """
+    t = theme()
+    width = width or t["export_width"]
     rows = np.asarray(rows, dtype=np.int64)
     # float32 is ample for drawing and halves the coordinates in the JSON sent to the browser.
     coords_a, coords_b = np.asarray(coords_a, dtype=np.float32), np.asarray(coords_b, dtype=np.float32)
     dims = coords_a.shape[1]
     three_d = dims == 3
+    ranges = _ranges([coords_a, coords_b])
+    outside = {1: ~_inside(coords_a, ranges), 2: ~_inside(coords_b, ranges)}
+    drawn = {1: _at_edge(coords_a, ranges), 2: _at_edge(coords_b, ranges)}
     spec = {"type": "scene"} if three_d else {"type": "xy"}
-    fig = make_subplots(rows=1, cols=2, specs=[[spec, spec]], horizontal_spacing=0.04,
-                        subplot_titles=(f"<b>{_short(model_a, 50)}</b> (baseline)", f"<b>{_short(model_b, 50)}</b> (aligned)"))
+    baseline_colour, compared_colour = pair_colours()
+    plot_px = width - 2 * SIDE
+    panel_px = plot_px * (1 - SPACING) / 2
+    titles = [f"<span style='color:{colour}'>■</span> <b>{shorten(model, panel_px - 110, t['font_size'], bold=True)}"
+              f"</b> ({role})" for model, colour, role in ((model_a, baseline_colour, "baseline"),
+                                                           (model_b, compared_colour, "aligned"))]
+    fig = make_subplots(rows=1, cols=2, specs=[[spec, spec]], horizontal_spacing=SPACING, subplot_titles=titles)
     colours = class_colours(view.classes)
+    chosen = set(highlight_classes or [])
+    if chosen:
+        colours = {c: (colour if c in chosen else t["other_classes"]) for c, colour in colours.items()}
     symbols = PART_SYMBOLS_3D if three_d else PART_SYMBOLS
     labels = view.labels[rows]
     part_of_row = parts[rows] if parts is not None else np.full(len(rows), "unused", dtype=object)
@@ -125,26 +175,44 @@ def projection_pair_figure(
             return go.Scatter3d(x=coords[mask, 0], y=coords[mask, 1], z=coords[mask, 2], mode="markers", **kwargs)
         return go.Scattergl(x=coords[mask, 0], y=coords[mask, 1], mode="markers", **kwargs)
 
-    def legend_proxy(name: str, group: str, marker: dict, legend: str = "legend"):
+    def legend_proxy(name: str, group: str, marker: dict):
         # Legend entries are drawn with the first point's symbol; a point-less proxy trace
         # gives each entry a plain marker, and its legend group toggles the real traces.
-        common = dict(name=name, legendgroup=group, legend=legend, showlegend=True, marker=marker,
-                      hoverinfo="skip", mode="markers")
+        common = dict(name=name, legendgroup=group, showlegend=True, marker=marker, hoverinfo="skip", mode="markers")
         if three_d:
             return go.Scatter3d(x=[None], y=[None], z=[None], **common)
         return go.Scattergl(x=[None], y=[None], **common)
 
-    present = np.unique(labels)
-    for class_index in present:
-        class_id = view.classes[class_index]
-        fig.add_trace(legend_proxy(_short(f"{class_id} {view.class_labels[class_index]}"), class_id,
-                                   {"color": colours[class_id], "size": 10}), row=1, col=1)
-    for col, coords in ((1, coords_a), (2, coords_b)):
+    def group_of(class_id: str) -> str:
+        return class_id if not chosen or class_id in chosen else "other classes"
+
+    present = [int(c) for c in np.unique(labels)]
+    # Grey classes first, so the highlighted ones are drawn over them.
+    present.sort(key=lambda c: bool(chosen) and view.classes[c] in chosen)
+    shown_parts = [p for p in PART_SYMBOLS if p in set(part_of_row.tolist())]
+    entries = _legend_entries(view, present, chosen, contours and not three_d, colours, t)
+    entries += [(f"<i>{part}</i>", f"part-{part}", {"color": "#52606d", "size": 9, "symbol": symbols[part]})
+                for part in (shown_parts if parts is not None and len(shown_parts) > 1 else [])]
+    n_outside = int(outside[1].sum() + outside[2].sum())
+    if n_outside:
+        entries.append((f"outside the view, drawn at its edge ({n_outside})", "outside",
+                        {"color": "#52606d", "size": 9, "symbol": OUTSIDE_SYMBOL, "line": {"width": 1.5}}))
+    if dim_others:
+        entries.append((f"selected ({int(selected.sum())})", "selected",
+                        {"color": "#52606d", "size": 10, "line": {"width": 1.5, "color": "#111111"}}))
+    columns, entry_px = _legend_columns([name for name, _, _ in entries], plot_px)
+    for name, group, marker in entries:
+        if group != "selected":
+            fig.add_trace(legend_proxy(shorten(name, entry_px, LEGEND_FONT) if "<i>" not in name else name, group,
+                                       marker), row=1, col=1)
+    for col in (1, 2):
+        coords, out = drawn[col], outside[col]
         # One trace per class and split part, so symbol and size are single values: plotly
         # validates per-point symbol lists element by element, which dominates the build
         # time of a 20k-point figure.
         for class_index in present:
             class_id = view.classes[class_index]
+            grey = bool(chosen) and class_id not in chosen
             for part in PART_SYMBOLS:
                 mask = (labels == class_index) & (part_of_row == part)
                 if not mask.any():
@@ -154,26 +222,28 @@ def projection_pair_figure(
                     # Split names a little larger than the rest, told apart by shape alone.
                     "size": size if part == "unused" else size + 2,
                     "symbol": symbols[part],
-                    "opacity": DIMMED_OPACITY if dim_others else 0.8,
+                    "opacity": (DIMMED_OPACITY if dim_others else OTHER_OPACITY if grey
+                                else MAP_OPACITY if contours and not three_d else 0.8),
                     "line": {"width": 0},
                 }
-                fig.add_trace(scatter(coords, mask, name=class_id, legendgroup=class_id, showlegend=False,
+                fig.add_trace(scatter(coords, mask, name=class_id, legendgroup=group_of(class_id), showlegend=False,
                                       marker=marker, customdata=customdata[mask],
                                       hovertemplate=hover(view.class_labels[class_index], part)), row=1, col=col)
+        if out.any():
+            # Outliers stay in their class's trace (hover, selection and split markers as for
+            # any name), moved onto the edge; a ring around each says it is not where it lies.
+            marker = {"color": OUTSIDE_RING, "size": size + 7, "symbol": OUTSIDE_SYMBOL, "line": {"width": 1.5}}
+            fig.add_trace(scatter(coords, out, name="outside the view", legendgroup="outside", showlegend=False,
+                                  marker=marker, hoverinfo="skip"), row=1, col=col)
         if dim_others:
             marker = {"color": [colours[view.classes[c]] for c in labels[selected]], "size": size + 5,
                       "symbol": "circle", "line": {"width": 1.5, "color": "#111111"}, "opacity": 1.0}
             fig.add_trace(scatter(coords, selected, name=f"selected ({int(selected.sum())})", legendgroup="selected",
                                   showlegend=col == 1, marker=marker, customdata=customdata[selected],
                                   hovertemplate=hover("selected", "")), row=1, col=col)
-    # Marker entries for the split parts actually shown, after the classes.
-    shown_parts = [p for p in PART_SYMBOLS if p in set(part_of_row.tolist())]
-    if parts is not None and len(shown_parts) > 1:
-        for part in shown_parts:
-            fig.add_trace(legend_proxy(f"<i>{part}</i>", f"part-{part}",
-                                       {"color": "#52606d", "size": 9, "symbol": symbols[part]}), row=1, col=1)
-    ranges = _ranges([coords_a, coords_b])
     axis_names = [f"{method} {i + 1}" for i in range(dims)]
+    spans = [hi - lo for lo, hi in ranges]
+    panel_height = height or int(np.clip(panel_px * spans[1] / spans[0], 300, 720)) if not three_d else (height or 560)
     if three_d:
         for scene in ("scene", "scene2"):
             fig.update_layout({scene: {
@@ -189,27 +259,111 @@ def projection_pair_figure(
         # Same x/y scale within each panel, so distances are not stretched.
         fig.update_yaxes(scaleanchor="x", scaleratio=1, row=1, col=1)
         fig.update_yaxes(scaleanchor="x2", scaleratio=1, row=1, col=2)
+        if contours:
+            scale = min(panel_px / spans[0], panel_height / spans[1])  # pixels per map unit
+            for col in (1, 2):
+                _class_map(fig, col, drawn[col][~outside[col]], labels[~outside[col]], view, ranges, colours,
+                           chosen, scale)
     title = title or f"{method} · {model_a} vs {model_b} · {view.title}"
-    apply_theme(fig, title, caption, height=height)
-    # The legend goes under the panels, so the two panels get the full width; the bottom
-    # margin is sized for its rows (three entries per row) and the caption below it.
-    entries = len(present) + (len(shown_parts) if parts is not None and len(shown_parts) > 1 else 0) + dim_others
-    legend_rows = int(np.ceil(entries / 3))
-    caption_px = 14 + 16 * (caption.count("<br>") + 1) if caption else 0
-    bottom = 40 + 21 * legend_rows + caption_px
+    # The legend goes under the panels, so the two panels get the full width.
+    legend_rows = int(np.ceil(len(entries) / columns)) if entries else 0
+    legend_px = 10 + LEGEND_ROW_PX * legend_rows
+    apply_theme(fig, title, caption, height=None, width=width, margin={"l": SIDE, "r": SIDE, "b": legend_px + 12},
+                top=30, caption_offset=legend_px + 8)
+    total = int(fig.layout.margin.t + panel_height + fig.layout.margin.b)
     fig.update_layout(
-        legend={"orientation": "h", "x": 0.0, "y": 0.0, "yref": "container", "yanchor": "bottom",
-                "itemsizing": "constant", "font": {"size": 12}, "entrywidth": 0.32, "entrywidthmode": "fraction",
-                "tracegroupgap": 0},
+        height=total,
+        # 10 px under the panels, in pixels from the top: the figure's height is fixed, so
+        # this holds at any width (plotly limits a legend placed below the plot area itself).
+        legend={"orientation": "h", "x": 0.0, "y": 1 - (total - fig.layout.margin.b + 10) / total,
+                "yref": "container", "yanchor": "top", "xanchor": "left",
+                "itemsizing": "constant", "font": {"size": LEGEND_FONT},
+                # the text's share of the plot width: the marker and padding come on top
+                "entrywidth": entry_px / plot_px,
+                "entrywidthmode": "fraction", "tracegroupgap": 0},
         dragmode="lasso" if not three_d else "orbit",
-        margin={"l": 20, "r": 20, "b": bottom},
-        height=height + bottom - 70,
         hoverlabel={"font": {"size": 13}},
     )
-    fig.update_layout(legend={"y": caption_px / (height + bottom - 70)})
-    if caption:  # at the very bottom, under the legend
-        fig.layout.annotations[-1].update(yref="paper", y=0, yshift=-(bottom - 12), yanchor="bottom")
     return fig
+
+
+def _legend_entries(view: LevelView, present: list[int], chosen: set, map_labels: bool, colours: dict,
+                    t: dict) -> list[tuple[str, str, dict]]:
+    """``(name, legend group, marker)`` of the class entries: none when the map names the
+    classes, only the highlighted ones (and "other classes") when some are highlighted."""
+    if map_labels and not chosen:
+        return []
+    out = []
+    for class_index in present:
+        class_id = view.classes[class_index]
+        if chosen and class_id not in chosen:
+            continue
+        if not map_labels:
+            out.append((f"{class_id} {view.class_labels[class_index]}", class_id,
+                        {"color": colours[class_id], "size": 10}))
+    others = sum(1 for c in present if chosen and view.classes[c] not in chosen)
+    if others:
+        out.append((f"other classes ({others})", "other classes", {"color": t["other_classes"], "size": 10}))
+    return out
+
+
+def _legend_columns(names: list[str], plot_px: float) -> tuple[int, float]:
+    """Columns of the legend under the panels, and the text width each entry gets.
+
+    As many columns as the longest entry allows (1 to 4), at least two when there are many
+    entries (their names are then shortened to fit).
+    """
+    symbol_px = 46  # the marker, its gap and plotly's padding
+    longest = max((text_width(n, LEGEND_FONT) for n in names), default=0.0)
+    columns = int(np.clip(plot_px // (longest + symbol_px + 8), 1, 4))
+    if len(names) > 6:
+        columns = max(columns, 2)
+    return columns, plot_px / columns - symbol_px - 8
+
+
+def _class_map(fig: go.Figure, col: int, coords: np.ndarray, labels: np.ndarray, view: LevelView,
+               ranges: list[list[float]], colours: dict, chosen: set, scale: float) -> None:
+    """Each class's half-mass contour and its name at its density peak, on one panel.
+
+    Names are placed largest class first; a name that would cover one already placed moves
+    up or down by its height, and is left out (the hover and the contour still show the
+    class) when no place near its peak is free.
+    """
+    suffix = "" if col == 1 else str(col)
+    placed: list[tuple[float, float, float, float]] = []
+    # Collected and added at once: plotly validates every annotation again on each add.
+    traces, notes = [], []
+    (x0, x1), (y0, y1) = ranges[0], ranges[1]
+    for density in class_densities(coords, labels, (x0, x1), (y0, y1)):
+        class_id = view.classes[density.class_index]
+        if chosen and class_id not in chosen:
+            continue
+        colour = colours[class_id]
+        traces.append(go.Contour(
+            x=np.round(density.x, 4), y=np.round(density.y, 4), z=np.round(density.z, 3),
+            contours={"start": density.level, "end": density.level, "size": 1, "coloring": "lines"},
+            colorscale=[[0, colour], [1, colour]], line={"width": 2}, showscale=False, hoverinfo="skip",
+            legendgroup=class_id, showlegend=False, name=class_id,
+        ))
+        text = wrap_html(view.class_labels[density.class_index], LABEL_WIDTH_PX, LABEL_FONT, max_lines=2)
+        w = (text_width(text, LABEL_FONT) + 8) / scale
+        h = (line_height(LABEL_FONT) * text_lines(text) + 6) / scale
+        px, py = density.peak
+        for dy in (0, h, -h, 2 * h, -2 * h):
+            box = (px - w / 2, py + dy - h / 2, px + w / 2, py + dy + h / 2)
+            if box[0] < x0 or box[2] > x1 or box[1] < y0 or box[3] > y1:
+                continue
+            if any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in placed):
+                continue
+            placed.append(box)
+            notes.append({"text": text, "x": px, "y": py + dy, "xref": f"x{suffix}", "yref": f"y{suffix}",
+                          "showarrow": False, "font": {"size": LABEL_FONT, "color": theme()["text"]},
+                          "bgcolor": "rgba(255,255,255,0.8)", "bordercolor": colour, "borderwidth": 1,
+                          "borderpad": 2})
+            break
+    fig.add_traces(traces, rows=1, cols=col)
+    # Assigned whole: update_layout would walk every annotation's properties again (0.5 s).
+    fig.layout.annotations = (*fig.layout.annotations, *(go.layout.Annotation(note) for note in notes))
 
 
 def selected_rows(selection: dict | None) -> np.ndarray:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from bioviz.figures.theme import apply_theme, theme
+from bioviz.figures.theme import apply_theme, pair_colours, theme
 
 
 def training_curves(events: list[dict], title: str, caption: str | None = None) -> go.Figure:
@@ -65,7 +65,7 @@ def training_curves(events: list[dict], title: str, caption: str | None = None) 
     if not epochs:
         fig.add_annotation(text="waiting for the first epoch…", xref="paper", yref="paper", x=0.5, y=0.5,
                            showarrow=False)
-    return apply_theme(fig, title, caption, height=400)
+    return apply_theme(fig, title, caption, height=400, top=34)  # room for the panel titles
 
 
 def _flatten(metrics: dict, prefix: str = "", exclude: tuple[str, ...] = ()) -> dict[str, float]:
@@ -100,9 +100,8 @@ def baseline_vs_trained(baseline: dict, trained: dict, title: str, caption: str 
     """
     a, b = _flatten(baseline, exclude=exclude), _flatten(trained, exclude=exclude)
     shared = [k for k in b if k in a]
-    palette = theme()["qualitative"]
     fig = go.Figure()
-    for name, values, colour in ((labels[0], a, "#9aa5b1"), (labels[1], b, palette[0])):
+    for name, values, colour in zip(labels, (a, b), pair_colours()):
         fig.add_trace(go.Bar(x=shared, y=[values[k] for k in shared], name=name, marker_color=colour,
                              text=[f"{values[k]:.3f}" for k in shared], textposition="outside",
                              hovertemplate=f"{name}<br>%{{x}}: %{{y:.4f}}<extra></extra>"))

@@ -7,11 +7,14 @@ import pytest
 
 from bioviz.figures import (export_config_as, hierarchy_figure, hypernym_ranking_figure, projection_pair_figure,
                             projection_table, selected_rows, separation_figure, similarity_figures, slug)
-from bioviz.figures.theme import class_colours, theme
+from bioviz.figures.text import plain, text_width
+from bioviz.figures.theme import class_colours, pair_colours, theme
 from bioviz.views.hierarchy import level_tree, node_scores
 from bioviz.ontology import level_view, load_source, make_split
 from bioviz.views.separation import Separation
 from bioviz.views.similarity import SimilarityComparison
+from tests.bioviz.figures.figure_samples import (hpo_tree, hpo_view, hypernym_rankings, node_gains, separation,
+                                              similarity_comparison, umap_like_coords)
 
 
 @pytest.fixture
@@ -85,8 +88,24 @@ def test_separation_figure_sorts_by_gain_and_states_models():
     assert "minilm vs run-7" in fig.layout.title.text and "toy depth 1" in fig.layout.title.text
     markers = [t for t in fig.data if t.mode == "markers"]
     assert [t.name for t in markers] == ["minilm", "run-7"]
-    assert [y.split("</span> ")[1] for y in markers[1].y] == ["gamma", "alpha", "beta"]  # gain ascending, best on top
+    ticks = dict(zip(fig.layout.yaxis.tickvals, fig.layout.yaxis.ticktext))
+    assert [ticks[y].split("</span> ")[1] for y in markers[1].y] == ["gamma", "alpha", "beta"]  # gain ascending
     assert "mean 0.533 → 0.700" in annotations_text(fig)
+    assert [t.marker.color for t in markers] == list(pair_colours())
+
+
+def test_separation_title_caption_and_class_names_fit_the_column_width():
+    view = hpo_view(names_per_class=5)
+    fig = separation_figure(separation(view), "hpo 2025-05-06 · HP:0000118 depth 1", width=730)
+    t = theme()
+    for line in fig.layout.title.text.split("<br>"):
+        assert text_width(line, t["title_size"]) <= 730 - 24
+    [caption] = [a for a in fig.layout.annotations if "mean" in a.text]
+    assert all(text_width(line, t["caption_size"]) <= 730 - 24 for line in caption.text.split("<br>"))
+    assert "mean " in caption.text and caption.text.rstrip().endswith(f"{separation(view).means[1]:.3f}")
+    # the class names get their own margin: the widest fits in it, and it leaves the plot most of the width
+    widest = max(text_width(plain(tick), 12) for tick in fig.layout.yaxis.ticktext)
+    assert widest <= fig.layout.margin.l and fig.layout.margin.l <= 0.45 * 730
 
 
 def comparison(n):
@@ -105,13 +124,37 @@ def test_similarity_pair_shares_one_scale_and_prints_values_when_small():
     assert len(pair.data) == 2 and all(t.coloraxis == "coloraxis" for t in pair.data)
     assert pair.layout.coloraxis.cmax == 1.0 and pair.layout.coloraxis.cmin <= 0.0
     assert d.zmin == -d.zmax and d.zmax >= 0.1
-    assert pair.data[0].texttemplate == "%{z:.2f}"
+    assert pair.data[0].texttemplate == "%{z:.2f}" and pair.data[0].textfont.size >= 10
     assert "minilm vs run-1" in pair.layout.title.text and "BioLORD Appendix B" in pair.layout.title.text
     assert "run-1 − minilm" in figs["difference"].layout.title.text
     assert len(pair.layout.yaxis.ticktext) == 12
     np.testing.assert_allclose(pair.data[1].z, comparison(12).b)
     big = similarity_figures(comparison(30))
     assert big["pair"].data[0].texttemplate is None and big["difference"].data[0].texttemplate is None
+
+
+def test_similarity_values_are_printed_only_where_they_are_legible():
+    figs = similarity_figures(similarity_comparison(18), "typed", width=1000)
+    pair, difference = figs["pair"], figs["difference"]
+    # 18 terms side by side at 1000 px: cells of 17 px are too small for a legible value
+    assert pair.data[0].texttemplate is None and "values on hover" in annotations_text(pair)
+    heat = difference.data[0]
+    assert heat.texttemplate == "%{z:+.2f}" and heat.textfont.size >= 10
+    cell = (1000 - 24 - 210 - 90) / 18  # the plot width, less the term labels and the colour bar
+    assert all(text_width(f"{v:+.2f}", heat.textfont.size) + 2 <= cell for row in heat.z for v in row)
+
+
+def test_similarity_has_a_legend_for_the_class_squares_and_a_real_title():
+    comparison_ = similarity_comparison(12)
+    labels = {"III": "Diseases of the blood", "IV": "Endocrine, nutritional and metabolic diseases",
+              "XVIII": "Symptoms, signs and abnormal findings"}
+    figs = similarity_figures(comparison_, "typed", colour_order=["III", "IV", "XVIII"], group_labels=labels)
+    for fig in figs.values():
+        legend = {t.name: t.marker.color for t in fig.data if t.showlegend}
+        assert legend == {f"{g} {labels[g]}": class_colours(["III", "IV", "XVIII"])[g] for g in ("IV", "XVIII", "III")}
+    assert plain(figs["pair"].layout.title.text).startswith("Cosine similarity of 12 typed terms")
+    assert "typed terms" in plain(figs["difference"].layout.title.text)
+    assert " · typed" not in figs["pair"].layout.title.text
 
 
 def test_hierarchy_figure_kinds_and_colours(onto):
@@ -126,14 +169,63 @@ def test_hierarchy_figure_kinds_and_colours(onto):
         assert trace.marker.cmid == 0 and trace.marker.cmax == pytest.approx(-trace.marker.cmin)
     plain = hierarchy_figure(tree, None)
     assert plain.data[0].marker.colorscale is None
-    # Long labels wrap into a few short lines in boxes (one long line would be hidden), not in the sunburst.
-    long_label = next(label for label in tree.nodes["label"] if len(label) > 18)
-    row = list(tree.nodes["label"]).index(long_label)
-    box_label = hierarchy_figure(tree, values, "treemap").data[0].labels[row]
-    assert "<br>" in box_label and all(len(line) <= 18 for line in box_label.split("<br>"))
-    assert "<br>" not in hierarchy_figure(tree, values, "sunburst").data[0].labels[row]
     with pytest.raises(ValueError):
         hierarchy_figure(tree, values, "pie")
+
+
+def compact(gain: float) -> str:
+    """A gain as the smallest boxes write it: "+0.267" -> "+.27"."""
+    return f"{float(f'{gain:+.3f}'):+.2f}".replace("0.", ".", 1)
+
+
+def label_words(text: str) -> list[str]:
+    return plain(text).replace("\n", " ").replace("…", "").split()
+
+
+@pytest.mark.parametrize("kind", ["treemap", "icicle", "sunburst"])
+def test_hierarchy_labels_break_between_words_only(kind):
+    view = hpo_view(names_per_class=2)
+    tree = hpo_tree(view, depth=2)
+    gains = node_gains(tree)
+    trace = hierarchy_figure(tree, gains, kind, "t", "c").data[0]
+    names = dict(zip(tree.nodes["id"], tree.nodes["label"]))
+    labelled = 0
+    for nid, text, gain in zip(trace.ids, trace.text, gains):
+        values = (f"{gain:+.3f}", compact(gain), nid)
+        words = [w for w in label_words(text) if w not in values]
+        if words:  # what is left of the name is its first words, each one whole
+            labelled += 1
+            assert words == names[nid].split()[:len(words)], (text, names[nid])
+    assert labelled >= 10
+
+
+def test_hierarchy_labels_the_largest_boxes_and_the_largest_gains():
+    view = hpo_view(names_per_class=2)
+    tree = hpo_tree(view, depth=1)
+    gains = node_gains(tree)
+    trace = hierarchy_figure(tree, gains, "treemap", "t", "c", width=730, height=640).data[0]
+    classes = tree.nodes[tree.nodes["depth"] == 1]
+    largest = classes.sort_values("names", ascending=False).index[:8]
+    for row in largest:  # the biggest boxes carry their name (at least its first two words) and gain
+        text = plain(trace.text[row])
+        assert " ".join(tree.nodes.loc[row, "label"].split()[:2]) in text.replace("\n", " ")
+        assert f"{gains[row]:+.3f}" in text
+    # every class with at least 0.5% of the names has its gain written (as "+.27" in the smallest boxes)
+    shown = classes[classes["names"] >= 0.005 * tree.nodes.loc[0, "names"]].index
+    assert all(compact(gains[row]) in trace.text[row] or f"{gains[row]:+.3f}" in trace.text[row] for row in shown)
+
+
+def test_a_class_opens_among_its_siblings_not_as_one_flat_disc():
+    view = hpo_view(names_per_class=2)
+    tree = hpo_tree(view, depth=2)
+    leaf, parent = "HP:0001939.1", "HP:0001939"
+    for kind in ("sunburst", "treemap"):
+        trace = hierarchy_figure(tree, node_gains(tree), kind, "t", focus=leaf, max_depth=1).data[0]
+        assert trace.level == parent and trace.maxdepth >= 2
+        widths = dict(zip(trace.ids, trace.marker.line.width))
+        assert widths[leaf] > max(w for nid, w in widths.items() if nid != leaf)  # outlined
+    inner = hierarchy_figure(tree, None, "sunburst", focus=parent).data[0]
+    assert inner.level == parent  # a node with children opens as before
 
 
 def test_hypernym_ranking_figure_highlights_correct_names():
@@ -143,8 +235,20 @@ def test_hypernym_ranking_figure_highlights_correct_names():
     fig = hypernym_ranking_figure({"dan": frame, "bne": frame.assign(correct=[False, False, True])},
                                   "poisoning caused by mexican beaded lizard bite", "bite wound", "Hypernyms")
     bars = fig.data
-    assert len(bars) == 2 and bars[0].marker.color[0] == theme()["trained"] and bars[1].marker.color[0] != theme()["trained"]
-    assert "7. x" in bars[0].y[-1] and "mexican beaded lizard" in annotations_text(fig)
+    correct = theme()["correct"]
+    assert len(bars) == 2 and bars[0].marker.color[0] == correct and bars[1].marker.color[0] != correct
+    assert fig.layout.yaxis.ticktext[-1] == "7. x" and "mexican beaded lizard" in annotations_text(fig)
+
+
+def test_hypernym_panels_leave_room_for_the_right_panels_names():
+    fig = hypernym_ranking_figure(hypernym_rankings(), "lizard bite", "Injury", "Hypernyms", width=1000)
+    plot_px = 1000 - fig.layout.margin.l - fig.layout.margin.r
+    gap_px = (fig.layout.xaxis2.domain[0] - fig.layout.xaxis.domain[1]) * plot_px
+    widest = max(text_width(tick, 12) for tick in fig.layout.yaxis2.ticktext)
+    assert widest < gap_px  # the right panel's names end before the left panel's bars do
+    assert widest <= fig.layout.margin.l  # and the left panel's fit in the margin
+    narrow = hypernym_ranking_figure(hypernym_rankings(), "lizard bite", "Injury", "Hypernyms", width=420)
+    assert narrow.layout.yaxis2.domain[1] < narrow.layout.yaxis.domain[0]  # one above the other
 
 
 def test_export_config_formats_and_slug():
@@ -153,3 +257,73 @@ def test_export_config_formats_and_slug():
     with pytest.raises(ValueError):
         export_config_as("fig", "gif")
     assert slug("umap", "minilm", "vs", "run 1/x", "", None) == "umap-minilm-vs-run-1-x"
+
+
+def umap_figure(**kwargs):
+    view = hpo_view(names_per_class=40)
+    coords_a, coords_b = umap_like_coords(view)
+    return view, coords_a, projection_pair_figure(view, np.arange(len(view.names)), coords_a, coords_b, "minilm",
+                                                  "run-1", **kwargs)
+
+
+def test_projection_axes_fit_the_bulk_and_outliers_sit_at_the_edge():
+    view, coords_a, fig = umap_figure()
+    bulk = np.percentile(coords_a, [1, 99], axis=0)
+    for axis, d in ((fig.layout.xaxis, 0), (fig.layout.yaxis, 1)):
+        low, high = axis.range
+        assert high - low < 1.6 * (bulk[1, d] - bulk[0, d])  # six points at ±50 do not stretch the axes
+    rings = [t for t in fig.data if t.name == "outside the view" and t.x is not None]
+    assert len(rings) == 2 and sum(len(t.x) for t in rings) == 12  # the six far points, ringed in each panel
+    points = [t for t in fig.data if t.customdata is not None and len(t.customdata)]
+    assert sum(len(t.x) for t in points) == 2 * len(view.names)  # every name drawn once per panel, outliers too
+    for trace in points:  # ... inside the axes: the outliers at the edge
+        x_axis, y_axis = (fig.layout.xaxis, fig.layout.yaxis) if trace.xaxis == "x" else (fig.layout.xaxis2,
+                                                                                           fig.layout.yaxis2)
+        assert all(x_axis.range[0] <= x <= x_axis.range[1] for x in trace.x)
+        assert all(y_axis.range[0] <= y <= y_axis.range[1] for y in trace.y)
+    assert any("outside the view" in (t.name or "") and t.showlegend for t in fig.data)
+
+
+def test_23_classes_get_23_distinct_colours_and_whole_legend_names():
+    view, _, fig = umap_figure()
+    colours = class_colours(view.classes)
+    assert len(set(colours.values())) == len(view.classes) == 23
+    legend = [t.name for t in fig.data if t.showlegend and t.legendgroup in view.classes]
+    assert legend == [f"{c} {label}" for c, label in zip(view.classes, view.class_labels)]  # none cut
+
+
+def test_projection_panels_take_the_layouts_shape_so_no_band_is_left_empty():
+    view, coords_a, fig = umap_figure(width=1000)
+    plot_height = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    x, y = fig.layout.xaxis.range, fig.layout.yaxis.range
+    panel_width = (1000 - fig.layout.margin.l - fig.layout.margin.r) * (1 - 0.04) / 2
+    assert plot_height == pytest.approx(panel_width * (y[1] - y[0]) / (x[1] - x[0]), abs=2)
+    legend_top = (1 - fig.layout.legend.y) * fig.layout.height
+    assert 0 < legend_top - (fig.layout.margin.t + plot_height) <= 12  # the legend right under the panels
+
+
+def test_highlighted_classes_keep_their_colours_and_the_rest_turn_grey():
+    chosen = ["HP:0001939", "HP:0002664"]
+    view, _, fig = umap_figure(highlight_classes=chosen)
+    colours = class_colours(view.classes)
+    for trace in fig.data:
+        if trace.x is None or not len(trace.x) or trace.x[0] is None or trace.name not in view.classes:
+            continue
+        expected = colours[trace.name] if trace.name in chosen else theme()["other_classes"]
+        assert trace.marker.color == expected
+    legend = [t.name for t in fig.data if t.showlegend]
+    assert legend[:3] == ["HP:0001939 Abnormality of metabolism/homeostasis", "HP:0002664 Neoplasm",
+                          "other classes (21)"]
+
+
+def test_labelled_map_draws_contours_and_names_at_density_peaks():
+    view, coords_a, fig = umap_figure(contours=True)
+    contours = [t for t in fig.data if isinstance(t, go.Contour)]
+    assert len(contours) == 2 * 23 and {t.xaxis for t in contours} == {"x", "x2"}
+    labels = [a for a in fig.layout.annotations if a.xref in ("x", "x2")]
+    assert len(labels) >= 20  # most classes named on each map; a name that would cover another is left out
+    by_text = {plain(a.text).replace("\n", " "): a for a in labels if a.xref == "x"}
+    neoplasm = by_text["Neoplasm"]
+    centre = coords_a[view.labels == view.classes.index("HP:0002664")].mean(axis=0)
+    assert np.hypot(neoplasm.x - centre[0], neoplasm.y - centre[1]) < 2.0  # at the class's peak (blob sd 0.8)
+    assert not any(t.showlegend and t.legendgroup in view.classes for t in fig.data)  # the map names the classes

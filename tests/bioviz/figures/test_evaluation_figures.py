@@ -31,3 +31,12 @@ def test_cross_level_heatmap():
     heat = fig.data[0]
     assert list(heat.x) == ["level 1", "level 2"] and list(heat.y) == ["minilm", "run-1"]
     assert heat.text[0][1] == "–" and heat.text[1][0] == "<b>0.500</b><br>[0.40, 0.60]"
+
+
+def test_the_baseline_and_the_compared_model_have_the_colours_of_every_other_page():
+    from bioviz.figures.theme import pair_colours
+
+    fig = metric_bars(ROWS, "Evaluation", "seed 0")
+    assert [t.marker.color for t in fig.data] == list(pair_colours())
+    third = metric_bars(ROWS + [dict(ROWS[0], model="bne")], "Evaluation")
+    assert third.data[2].marker.color not in pair_colours()

@@ -59,3 +59,10 @@ def test_base_weight_choice_marks_the_chosen_weight_and_the_threshold():
     assert fig.layout.title.text.startswith("Base weight")
     empty = base_weight_choice({"weight": 0.0, "candidates": [], "chosen_by": "no validation names"}, "t")
     assert any("no validation names" in a.text for a in empty.layout.annotations)
+
+
+def test_baseline_and_trained_bars_use_the_one_baseline_compared_pair():
+    from bioviz.figures.theme import pair_colours
+
+    fig = baseline_vs_trained({"test": {"mAP": 0.3}}, {"test": {"mAP": 0.6}}, "t", labels=("minilm", "r1"))
+    assert [t.marker.color for t in fig.data] == list(pair_colours())
