@@ -8,6 +8,7 @@ names a path.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from pathlib import Path
@@ -38,6 +39,9 @@ def atomic_path(target: Path | str, suffix: str = ""):
     """Yield a temporary path next to ``target``; rename it onto ``target`` on success.
 
     A crash or an exception leaves ``target`` as it was (readers never see half a file).
+    The file is flushed to the disk before the rename and the directory after it: without
+    the first, a power loss can leave the new name pointing at an empty file (the rename
+    reached the disk, the data did not); without the second, the rename itself can be lost.
 
     Parameters
     ----------
@@ -52,7 +56,9 @@ def atomic_path(target: Path | str, suffix: str = ""):
     os.close(fd)
     try:
         yield Path(tmp)
+        fsync_file(tmp)
         os.replace(tmp, target)
+        fsync_dir(target.parent)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -68,3 +74,43 @@ def write_bytes_atomic(target: Path | str, data: bytes) -> None:
     """Write ``data`` to ``target`` atomically (temp file, then rename)."""
     with atomic_path(target) as tmp:
         tmp.write_bytes(data)
+
+
+def fsync_file(path: Path | str) -> None:
+    """Flush a file's data to the disk (whoever wrote it, through whatever handle)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_dir(path: Path | str) -> None:
+    """Flush a directory's entries to the disk, so a rename or a new file in it survives a power loss.
+
+    Some file systems cannot fsync a directory (EINVAL) and some platforms cannot open one;
+    there is nothing more to flush on those.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except (IsADirectoryError, PermissionError):  # Windows: directories cannot be opened
+        return
+    try:
+        os.fsync(fd)
+    except OSError as error:
+        if error.errno not in (errno.EINVAL, errno.ENOTSUP):
+            raise
+    finally:
+        os.close(fd)
+
+
+def fsync_tree(path: Path | str) -> None:
+    """Flush every file and directory under ``path`` (``path`` included), deepest first.
+
+    Before a directory written file by file is renamed into place: after a power loss it
+    is then either absent or complete, never a complete-looking shell of empty files.
+    """
+    for folder, _dirs, files in os.walk(path, topdown=False):
+        for name in files:
+            fsync_file(os.path.join(folder, name))
+        fsync_dir(folder)

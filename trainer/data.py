@@ -7,17 +7,20 @@ Also the checks of a configuration that need the machine or the data (:func:`che
 from __future__ import annotations
 
 import logging
+import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from bioviz.errors import BiovizError, ModelError, SplitError
-from bioviz.models.embeddings import encode_cached, load_encoder, model_dimension, resolve
+from bioviz.models.embeddings import PRESET_MODELS, encode_cached, load_encoder, model_dimension, resolve
 from bioviz.models.runs import is_run_dir
 from bioviz.ontology import Ontology, Split
 from bioviz.ontology.levels import LevelView
+from bioviz.ontology.sources import BUNDLED
 from trainer.config import TrainConfig
 
 logger = logging.getLogger(__name__)
@@ -92,6 +95,44 @@ def check_view(config: TrainConfig, view: LevelView) -> None:
         if config.hidden < 2 * dim:
             raise BiovizError(f"an identity start needs hidden >= 2 x {dim} = {2 * dim} for the "
                               f"{dim}-dimensional vectors of {config.input_model} (got {config.hidden})")
+
+
+# Config fields that may name a file or directory, and the names each accepts instead.
+PATH_FIELDS = {"source": BUNDLED, "base": PRESET_MODELS, "init": ()}
+
+
+def absolute_paths(values: Mapping, cwd: str | Path | None = None) -> dict:
+    """Training options with relative paths among source, base and init made absolute.
+
+    A job is submitted in one directory and runs in another: a relative path that exists
+    from ``cwd`` (default: the current directory) becomes absolute, so the trainer reads the
+    file that was validated. Names (``icd10``, ``minilm``, a hub id that is not a local
+    folder) and paths that do not exist here stay as they are (validation names them).
+
+    Parameters
+    ----------
+    values : mapping
+        Options, as in a job's config (``source``, ``base``, ``init`` ...).
+    cwd : path-like, optional
+        The directory the paths are relative to.
+
+    Returns
+    -------
+    dict
+        A copy; the other options untouched.
+    """
+    out = dict(values)
+    here = Path(cwd) if cwd is not None else Path.cwd()
+    for name, names in PATH_FIELDS.items():
+        value = out.get(name)
+        if not isinstance(value, str) or not value.strip() or value in names:
+            continue
+        path = Path(value).expanduser()
+        if path.is_absolute():
+            out[name] = str(path)
+        elif (here / path).exists():
+            out[name] = os.path.normpath(here / path)
+    return out
 
 
 def check_feasible(config: TrainConfig) -> None:

@@ -3,6 +3,8 @@
 Everything is written into a temporary sibling of the target (``.<name>.partial-*``) and
 renamed onto it at the very end, so a killed or cancelled job never leaves a directory
 that looks complete (``run.json`` is the completeness marker, see :mod:`bioviz.models.runs`).
+Every file is flushed to the disk before the rename and the parent directory after it, so
+a power loss cannot leave a complete-looking run with an empty ``run.json`` either.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ import time
 from pathlib import Path
 
 from bioviz.errors import BiovizError
+from bioviz.paths import fsync_dir, fsync_tree
 from trainer.config import TrainConfig, validate
+from trainer.crash_points import crash_point
 from trainer.data import check_models, prepare
 from trainer.events import CancelFlag, TrainResult
 from trainer.export import save_fine_tuned, save_head_model
@@ -185,9 +189,15 @@ def train_run(config: TrainConfig, out: str | Path, callbacks=(), cancel: Cancel
         (partial / SPLIT_FILE).write_text(json.dumps(_split_names(data)), encoding="utf-8")
         record = run_record(config, data, result, out.name, time.perf_counter() - started)
         (partial / RUN_FILE).write_text(json.dumps(record, indent=1, default=str), encoding="utf-8")
+        # On disk before the rename, the rename on disk after it: a power loss leaves either
+        # no run or a complete one, never a run.json of zeros (ext4 and xfs may reorder them).
+        fsync_tree(partial)
+        crash_point("export:before-rename")
         if out.exists():
             out.rmdir()  # empty (checked above); os.replace cannot replace a directory otherwise
         os.replace(partial, out)
+        fsync_dir(out.parent)
+        crash_point("export:after-rename")
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise

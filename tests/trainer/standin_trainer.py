@@ -4,8 +4,11 @@ Used only by the job tests: it writes the same progress events, stops between "b
 on SIGTERM with exit code 130, and writes its run directory to a temporary folder renamed
 at the end. It reads the job's ``--config FILE`` like the trainer; there ``epochs``,
 ``epoch_s`` (seconds per epoch), ``fail_at`` (raise at that epoch), ``wait_file`` (do not
-finish while that file is missing) and ``ignore_term`` (a trainer that does not stop when
-asked) steer it.
+finish while that file is missing), ``linger_file`` (after publishing the run, stay until that
+file exists or a SIGTERM comes) and ``ignore_term`` (a trainer that does not stop when asked)
+steer it. A ``source`` that looks like a file path must exist, seen from the trainer's working
+directory, as for the real trainer. ``BIOVIZ_CRASH_AT=export:before-rename`` or ``export:after-rename`` ends it
+where the real trainer's run export has its crash points.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import signal
 import sys
 import time
 from pathlib import Path
+
+from trainer.crash_points import crash_point
 
 stop = False
 
@@ -47,10 +52,14 @@ def main(argv=None) -> int:
     args, _ = parser.parse_known_args(argv)
     config = json.loads(Path(args.config).read_text())
     for name, default in (("epochs", 3), ("epoch_s", 0.05), ("fail_at", 0), ("wait_file", None),
-                          ("source", "mini"), ("ignore_term", False)):
+                          ("linger_file", None), ("source", "mini"), ("ignore_term", False)):
         setattr(args, name, config.get(name, default))
     signal.signal(signal.SIGTERM, signal.SIG_IGN if args.ignore_term else on_term)
     progress = Path(args.progress_file)
+    if Path(args.source).suffix and not Path(args.source).exists():
+        emit(progress, {"event": "error", "message": f"unknown source {args.source!r}"})
+        print(f"error: unknown source {args.source!r}", file=sys.stderr, flush=True)
+        return 2
     out = Path(args.out)
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
     tmp.mkdir(parents=True)
@@ -80,8 +89,15 @@ def main(argv=None) -> int:
     (tmp / "run.json").write_text(json.dumps({"run_id": out.name, "config": {"source": args.source},
                                               "metrics": {"baseline": {"mAP": 0.5}, "trained": {"mAP": 0.6},
                                                           "base_mix": STANDIN_BASE_MIX}}))
+    crash_point("export:before-rename")  # the same crash points as trainer.runs.train_run
     os.replace(tmp, out)
+    crash_point("export:after-rename")
     emit(progress, {"event": "done", "run_dir": str(out), "summary": {"mAP": 0.6}})
+    while args.linger_file and not Path(args.linger_file).exists():
+        if stop:  # a cancel that came after the run was published
+            print("standin: stopped by SIGTERM after publishing", flush=True)
+            return 130
+        time.sleep(0.02)
     if args.json:
         print(json.dumps({"run_dir": str(out)}))
     return 0

@@ -20,7 +20,9 @@ from bioviz.models.runs import is_run_dir
 from trainer.jobs.executor import LocalProcessExecutor, group_alive
 from trainer.jobs.progress import progress_stage, read_progress, summarise_progress
 from trainer.jobs.queue import Worker, parse_slots
-from trainer.jobs.store import CANCELLED, FAILED, INTERRUPTED, QUEUED, RUNNING, SUCCEEDED, JobError, JobStore
+from trainer.jobs.store import (
+    CANCELLED, FAILED, INTERRUPTED, QUEUED, RUNNING, STARTING, SUCCEEDED, JobError, JobStore,
+)
 
 STANDIN = "tests.trainer.standin_trainer"
 
@@ -118,7 +120,7 @@ def test_progress_summary_and_job_row_show_the_embedding_before_training(tmp_hom
 
 def test_tiny_job_goes_from_submit_to_succeeded(worker):
     job = worker.submit({"epochs": 3}, validate=False)
-    assert job.status in (QUEUED, RUNNING)
+    assert job.status in (QUEUED, STARTING, RUNNING)
     done = wait_for(worker, job.id, finished)
     assert done.status == SUCCEEDED, done.error
     assert done.device == "cpu" and done.exit_code == 0 and done.error is None
@@ -223,7 +225,7 @@ def test_concurrency_limit_queues_the_second_job(worker, tmp_path):
     deadline = time.monotonic() + 60
     while worker.store.get(second.id).status == QUEUED and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert worker.store.get(second.id).status in (RUNNING, SUCCEEDED)
+    assert worker.store.get(second.id).status in (STARTING, RUNNING, SUCCEEDED)
     assert wait_for(worker, second.id, finished).status == SUCCEEDED
 
 
@@ -382,3 +384,56 @@ def test_cuda_request_is_refused_without_a_gpu(tmp_home, monkeypatch):
     with pytest.raises(BiovizError, match="not available here"):
         Worker(module=STANDIN).submit({"epochs": 1}, device="cuda", validate=False)
     assert JobStore().list() == []
+
+
+# Version 0 of the job table (before claims): what older BIOVIZ_HOMEs hold.
+_V0_SCHEMA = """
+CREATE TABLE jobs (
+    id TEXT PRIMARY KEY, config TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled', 'interrupted')),
+    requested_device TEXT NOT NULL DEFAULT 'auto', device TEXT, created_at REAL NOT NULL, started_at REAL,
+    finished_at REAL, executor TEXT NOT NULL DEFAULT 'local', module TEXT NOT NULL DEFAULT 'trainer', handle TEXT,
+    log_path TEXT NOT NULL, progress_path TEXT NOT NULL, run_dir TEXT NOT NULL, progress TEXT NOT NULL DEFAULT '{}',
+    exit_code INTEGER, error TEXT
+);
+CREATE INDEX jobs_status ON jobs (status, created_at);
+"""
+
+
+def test_an_older_job_table_is_upgraded_in_place(tmp_home):
+    with sqlite3.connect(tmp_home / "jobs.sqlite") as conn:
+        conn.executescript(_V0_SCHEMA)
+        for job_id, status in (("20250101-000000-aaaa", SUCCEEDED), ("20250101-000001-bbbb", QUEUED)):
+            conn.execute("INSERT INTO jobs (id, config, status, created_at, log_path, progress_path, run_dir) "
+                         "VALUES (?, '{\"source\": \"icd10\"}', ?, 1.0, 'l', 'p', 'r')", (job_id, status))
+    store = JobStore()
+    old, queued = store.list()
+    assert (old.status, old.settled, old.config) == (SUCCEEDED, True, {"source": "icd10"})
+    assert queued.status == QUEUED and not queued.settled
+    assert store.update(queued.id, status=STARTING, token="t")  # the new state is allowed now
+    with sqlite3.connect(tmp_home / "jobs.sqlite") as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert [j.id for j in JobStore().list()] == [old.id, queued.id]  # and opening it again changes nothing
+
+
+def test_the_jobs_run_marker_is_the_librarys():
+    from bioviz.models import runs
+    from trainer.jobs import store
+
+    assert store.RUN_FILE == runs.RUN_FILE  # spelled twice so each runner stays light
+
+
+def test_paths_in_a_job_config_are_made_absolute_names_are_not(tmp_path, monkeypatch):
+    from trainer.data import absolute_paths
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "mine.obo").write_text("")
+    (tmp_path / "runs" / "r1").mkdir(parents=True)
+    (tmp_path / "minilm").mkdir()  # a folder named like the preset does not shadow it
+    monkeypatch.chdir(tmp_path)
+    config = {"source": "data/mine.obo", "base": "minilm", "init": "runs/r1", "shots": 3}
+    assert absolute_paths(config) == {"source": str(tmp_path / "data/mine.obo"), "base": "minilm",
+                                      "init": str(tmp_path / "runs/r1"), "shots": 3}
+    names = {"source": "icd10", "base": "org/model", "init": None}
+    assert absolute_paths(names) == names  # a bundled source, a hub id, nothing
+    assert absolute_paths({"source": "missing.obo"}) == {"source": "missing.obo"}  # validation names it

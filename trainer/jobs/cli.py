@@ -106,14 +106,21 @@ def _logs(args: argparse.Namespace) -> int:
 
 
 def _guard(handler):
-    """Bad input -> ``error: <reason>`` on stderr, exit code 2."""
+    """Bad input, a damaged job database or a failed write -> ``error: <reason>`` on stderr, exit code 2.
+
+    ``OSError`` too: a full disk or a file size limit met while writing a job's files is
+    the machine's state, not a bug, and deserves one line rather than a traceback.
+    """
 
     def run(args: argparse.Namespace) -> int:
         try:
             return handler(args)
         except BiovizError as error:
             sys.stderr.write(f"error: {error}\n")
-            return 2
+        except OSError as error:
+            where = f" ({error.filename})" if error.filename else ""
+            sys.stderr.write(f"error: {error.strerror or error}{where}\n")
+        return 2
 
     return run
 

@@ -21,6 +21,9 @@ from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
+# Set in every job process's environment (trainer.jobs.queue.job_env): how a process group
+# is recognised as a job's own once its leader is gone and its number may have been reused.
+JOB_ID_ENV = "BIOVIZ_JOB_ID"
 # Exit code of a trainer stopped by SIGTERM between batches (128 + SIGINT, by convention).
 CANCEL_EXIT_CODE = 130
 # Seconds a cancelled trainer gets to stop cleanly before it is killed (it stops between
@@ -35,13 +38,24 @@ class ProcessState:
     Attributes
     ----------
     alive : bool
-        Still running.
+        The job's own process (the runner) is still running.
     exit_code : int or None
         Exit code when the executor saw it end (negative: killed by that signal).
+    group_alive : bool
+        Any process the job started is still running, the job's own included: a trainer
+        outliving its killed runner keeps it True.
+    unknown : str or None
+        Why the process could not be looked up (an unreadable handle); it then counts as gone.
     """
 
     alive: bool
     exit_code: int | None = None
+    group_alive: bool = False
+    unknown: str | None = None
+
+    def __post_init__(self):
+        if self.alive and not self.group_alive:
+            object.__setattr__(self, "group_alive", True)  # the job's own process is in its group
 
 
 class Executor:
@@ -58,13 +72,18 @@ class Executor:
         raise NotImplementedError
 
     def poll(self, handle: str) -> ProcessState:
-        """Whether the process behind ``handle`` is still alive."""
+        """Whether the process behind ``handle``, and anything it started, is still alive."""
+        raise NotImplementedError
+
+    def current_handle(self) -> str:
+        """The handle of the calling process, for a job's runner to record itself when it claims its job."""
         raise NotImplementedError
 
     def cancel(self, handle: str, grace_s: float = CANCEL_GRACE_S, wait: bool = True) -> None:
         """Ask the process and its children to stop; force them after ``grace_s`` seconds.
 
         With ``wait=False`` return once asked; the job's runner forces its trainer itself.
+        With ``grace_s=0`` they are killed at once (what is left of a job whose runner died).
         """
         raise NotImplementedError
 
@@ -94,8 +113,42 @@ def _proc_state(pid: int) -> str | None:
     return stat[stat.rindex(")") + 2:].split()[0]
 
 
+def _parse_handle(handle: str | None) -> dict | None:
+    """``{"pid": int, "start": str|None, "job": str|None}`` from a local handle; None if unreadable."""
+    try:
+        info = json.loads(handle) if handle else None
+    except (TypeError, ValueError):
+        return None
+    pid = info.get("pid") if isinstance(info, dict) else None
+    # A real pid, never 0 or 1 (JSON true is 1): killpg(0) is the caller's own group and
+    # killpg(1) is kill(-1), every process the user may signal.
+    if isinstance(pid, bool) or not isinstance(pid, int) or not 1 < pid < 2**31:
+        return None
+    return info
+
+
+def process_handle(pid: int | None = None) -> str:
+    """``{"pid": .., "start": ..}`` of a process on this machine (default: this one).
+
+    The queue records it as the claimer of a job it is about to start, so another process
+    can tell a claim in progress from one whose claimer crashed.
+    """
+    pid = os.getpid() if pid is None else pid
+    return json.dumps({"pid": pid, "start": _proc_start_time(pid)})
+
+
+def process_alive(handle: str | None) -> bool:
+    """True while the process of a :func:`process_handle` runs (False for an unreadable one)."""
+    info = _parse_handle(handle)
+    return info is not None and _pid_alive(info["pid"], info.get("start"))
+
+
 def _pid_alive(pid: int, start: str | None) -> bool:
-    """True when ``pid`` exists, is not a zombie, and (when known) started at ``start``."""
+    """True when ``pid`` exists, is not a zombie, and started at ``start``.
+
+    Where ``/proc`` tells start times, a handle without one (damaged, or written by hand)
+    vouches for nothing: any process could have that number.
+    """
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -105,8 +158,8 @@ def _pid_alive(pid: int, start: str | None) -> bool:
     if Path("/proc").is_dir():
         if _proc_state(pid) in (None, "Z", "X"):
             return False
-        if start is not None and _proc_start_time(pid) != start:
-            return False  # the pid was reused by an unrelated process
+        if start is None or _proc_start_time(pid) != start:
+            return False  # the pid was reused by an unrelated process (or cannot be told)
     return True
 
 
@@ -115,14 +168,19 @@ class LocalProcessExecutor(Executor):
 
     ``start_new_session=True`` gives the process its own process group, so :meth:`cancel`
     reaches the trainer and anything it started, and closing the app or the terminal that
-    submitted it does not kill it. The handle is ``{"pid": .., "start": ..}``; the start
-    time guards against a recycled pid after a reboot.
+    submitted it does not kill it. The handle is ``{"pid": .., "start": .., "job": ..}``:
+    the start time guards against a recycled pid after a reboot, and the job id (also in
+    the processes' environment, :data:`JOB_ID_ENV`) lets :meth:`poll` and :meth:`cancel`
+    find a trainer that outlived its runner without ever taking a stranger's process group
+    that happens to have the same number.
     """
 
     name = "local"
     # Popen objects of processes started by this Python process: polling them reaps the
-    # child (no zombie while the app runs) and gives its exit code.
+    # child (no zombie while the app runs) and gives its exit code, kept in _exit_codes for
+    # whoever polls next (a cancel may poll before the reconcile that records the end).
     _children: dict[int, subprocess.Popen] = {}
+    _exit_codes: dict[int, int] = {}
 
     def submit(self, command: list[str], env: dict[str, str], log_path: str | Path) -> str:
         """Start ``command`` detached; return its handle."""
@@ -131,26 +189,46 @@ class LocalProcessExecutor(Executor):
             proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     env=env, start_new_session=True, close_fds=True)
         self._children[proc.pid] = proc
-        return json.dumps({"pid": proc.pid, "start": _proc_start_time(proc.pid)})
+        self._exit_codes.pop(proc.pid, None)  # a reused pid: that code was another process's
+        return json.dumps({"pid": proc.pid, "start": _proc_start_time(proc.pid), "job": env.get(JOB_ID_ENV)})
+
+    def current_handle(self) -> str:
+        """This process's handle (a runner started by :meth:`submit` leads its own process group)."""
+        return json.dumps({"pid": os.getpid(), "start": _proc_start_time(os.getpid()),
+                           "job": os.environ.get(JOB_ID_ENV)})
 
     def poll(self, handle: str) -> ProcessState:
-        """Alive or not, with the exit code when this process started it."""
-        info = json.loads(handle)
-        pid = int(info["pid"])
+        """Alive or not, with the exit code when this process started it.
+
+        Once the process itself is gone, ``group_alive`` says whether anything it started
+        (its trainer) lives on: only processes of its group that carry its job id count. An
+        unreadable handle gives a dead state with ``unknown`` set, never an exception.
+        """
+        info = _parse_handle(handle)
+        if info is None:
+            return ProcessState(False, unknown=f"unreadable process handle {str(handle)[:60]!r}")
+        pid = info["pid"]
         child = self._children.get(pid)
         if child is not None:
             code = child.poll()
             if code is None:
                 return ProcessState(True)
             del self._children[pid]
-            return ProcessState(False, code)
-        return ProcessState(_pid_alive(pid, info.get("start")))
+            self._exit_codes[pid] = code
+        elif _pid_alive(pid, info.get("start")):
+            return ProcessState(True)
+        code = self._exit_codes.get(pid)
+        # Without a job id (handles written before they carried one) the group cannot be told
+        # apart from a stranger's that reuses the number: it is not looked at.
+        job = info.get("job")
+        return ProcessState(False, code, group_alive=bool(job) and group_alive(pid, job))
 
     def reap(self) -> None:
         """Collect the exit status of finished children, so none lingers as a zombie."""
         for pid, child in list(self._children.items()):
-            if child.poll() is not None:
+            if (code := child.poll()) is not None:
                 self._children.pop(pid, None)
+                self._exit_codes[pid] = code
 
     def cancel(self, handle: str, grace_s: float = CANCEL_GRACE_S, wait: bool = True) -> None:
         """SIGTERM the process group (the trainer stops between batches), SIGKILL after ``grace_s``.
@@ -158,38 +236,46 @@ class LocalProcessExecutor(Executor):
         With ``wait=False`` only the SIGTERM is sent: the runner kills its trainer after
         the same grace period, so a page need not block on a slow shutdown.
         """
-        info = json.loads(handle)
-        pid = int(info["pid"])
-        if not self.poll(handle).alive:
+        if not self.poll(handle).group_alive:
+            return  # gone (or never ours: poll only vouches for the job's own group)
+        pid = _parse_handle(handle)["pid"]
+        if pid == os.getpgrp():
+            logger.error("job handle %s names this process's own group: not signalling it", handle)
             return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGTERM)  # pid == pgid: the process leads its own session
-        if not wait:
-            return
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline:
-            if not self.poll(handle).alive and not group_alive(pid):
+        if grace_s > 0:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGTERM)  # pid == pgid: the process leads its own session
+            if not wait:
                 return
-            time.sleep(0.1)
-        logger.warning("job process group %s ignored SIGTERM for %.0f s: killing it", pid, grace_s)
+            deadline = time.monotonic() + grace_s
+            while time.monotonic() < deadline:
+                if not self.poll(handle).group_alive:
+                    return
+                time.sleep(0.1)
+            logger.warning("job process group %s ignored SIGTERM for %.0f s: killing it", pid, grace_s)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
         deadline = time.monotonic() + 5.0  # SIGKILL cannot be refused; wait for the kernel
-        while (self.poll(handle).alive or group_alive(pid)) and time.monotonic() < deadline:
+        while self.poll(handle).group_alive and time.monotonic() < deadline:
             time.sleep(0.05)
 
 
-def group_alive(pgid: int) -> bool:
-    """True while any process of group ``pgid`` is alive (zombies do not count)."""
+def group_alive(pgid: int, job_id: str | None = None) -> bool:
+    """True while any process of group ``pgid`` is alive (zombies do not count).
+
+    With ``job_id``, only processes whose environment names that job (:data:`JOB_ID_ENV`)
+    count: a group number can be reused once the group is gone.
+    """
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        return job_id is None  # someone else's group: ours only if we are not asking for a job
     proc = Path("/proc")
     if not proc.is_dir():
         return True
+    marker = f"{JOB_ID_ENV}={job_id}".encode() if job_id else None
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
@@ -198,8 +284,15 @@ def group_alive(pgid: int) -> bool:
         except OSError:
             continue
         fields = stat[stat.rindex(")") + 2:].split()
-        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+        if int(fields[2]) != pgid or fields[0] in ("Z", "X"):
+            continue
+        if marker is None:
             return True
+        try:
+            if marker in (entry / "environ").read_bytes().split(b"\0"):
+                return True
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
     return False
 
 

@@ -3,18 +3,27 @@
 No daemon is needed for correctness. Every look at the job list (``jobs list``, a page
 refresh) calls :meth:`Worker.reconcile`, which
 
-1. reaps running jobs whose process is gone: they become ``interrupted`` (or ``succeeded``
-   when the trainer had finished) with the reason, and a half-written run directory is
-   removed;
-2. starts queued jobs, oldest first, while their device has a free slot.
+1. looks after every job whose processes may be alive (starting, running, or finished
+   but not yet settled): a running job whose runner is gone is recorded (``succeeded``
+   when its run directory is complete, else ``interrupted`` or ``failed`` with the reason);
+   a trainer that outlived its runner is stopped first, so a slot never holds two trainers
+   and no run appears later for a job already recorded as ended; a claim whose starter
+   crashed is taken over;
+2. claims queued jobs, oldest first, while their device has a free slot, and commits;
+3. only then starts each claimed job's runner (``python -m trainer.jobs.runner run JOB_ID
+   --token TOKEN``, :mod:`trainer.jobs.runner`), which turns the claim into ``running``
+   only if its token is still the job's. A crash anywhere in between leaves a state the
+   next reconcile finishes (docs/jobs.md, "What survives which crash").
 
-Each started job is a small runner process (``python -m trainer.jobs.runner run JOB_ID``,
-:mod:`trainer.jobs.runner`) in its own session; it starts the trainer, records how it ended
-and calls :meth:`Worker.reconcile` itself, so the next queued job starts even when nobody
-is looking.
+Each runner starts the trainer, records how it ended and calls :meth:`Worker.reconcile`
+itself, so the next queued job starts even when nobody is looking.
 
 Slots: one job per GPU and one on the CPU by default; ``BIOVIZ_JOB_SLOTS="cpu=2,cuda=1"``
 or ``Worker(slots=...)`` changes that, and ``BIOVIZ_JOB_DEVICES="cpu"`` hides the GPUs.
+A job holds its slot until its processes are gone, a cancelled one included.
+
+Imports are kept light on purpose: every job's runner imports this module, and the
+trainer's configuration (scipy) or a GPU probe (torch) would add seconds to each start.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import secrets
 import shutil
 import signal
 import time
@@ -30,15 +40,14 @@ from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
-from bioviz.models.runs import is_run_dir
-from trainer.config import TrainConfig, validate
-from trainer.data import check_feasible
+from trainer.crash_points import crash_point
 from trainer.jobs.executor import (
-    CANCEL_EXIT_CODE, CANCEL_GRACE_S, Executor, LocalProcessExecutor, ProcessState, python_command,
+    CANCEL_EXIT_CODE, CANCEL_GRACE_S, JOB_ID_ENV, Executor, LocalProcessExecutor, ProcessState, process_alive,
+    process_handle, python_command,
 )
 from trainer.jobs.progress import read_progress, summarise_progress, tail
 from trainer.jobs.store import (
-    ACTIVE, CANCELLED, FAILED, INTERRUPTED, QUEUED, RUNNING, SUCCEEDED, Job, JobError, JobStore,
+    CANCELLED, FAILED, INTERRUPTED, QUEUED, RUNNING, STARTING, SUCCEEDED, Job, JobError, JobStore,
 )
 
 logger = logging.getLogger(__name__)
@@ -46,7 +55,10 @@ logger = logging.getLogger(__name__)
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SLOTS = {"cpu": 1, "cuda": 1}
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
-RUNNER_MODULE = "trainer.jobs.runner"  # each started job's process: python -m RUNNER_MODULE run JOB_ID
+RUNNER_MODULE = "trainer.jobs.runner"  # each started job's process: python -m RUNNER_MODULE run JOB_ID --token T
+# A claim whose starter is alive but has not recorded a runner after this long is taken
+# over (the token makes that safe whatever the starter does next).
+CLAIM_TIMEOUT_S = 120.0
 
 
 @lru_cache(maxsize=1)
@@ -85,6 +97,7 @@ def job_env(job: Job, home: Path) -> dict[str, str]:
     env.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     env.setdefault("HF_HUB_OFFLINE", "1")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p)
+    env[JOB_ID_ENV] = job.id  # how the executor recognises the job's processes (executor.group_alive)
     if job.device and job.device.startswith("cuda:"):
         env["CUDA_VISIBLE_DEVICES"] = job.device.split(":", 1)[1]
     elif job.device == "cpu":
@@ -92,19 +105,21 @@ def job_env(job: Job, home: Path) -> dict[str, str]:
     return env
 
 
-def discard_incomplete_run(job: Job) -> None:
-    """Remove what an unfinished job left of its run directory (and the trainer's temp dirs).
+def discard_run(job: Job) -> None:
+    """Remove everything the job left under ``runs/``: its run directory, complete or not, and temp dirs.
 
-    A run directory counts as complete only with ``run.json``; anything else named after
-    the job under ``runs/`` is a leftover of a killed or failed trainer.
+    Only for a job that did not succeed and whose processes are gone. The run directory is
+    first renamed aside in one step, so it never looks complete once its removal has begun
+    (a crash halfway through ``rmtree`` could otherwise leave ``run.json`` without weights).
     """
     run_dir = Path(job.run_dir)
-    if is_run_dir(run_dir):
-        return
+    if run_dir.exists():
+        with contextlib.suppress(OSError):
+            os.replace(run_dir, run_dir.with_name(f".{run_dir.name}.discarded-{secrets.token_hex(4)}"))
     for path in [run_dir, *run_dir.parent.glob(f".{run_dir.name}*"), *run_dir.parent.glob(f"{run_dir.name}.*")]:
-        if path.is_dir() and not is_run_dir(path):
+        if path.is_dir():
             shutil.rmtree(path, ignore_errors=True)
-            logger.info("removed incomplete run directory %s", path)
+            logger.info("removed %s", path)
 
 
 def _signal_name(code: int) -> str:
@@ -118,19 +133,49 @@ def _last_log_line(job: Job) -> str:
     return lines[-1] if lines else ""
 
 
-def outcome(job: Job, exit_code: int | None, cancel_requested: bool = False) -> tuple[str, str | None]:
-    """How a job ended: ``(status, reason)`` from its exit code, progress events and run directory.
+def outcome(job: Job, exit_code: int | None, cancel_requested: bool = False, runner: bool = False,
+            trainer_stopped: bool = False, unknown: str | None = None) -> tuple[str, str | None]:
+    """How a job ended: ``(status, reason)`` from an exit code, the progress events and the run directory.
 
-    ``exit_code`` None means the process vanished without anyone seeing it exit.
+    A cancel wins (the caller removes a run the trainer published meanwhile); otherwise a
+    complete run directory (``run.json``, written last and renamed into place) means
+    ``succeeded``, whatever happened after it was published.
+
+    Parameters
+    ----------
+    job : Job
+    exit_code : int or None
+        The trainer's exit code, or with ``runner`` the runner's; None when nobody saw the
+        process exit.
+    cancel_requested : bool
+        The user cancelled the job.
+    runner : bool
+        The job's runner ended without recording the end (seen by a reconcile).
+    trainer_stopped : bool
+        With ``runner``: its trainer was still running and has just been stopped.
+    unknown : str, optional
+        Why the job's process could not be looked up (a damaged handle).
     """
-    events = read_progress(job.progress_path)
-    done = any(e.get("event") == "done" for e in events)
-    errors = [e.get("message") for e in events if e.get("event") == "error"]
-    complete = is_run_dir(job.run_dir)
-    if done and complete and exit_code in (0, None):
-        return SUCCEEDED, None
     if cancel_requested or exit_code in (CANCEL_EXIT_CODE, -signal.SIGTERM):
         return CANCELLED, "cancelled by user"
+    if job.run_complete:
+        return SUCCEEDED, None
+    errors = [e.get("message") for e in read_progress(job.progress_path) if e.get("event") == "error"]
+    if unknown:
+        return INTERRUPTED, f"the job's process cannot be followed ({unknown}); it counts as gone"
+    if runner:
+        if exit_code is None:
+            what = "disappeared (killed, or the machine restarted)"
+        elif exit_code < 0:
+            what = f"was killed by {_signal_name(exit_code)}"
+        else:
+            what = f"exited with code {exit_code}"
+        reason = f"the job's runner {what} before recording how the job ended"
+        if trainer_stopped:
+            reason += "; its trainer was still running and has been stopped"
+        if errors and errors[-1]:
+            return FAILED, f"{errors[-1]} ({reason})"
+        return INTERRUPTED, reason
     if exit_code is None:
         return INTERRUPTED, ("the job's process disappeared without reporting (killed, out of memory, "
                              "or the machine restarted)")
@@ -215,6 +260,11 @@ class Worker:
             raise JobError(f"unknown device {device!r}: use auto, cpu, cuda or cuda:N")
         if device.startswith("cuda") and device not in self.capacity() and not (device == "cuda" and gpu_count()):
             raise JobError(f"device {device!r} is not available here ({gpu_count()} CUDA devices)")
+        # Paths are the submitter's: the runner and its trainer run elsewhere (PROJECT_ROOT).
+        # (trainer.data brings torch and scipy: imported here, not by every runner.)
+        from trainer.data import absolute_paths
+
+        config = absolute_paths(config)
         if validate:
             config = validate_config(config)
         job = self.store.create(config, requested_device=device, executor=self.executor.name, module=self.module)
@@ -222,54 +272,152 @@ class Worker:
         return self.store.get(job.id)
 
     def reconcile(self) -> list[Job]:
-        """Reap dead jobs, start queued ones where slots are free; return every job.
+        """Look after jobs whose processes may be alive, claim queued ones where slots are free,
+        start their runners; return every job.
 
         Safe to call from any number of processes at once: the decisions are taken inside
-        one ``BEGIN IMMEDIATE`` transaction.
+        one ``BEGIN IMMEDIATE`` transaction, and runners are started only after it commits.
         """
-        if not self.store.list(ACTIVE):
+        if not self.store.has_work():
             self.executor.reap()
             return self.store.list()
+        claimed: list[Job] = []
         with self.store.transaction() as conn:
             used: Counter = Counter()
-            for job in self.store.list((RUNNING,), conn):
-                state = self.executor.poll(job.handle) if job.handle else ProcessState(False)
-                progress = summarise_progress(read_progress(job.progress_path))
-                if state.alive:
+            for job in self.store.unsettled(conn):
+                if job.status == STARTING:
+                    holds_slot = self._check_starting(job, conn, claimed)
+                elif job.status == RUNNING:
+                    holds_slot = self._check_running(job, conn)
+                else:
+                    holds_slot = self._check_finished(job, conn)
+                if holds_slot:
                     used[job.device] += 1
-                    if progress != job.progress:
-                        self.store.update(job.id, conn, progress=progress)
-                    continue
-                status, reason = outcome(job, state.exit_code)
-                logger.warning("job %s: runner gone, marking %s (%s)", job.id, status, reason)
-                self.store.update(job.id, conn, status=status, error=reason, finished_at=time.time(),
-                                  progress=progress, exit_code=state.exit_code)
-                if status != SUCCEEDED:
-                    discard_incomplete_run(job)
             for job in self.store.list((QUEUED,), conn):
                 slot = self._pick_slot(job.requested_device, used)
                 if slot is None:
                     continue  # a later job may ask for another device that is free
-                self._start(job, slot, conn)
+                claimed.append(self._claim(job, slot, conn))
                 used[slot] += 1
+            if claimed:
+                crash_point("queue:claim-before-commit")
+        if claimed:
+            crash_point("queue:claim-after-commit")
+        for job in claimed:
+            self._start(job)
         self.executor.reap()
         return self.store.list()
 
-    def _start(self, job: Job, slot: str, conn) -> None:
-        """Launch the runner of ``job`` on ``slot`` (inside the reconcile transaction)."""
-        command = python_command("-m", RUNNER_MODULE, "run", job.id)
-        started = replace(job, device=slot)
+    def _claim(self, job: Job, slot: str, conn) -> Job:
+        """Mark ``job`` starting on ``slot`` with a fresh token (inside the reconcile transaction)."""
+        token = secrets.token_hex(8)
+        self.store.update(job.id, conn, status=STARTING, device=slot, token=token, handle=None,
+                          claimed_by=process_handle(), claimed_at=time.time())
+        return replace(job, status=STARTING, device=slot, token=token, handle=None)
+
+    def _start(self, job: Job) -> None:
+        """Start the runner of a claimed ``job`` (after the claim is committed) and record its handle."""
+        command = python_command("-m", RUNNER_MODULE, "run", job.id, "--token", job.token)
         try:
-            handle = self.executor.submit(command, job_env(started, self.store.path.parent), job.log_path)
+            handle = self.executor.submit(command, job_env(job, self.store.path.parent), job.log_path)
         except OSError as error:
-            self.store.update(job.id, conn, status=FAILED, error=f"could not start the job: {error}",
-                              finished_at=time.time(), device=slot)
+            self.store.update(job.id, only_if=(STARTING,), where_token=job.token, status=FAILED, settled=1,
+                              error=f"could not start the job: {error}", finished_at=time.time())
             return
-        self.store.update(job.id, conn, status=RUNNING, device=slot, handle=handle, started_at=time.time())
-        logger.info("job %s started on %s", job.id, slot)
+        crash_point("queue:after-spawn")
+        # Also recorded by the runner when it claims the job (it may already have): either
+        # write is enough for any process to follow, and cancel, the job.
+        self.store.update(job.id, only_if=(STARTING, RUNNING), where_token=job.token, handle=handle)
+        logger.info("job %s starting on %s", job.id, job.device)
+
+    def _stop_orphans(self, job: Job, state: ProcessState) -> bool:
+        """Kill what is left of a job whose own process is gone; True once nothing of it is alive."""
+        if not state.group_alive:
+            return True
+        logger.warning("job %s: its runner is gone but its trainer is not: stopping the trainer", job.id)
+        self.executor.cancel(job.handle, grace_s=0)
+        return not self.executor.poll(job.handle).group_alive
+
+    def _check_starting(self, job: Job, conn, claimed: list[Job]) -> bool:
+        """A claimed job: wait for its runner, record a runner that died unclaimed, take over a lost claim.
+
+        Returns True while the job holds its slot.
+        """
+        if job.handle:
+            state = self.executor.poll(job.handle)
+            if state.alive:
+                return True  # the runner is on its way to claiming the job
+            if not self._stop_orphans(job, state):
+                return True
+            reason = "the job's runner ended before it started the trainer" + (
+                f" (exit code {state.exit_code})" if state.exit_code is not None else "")
+            if line := _last_log_line(job):
+                reason += f": {line}"
+            self.store.update(job.id, conn, status=INTERRUPTED, error=reason, finished_at=time.time(),
+                              exit_code=state.exit_code, settled=1)
+            discard_run(job)
+            return False
+        if process_alive(job.claimed_by) and time.time() - (job.claimed_at or 0) < CLAIM_TIMEOUT_S:
+            return True  # its claimer is starting the runner right now
+        # The claimer crashed between its COMMIT and recording the runner. A runner it may have
+        # started holds the old token: it will find the claim gone and exit without running.
+        logger.warning("job %s: its starter vanished before recording a runner; starting it again", job.id)
+        claimed.append(self._claim(job, job.device, conn))
+        return True
+
+    def _check_running(self, job: Job, conn) -> bool:
+        """A running job: refresh its progress while its runner lives, else record how it ended.
+
+        Returns True while the job holds its slot.
+        """
+        state = (self.executor.poll(job.handle) if job.handle
+                 else ProcessState(False, unknown="no process handle was recorded"))
+        progress = summarise_progress(read_progress(job.progress_path))
+        if state.alive:
+            if progress != job.progress:
+                self.store.update(job.id, conn, progress=progress)
+            return True
+        if not self._stop_orphans(job, state):
+            return True  # not dead yet: look again next time, the slot stays taken
+        status, reason = outcome(job, state.exit_code, runner=True, trainer_stopped=state.group_alive,
+                                 unknown=state.unknown)
+        logger.warning("job %s: runner gone, marking %s (%s)", job.id, status, reason)
+        if status != SUCCEEDED:
+            discard_run(job)
+        self.store.update(job.id, conn, status=status, error=reason, finished_at=time.time(), progress=progress,
+                          exit_code=state.exit_code, settled=1)
+        return False
+
+    def _check_finished(self, job: Job, conn) -> bool:
+        """Settle a finished job (a cancel): once its processes are gone, remove the run unless it succeeded.
+
+        Returns True while the job holds its slot.
+        """
+        state = self.executor.poll(job.handle) if job.handle else ProcessState(False)
+        if state.alive:
+            # Its runner stops the trainer (it also reads the cancel from the table, should
+            # the signal have been lost) and settles the job itself.
+            return True
+        if not self._stop_orphans(job, state):
+            return True
+        if job.status != SUCCEEDED:
+            discard_run(job)
+        exit_code = job.exit_code if job.exit_code is not None else state.exit_code
+        self.store.update(job.id, conn, settled=1, exit_code=exit_code)
+        return False
+
+    def _settle(self, job_id: str) -> None:
+        """Settle a finished job now if its processes are gone (after a cancel that waited)."""
+        with self.store.transaction() as conn:
+            job = self.store.get(job_id, conn)
+            if job.finished and not job.settled:
+                self._check_finished(job, conn)
 
     def cancel(self, job_id: str, grace_s: float = CANCEL_GRACE_S, wait: bool = True) -> Job:
-        """Cancel a queued or running job; a running one is stopped with its children.
+        """Cancel a queued, starting or running job; a running one is stopped with its children.
+
+        A cancel recorded before the runner records the end wins: a run directory the
+        trainer published meanwhile is removed, so a cancelled job never keeps a run.
 
         Parameters
         ----------
@@ -277,7 +425,8 @@ class Worker:
         grace_s : float
             Seconds the trainer gets to stop cleanly before it is killed.
         wait : bool
-            Wait until the processes are gone (False: return at once; the runner makes sure).
+            Wait until the processes are gone (False: return at once; the runner, or the
+            next reconcile, finishes the job's business).
 
         Raises
         ------
@@ -288,26 +437,43 @@ class Worker:
             job = self.store.get(job_id, conn)
             if job.finished:
                 raise JobError(f"job {job_id} has already {job.status}")
-            reason = "cancelled before it started" if job.status == QUEUED else "cancelled by user"
-            self.store.update(job_id, conn, status=CANCELLED, error=reason, finished_at=time.time())
+            reason = "cancelled by user" if job.status == RUNNING else "cancelled before it started"
+            # Queued or starting: no trainer runs, and none will (a runner finds its claim gone).
+            self.store.update(job_id, conn, status=CANCELLED, error=reason, finished_at=time.time(),
+                              settled=int(job.status != RUNNING))
+        crash_point("cancel:after-commit")
         if job.status == RUNNING and job.handle:
             self.executor.cancel(job.handle, grace_s, wait=wait)
             if wait:
-                discard_incomplete_run(job)
+                self._settle(job_id)
         self.reconcile()  # the freed slot goes to the next queued job
         return self.store.get(job_id)
 
     def delete(self, job_id: str, remove_run: bool = False) -> None:
-        """Forget a job: cancel it if active, remove its log and progress, optionally its run."""
+        """Forget a job: cancel it if active, remove its log and progress, optionally its run.
+
+        Raises
+        ------
+        JobError
+            If the job does not exist, or its processes are still stopping (try again).
+        """
         job = self.store.get(job_id)
         if not job.finished:
-            self.cancel(job_id)
+            with contextlib.suppress(JobError):  # it may have ended meanwhile: then there is nothing to cancel
+                self.cancel(job_id)
+            job = self.store.get(job_id)
+        if not job.settled:
+            if job.handle:
+                self.executor.cancel(job.handle)
+            self._settle(job_id)
+            job = self.store.get(job_id)
+        if not job.settled:
+            # Deleting it now would let its trainer publish a run nobody knows about.
+            raise JobError(f"job {job_id}'s processes are still stopping: try again in a moment")
         self.store.delete(job_id)
         shutil.rmtree(Path(job.log_path).parent, ignore_errors=True)
-        if remove_run:
-            shutil.rmtree(job.run_dir, ignore_errors=True)
-        else:
-            discard_incomplete_run(job)
+        if remove_run or job.status != SUCCEEDED:
+            discard_run(job)
 
 
 def validate_config(config: dict) -> dict:
@@ -331,6 +497,11 @@ def validate_config(config: dict) -> dict:
     BiovizError
         With the trainer's one-line reason.
     """
+    # The trainer's configuration and data checks bring scipy and the ontology stack: only
+    # a submit needs them, not every job's runner (module docstring).
+    from trainer.config import TrainConfig, validate
+    from trainer.data import check_feasible
+
     validated = validate(TrainConfig.from_dict(config))
     check_feasible(validated)
     return {name: value for name, value in validated.to_dict().items() if name != "device"}
