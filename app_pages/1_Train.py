@@ -24,7 +24,7 @@ from trainer.config import ENCODERS, TrainConfig
 from trainer.job_options import encoder_defaults, estimate_sizes, field_help, hyperparameters
 from trainer.jobs.progress import describe_config, job_row, progress_stage, queue_position, read_progress, tail
 from trainer.jobs.queue import DEVICE_CHOICES, Worker, gpu_count
-from trainer.jobs.store import ACTIVE, CANCELLED, QUEUED, RUNNING, SUCCEEDED
+from trainer.jobs.store import ACTIVE, CANCELLED, QUEUED, RUNNING, STARTING, SUCCEEDED
 from ui import state
 from ui.markdown import md, md_code
 
@@ -156,7 +156,7 @@ if st.button("Launch training", type="primary", disabled=view is None or not bas
         with st.spinner("Checking the configuration…"):
             job = Worker().submit(config, device=device)
         st.session_state[SELECTED] = job.id
-        st.success(md(f"Job {job.id} {'started' if job.status == RUNNING else 'queued'}: "
+        st.success(md(f"Job {job.id} {'started' if job.status in (STARTING, RUNNING) else 'queued'}: "
                       f"{describe_config(job.config)}"))
     except BiovizError as error:
         st.error(md(error))
@@ -188,7 +188,7 @@ def show_job(job, jobs) -> None:
     if job.status == QUEUED:
         st.info(f"Waiting in the queue (#{queue_position(jobs, job)}): it starts when a "
                 f"{'GPU' if job.requested_device != 'cpu' and gpu_count() else 'CPU'} slot is free.")
-    elif job.status == RUNNING:
+    elif job.status in (STARTING, RUNNING):
         row = job_row(job)
         text, done = progress_stage(job)
         st.progress(min(1.0, done), text=md(text + (f" · ETA {row['eta']}" if job.progress.get("eta_s") else "")))
@@ -281,15 +281,20 @@ jobs_panel()
 def runs_panel() -> None:
     """Every complete run under BIOVIZ_HOME/runs (from jobs or the command line) and what is stored with it."""
     st.subheader("Runs")
-    found = list_runs()
+    found = list_runs(include_damaged=True)  # a damaged run is listed with its reason, never fatal
     if not found:
         st.info("No complete runs yet: a finished job, or `python -m trainer train --out BIOVIZ_HOME/runs/NAME`, "
                 "adds one here.")
         return
     st.caption("Every complete run directory under BIOVIZ_HOME/runs, newest first; test mAP is the trainer's own "
                "class-retrieval figure on its held-out test names.")
-    st.dataframe(pd.DataFrame([run_row(r) for r in found]).drop(columns=["path"]), hide_index=True, width="stretch")
-    by_path = {str(r.path): r for r in found}
+    table = pd.DataFrame([run_row(r) for r in found]).drop(columns=["path"])
+    if table["damaged"].isna().all():
+        table = table.drop(columns=["damaged"])
+    st.dataframe(table, hide_index=True, width="stretch")
+    by_path = {str(r.path): r for r in found if not r.damaged}
+    if not by_path:
+        return
     chosen = st.selectbox("Run", list(by_path), key="train_run", format_func=lambda p: by_path[p].label)
     rows = stored_results_rows(chosen)
     if rows:

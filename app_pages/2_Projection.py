@@ -13,7 +13,7 @@ from bioviz.errors import BiovizError, SplitError
 from bioviz.figures import projection_pair_figure, projection_table, selected_rows, separation_figure, slug
 from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.views.projection import ProjectionParams, align_pair, pair_is_cached, preview_params
-from bioviz.models.runs import RUN_FILE, is_run_dir
+from bioviz.models.runs import is_run_dir, run_mtime
 from bioviz.views.separation import MEASURES
 from ui import cache, compare, state
 from ui.markdown import md
@@ -38,8 +38,11 @@ def run_markers() -> tuple:
     """
     for model in (model_b, model_a):
         if model and is_run_dir(model):
+            mtime = run_mtime(model)
+            if mtime is None:  # the run was deleted since the pickers were drawn
+                return None, ""
             try:
-                return cache.run_split(model, state.selection(), (Path(model) / RUN_FILE).stat().st_mtime), ""
+                return cache.run_split(model, state.selection(), mtime), ""
             except SplitError as error:
                 return None, str(error)
     return None, ""
