@@ -112,8 +112,8 @@ def test_launch_from_the_train_page_keep_exploring_and_open_the_run_in_views(tmp
         page.get_by_role("heading", name="bioviz").wait_for()
         if flow["server_path"]:  # the fixture as a path on the server, from the home page
             page.get_by_text("Use your own ontology").click()
-            page.get_by_label("…or a path on this server", exact=False).fill(flow["server_path"])
-            page.get_by_label("…or a path on this server", exact=False).press("Enter")
+            page.get_by_role("textbox", name="…or a path on this server", exact=False).fill(flow["server_path"])
+            page.get_by_role("textbox", name="…or a path on this server", exact=False).press("Enter")
             page.get_by_role("button", name="Use this path").click()
             expect(page.get_by_role("combobox", name="Source", exact=True)).to_have_value(flow["server_path"])
         page.get_by_text("Ambiguous dropped").wait_for()  # the level statistics
