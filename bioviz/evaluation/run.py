@@ -299,7 +299,8 @@ def evaluate(view: LevelView, split: Split, models, tasks="all", ontology: Ontol
             values, ci, sizes, extra = data.score(task, lookup)
             result = json_safe({
                 "model": model.label, "model_spec": spec, "run_id": getattr(model, "run_id", None),
-                "fingerprint": model.fingerprint, "task": task, "metrics": values, "ci": ci, "sizes": sizes, "data": key_data,
+                "fingerprint": model.fingerprint, "task": task, "metrics": values, "ci": ci, "sizes": sizes,
+                "data": key_data,
                 "seconds": round(time.perf_counter() - started, 3), "cached": False, **extra,
             })
             if use_cache:
@@ -344,7 +345,8 @@ def evaluate_benchmarks(models, benchmarks="all", settings: EvalSettings | None 
             scored = score_benchmark(bench, lookup, settings.n_boot, settings.sample_seed)
             result = json_safe({
                 "model": model.label, "model_spec": spec, "run_id": getattr(model, "run_id", None),
-                "fingerprint": model.fingerprint, "task": bench.label, "metrics": {"spearman": scored["spearman"]}, "ci": scored["ci"],
+                "fingerprint": model.fingerprint, "task": bench.label, "metrics": {"spearman": scored["spearman"]},
+                "ci": scored["ci"],
                 "sizes": {"pairs": scored["pairs"], "covered": scored["covered"]}, "data": key_data,
                 "seconds": round(time.perf_counter() - started, 3), "cached": False,
             })

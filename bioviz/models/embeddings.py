@@ -559,7 +559,8 @@ def _new_encoder(ref: ModelRef, depth: int) -> Encoder:
 def _load_encoder(spec: str, depth: int) -> Encoder:
     ref = resolve(spec)
     if ref.kind == "char-tfidf":
-        key: tuple = ("char-tfidf", char_tfidf.corpus_key(), str(Path(os.environ.get("BIOVIZ_HOME", ".bioviz")).resolve()))
+        home = str(Path(os.environ.get("BIOVIZ_HOME", ".bioviz")).resolve())
+        key: tuple = ("char-tfidf", char_tfidf.corpus_key(), home)
     elif ref.kind == "hub":
         key = ("hub", ref.spec)
     else:
