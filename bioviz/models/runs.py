@@ -281,6 +281,24 @@ def default_run_name(config: dict) -> str:
     return f"{encoder} · {level} · {shots}"
 
 
+def distinct_labels(runs) -> dict[Path, str]:
+    """``path -> label`` for a list of runs, with the whole run id where two labels would be equal.
+
+    Two runs of the same name whose short ids happen to be equal (the random part of a job
+    id has four hex digits) would share a label, and a picker keyed by label would lose one.
+
+    Parameters
+    ----------
+    runs : iterable of RunInfo
+    """
+    runs = list(runs)
+    seen: dict[str, int] = {}
+    for run in runs:
+        seen[run.label] = seen.get(run.label, 0) + 1
+    return {run.path: run.label if seen[run.label] == 1 or run.damaged else f"{run.name} ({run.run_id})"
+            for run in runs}
+
+
 def check_run_name(name: str) -> str:
     """``name`` stripped, if it can name a run; the one-line reason otherwise.
 

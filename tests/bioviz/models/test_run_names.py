@@ -16,8 +16,8 @@ from hypothesis import given, settings, strategies as st
 
 from bioviz.errors import BiovizError, ModelError
 from bioviz.models import runs as runs_module
-from bioviz.models.runs import (NAME_FILE, NAME_MAX, check_run_name, default_run_name, list_runs, read_run,
-                                set_run_name)
+from bioviz.models.runs import (NAME_FILE, NAME_MAX, check_run_name, default_run_name, distinct_labels, list_runs,
+                                read_run, set_run_name)
 
 CONFIG = {"encoder": "residual", "source": "hpo", "depth": 1, "shots": 15}
 
@@ -145,3 +145,14 @@ def test_any_accepted_name_reads_back_exactly(tmp_path_factory, text):
         return
     assert set_run_name(path, text).name == expected
     assert "\n" not in read_run(path).label and len(expected) <= NAME_MAX
+
+
+def test_runs_whose_labels_would_be_equal_are_told_apart_by_their_whole_id(tmp_home):
+    make_run(tmp_home / "runs" / "a", run_id="20261122-192803-ecd5")
+    make_run(tmp_home / "runs" / "b", run_id="20261201-080000-ecd5")  # same random tail, same default name
+    make_run(tmp_home / "runs" / "c", run_id="20261201-090000-0001")
+    labels = distinct_labels(list_runs())
+    assert labels[tmp_home / "runs" / "a"] == "residual · HPO d1 · 15-shot (20261122-192803-ecd5)"
+    assert labels[tmp_home / "runs" / "b"] == "residual · HPO d1 · 15-shot (20261201-080000-ecd5)"
+    assert labels[tmp_home / "runs" / "c"] == "residual · HPO d1 · 15-shot (0001)"
+    assert len(set(labels.values())) == 3
