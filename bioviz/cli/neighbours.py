@@ -13,13 +13,13 @@ from bioviz.cli.progress import progress_bar
 from bioviz.errors import BiovizError
 from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.search.index import NeighbourIndex
-from bioviz.search.neighbours import AMONG, candidate_index, find_query, level_space, query_vector, rank_neighbours
+from bioviz.search.neighbours import AMONG, candidate_index, level_space, query_vector, rank_neighbours, resolve_query
 
 
 def register(subparsers) -> None:
     """Add the ``neighbours`` sub-command."""
     parser = subparsers.add_parser("neighbours", help="nearest names of a query text in a concept level")
-    parser.add_argument("text", help="the query: any text, e.g. an ontology name")
+    parser.add_argument("text", help="the query: any text, an ontology name, or a concept id (R39.11, HP:0001250)")
     parser.add_argument("--source", default="icd10", help="icd10, icd10cm, hpo, or a path")
     parser.add_argument("--model", default="minilm",
                         help="minilm, char-tfidf, a sentence-transformers directory or hub id, or a run directory")
@@ -47,14 +47,14 @@ def run(args) -> dict:
     level = level_spec_from_args(args)
     ontology = level.ontology()
     view = level.load(ontology)
-    query = find_query(args.text, view, ontology)
+    query = resolve_query(args.text, view, ontology)  # a concept id ranks the concept's name
     models = [args.model] + ([args.compare] if args.compare else [])
     indexes, vectors, infos = [], [], []
     for model in models:
         with progress_bar(f"encoding {len(view.names)} names ({model})", disable=args.quiet) as progress:
             space, info = level_space(view, model, progress=progress)
         indexes.append(candidate_index(view, model, args.among, base=NeighbourIndex.from_view(space, view)))
-        vectors.append(query_vector(args.text, model))
+        vectors.append(query_vector(query.text, model))
         infos.append(info)
     other = (indexes[1], vectors[1]) if args.compare else None
     rows = rank_neighbours(indexes[0], vectors[0], query, k=args.k, restrict_class=args.restrict_class, other=other)
@@ -62,6 +62,8 @@ def run(args) -> dict:
         row.pop("row", None)
     result = {
         "query": args.text,
+        "ranked_text": query.text,
+        "resolved_by": query.resolved_by,
         "model": indexes[0].space.model_id,
         "source": view.source,
         "level": view.title,

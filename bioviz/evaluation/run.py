@@ -7,11 +7,13 @@ higher-level-semantics Table 4.
 
 A result dict::
 
-    {"model": label, "model_spec": MODEL, "fingerprint": ..., "task": "ranking",
+    {"model": label, "model_spec": MODEL, "run_id": id or None, "fingerprint": ..., "task": "ranking",
      "metrics": {"map": 0.61, ...}, "ci": {"map": [0.55, 0.67], ...},
      "sizes": {"queries": 22, "references": 330}, "data": {...what was evaluated...},
      "seconds": 0.4, "cached": False}
 
+``model`` is the model's readable label (a run's name and short id, as it is now: a cached
+result of a run renamed since gets its new name); ``run_id`` keeps a run's id.
 Results are cached on disk and stored with trained runs (:mod:`bioviz.evaluation.store`);
 which split to evaluate on is :mod:`bioviz.evaluation.splits`; the tables made of the
 results are :mod:`bioviz.evaluation.tables`.
@@ -34,6 +36,7 @@ from bioviz.evaluation.splits import seen_by_runs
 from bioviz.evaluation.store import (cache_key, digest, json_safe, read_cached, read_run_evaluations, split_key,
                                      store_result, store_with_run, view_key)
 from bioviz.models.embeddings import encode_cached, load_encoder, resolve
+from bioviz.models.runs import read_run
 from bioviz.ontology import DEFAULT_SPLIT, Split, SplitSpec, level_view
 from bioviz.ontology.levels import LevelView
 from bioviz.ontology.model import Ontology
@@ -69,6 +72,7 @@ class _Model:
     fingerprint: str
     run_dir: Path | None
     encoder: object
+    run_id: str | None = None
 
     def vectors(self, texts: list[str]) -> dict[str, np.ndarray]:
         """``text -> vector`` through the embedding cache."""
@@ -81,7 +85,15 @@ def _load_model(spec: str) -> _Model:
     ref = resolve(spec)
     encoder = load_encoder(spec)
     run_dir = ref.path if ref.kind == "run" else None
-    return _Model(spec, encoder.label, encoder.fingerprint, run_dir, encoder)
+    run_id = read_run(run_dir).run_id if run_dir is not None else None
+    return _Model(spec, encoder.label, encoder.fingerprint, run_dir, encoder, run_id)
+
+
+def _labelled(result: dict, model: _Model) -> dict:
+    """A cached or stored result under the model's current label (a run may have been renamed since)."""
+    result["model"] = model.label
+    result["run_id"] = getattr(model, "run_id", None)
+    return result
 
 
 def _matrix(lookup: dict[str, np.ndarray], texts) -> np.ndarray:
@@ -276,7 +288,7 @@ def evaluate(view: LevelView, split: Split, models, tasks="all", ontology: Ontol
                 cached["cached"] = True
                 if model.run_dir is not None and key not in read_run_evaluations(model.run_dir, keyed=True):
                     store_with_run(model.run_dir, key, cached)
-                results.append(cached)
+                results.append(_labelled(cached, model))
                 continue
             if progress is not None:
                 progress(f"{model.label}: {TASK_LABELS[task]}")
@@ -286,8 +298,9 @@ def evaluate(view: LevelView, split: Split, models, tasks="all", ontology: Ontol
                 lookup.update(model.vectors(missing))
             values, ci, sizes, extra = data.score(task, lookup)
             result = json_safe({
-                "model": model.label, "model_spec": spec, "fingerprint": model.fingerprint,
-                "task": task, "metrics": values, "ci": ci, "sizes": sizes, "data": key_data,
+                "model": model.label, "model_spec": spec, "run_id": getattr(model, "run_id", None),
+                "fingerprint": model.fingerprint, "task": task, "metrics": values, "ci": ci, "sizes": sizes,
+                "data": key_data,
                 "seconds": round(time.perf_counter() - started, 3), "cached": False, **extra,
             })
             if use_cache:
@@ -322,7 +335,7 @@ def evaluate_benchmarks(models, benchmarks="all", settings: EvalSettings | None 
             cached = read_cached(key) if use_cache else None
             if cached is not None:
                 cached["cached"] = True
-                results.append(cached)
+                results.append(_labelled(cached, model))
                 continue
             if progress is not None:
                 progress(f"{model.label}: {bench.label}")
@@ -331,8 +344,9 @@ def evaluate_benchmarks(models, benchmarks="all", settings: EvalSettings | None 
                 lookup = {**(lookup or {}), **model.vectors([t for b in loaded for t in b.terms])}
             scored = score_benchmark(bench, lookup, settings.n_boot, settings.sample_seed)
             result = json_safe({
-                "model": model.label, "model_spec": spec, "fingerprint": model.fingerprint,
-                "task": bench.label, "metrics": {"spearman": scored["spearman"]}, "ci": scored["ci"],
+                "model": model.label, "model_spec": spec, "run_id": getattr(model, "run_id", None),
+                "fingerprint": model.fingerprint, "task": bench.label, "metrics": {"spearman": scored["spearman"]},
+                "ci": scored["ci"],
                 "sizes": {"pairs": scored["pairs"], "covered": scored["covered"]}, "data": key_data,
                 "seconds": round(time.perf_counter() - started, 3), "cached": False,
             })

@@ -54,16 +54,18 @@ def _test_map(metrics: dict, which: str):
 
 
 def run_row(run: RunInfo) -> dict:
-    """One line of the run list: what was trained on what, when, and what is stored with it.
+    """One line of the run list: its name, what was trained on what, when, and what is stored with it.
 
-    A damaged run (:attr:`RunInfo.damaged`) gets a line too, with the reason under ``damaged``
-    (None for a sound run) and nothing it cannot know.
+    ``name`` is the run's readable name (the user's, else the default, :attr:`RunInfo.name`),
+    ``run`` its id. A damaged run (:attr:`RunInfo.damaged`) gets a line too, with the reason
+    under ``damaged`` (None for a sound run) and nothing it cannot know.
     """
     c = run.config
     shots = c.get("shots", "?")
     mix = run.metrics.get("base_mix")
     init = c.get("init")
     return {
+        "name": None if run.damaged else run.name,
         "run": run.run_id,
         "encoder": None if run.damaged else _cell(c.get("encoder", "?")),
         "trained on": None if run.damaged else level_label(c),

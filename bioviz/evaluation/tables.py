@@ -15,7 +15,9 @@ import pandas as pd
 from bioviz.evaluation.run import TASK_LABELS
 
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                  # the separator of run names (residual · HPO d1 · 15-shot), typeset in any LaTeX setup
+                  "·": r"$\cdot$"}
 
 
 METRIC_LABELS = {"map": "mAP", "acc1": "Acc@1", "mrr": "MRR", "spearman": "Spearman", "mean_auc": "mean AUC"}
@@ -149,7 +151,11 @@ def to_csv(rows: list[dict]) -> str:
 
 
 def latex_escape(text: str) -> str:
-    """Escape LaTeX's special characters in a label."""
+    r"""Escape LaTeX's special characters in a label.
+
+    >>> latex_escape("residual · HPO d1 · 15-shot (ecd5) & 100%")
+    'residual $\\cdot$ HPO d1 $\\cdot$ 15-shot (ecd5) \\& 100\\%'
+    """
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
 
 

@@ -8,7 +8,10 @@ MODEL strings
     character n-gram TF-IDF + truncated SVD (:mod:`bioviz.models.char_tfidf`), no neural model.
 a trained run directory
     a directory with ``run.json`` (:func:`bioviz.models.runs.is_run_dir`), saved by the trainer as
-    a sentence-transformers model; labelled with its run id.
+    a sentence-transformers model; labelled with its readable name and short id
+    (:attr:`bioviz.models.runs.RunInfo.label`). A *head run* (a small head trained on the
+    vectors of an input model) is encoded from the input model's cached vectors
+    (:class:`HeadRunEncoder`): only fine-tuned runs go through a transformer of their own.
 a local directory
     a sentence-transformers model (``modules.json``: its own pooling is used), or a plain
     transformers checkpoint (``config.json`` only), pooled with [CLS] as SapBERT-style
@@ -40,7 +43,8 @@ from huggingface_hub import constants
 
 from bioviz.errors import ModelError
 from bioviz.models import char_tfidf
-from bioviz.models.runs import is_run_dir, read_run
+from bioviz.models.head_chain import HeadChain, NotAHeadChain, input_module_kinds
+from bioviz.models.runs import NAME_FILE, is_run_dir, read_run, runs_dir
 from bioviz.models.vector_cache import BLOCK_MIN, VectorCache
 from bioviz.space import Space, l2_normalise
 
@@ -51,7 +55,7 @@ PRESET_MODELS = ("minilm", "char-tfidf")
 FINGERPRINT_SCHEMA = "st-1"  # bump when the encoding path changes the vectors a model gives
 # Files that describe a model but do not change its vectors: left out of the fingerprint so
 # that the trainer adding metrics to run.json does not invalidate cached vectors.
-_NOT_HASHED = {"README.md", "run.json", "training_log.jsonl"}
+_NOT_HASHED = {"README.md", "run.json", "training_log.jsonl", NAME_FILE}
 # Other runtimes' copies of the weights (hub repositories often carry them): never loaded
 # by sentence-transformers' torch backend, so neither downloaded nor hashed.
 _OTHER_RUNTIMES = ("onnx", "openvino", "coreml")
@@ -152,9 +156,9 @@ def resolve(spec: str) -> ModelRef:
     path = Path(spec).expanduser()
     if path.is_dir():
         if is_run_dir(path):
-            label = read_run(path).run_id  # ModelError (one line) for a damaged run.json
-            check_model_files(path, f"run {label} is damaged:", "; delete it or train it again")
-            return ModelRef(spec, "run", path.resolve(), label)
+            run = read_run(path)  # ModelError (one line) for a damaged run.json
+            check_model_files(path, f"run {run.run_id} is damaged:", "; delete it or train it again")
+            return ModelRef(spec, "run", path.resolve(), run.label)
         check_model_files(path, f"{spec} is not a model directory:")
         return ModelRef(spec, "directory", path.resolve(), path.resolve().name)
     if path.exists():
@@ -420,21 +424,143 @@ def _model_files(path: Path, read):
         raise ModelError(f"cannot read the model files in {path}: {error.strerror or error}") from None
 
 
+class HeadRunEncoder(SentenceTransformerEncoder):
+    """A head run encoded from its input model's vectors: ``chain(input(texts))``.
+
+    A head run's directory holds its input model's modules followed by a head of Dense and
+    Normalize modules (:mod:`bioviz.models.head_chain`). Its vectors are those of the input
+    model, served by :func:`encode_cached` (so a level encoded once for the input model is
+    never put through the transformer again), put through the head: a few matrix products.
+    The fingerprint is the run directory's, as for the whole model, so vectors cached
+    before stay valid. An ``init`` run chains: its input encoder is itself a head run.
+
+    Parameters
+    ----------
+    ref : ModelRef
+        The run.
+    base : SentenceTransformerEncoder
+        The encoder of the run's input model (its fingerprint checked against the run's record).
+    chain : HeadChain
+        The run's head.
+    """
+
+    def __init__(self, ref: ModelRef, base: SentenceTransformerEncoder, chain: HeadChain) -> None:
+        super().__init__(ref)
+        self.base = base
+        self.chain = chain
+
+    @property
+    def dim(self) -> int:
+        """Output dimensionality (from the head's files: no weights are loaded)."""
+        return self.chain.out_dim
+
+    def encode(self, texts, batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
+        """Vectors of ``texts``: the input model's (through the vector cache), then the head.
+
+        Parameters
+        ----------
+        texts : sequence of str
+        batch_size : int
+            Names per forward pass of the input model, for names it has not cached.
+        progress : callable, optional
+            ``progress(done, total)``, counting names whose final vector is ready.
+        """
+        texts = list(texts)
+        total = len(texts)
+        if not total:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        # A whole level the input model has encoded before is one block: read it at once.
+        whole = VectorCache().get_block(self.base.fingerprint, texts) if total >= BLOCK_MIN else None
+        out = np.empty((total, self.dim), dtype=np.float32)
+        step = max(1, min(BLOCK_MIN - 1, batch_size * _CHUNK_BATCHES))  # chunks never stored as blocks
+        for start in range(0, total, step):
+            chunk = texts[start:start + step]
+            inputs = whole[start:start + step] if whole is not None else encode_cached(self.base, chunk, batch_size)[0]
+            out[start:start + len(chunk)] = self.chain.apply(inputs)
+            if progress is not None:
+                progress(start + len(chunk), total)
+        return out
+
+    def encode_full(self, texts, batch_size: int = 64, progress: Progress | None = None) -> np.ndarray:
+        """The same vectors through the run's whole sentence-transformers model (loads its weights).
+
+        What every head run cost before: kept for checks and benchmarks.
+        """
+        return SentenceTransformerEncoder.encode(self, texts, batch_size=batch_size, progress=progress)
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}({self.label!r}, on {self.base.label!r}, "
+                f"fingerprint={self.fingerprint[:12]})")
+
+
 _ENCODERS: dict[tuple, Encoder] = {}
-_LOCK = threading.Lock()
+# Re-entrant: loading a head run loads its input model's encoder (and an init run's input run's) inside.
+_LOCK = threading.RLock()
+MAX_CHAIN = 8  # init runs stacked deeper than this (or a cycle) are encoded through their whole model
 
 
-def load_encoder(spec: str) -> Encoder:
-    """The encoder for a MODEL string, loaded once per process (reloaded if its files change).
+def _input_encoder(ref: ModelRef, depth: int) -> tuple[SentenceTransformerEncoder, HeadChain]:
+    """The input model's encoder and the head of run ``ref``, when its vectors can come from them.
 
     Raises
     ------
-    ModelError
-        If the model cannot be found or loaded (one-line reason and how to fix it).
+    NotAHeadChain
+        With the reason the run must be encoded through its whole model: fine-tuned, an
+        input model that is gone or has changed since training, or a head that is not a
+        plain chain of Dense modules.
     """
+    config = read_run(ref.path).config
+    if config.get("finetune") is True or config.get("encoder") == "definitions":
+        raise NotAHeadChain("a fine-tuned run")
+    spec = config.get("input_model") or config.get("init") or config.get("base")
+    recorded = config.get("base_fingerprint")
+    if not isinstance(spec, str) or not isinstance(recorded, str):
+        raise NotAHeadChain("run.json names no input model with its fingerprint")
+    if depth >= MAX_CHAIN:
+        raise NotAHeadChain(f"more than {MAX_CHAIN} runs stacked on each other")
+    candidates = [spec]
+    if not Path(spec).expanduser().exists() and Path(spec).name:
+        # an input run recorded under a home that has moved since: the same run under this home's runs
+        # (the fingerprint check below makes sure it is the same)
+        moved = runs_dir() / Path(spec).name
+        if moved.is_dir():
+            candidates.append(str(moved))
+    reason = f"its input model {spec} cannot be loaded"
+    for candidate in candidates:
+        try:
+            base = _load_encoder(candidate, depth + 1)
+        except ModelError as error:
+            reason = f"its input model cannot be loaded ({error})"
+            continue
+        if not isinstance(base, SentenceTransformerEncoder):
+            raise NotAHeadChain(f"its input model {spec} is not a sentence-transformers model")
+        if base.fingerprint != recorded:
+            reason = f"its input model {spec} has changed since the run was trained"
+            continue
+        kinds = input_module_kinds(base.path)
+        if kinds is None:
+            raise NotAHeadChain(f"its input model {spec} has no readable modules")
+        return base, HeadChain.read(ref.path, kinds)
+    raise NotAHeadChain(reason)
+
+
+def _new_encoder(ref: ModelRef, depth: int) -> Encoder:
+    if ref.kind == "char-tfidf":
+        return CharTfidfEncoder()
+    if ref.kind == "run":
+        try:
+            base, chain = _input_encoder(ref, depth)
+            return HeadRunEncoder(ref, base, chain)
+        except NotAHeadChain as why:
+            logger.info("run %s is encoded through its whole model: %s", ref.label, why)
+    return SentenceTransformerEncoder(ref)
+
+
+def _load_encoder(spec: str, depth: int) -> Encoder:
     ref = resolve(spec)
     if ref.kind == "char-tfidf":
-        key: tuple = ("char-tfidf", char_tfidf.corpus_key(), str(Path(os.environ.get("BIOVIZ_HOME", ".bioviz")).resolve()))
+        home = str(Path(os.environ.get("BIOVIZ_HOME", ".bioviz")).resolve())
+        key: tuple = ("char-tfidf", char_tfidf.corpus_key(), home)
     elif ref.kind == "hub":
         key = ("hub", ref.spec)
     else:
@@ -442,10 +568,27 @@ def load_encoder(spec: str) -> Encoder:
     with _LOCK:
         if key not in _ENCODERS:
             started = time.perf_counter()
-            _ENCODERS[key] = CharTfidfEncoder() if ref.kind == "char-tfidf" else \
-                _model_files(ref.path, lambda _path: SentenceTransformerEncoder(ref))
+            _ENCODERS[key] = _model_files(ref.path, lambda _path: _new_encoder(ref, depth)) if ref.path else \
+                _new_encoder(ref, depth)
             logger.info("loaded %r in %.1fs", _ENCODERS[key], time.perf_counter() - started)
-        return _ENCODERS[key]
+        encoder = _ENCODERS[key]
+        if ref.kind == "run" and encoder.label != ref.label:
+            encoder.label = ref.label  # renamed since it was loaded (the name is not part of the key)
+        return encoder
+
+
+def load_encoder(spec: str) -> Encoder:
+    """The encoder for a MODEL string, loaded once per process (reloaded if its files change).
+
+    A head run gets a :class:`HeadRunEncoder` (its vectors from its input model's cached
+    vectors); other models a :class:`SentenceTransformerEncoder` or :class:`CharTfidfEncoder`.
+
+    Raises
+    ------
+    ModelError
+        If the model cannot be found or loaded (one-line reason and how to fix it).
+    """
+    return _load_encoder(spec, 0)
 
 
 @dataclass(frozen=True)

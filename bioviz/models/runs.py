@@ -11,20 +11,31 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from bioviz.errors import ModelError, SplitError
+from bioviz.errors import BiovizError, ModelError, SplitError
 from bioviz.ontology import LevelSpec
 from bioviz.ontology.splits import SPLIT_PARTS, UNUSED
-from bioviz.paths import subdir
+from bioviz.paths import subdir, write_text_atomic
 
 logger = logging.getLogger(__name__)
 
 RUN_FILE = "run.json"
 SPLIT_FILE = "split.json"  # the names of each split part, written by trainer.runs
+# The name the user gave the run: one line of UTF-8 text in a file of its own, so that naming
+# a run never rewrites run.json (the trainer's record) and never changes the run's weights'
+# fingerprint (bioviz.models.embeddings leaves it out of the hash).
+NAME_FILE = "name.txt"
+NAME_MAX = 80  # characters of a run name: room for a readable phrase, short enough for a legend
+# Job ids as the job queue makes them (20261122-192803-ecd5): the last part tells runs apart
+_JOB_ID = re.compile(r"^\d{8}-\d{6}-(?P<short>[0-9a-z]{2,8})$")
+# Readable names of the bundled sources (other sources are named by their file)
+SOURCE_NAMES = {"icd10": "ICD-10", "icd10cm": "ICD-10-CM", "hpo": "HPO"}
 # LevelView.stats() fields that identify the level a run was trained on
 LEVEL_KEYS = ("source", "root", "depth", "mode", "classes", "names")
 
@@ -55,17 +66,32 @@ class RunInfo:
     created: str | None = None  # ISO time written by the trainer (absent in older runs)
     modified: float | None = None  # mtime of run.json when it was read (None: unknown)
     damaged: str | None = None  # why run.json cannot be used; None for a sound run
+    user_name: str | None = None  # the name the user gave the run (NAME_FILE); None: the default name
+
+    @property
+    def default_name(self) -> str:
+        """The name built from the run's config (:func:`default_run_name`)."""
+        return default_run_name(self.config)
+
+    @property
+    def name(self) -> str:
+        """The run's readable name: the user's (:func:`set_run_name`), else :attr:`default_name`."""
+        return self.user_name or self.default_name
+
+    @property
+    def short_id(self) -> str:
+        """The part of the run id that tells runs apart (``ecd5`` of ``20261122-192803-ecd5``; else the id)."""
+        return short_run_id(self.run_id)
 
     @property
     def label(self) -> str:
-        """``run-id (encoder on source depth k)`` for pickers and titles; ``run-id (damaged: why)``."""
+        """``name (short id)`` for pickers, legends, tables and titles; ``run-id (damaged: why)``.
+
+        The short id keeps two runs of the same name apart (tables are keyed by label).
+        """
         if self.damaged:
             return f"{self.run_id} (damaged: {self.damaged})"
-        c = self.config
-        what = f"{c.get('encoder', '?')} on {c.get('source', '?')}"
-        if c.get("depth"):
-            what += f" d{c['depth']}"
-        return f"{self.run_id} ({what})"
+        return f"{self.name} ({self.short_id})"
 
 
 def _kind(value) -> str:
@@ -95,7 +121,7 @@ def _parse_run(path: Path) -> RunInfo:
     created = data.get("created")
     return RunInfo(path, run_id if isinstance(run_id, str) and run_id.strip() else path.name,
                    data.get("config", {}), data.get("metrics", {}), created if isinstance(created, str) else None,
-                   modified)
+                   modified, user_name=read_run_name(path))
 
 
 def read_run(path: str | Path) -> RunInfo:
@@ -200,6 +226,163 @@ def level_label(config: dict) -> str:
         return "?"
 
 
+# ---------------------------------------------------------------------------- names
+
+
+def short_run_id(run_id: str) -> str:
+    """The part of a run id that tells runs apart: the random tail of a job id, else the whole id.
+
+    >>> short_run_id("20261122-192803-ecd5"), short_run_id("my-run")
+    ('ecd5', 'my-run')
+    """
+    match = _JOB_ID.match(run_id)
+    return match.group("short") if match else run_id
+
+
+def _source_name(source) -> str:
+    """``HPO``, ``ICD-10``, ``ICD-10-CM``; a file source by its stem (``mini`` for ``/data/mini.obo``)."""
+    text = str(source or "?").strip()
+    if text in SOURCE_NAMES:
+        return SOURCE_NAMES[text]
+    path = Path(text)
+    if path.name in ("META", "") and path.parent.name:  # a UMLS release: META under its release folder
+        return f"UMLS {path.parent.name}"
+    return path.stem or text
+
+
+def default_run_name(config: dict) -> str:
+    """A readable name from what a run trained: encoder, level, shots.
+
+    >>> default_run_name({"encoder": "residual", "source": "hpo", "depth": 1, "shots": 15})
+    'residual · HPO d1 · 15-shot'
+    >>> default_run_name({"encoder": "hierarchical", "finetune": True, "source": "/data/mini.obo",
+    ...                   "root": "X:1", "depth": 2, "shots": None, "init": "/runs/a"})
+    'hierarchical fine-tuned (continued) · mini under X:1 d2 · all names'
+    >>> default_run_name({})
+    'run · ? · ?'
+    """
+    config = config if isinstance(config, dict) else {}
+    encoder = str(config.get("encoder") or "run")
+    if config.get("finetune") is True:
+        encoder += " fine-tuned"
+    if config.get("init"):
+        encoder += " (continued)"
+    if "source" in config:
+        root = config.get("root")
+        under = f" under {root}" if isinstance(root, str) and root else ""
+        depth = config.get("depth")
+        cut = "synonym sets" if config.get("synonyms") is True else f"d{depth}" if isinstance(depth, int) else "?"
+        level = f"{_source_name(config['source'])}{under} {cut}"
+    else:
+        level = "?"
+    shots = config.get("shots", "?")
+    shots = "all names" if "shots" in config and shots is None else \
+        f"{shots}-shot" if isinstance(shots, int) and not isinstance(shots, bool) else "?"
+    return f"{encoder} · {level} · {shots}"
+
+
+def distinct_labels(runs) -> dict[Path, str]:
+    """``path -> label`` for a list of runs, with the whole run id where two labels would be equal.
+
+    Two runs of the same name whose short ids happen to be equal (the random part of a job
+    id has four hex digits) would share a label, and a picker keyed by label would lose one.
+
+    Parameters
+    ----------
+    runs : iterable of RunInfo
+    """
+    runs = list(runs)
+    seen: dict[str, int] = {}
+    for run in runs:
+        seen[run.label] = seen.get(run.label, 0) + 1
+    return {run.path: run.label if seen[run.label] == 1 or run.damaged else f"{run.name} ({run.run_id})"
+            for run in runs}
+
+
+def check_run_name(name: str) -> str:
+    """``name`` stripped, if it can name a run; the one-line reason otherwise.
+
+    A name is one line of at most :data:`NAME_MAX` characters without control or format
+    characters (which could hide text or break a table, a legend or LaTeX).
+
+    Raises
+    ------
+    BiovizError
+        Not text, empty, too long, several lines, or a control character.
+    """
+    if not isinstance(name, str):
+        raise BiovizError(f"a run name is text, not {type(name).__name__}")
+    text = name.strip()
+    if not text:
+        raise BiovizError("a run name cannot be empty (clear it to go back to the default name)")
+    bad = next((ch for ch in text if unicodedata.category(ch)[0] == "C" or unicodedata.category(ch) in ("Zl", "Zp")),
+               None)
+    if bad is not None:
+        what = "several lines" if bad in "\n\r\u2028\u2029\x0b\x0c\x85" else f"the control character {bad!r}"
+        raise BiovizError(f"a run name is one line of plain text: this one has {what}")
+    if len(text) > NAME_MAX:
+        raise BiovizError(f"a run name has at most {NAME_MAX} characters (this one has {len(text)})")
+    return text
+
+
+def read_run_name(path: str | Path) -> str | None:
+    """The name the user gave run ``path``; None when it has none, or the file cannot serve as one.
+
+    A name file edited by hand into something that is not a valid name is ignored with a
+    warning (the run keeps its default name): a listing never fails over it.
+    """
+    file = Path(path) / NAME_FILE
+    try:
+        text = file.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as error:
+        logger.warning("ignoring the name of run %s: %s", Path(path).name, error)
+        return None
+    try:
+        return check_run_name(text)
+    except BiovizError as error:
+        logger.warning("ignoring the name of run %s: %s", Path(path).name, error)
+        return None
+
+
+def set_run_name(path: str | Path, name: str | None) -> RunInfo:
+    """Give run ``path`` a readable name, or go back to its default name (``None`` or blank).
+
+    The name goes into its own small file (:data:`NAME_FILE`), written atomically: ``run.json``
+    is never rewritten, and the run's fingerprint (cached vectors, stored results) is unchanged.
+
+    Parameters
+    ----------
+    path : path-like
+        A run directory.
+    name : str or None
+        One line (see :func:`check_run_name`); ``None`` or blank clears the name.
+
+    Returns
+    -------
+    RunInfo
+        The run as read again, with its new name.
+
+    Raises
+    ------
+    BiovizError
+        An invalid name; ModelError for a path that is not a sound run, or a name that
+        cannot be written (the old name, if any, is kept).
+    """
+    path = Path(path)
+    run = read_run(path)
+    file = path / NAME_FILE
+    try:
+        if name is None or (isinstance(name, str) and not name.strip()):
+            file.unlink(missing_ok=True)
+        else:
+            write_text_atomic(file, check_run_name(name) + "\n")
+    except OSError as error:
+        raise ModelError(f"cannot name run {run.run_id}: {error.strerror or error}") from None
+    return read_run(path)
+
+
 def read_split_names(path: str | Path) -> dict[str, list[str]] | None:
     """``part -> names`` from a run's ``split.json`` (keys as in :data:`SPLIT_PARTS`); None if absent or unreadable."""
     try:
@@ -220,11 +403,13 @@ class RunSplit:
     shots: int | None
     seed: int | None
     zero_shot_classes: int
+    label: str | None = None  # the run's readable label (RunInfo.label); the id when None
 
     def describe(self) -> str:
-        """``<run>'s own split (15 shots, seed 0, 2 zero-shot classes)`` for captions."""
+        """``<run label>'s own split (15 shots, seed 0, 2 zero-shot classes)`` for captions."""
         seed = "" if self.seed is None else f", seed {self.seed}"
-        return f"{self.run_id}'s own split ({shots_text(self.shots)}{seed}, {self.zero_shot_classes} zero-shot classes)"
+        return (f"{self.label or self.run_id}'s own split ({shots_text(self.shots)}{seed}, "
+                f"{self.zero_shot_classes} zero-shot classes)")
 
 
 def run_split(path: str | Path, view) -> RunSplit:
@@ -275,7 +460,7 @@ def run_split(path: str | Path, view) -> RunSplit:
     split = _mapping(run.config.get("split"))
     zero_shot = split.get("zero_shot_classes")
     return RunSplit(run.run_id, parts, split.get("shots", run.config.get("shots")), split.get("seed"),
-                    len(zero_shot) if isinstance(zero_shot, list) else 0)
+                    len(zero_shot) if isinstance(zero_shot, list) else 0, run.label)
 
 
 def _mapping(value) -> dict:

@@ -11,6 +11,11 @@ A request for many names at once (a whole level) is also stored as one *block*: 
 file under ``embeddings/blocks`` named by the fingerprint and a hash of the exact text list,
 so reopening that level is one file read instead of a lookup per name.
 
+Each model's number of vectors is kept in the ``models`` table, updated by every write in
+the same transaction, so :meth:`VectorCache.stats` (shown by a page on every rerun) reads a
+few rows instead of counting the whole table. A database written before this count existed
+gets it once, on first open.
+
 Both are only a cache (:mod:`bioviz.cache_files`): a database or block that cannot be read
 (garbage, truncated) is set aside as ``<name>.corrupt-<time>`` with a logged warning and
 rebuilt, and a write the disk refuses (full, a file-size limit, read-only) is skipped with a
@@ -64,8 +69,16 @@ CREATE TABLE IF NOT EXISTS models (
     model TEXT PRIMARY KEY,
     label TEXT,
     dim INTEGER,
-    updated REAL
+    updated REAL,
+    vectors INTEGER NOT NULL DEFAULT 0
 );
+"""
+# A database made before models.vectors existed: add the column and count once (a full scan,
+# the last one: every write keeps the count from then on).
+_ADD_COUNTS = """
+ALTER TABLE models ADD COLUMN vectors INTEGER NOT NULL DEFAULT 0;
+INSERT OR IGNORE INTO models (model) SELECT DISTINCT model FROM vectors;
+UPDATE models SET vectors = (SELECT COUNT(*) FROM vectors WHERE vectors.model = models.model);
 """
 
 
@@ -138,11 +151,16 @@ class VectorCache:
     def _create_schema(self, conn: sqlite3.Connection) -> None:
         try:
             conn.executescript(_SCHEMA)
+            if not _has_counts(conn):
+                with _transaction(conn):
+                    if not _has_counts(conn):  # checked again under the write lock: another process may have added it
+                        for statement in filter(str.strip, _ADD_COUNTS.split(";")):
+                            conn.execute(statement)
         except sqlite3.Error as error:
             if failure_kind(error) != "unwritable":
                 raise
             # A disk that refuses writes: what is stored can still be read (a missing table
-            # is then retried, and given up, by _run).
+            # is then retried, and given up, by _run; missing counts are counted by stats).
             return
         self._has_schema = True
 
@@ -305,9 +323,10 @@ class VectorCache:
                     conn.executemany("INSERT OR IGNORE INTO vectors (model, text, vector) VALUES (?, ?, ?)", rows)
                     changed = conn.total_changes - before
                     conn.execute(
-                        "INSERT INTO models (model, label, dim, updated) VALUES (?, ?, ?, ?) "
-                        "ON CONFLICT(model) DO UPDATE SET label = excluded.label, updated = excluded.updated",
-                        (model, label, int(vectors.shape[1]), time.time()),
+                        "INSERT INTO models (model, label, dim, updated, vectors) VALUES (?, ?, ?, ?, ?) "
+                        "ON CONFLICT(model) DO UPDATE SET label = excluded.label, updated = excluded.updated, "
+                        "vectors = models.vectors + excluded.vectors",
+                        (model, label, int(vectors.shape[1]), time.time(), changed),
                     )
                 written += changed  # counted once the chunk is committed
             return written
@@ -316,18 +335,29 @@ class VectorCache:
         return written
 
     def stats(self) -> list[dict]:
-        """One row per model: fingerprint, label, dim, vectors, last update (epoch seconds)."""
+        """One row per model with vectors: fingerprint, label, dim, vectors, last update (epoch seconds).
+
+        Reads the stored counts (a few rows, whatever the size of the cache); only a database
+        that could not be given them (a read-only disk) is counted row by row.
+        """
 
         def read(conn):
+            if _has_counts(conn):
+                return conn.execute("SELECT model, label, dim, updated, vectors FROM models "
+                                    "WHERE vectors > 0 ORDER BY updated DESC").fetchall()
             counts = dict(conn.execute("SELECT model, COUNT(*) FROM vectors GROUP BY model"))
             models = conn.execute("SELECT model, label, dim, updated FROM models ORDER BY updated DESC").fetchall()
-            return counts, models
+            rows = [(m, label, dim, updated, counts.pop(m, 0)) for m, label, dim, updated in models]
+            return rows + [(m, None, None, None, n) for m, n in counts.items()]
 
-        counts, models = self._run("statistics", read, ({}, []))
-        rows = [{"model": m, "label": label, "dim": dim, "vectors": counts.pop(m, 0), "updated": updated}
-                for m, label, dim, updated in models]
-        rows += [{"model": m, "label": None, "dim": None, "vectors": n, "updated": None} for m, n in counts.items()]
-        return [r for r in rows if r["vectors"]]
+        rows = self._run("statistics", read, [])
+        return [{"model": m, "label": label, "dim": dim, "vectors": n, "updated": updated}
+                for m, label, dim, updated, n in rows if n]
+
+    def summary(self) -> dict:
+        """``vectors`` (all models together), ``models`` and ``bytes`` on disk: a page's one-line caption."""
+        rows = self.stats()
+        return {"vectors": sum(r["vectors"] for r in rows), "models": len(rows), "bytes": self.size_bytes()}
 
     def size_bytes(self) -> int:
         """Bytes on disk (database, write-ahead log, blocks, and damaged copies set aside)."""
@@ -376,6 +406,11 @@ class VectorCache:
                 file.unlink()
         logger.info("cleared %d cached vectors%s", deleted, f" of {model}" if model else "")
         return deleted
+
+
+def _has_counts(conn: sqlite3.Connection) -> bool:
+    """True when the ``models`` table keeps each model's count of vectors."""
+    return any(row[1] == "vectors" for row in conn.execute("PRAGMA table_info(models)"))
 
 
 @contextlib.contextmanager

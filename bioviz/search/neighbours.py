@@ -10,7 +10,8 @@ where each neighbour sits in another model's full ranking.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -37,6 +38,12 @@ class QueryInfo:
         The class of that row.
     concept_ids : tuple of str
         Concepts that carry the text in the ontology (or the row's concept).
+    typed : str or None
+        What was typed, when :func:`resolve_query` resolved it to ``text`` (a concept id to
+        the concept's name, or a name typed in another case to its spelling in the level).
+    resolved_by : str or None
+        ``"id"`` or ``"name"`` when :func:`resolve_query` resolved the typed text; None for
+        free text (and for :func:`find_query`, which never resolves).
     """
 
     text: str
@@ -44,6 +51,8 @@ class QueryInfo:
     class_id: str | None = None
     class_label: str | None = None
     concept_ids: tuple[str, ...] = field(default_factory=tuple)
+    typed: str | None = None
+    resolved_by: str | None = None
 
     @property
     def in_ontology(self) -> bool:
@@ -78,6 +87,127 @@ def find_query(text: str, view, ontology: Ontology | None = None) -> QueryInfo:
         return QueryInfo(text=text, concept_ids=tuple(concepts))
     label = int(view.labels[row])
     return QueryInfo(text, int(row), view.classes[label], view.class_labels[label], tuple(concepts))
+
+
+_CODE_LIKE = re.compile(r"^[^\s]*\d[^\s]*$")  # one token with a digit: worth comparing against every id
+_ICD_WITHOUT_DOT = re.compile(r"^[A-Z]\d{2}[0-9A-Z]{1,4}$")  # R3911 for R39.11
+
+
+def _id_key(text: str) -> str:
+    """An id compared without case and dots: ``r3911`` for ``R39.11``."""
+    return text.casefold().replace(".", "")
+
+
+def match_concept_id(text: str, ontology: Ontology | None = None, view=None) -> str | None:
+    """The concept whose id ``text`` is: exactly, in another case, or without the dot of an ICD code.
+
+    Parameters
+    ----------
+    text : str
+        What was typed (``R39.11``, ``r39.11``, ``R3911``, ``hp:0001250``).
+    ontology : Ontology, optional
+        Whose ids are matched; without it, the ids of the view's names and classes.
+    view : LevelView, optional
+
+    Returns
+    -------
+    str or None
+        The id as the ontology spells it; None when no id, or several, match.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> from bioviz.ontology.model import Concept
+    >>> onto = Ontology("icd", "1", {"R39.11": Concept("R39.11", "Hesitancy of micturition")}, nx.DiGraph(), "R39.11")
+    >>> [match_concept_id(t, onto) for t in ("R39.11", "r39.11", "R3911", "hesitancy")]
+    ['R39.11', 'R39.11', 'R39.11', None]
+    """
+    text = text.strip()
+    if not text:
+        return None
+    if ontology is not None:
+        ids = ontology.concepts
+    elif view is not None:
+        ids = dict.fromkeys([*view.name_concepts, *view.classes])
+    else:
+        return None
+    upper = text.upper()
+    # the spellings that need no scan: as typed, upper case (ICD, HP:), an ICD code's dot put back
+    candidates = [text, upper]
+    if "." not in upper and _ICD_WITHOUT_DOT.match(upper):
+        candidates.append(f"{upper[:3]}.{upper[3:]}")
+    for candidate in candidates:
+        if candidate in ids:
+            return candidate
+    if not _CODE_LIKE.match(text):
+        return None
+    key = _id_key(text)
+    found = [concept_id for concept_id in ids if _id_key(concept_id) == key]  # one pass over the ids
+    return found[0] if len(found) == 1 else None
+
+
+def _row_of(view, name: str) -> int | None:
+    """Row of ``name`` (normalised) in ``view``, or None."""
+    view.class_of(name)  # builds the view's normalised-name -> row lookup once
+    lookup = getattr(view, "_row_of", None)
+    if lookup is not None:
+        return lookup.get(normalise_name(name))
+    key = normalise_name(name)
+    return next((i for i, n in enumerate(view.names) if normalise_name(n) == key), None)
+
+
+def _concept_query(concept_id: str, view, ontology: Ontology | None) -> QueryInfo:
+    """The query a concept id stands for: its name in the level (its row and class), else its preferred name."""
+    concept = ontology.concepts.get(concept_id) if ontology is not None else None
+    names = list(concept.names) if concept is not None else \
+        [n for n, c in zip(view.names, view.name_concepts) if c == concept_id][:1]
+    for name in names:  # the preferred name first, then the synonyms the level kept
+        row = _row_of(view, name)
+        if row is not None and view.name_concepts[row] == concept_id:
+            label = int(view.labels[row])
+            others = [c.id for c in ontology.lookup(name)] if ontology is not None else []
+            concepts = tuple(dict.fromkeys([concept_id, *others]))
+            return QueryInfo(view.names[row], int(row), view.classes[label], view.class_labels[label], concepts)
+    name = concept.name if concept is not None else concept_id
+    if concept_id in view.classes:  # a class of the level: its names are the class's hypernym names
+        label = view.classes.index(concept_id)
+        return QueryInfo(name, None, concept_id, view.class_labels[label], (concept_id,))
+    return QueryInfo(name, None, None, None, (concept_id,))
+
+
+def resolve_query(text: str, view, ontology: Ontology | None = None) -> QueryInfo:
+    """Locate ``text`` like :func:`find_query`, resolving an exact concept id or name to its concept.
+
+    - An exact concept id (any case; an ICD code with or without its dot: ``R39.11``,
+      ``r3911``) becomes that concept's name as the level has it (its preferred name first,
+      with its row and class), or its preferred name when the level does not hold it.
+    - An exact name in another case or spacing becomes the level's (or ontology's) spelling
+      of it, with its row and class.
+    - Anything else is free text, as :func:`find_query` gives it.
+
+    Rank the resolved ``info.text`` (not what was typed): a code ranked as text has
+    nonsense neighbours. ``info.typed`` keeps what was typed, ``info.resolved_by`` says how
+    it was resolved.
+
+    Parameters
+    ----------
+    text : str
+        What the user typed.
+    view : LevelView
+    ontology : Ontology, optional
+        For ids and names the level does not hold (without it, only the level's).
+    """
+    concept_id = match_concept_id(text, ontology, view)
+    if concept_id is not None:
+        return replace(_concept_query(concept_id, view, ontology), typed=text, resolved_by="id")
+    info = find_query(text, view, ontology)
+    spelling = view.names[info.row] if info.row is not None else None
+    if spelling is None and info.concept_ids and ontology is not None:
+        key = normalise_name(text)
+        spelling = next((n for n in ontology.concepts[info.concept_ids[0]].names if normalise_name(n) == key), None)
+    if spelling is None:
+        return info
+    return replace(info, text=spelling, typed=text, resolved_by="name")
 
 
 def level_space(view, model: str, batch_size: int = 64, progress: Progress | None = None,

@@ -130,7 +130,10 @@ _FINGERPRINTS: dict[int, tuple[weakref.ref, str]] = {}
 
 
 def space_fingerprint(space: Space) -> str:
-    """A short hash of a Space's names, vectors and model id (cache key part).
+    """A short hash of a Space's names and vectors (cache key part).
+
+    Not of its ``model_id``: that is a display label (a run's name, which the user can
+    change), and the same vectors give the same coordinates whatever they are called.
 
     Memoised per Space object (Spaces are immutable, and pages reuse the same cached object
     on every rerun), so checking the projection cache does not rehash 20k vectors each time.
@@ -139,7 +142,6 @@ def space_fingerprint(space: Space) -> str:
     if entry is not None and entry[0]() is space:
         return entry[1]
     digest = hashlib.sha256()
-    digest.update(space.model_id.encode())
     digest.update("\x1f".join(space.names).encode())
     digest.update(np.ascontiguousarray(space.vectors, dtype=np.float32).tobytes())
     value = digest.hexdigest()[:20]

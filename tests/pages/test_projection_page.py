@@ -116,7 +116,8 @@ def test_markers_show_the_compared_runs_own_split(app, zero_shot_run):
     assert not at.exception and not at.error, [e.value for e in at.error]
     spec = charts(at)[0]
     caption = spec["layout"]["annotations"][-1]["text"]
-    assert "markers: zero-shot-run's own split (2 shots, seed 5, 1 zero-shot classes)" in caption
+    assert ("markers: residual · views_table d1 · 2-shot (zero-shot-run)'s own split "
+            "(2 shots, seed 5, 1 zero-shot classes)") in caption  # the run's readable label (issue 14)
     split = json.loads((zero_shot_run / "split.json").read_text())
     by_part = {}
     for trace in spec["data"]:

@@ -69,3 +69,14 @@ def test_ranking_among_hypernyms_and_training_names(capsys, data_dir, tmp_home):
                            "--model", "minilm", "--among", "train", "-k", "50", "--json")
     result = json.loads(out)
     assert code == 0 and len(result["neighbours"]) <= result["candidates"] < result["names"]
+
+
+def test_a_concept_id_query_ranks_the_concepts_name(capsys, data_dir, tmp_home):
+    code, out, _ = run_cli(capsys, "neighbours", "mini:0000011", "--source", str(data_dir / "mini.obo"),
+                           "--model", "minilm", "-k", "3", "--quiet", "--json")
+    result = json.loads(out)
+    assert code == 0 and result["query"] == "mini:0000011"
+    assert result["ranked_text"] == "myocardial infarction" and result["resolved_by"] == "id"
+    assert result["query_class"] == "MINI:0000010" and result["query_concepts"][0] == "MINI:0000011"
+    assert "myocardial infarction" not in [r["name"] for r in result["neighbours"]]
+    assert any(r["same_concept"] for r in result["neighbours"])  # "heart attack", its synonym

@@ -15,7 +15,7 @@ def test_only_complete_runs_are_listed_with_their_settings(evaluated_run, tmp_ho
     [run] = list_runs()
     row = run_row(run)
     assert row == {
-        "run": "mini-definitions", "encoder": "definitions", "trained on": "mini.obo d1", "shots": 2,
+        "name": "definitions · mini d1 · 2-shot", "run": "mini-definitions", "encoder": "definitions", "trained on": "mini.obo d1", "shots": 2,
         "base": "minilm", "created (UTC)": "2026-01-02 03:04", "test mAP base": 0.5, "test mAP trained": 0.75,
         "base weight": None, "stored evaluations": 2, "damaged": None, "path": str(evaluated_run),
     }

@@ -9,6 +9,7 @@ import pytest
 from bioviz.models import char_tfidf, embeddings
 from bioviz.models.embeddings import embed, encode_cached, load_encoder, load_sentence_transformer, resolve
 from bioviz.errors import ModelError
+from bioviz.models.runs import set_run_name
 
 NAMES = ["heart attack", "myocardial infarction", "asthma", "reactive airway disease", "fracture of femur"]
 
@@ -116,14 +117,26 @@ def test_plain_transformers_checkpoint_is_pooled_with_cls(tmp_path, tmp_home):
     assert space.model_id == "sapbert-like"
 
 
-def test_run_directory_is_labelled_with_its_run_id(minilm_copy, tmp_path, tmp_home):
-    run = tmp_path / "runs" / "20260101-abc"
+def test_run_directory_is_labelled_with_its_readable_name_and_short_id(minilm_copy, tmp_path, tmp_home):
+    run = tmp_path / "runs" / "20260101-120000-abcd"
     shutil.copytree(minilm_copy, run)
-    (run / "run.json").write_text(json.dumps({"run_id": "20260101-abc", "config": {}}))
-    assert resolve(str(run)).label == "20260101-abc"
+    (run / "run.json").write_text(json.dumps({"run_id": "20260101-120000-abcd", "config": {
+        "encoder": "definitions", "source": "hpo", "depth": 1, "shots": 15}}))
+    assert resolve(str(run)).label == "definitions · HPO d1 · 15-shot (abcd)"
     space = embed(NAMES[:2], str(run))
-    assert space.model_id == "20260101-abc"
-    assert load_encoder(str(run)).fingerprint == load_encoder("minilm").fingerprint  # run.json not hashed
+    assert space.model_id == "definitions · HPO d1 · 15-shot (abcd)"
+    fingerprint = load_encoder(str(run)).fingerprint
+    assert fingerprint == load_encoder("minilm").fingerprint  # run.json not hashed
+    # A name the user gives is used at once, also by the encoder already loaded, and it
+    # neither changes the fingerprint (cached vectors stay valid) nor touches run.json.
+    record = (run / "run.json").read_bytes()
+    set_run_name(run, "Definitions, first try")
+    assert resolve(str(run)).label == "Definitions, first try (abcd)"
+    assert load_encoder(str(run)).fingerprint == fingerprint
+    again = embed(NAMES[:2], str(run))
+    assert again.model_id == "Definitions, first try (abcd)"
+    np.testing.assert_array_equal(again.vectors, space.vectors)
+    assert (run / "run.json").read_bytes() == record
 
 
 @pytest.mark.parametrize(

@@ -34,7 +34,7 @@ def test_the_runs_split_marks_the_rows_it_was_drawn_from(view, tmp_path):
     marks = run_split(run, view)
     assert list(marks.parts) == list(split.part_of(len(view.names)))
     assert (marks.parts == "zero-shot").sum() == len(split.zero_shot) > 0
-    assert marks.describe() == "run-z's own split (2 shots, seed 3, 1 zero-shot classes)"
+    assert marks.describe() == "run · ? · 2-shot (run-z)'s own split (2 shots, seed 3, 1 zero-shot classes)"
     # The page's default split (seed 0, no zero-shot classes) would mark other rows.
     assert list(marks.parts) != list(make_split(view, shots=2, seed=0).part_of(len(view.names)))
 

@@ -1,0 +1,240 @@
+"""The head of a head run, read from its files and applied to its input model's vectors.
+
+The trainer exports a *head run* (residual, dan, cca, hierarchical without ``--finetune``,
+any of them with a base weight) as a sentence-transformers directory: the input model's
+own modules, a ``Normalize``, the head as ``Dense`` modules, and a final ``Normalize``
+(:mod:`trainer.export`). Everything after the input model's modules is a few matrix
+products, so a run's vectors are its input model's vectors (usually cached already) put
+through this chain: seconds for a whole level instead of minutes of transformer.
+
+:class:`HeadChain` reads only what it can apply exactly: ``Dense`` modules (ReLU, Tanh or
+no activation, no residual) and ``Normalize`` modules. Anything else is refused with the
+reason (:class:`NotAHeadChain`), and the run is then encoded through its whole model.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bioviz.space import l2_normalise
+
+HEAD_FILE = "head.safetensors"  # the raw head weights the trainer keeps in every head run
+ROWS_PER_STEP = 1024  # rows through the chain at once: bounds memory (a hidden layer of 10k floats per row)
+# The activations a Dense module may name (sentence-transformers stores the class's full name)
+_ACTIVATIONS = {
+    "torch.nn.modules.linear.Identity": "identity",
+    "torch.nn.modules.activation.ReLU": "relu",
+    "torch.nn.modules.activation.Tanh": "tanh",
+}
+_EMBEDDING = "sentence_embedding"  # the only feature a head chain reads and writes
+
+
+class NotAHeadChain(ValueError):
+    """A run whose modules after its input model cannot be applied as a head chain (the reason)."""
+
+
+def module_kind(entry: dict) -> str:
+    """The class name of a ``modules.json`` entry (``Dense`` for ``sentence_transformers....Dense``)."""
+    return str(entry.get("type", "")).rsplit(".", 1)[-1]
+
+
+def read_modules(path: str | Path) -> list[dict] | None:
+    """The entries of ``path/modules.json``; None when there is none or it is not a list of objects."""
+    try:
+        modules = json.loads((Path(path) / "modules.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(modules, list) or not all(isinstance(m, dict) for m in modules):
+        return None
+    return modules
+
+
+def input_module_kinds(path: str | Path) -> list[str] | None:
+    """The module kinds the trainer copies from the input model at ``path`` (:func:`trainer.export._input_modules`).
+
+    Its own modules, with a ``Normalize`` added when it has none at the end; a plain
+    transformers checkpoint is a transformer with [CLS] pooling. None when ``path`` is no model.
+    """
+    path = Path(path)
+    modules = read_modules(path)
+    if modules is None:
+        return ["Transformer", "Pooling", "Normalize"] if (path / "config.json").is_file() else None
+    kinds = [module_kind(m) for m in modules]
+    return kinds if kinds and kinds[-1] == "Normalize" else [*kinds, "Normalize"]
+
+
+def _activation(name) -> str:
+    if name not in _ACTIVATIONS:
+        raise NotAHeadChain(f"a Dense module with the activation {name!r}")
+    return _ACTIVATIONS[name]
+
+
+def _dense_weights(folder: Path) -> dict[str, np.ndarray]:
+    """``linear.weight`` and ``linear.bias`` of a Dense folder (safetensors; older runs: a torch pickle)."""
+    if (folder / "model.safetensors").is_file():
+        from safetensors.numpy import load_file  # imported here: only head runs need it
+
+        return load_file(str(folder / "model.safetensors"))
+    if (folder / "pytorch_model.bin").is_file():
+        import torch  # imported here: only runs saved by old sentence-transformers versions need it
+
+        state = torch.load(folder / "pytorch_model.bin", map_location="cpu", weights_only=True)
+        return {key: value.numpy() for key, value in state.items()}
+    raise NotAHeadChain(f"no weights in {folder.name}")
+
+
+@dataclass(frozen=True)
+class DenseStep:
+    """``activation(x @ weight.T + bias)``, as sentence-transformers' ``Dense`` computes it."""
+
+    weight: np.ndarray  # (out, in) float32
+    bias: np.ndarray | None  # (out,) float32
+    activation: str  # identity, relu or tanh
+
+    @classmethod
+    def read(cls, folder: Path) -> DenseStep:
+        """The Dense module saved in ``folder``.
+
+        Raises
+        ------
+        NotAHeadChain
+            A configuration this step cannot compute exactly, or missing weights.
+        """
+        try:
+            config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            raise NotAHeadChain(f"{folder.name}/config.json cannot be read") from None
+        if not isinstance(config, dict):
+            raise NotAHeadChain(f"{folder.name}/config.json is not an object")
+        if config.get("use_residual") or config.get("module_input_name", _EMBEDDING) != _EMBEDDING or \
+                config.get("module_output_name", _EMBEDDING) != _EMBEDDING:
+            raise NotAHeadChain(f"{folder.name} is not a plain Dense module")
+        activation = _activation(config.get("activation_function", "torch.nn.modules.activation.Tanh"))
+        weights = _dense_weights(folder)
+        weight = weights.get("linear.weight")
+        bias = weights.get("linear.bias") if config.get("bias", True) else None
+        shape = (config.get("out_features"), config.get("in_features"))
+        if weight is None or weight.shape != shape or (bias is not None and bias.shape != shape[:1]):
+            raise NotAHeadChain(f"{folder.name}: weights do not match its configuration")
+        return cls(np.ascontiguousarray(weight, np.float32),
+                   None if bias is None else np.ascontiguousarray(bias, np.float32), activation)
+
+
+class HeadChain:
+    """The Dense and Normalize modules of a head run that follow its input model's modules.
+
+    Parameters
+    ----------
+    steps : sequence of DenseStep or the string ``"normalize"``
+        In order; the last one is a ``normalize``.
+    """
+
+    def __init__(self, steps) -> None:
+        self.steps = tuple(steps)
+        dense = [s for s in self.steps if isinstance(s, DenseStep)]
+        if not dense or self.steps[-1] != "normalize":
+            raise NotAHeadChain("a head chain is Dense modules ending with a Normalize")
+        for before, after in zip(dense, dense[1:]):
+            if before.weight.shape[0] != after.weight.shape[1]:
+                raise NotAHeadChain("Dense modules of mismatched widths")
+        self.in_dim, self.out_dim = int(dense[0].weight.shape[1]), int(dense[-1].weight.shape[0])
+
+    @classmethod
+    def read(cls, run_dir: str | Path, input_kinds: list[str]) -> HeadChain:
+        """The modules of ``run_dir`` after those its input model contributed.
+
+        Parameters
+        ----------
+        run_dir : path-like
+            A head run's directory.
+        input_kinds : list of str
+            The input model's module kinds (:func:`input_module_kinds`); the run must start
+            with exactly these.
+
+        Raises
+        ------
+        NotAHeadChain
+            With the reason: no head weights, modules that do not start with the input
+            model's, or a module after them that is not a plain Dense or a Normalize.
+        """
+        run_dir = Path(run_dir)
+        if not (run_dir / HEAD_FILE).is_file():
+            raise NotAHeadChain(f"no {HEAD_FILE} (a fine-tuned model, not a head)")
+        modules = read_modules(run_dir)
+        if modules is None:
+            raise NotAHeadChain("modules.json cannot be read")
+        kinds = [module_kind(m) for m in modules]
+        if kinds[:len(input_kinds)] != input_kinds or len(kinds) <= len(input_kinds):
+            raise NotAHeadChain(f"its modules ({', '.join(kinds)}) do not extend its input model's "
+                                f"({', '.join(input_kinds)})")
+        steps: list = []
+        for entry, kind in zip(modules[len(input_kinds):], kinds[len(input_kinds):]):
+            if kind == "Normalize":
+                steps.append("normalize")
+            elif kind == "Dense":
+                steps.append(DenseStep.read(run_dir / str(entry.get("path", ""))))
+            else:
+                raise NotAHeadChain(f"a {kind} module after the input model's")
+        return cls(steps)
+
+    def apply(self, vectors: np.ndarray, rows_per_step: int = ROWS_PER_STEP) -> np.ndarray:
+        """The run's vectors from its input model's: unit float32 rows.
+
+        Uses torch when it is already imported (its matrix products are faster here), numpy
+        otherwise (a fresh command-line process then does not pay torch's import).
+
+        Parameters
+        ----------
+        vectors : array (n, in_dim)
+            The input model's unit vectors.
+        rows_per_step : int
+            Rows computed at once.
+        """
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[1] != self.in_dim:
+            raise ValueError(f"a head chain reads {self.in_dim}-dimensional vectors, not {vectors.shape}")
+        out = np.empty((len(vectors), self.out_dim), dtype=np.float32)
+        run = _run_torch if "torch" in sys.modules else _run_numpy
+        for start in range(0, len(vectors), max(1, rows_per_step)):
+            out[start:start + rows_per_step] = run(self.steps, vectors[start:start + rows_per_step])
+        return l2_normalise(out)
+
+
+def _run_numpy(steps, x: np.ndarray) -> np.ndarray:
+    for step in steps:
+        if step == "normalize":
+            # as torch.nn.functional.normalize: x / max(|x|, 1e-12)
+            x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+            continue
+        x = x @ step.weight.T
+        if step.bias is not None:
+            x += step.bias
+        if step.activation == "relu":
+            np.maximum(x, 0, out=x)
+        elif step.activation == "tanh":
+            np.tanh(x, out=x)
+    return x
+
+
+def _run_torch(steps, x: np.ndarray) -> np.ndarray:
+    import torch  # already imported (see HeadChain.apply)
+    from torch.nn import functional
+
+    with torch.inference_mode():
+        t = torch.from_numpy(x)
+        for step in steps:
+            if step == "normalize":
+                t = functional.normalize(t, p=2, dim=1)
+                continue
+            t = functional.linear(t, torch.from_numpy(step.weight),
+                                  None if step.bias is None else torch.from_numpy(step.bias))
+            if step.activation == "relu":
+                t = torch.relu(t)
+            elif step.activation == "tanh":
+                t = torch.tanh(t)
+        return t.numpy()
