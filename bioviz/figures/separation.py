@@ -6,7 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from bioviz.figures.text import shorten, text_width
-from bioviz.figures.theme import apply_theme, class_colours, pair_colours, theme
+from bioviz.figures.theme import CAPTION_OFFSET, apply_theme, class_colours, pair_colours, theme
 from bioviz.views.separation import MEASURES, Separation
 
 TICK_SIZE = 12
@@ -79,7 +79,9 @@ def separation_figure(separation: Separation, view_title: str, max_classes: int 
     title = f"Per-class separation · {separation.model_a} vs {separation.model_b} · {view_title}"
     legend_rows = 1 if legend_px <= width - 2 * 12 else 2
     apply_theme(fig, title, caption, height=max(380, 26 * len(table) + 170), width=width,
-                margin={"l": int(label_px + 14), "r": 20}, top=12 + 26 * legend_rows)
+                margin={"l": int(label_px + 14), "r": 20}, top=12 + 26 * legend_rows,
+                # tick labels and the axis title take more than the default offset in chromium
+                caption_offset=CAPTION_OFFSET + 14)
     # The legend sits between the title and the plot, left-aligned with the canvas.
     fig.update_layout(legend={"orientation": "h", "x": 0, "xref": "container", "y": 1, "yref": "paper",
                               "yanchor": "bottom", "xanchor": "left", "font": {"size": t["font_size"] - 1},
