@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import math
 import os
 import time
 from pathlib import Path
 
 from bioviz.errors import SourceError
 from bioviz.paths import subdir, write_bytes_atomic
+from bioviz.settings import env_number
 
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024
 ALLOWED_SUFFIXES = (".obo", ".tsv", ".csv")
@@ -27,28 +27,14 @@ DEFAULT_QUOTA_MB = 2048  # ten maximal uploads
 DEFAULT_MAX_AGE_DAYS = 30
 
 
-def _setting(name: str, default: float) -> float:
-    """A positive number from the environment (``default`` when unset)."""
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0:
-        raise SourceError(f"{name} must be a positive number (got {raw!r})")
-    return value
-
-
 def upload_quota_bytes() -> int:
     """The most bytes all stored uploads may take together (``BIOVIZ_UPLOAD_QUOTA_MB``, default 2048)."""
-    return int(_setting(QUOTA_ENV, DEFAULT_QUOTA_MB) * 2**20)
+    return int(env_number(QUOTA_ENV, DEFAULT_QUOTA_MB) * 2**20)
 
 
 def upload_max_age_seconds() -> float:
     """How long an upload is kept (``BIOVIZ_UPLOAD_MAX_AGE_DAYS``, default 30): older ones are removed."""
-    return _setting(MAX_AGE_ENV, DEFAULT_MAX_AGE_DAYS) * 86_400
+    return env_number(MAX_AGE_ENV, DEFAULT_MAX_AGE_DAYS) * 86_400
 
 
 def uploads_dir() -> Path:

@@ -45,6 +45,7 @@ from typing import Callable
 
 from bioviz import errors
 from bioviz.errors import BiovizError, SourceError
+from bioviz.settings import env_number
 
 SECONDS_VARIABLE = "BIOVIZ_LOAD_MAX_SECONDS"
 SECONDS_PER_GB_VARIABLE = "BIOVIZ_LOAD_SECONDS_PER_GB"
@@ -78,28 +79,15 @@ class Budget:
         SourceError
             If a setting is not a positive number.
         """
-        seconds = _positive(SECONDS_VARIABLE, DEFAULT_SECONDS)
-        per_gb = _positive(SECONDS_PER_GB_VARIABLE, DEFAULT_SECONDS_PER_GB, allow_zero=True)
-        memory = _positive(MEMORY_VARIABLE, DEFAULT_MEMORY_MB)
+        seconds = env_number(SECONDS_VARIABLE, DEFAULT_SECONDS)
+        per_gb = env_number(SECONDS_PER_GB_VARIABLE, DEFAULT_SECONDS_PER_GB, allow_zero=True)
+        memory = env_number(MEMORY_VARIABLE, DEFAULT_MEMORY_MB)
         return cls(seconds + per_gb * input_bytes / 2**30, max(1, int(memory)))
 
     def describe(self) -> str:
         """``60 s / 4 GiB``: the budget as the error message states it."""
         memory = f"{self.memory_mb // 1024} GiB" if self.memory_mb % 1024 == 0 else f"{self.memory_mb} MiB"
         return f"{self.seconds:.3g} s / {memory}"
-
-
-def _positive(variable: str, default: float, allow_zero: bool = False) -> float:
-    raw = os.environ.get(variable, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        raise SourceError(f"{variable} must be a positive number (got {raw[:20]!r})")
-    return value
 
 
 def exceeded(label: str, budget: Budget, what: str) -> SourceError:
