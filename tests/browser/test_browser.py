@@ -17,11 +17,10 @@ ICD-10 chapter XIX (injuries), its 21 blocks as classes. Set ``BIOVIZ_SCREENSHOT
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
-from tests.browser.support import ROOT, chromium, page_problems, require_browser, streamlit_app, wait_until_idle
+from tests.browser.support import page_problems, streamlit_app, wait_until_idle
 
 QUERY = os.environ.get("BIOVIZ_SCREENSHOT_QUERY", "source=icd10&root=XIX&depth=1&model_a=minilm&model_b=char-tfidf")
 # Page-specific parameters that make a screenshot show something (pages not listed get none).
@@ -40,27 +39,6 @@ def page_paths() -> list[tuple[str, str]]:
     from ui.navigation import PAGES
 
     return [(page.title, page.url_path) for page in PAGES]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    require_browser()
-    home = os.environ.get("BIOVIZ_SCREENSHOT_HOME") or str(tmp_path_factory.mktemp("browser-home"))
-    with streamlit_app(home, tmp_path_factory.mktemp("browser-log") / "streamlit.log") as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory) -> Path:
-    """Where screenshots go: ``BIOVIZ_SCREENSHOT_DIR`` (relative to the project) or a temp dir."""
-    chosen = os.environ.get("BIOVIZ_SCREENSHOT_DIR")
-    return (ROOT / chosen) if chosen else tmp_path_factory.mktemp("screenshots")
-
-
-@pytest.fixture(scope="module")
-def browser(server):
-    with chromium() as browser:
-        yield browser
 
 
 ALERTS_APP = """
