@@ -25,7 +25,7 @@ from trainer import encoders
 from trainer.base_mix import choose_base_weight, mix
 from trainer.config import TrainConfig
 from trainer.data import TrainingData
-from trainer.events import CancelFlag, TrainResult, broadcast
+from trainer.events import CancelFlag, TrainResult, broadcast, epoch_estimate
 from trainer.objectives import OBJECTIVES, fine_tuning
 
 logger = logging.getLogger(__name__)
@@ -201,7 +201,8 @@ class Trainer:
             self.emit({"event": "epoch", "epoch": epoch, "max_epochs": c.epochs, "losses": epoch_losses,
                         "val_metric": value, "val_name": c.stop_on, "val_mAP": val_map,
                         "val_retention": record["val_retention"],
-                        "elapsed_s": elapsed, "eta_s": elapsed / epoch * (c.epochs - epoch)})
+                        "elapsed_s": elapsed,
+                        **epoch_estimate(epoch, c.epochs, elapsed, best_epoch, c.patience)})
             if epoch - best_epoch >= c.patience and best_epoch > 0:
                 stopped_early = epoch < c.epochs
                 break
