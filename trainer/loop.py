@@ -110,10 +110,12 @@ class Trainer:
         c = self.config
         torch.manual_seed(c.seed)
         self.generator = torch.Generator().manual_seed(c.seed)
+        baseline = retrieval_figures(self.data.vectors, self.data)
+        # The base model's validation mAP: the line the Train page's curves measure training against.
         self.emit({"event": "start", "max_epochs": c.epochs, "device": str(self.device),
                     "train_names": len(self.data.split.train), "encoder": c.encoder,
-                    "validation_names": len(self.data.split.validation)})
-        baseline = retrieval_figures(self.data.vectors, self.data)
+                    "validation_names": len(self.data.split.validation),
+                    "baseline_val_mAP": baseline["validation"]["mAP"]})
         path = fine_tuning(c)
         result = path(c, self.data, self.device, self.emit, self.cancel) if path else self._train_head()
         result.metrics = {"baseline": baseline, "trained": retrieval_figures(result.vectors, self.data),

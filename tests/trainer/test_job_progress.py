@@ -32,6 +32,9 @@ def test_the_loop_announces_when_early_stopping_ends_it(tiny_data, tiny_config):
     for e in epochs:  # unless validation improves, the loop stops patience epochs after the best one
         assert e["stop_by"] == min(60, e["best_epoch"] + 2) and 0 <= e["eta_stop_s"] <= e["eta_s"]
     assert epochs[-1]["stop_by"] == epochs[-1]["epoch"] and epochs[-1]["eta_stop_s"] == 0
+    # The base model's validation mAP, for the curves to measure training against.
+    assert events[0]["event"] == "start"
+    assert events[0]["baseline_val_mAP"] == result.metrics["baseline"]["validation"]["mAP"]
 
 
 def test_a_running_job_gives_its_eta_as_a_range_up_to_all_epochs(tmp_home, tmp_path):
