@@ -210,7 +210,7 @@ def show_job(job, jobs) -> None:
         st.progress(min(1.0, done), text=md(text + (f" · ETA {eta}" if eta else "")))
     elif job.status == SUCCEEDED:
         row = job_row(job)
-        st.success(md(f"Finished in {row['duration']} ({row['progress']}): run {label}"))
+        st.success(md(f"Finished in {row['duration']} ({row['progress']}): {label}"))
     elif job.status == CANCELLED:
         st.warning(md(job.error or "cancelled"))
     else:
