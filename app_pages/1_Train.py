@@ -20,7 +20,7 @@ from bioviz.figures import base_weight_choice, baseline_vs_trained, export_confi
 from bioviz.models.runs import NAME_MAX, distinct_labels, is_run_dir, list_runs, read_run, set_run_name
 from bioviz.ontology.splits import DEFAULT_SHOTS
 from trainer.base_mix import describe as describe_base_mix
-from trainer.config import ENCODERS, TrainConfig
+from trainer.config import ENCODERS, OPTIONS, TrainConfig
 from trainer.job_options import ENCODER_SUMMARIES, encoder_defaults, estimate_sizes, field_help, hyperparameters
 from trainer.jobs.progress import (
     describe_config, eta_text, job_row, job_run_label, progress_stage, queue_position, read_progress, tail,
@@ -37,6 +37,8 @@ NEIGHBOURS_FILE = Path(__file__).resolve().parent / "4_Neighbours.py"
 # The statuses of the jobs at the job panel's last look: a job that was active then and has
 # finished since makes the whole page run again (its run joins the run list and the pickers).
 SEEN_STATUSES = "train_seen_job_statuses"
+# The settings named under a run's training curves, by their human titles.
+CURVE_CAPTION_FIELDS = ("lr", "batch_size", "epochs", "patience", "hidden", "margin", "seed")
 SHORT_CLASSES_SHOWN = 8  # classes named in the "fewer names than asked for" line; the rest counted
 # The selected job. Streamlit drops the state of the "Selected job" widget when the user
 # leaves the page while the job table refreshes itself, and later picks the newest job
@@ -157,8 +159,9 @@ if view is not None:
         if short := sizes["short_class_names"]:
             named = ", ".join(f"{name} ({n} names)" for name, n in short[:SHORT_CLASSES_SHOWN])
             more = f" and {len(short) - SHORT_CLASSES_SHOWN} more" if len(short) > SHORT_CLASSES_SHOWN else ""
-            st.caption(md(f"{len(short)} {'class has' if len(short) == 1 else 'classes have'} fewer names than "
-                          f"asked for and give what they have: {named}{more}."))
+            which = "1 class has" if len(short) == 1 else f"{len(short)} classes have"
+            gives = "gives what it has" if len(short) == 1 else "give what they have"
+            st.caption(md(f"{which} fewer names than asked for and {gives}: {named}{more}."))
     except BiovizError as error:
         st.error(md(error))
 
@@ -230,8 +233,8 @@ def show_job(job, jobs) -> None:
             st.switch_page(NEIGHBOURS_PAGE)
 
     title = f"Training curves · {label} · {describe_config(job.config)}"
-    caption = " · ".join(f"{k} {job.config[k]}" for k in ("lr", "batch_size", "epochs", "hidden", "margin", "seed")
-                         if job.config.get(k) is not None)
+    caption = " · ".join(f"{OPTIONS[k].title.lower()} {job.config[k]:g}" for k in CURVE_CAPTION_FIELDS
+                         if isinstance(job.config.get(k), (int, float)) and not isinstance(job.config[k], bool))
     st.plotly_chart(training_curves(read_progress(job.progress_path), title, caption or None), width="stretch",
                     config=export_config(f"training-curves-{job.id}"), key=f"train_curves_{job.id}")
     if job.status == SUCCEEDED and is_run_dir(job.run_dir):

@@ -3,6 +3,8 @@ refreshes the whole page (the run list, the run pickers) once (issue 14, bugs 1 
 
 from __future__ import annotations
 
+import json
+
 import streamlit
 from streamlit.runtime.forward_msg_queue import ForwardMsgQueue
 
@@ -48,6 +50,10 @@ def test_the_panel_polls_while_a_job_runs_and_goes_idle_when_all_have_finished(t
     timers = _record_timers(monkeypatch)
     at = open_app(PAGE, {"source": str(data_dir / "mini.obo")}, timeout=120).run()
     assert not at.exception and timers and set(timers) == {POLL_S}
+    curves = json.loads(at.get("plotly_chart")[0].proto.spec)  # titled by the run's label, settings in words
+    title = curves["layout"]["title"]["text"].replace("<br>", " ")
+    assert title.startswith(f"Training curves · {table(at)[0]['run']} · ")
+    assert any("maximum epochs 1" in a["text"] for a in curves["layout"]["annotations"])
     gate.touch()
     wait_for(worker, job.id, lambda j: j.finished)
     timers.clear()
