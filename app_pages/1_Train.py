@@ -29,7 +29,7 @@ from trainer.jobs.queue import DEVICE_CHOICES, Worker, gpu_count
 from trainer.jobs.store import ACTIVE, CANCELLED, QUEUED, RUNNING, STARTING, SUCCEEDED
 from ui import state
 from ui.markdown import md, md_code
-from ui.train_jobs import newly_finished, poll_interval
+from ui.train_jobs import page_out_of_date, poll_interval
 from ui.train_tables import score_columns
 
 NEIGHBOURS_PAGE = "app_pages/4_Neighbours.py"
@@ -288,8 +288,8 @@ def jobs_panel() -> None:
         return
     previous = st.session_state.get(SEEN_STATUSES)
     st.session_state[SEEN_STATUSES] = {j.id: j.status for j in jobs}
-    if newly_finished(previous, jobs):
-        # The run list and the form's run pickers below were drawn before this job ended.
+    if page_out_of_date(previous, jobs):
+        # The run list and the form's run pickers were drawn before this job ended or went away.
         st.rerun(scope="app")
     if not jobs:
         st.info("No training jobs yet: set the options above and launch one.")

@@ -81,8 +81,9 @@ class TrainConfig:
     dropout: float = option(0.5, "dropout on the hidden layer", min=0, max=1, max_exclusive=True, label="Dropout")
     identity_start: bool = option(False, "start the head at f(u) = u, not random (hidden >= 2 x dim)",
                                   encoders=HEADS, label="Start at the identity f(u) = u")
-    base_weight: float | None = option(None, "weight w of the input u in the output (1 - w) f(u) / s + w u; "
-                                       "auto: chosen on validation", encoders=HEADS, min=0, max=1,
+    base_weight: float | None = option(None, "BaseMix: weight w of the input u in the output (1 - w) f(u) / s + w u, "
+                                       "which keeps the base model's order between classes; auto: chosen on "
+                                       "validation", encoders=HEADS, min=0, max=1,
                                        offered=BASE_WEIGHTS, none="auto", label="Base weight w")
     min_retention: float = option(0.85, "auto base_weight keeps at least this validation retention of the base's "
                                   "cross-class order", encoders=HEADS, min=0, max=1, label="Minimum retention")

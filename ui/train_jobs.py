@@ -3,8 +3,8 @@
 The job panel is an ``st.fragment`` that re-runs on a timer while something can change
 (a job runs, starts or waits); with every job finished it stays still, so the page goes
 idle instead of redrawing its charts every two seconds. When a job the panel saw active has
-finished, the rest of the page (the run list, the form's run pickers) is out of date: the
-page re-runs as a whole once.
+finished, or a job it saw is gone (deleted, perhaps with its run), the rest of the page (the
+run list, the form's run pickers) is out of date: the page re-runs as a whole once.
 """
 
 from __future__ import annotations
@@ -39,3 +39,16 @@ def newly_finished(previous: Mapping[str, str] | None, jobs: Iterable[Job]) -> l
     if not previous:
         return []
     return [job.id for job in jobs if job.finished and previous.get(job.id) in ACTIVE]
+
+
+def page_out_of_date(previous: Mapping[str, str] | None, jobs: Iterable[Job]) -> bool:
+    """Whether the parts of the page outside the job panel need drawing again since the ``previous`` look.
+
+    True when a job finished meanwhile (:func:`newly_finished`: its run joins the run list)
+    or a job seen then is gone (deleted, its run perhaps with it). A new job alone is not a
+    reason: the page's own launch already re-ran the whole page.
+    """
+    jobs = list(jobs)
+    if not previous:
+        return False
+    return bool(newly_finished(previous, jobs)) or bool(set(previous) - {job.id for job in jobs})

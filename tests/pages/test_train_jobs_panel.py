@@ -11,7 +11,7 @@ from streamlit.runtime.forward_msg_queue import ForwardMsgQueue
 from tests.pages.test_train import PAGE, STANDIN, table, wait_for
 from trainer.jobs.queue import Worker
 from trainer.jobs.store import RUNNING, SUCCEEDED
-from ui.train_jobs import POLL_S, newly_finished, poll_interval
+from ui.train_jobs import POLL_S, newly_finished, page_out_of_date, poll_interval
 
 
 def _record_timers(monkeypatch) -> list[float]:
@@ -83,7 +83,7 @@ def test_a_job_that_finishes_refreshes_the_run_list_once(tmp_home, data_dir, ope
 def test_poll_interval_and_newly_finished(tmp_home):
     from dataclasses import replace
 
-    from trainer.jobs.store import CANCELLED, QUEUED, JobStore
+    from trainer.jobs.store import CANCELLED, FAILED, QUEUED, JobStore
 
     job = JobStore().create({"source": "mini"})
     assert poll_interval([job]) == POLL_S  # queued: it will start
@@ -92,3 +92,8 @@ def test_poll_interval_and_newly_finished(tmp_home):
     assert newly_finished({job.id: QUEUED}, [replace(job, status=CANCELLED)]) == [job.id]
     assert newly_finished({job.id: SUCCEEDED}, [replace(job, status=SUCCEEDED)]) == []
     assert newly_finished(None, [replace(job, status=SUCCEEDED)]) == []  # first look: drawn fresh anyway
+    # A job deleted from the panel (its run perhaps with it) leaves the run list out of date too.
+    assert page_out_of_date({job.id: SUCCEEDED}, [])
+    assert page_out_of_date({job.id: RUNNING}, [replace(job, status=FAILED)])
+    assert not page_out_of_date({}, [job])
+    assert not page_out_of_date({job.id: SUCCEEDED}, [replace(job, status=SUCCEEDED)])
