@@ -97,3 +97,21 @@ def test_poll_interval_and_newly_finished(tmp_home):
     assert page_out_of_date({job.id: RUNNING}, [replace(job, status=FAILED)])
     assert not page_out_of_date({}, [job])
     assert not page_out_of_date({job.id: SUCCEEDED}, [replace(job, status=SUCCEEDED)])
+
+
+def test_a_running_job_shows_when_early_stopping_ends_it_and_an_eta_range(tmp_home, data_dir, open_app, tmp_path):
+    worker = Worker(module=STANDIN)
+    gate = tmp_path / "go"
+    job = worker.submit({"source": "mini", "epochs": 8, "patience": 2, "hold_at": 2, "epoch_s": 1.0,
+                         "wait_file": str(gate)}, validate=False)
+    wait_for(worker, job.id, lambda j: j.progress.get("epoch") == 2)
+    at = open_app(PAGE, {"source": str(data_dir / "mini.obo")}, timeout=120).run()
+    [bar] = at.get("progress")
+    text = bar.proto.text
+    assert text.startswith("epoch 2/8 · stops at epoch 4 unless validation improves · ETA ")
+    assert "(at most " in text  # never all 8 epochs as if they were certain
+    assert table(at)[0]["eta"] == text.split("· ETA ")[1]
+    gate.touch()
+    done = wait_for(worker, job.id, lambda j: j.finished)
+    at.run()
+    assert done.status == SUCCEEDED and table(at)[0]["progress"] == "epoch 8/8 (best 8)"
