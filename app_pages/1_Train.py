@@ -17,26 +17,29 @@ from bioviz.evaluation.run_list import run_row, stored_results_rows
 from bioviz.evaluation.store import read_run_evaluations
 from bioviz.evaluation.tables import results_table
 from bioviz.figures import base_weight_choice, baseline_vs_trained, export_config, training_curves
-from bioviz.models.runs import is_run_dir, list_runs, read_run
+from bioviz.models.runs import NAME_MAX, distinct_labels, is_run_dir, list_runs, read_run, set_run_name
 from bioviz.ontology.splits import DEFAULT_SHOTS
 from trainer.base_mix import describe as describe_base_mix
-from trainer.config import ENCODERS, TrainConfig
-from trainer.job_options import encoder_defaults, estimate_sizes, field_help, hyperparameters
-from trainer.jobs.progress import describe_config, job_row, progress_stage, queue_position, read_progress, tail
+from trainer.config import ENCODERS, OPTIONS, TrainConfig
+from trainer.job_options import ENCODER_SUMMARIES, encoder_defaults, estimate_sizes, field_help, hyperparameters
+from trainer.jobs.progress import (
+    describe_config, eta_text, job_row, job_run_label, progress_stage, queue_position, read_progress, tail,
+)
 from trainer.jobs.queue import DEVICE_CHOICES, Worker, gpu_count
 from trainer.jobs.store import ACTIVE, CANCELLED, QUEUED, RUNNING, STARTING, SUCCEEDED
 from ui import state
 from ui.markdown import md, md_code
+from ui.train_jobs import page_out_of_date, poll_interval
+from ui.train_tables import score_columns
 
 NEIGHBOURS_PAGE = "app_pages/4_Neighbours.py"
 NEIGHBOURS_FILE = Path(__file__).resolve().parent / "4_Neighbours.py"
-ENCODER_HELP = {
-    "residual": "residual head, f(u) = (enc(u) + u) / 2, triplet loss (few-shot biomedical names)",
-    "dan": "deep averaging head, f(u) = enc(u), trained on the level's classes (higher-level semantics)",
-    "cca": "CCA projection onto class prototypes, then a DAN head (conceptual grounding)",
-    "hierarchical": "head trained with a multi-similarity loss over the hierarchy (HiPrBERT)",
-    "definitions": "fine-tunes the base model on name-definition pairs (BioLORD)",
-}
+# The statuses of the jobs at the job panel's last look: a job that was active then and has
+# finished since makes the whole page run again (its run joins the run list and the pickers).
+SEEN_STATUSES = "train_seen_job_statuses"
+# The settings named under a run's training curves, by their human titles.
+CURVE_CAPTION_FIELDS = ("lr", "batch_size", "epochs", "patience", "hidden", "margin", "seed")
+SHORT_CLASSES_SHOWN = 8  # classes named in the "fewer names than asked for" line; the rest counted
 # The selected job. Streamlit drops the state of the "Selected job" widget when the user
 # leaves the page while the job table refreshes itself, and later picks the newest job
 # again, so the choice is kept under a key no widget owns and the widget is set from it.
@@ -47,6 +50,9 @@ FORM_KEYS = ("train_all_names", "train_shots", "train_encoder", "train_start", "
 FORM_PREFIXES = ("train_hp_",)
 
 state.restore_form("train")
+# Widgets get their defaults through the session, never both a default and a kept value
+# (Streamlit warns about a widget "created with a default value but also set via Session State").
+st.session_state.setdefault("train_shots", DEFAULT_SHOTS)
 if SELECTED not in st.session_state and st.query_params.get("job"):
     st.session_state[SELECTED] = st.query_params["job"]
 view = state.current_view()
@@ -62,21 +68,23 @@ left, middle, right = st.columns(3)
 with left:
     all_names = st.toggle("Train on all names", key="train_all_names", help=helps["shots"])
     shots = None if all_names else int(st.number_input("Shots per class", min_value=1, max_value=1000,
-                                                       value=DEFAULT_SHOTS, key="train_shots", help=helps["shots"]))
-    encoder = st.selectbox("Encoder", ENCODERS, key="train_encoder", help=helps["encoder"],
-                           format_func=lambda e: f"{e} — {ENCODER_HELP.get(e, '')}")
+                                                       key="train_shots", help=helps["shots"]))
+    encoder = st.selectbox("Encoder", ENCODERS, key="train_encoder",
+                           help="\n".join(f"- **{e}**: {text}" for e, text in ENCODER_SUMMARIES.items()))
+    st.caption(ENCODER_SUMMARIES.get(encoder, ""))
 with middle:
     runs = list_runs()
     start = st.radio("Start from", ["Base model", "Earlier run (continual learning)"], key="train_start",
                      horizontal=True, help=helps["init"], disabled=not runs)
     init = None
+    labels = distinct_labels(runs)
     if start.startswith("Earlier") and runs:
-        by_label = {r.label: str(r.path) for r in runs}
+        by_label = {labels[r.path]: str(r.path) for r in runs}
         state.forget_stale_choice("train_init", by_label)
         init = by_label[st.selectbox("Earlier run", list(by_label), key="train_init", help=helps["init"])]
         base = encoder_defaults(encoder)["base"]
     else:
-        base_choices = {"minilm (bundled)": "minilm", **{f"run {r.label}": str(r.path) for r in runs}}
+        base_choices = {"minilm (bundled)": "minilm", **{f"run {labels[r.path]}": str(r.path) for r in runs}}
         state.forget_stale_choice("train_base", [*base_choices, "other…"])
         base_label = st.selectbox("Base model", [*base_choices, "other…"], key="train_base", help=helps["base"])
         base = base_choices.get(base_label) or st.text_input(
@@ -99,29 +107,35 @@ def _bounds(option, kind) -> dict:
 
 
 def option_widget(option, default, key: str):
-    """The widget of one hyperparameter, chosen from its metadata; returns the value it gives."""
+    """The widget of one hyperparameter, chosen from its metadata; returns the value it gives.
+
+    Its label is the option's human title; its help says what it does and the config field
+    it sets (the name ``--config`` files and the command line use). The default goes into the
+    session before the widget is drawn, never as the widget's own default as well.
+    """
+    label, help_text = option.title, f"{option.help_text} (config field `{option.name}`)"
     if option.menu:
         # An "auto" value is resolved per encoder in the defaults shown; a field whose None
         # means "decided by the trainer" offers that word (e.g. base_weight: auto).
         choices = [*([option.none] if option.none else []), *(c for c in option.menu if c != "auto")]
-        choice = st.selectbox(option.name, choices, key=key, help=option.help_text,
-                              index=choices.index(option.none if default is None else default))
+        st.session_state.setdefault(key, option.none if default is None else default)
+        choice = st.selectbox(label, choices, key=key, help=help_text)
         return None if choice == option.none else choice
     if option.kind is bool:
-        return st.checkbox(option.name, value=bool(default), key=key, help=option.help_text)
+        st.session_state.setdefault(key, bool(default))
+        return st.checkbox(label, key=key, help=help_text)
     if option.kind is float:
-        return st.number_input(option.name, value=float(default), key=key, help=option.help_text, format="%g",
-                               **_bounds(option, float))
+        st.session_state.setdefault(key, float(default))
+        return st.number_input(label, key=key, help=help_text, format="%g", **_bounds(option, float))
     if default is None:  # optional integer (split_seed): empty = derived from another field
-        return st.number_input(option.name, value=None, step=1, key=key, help=option.help_text,
-                               **_bounds(option, int))
-    return int(st.number_input(option.name, value=int(default), step=1, key=key, help=option.help_text,
-                               **_bounds(option, int)))
+        return st.number_input(label, value=None, step=1, key=key, help=help_text, **_bounds(option, int))
+    st.session_state.setdefault(key, int(default))
+    return int(st.number_input(label, step=1, key=key, help=help_text, **_bounds(option, int)))
 
 
 defaults = encoder_defaults(encoder)
 values: dict = {}
-with st.expander("Hyperparameters (the papers' defaults for this encoder; base_weight auto: chosen on validation)"):
+with st.expander("Hyperparameters (the papers' defaults for this encoder; base weight auto: chosen on validation)"):
     columns = st.columns(4)
     shown = [o for o in hyperparameters(encoder) if o.name != "shots"]
     for i, option in enumerate(shown):
@@ -142,8 +156,12 @@ if view is not None:
         cols[2].metric("Validation names", f"{sizes['validation']:,}")
         cols[3].metric("Test names", f"{sizes['test']:,}")
         cols[4].metric("Zero-shot names", f"{sizes['zero_shot']:,}")
-        if sizes["short_classes"]:
-            st.caption(f"{sizes['short_classes']} classes have fewer names than asked for; they give what they have.")
+        if short := sizes["short_class_names"]:
+            named = ", ".join(f"{name} ({n} names)" for name, n in short[:SHORT_CLASSES_SHOWN])
+            more = f" and {len(short) - SHORT_CLASSES_SHOWN} more" if len(short) > SHORT_CLASSES_SHOWN else ""
+            which = "1 class has" if len(short) == 1 else f"{len(short)} classes have"
+            gives = "gives what it has" if len(short) == 1 else "give what they have"
+            st.caption(md(f"{which} fewer names than asked for and {gives}: {named}{more}."))
     except BiovizError as error:
         st.error(md(error))
 
@@ -184,16 +202,18 @@ def _select() -> None:
 
 def show_job(job, jobs) -> None:
     """Status, actions, live curves, final figures and log of one job."""
-    st.markdown(f"**{md(job.id)}** · {md(describe_config(job.config))}")
+    label = job_run_label(job)
+    st.markdown(f"**{md(label)}** · job {md(job.id)} · {md(describe_config(job.config))}")
     if job.status == QUEUED:
         st.info(f"Waiting in the queue (#{queue_position(jobs, job)}): it starts when a "
                 f"{'GPU' if job.requested_device != 'cpu' and gpu_count() else 'CPU'} slot is free.")
     elif job.status in (STARTING, RUNNING):
-        row = job_row(job)
         text, done = progress_stage(job)
-        st.progress(min(1.0, done), text=md(text + (f" · ETA {row['eta']}" if job.progress.get("eta_s") else "")))
+        eta = eta_text(job.progress or {})
+        st.progress(min(1.0, done), text=md(text + (f" · ETA {eta}" if eta else "")))
     elif job.status == SUCCEEDED:
-        st.success(md(f"Finished in {job_row(job)['duration']}: run directory {job.run_dir}"))
+        row = job_row(job)
+        st.success(md(f"Finished in {row['duration']} ({row['progress']}): {label}"))
     elif job.status == CANCELLED:
         st.warning(md(job.error or "cancelled"))
     else:
@@ -212,9 +232,9 @@ def show_job(job, jobs) -> None:
             st.session_state["model_a"] = job.config.get("init") or job.config.get("base", "minilm")
             st.switch_page(NEIGHBOURS_PAGE)
 
-    title = f"Training curves · {describe_config(job.config)} · job {job.id}"
-    caption = " · ".join(f"{k} {job.config[k]}" for k in ("lr", "batch_size", "epochs", "hidden", "margin", "seed")
-                         if job.config.get(k) is not None)
+    title = f"Training curves · {label} · {describe_config(job.config)}"
+    caption = " · ".join(f"{OPTIONS[k].title.lower()} {job.config[k]:g}" for k in CURVE_CAPTION_FIELDS
+                         if isinstance(job.config.get(k), (int, float)) and not isinstance(job.config[k], bool))
     st.plotly_chart(training_curves(read_progress(job.progress_path), title, caption or None), width="stretch",
                     config=export_config(f"training-curves-{job.id}"), key=f"train_curves_{job.id}")
     if job.status == SUCCEEDED and is_run_dir(job.run_dir):
@@ -223,7 +243,7 @@ def show_job(job, jobs) -> None:
         metrics = run.metrics
         if isinstance(metrics.get("baseline"), dict) and isinstance(metrics.get("trained"), dict):
             fig = baseline_vs_trained(metrics["baseline"], metrics["trained"],
-                                      f"Class retrieval · {base} vs run {run.run_id} · {describe_config(run.config)}",
+                                      f"Class-retrieval mAP · {base} vs {run.label} · {describe_config(run.config)}",
                                       f"best epoch {metrics.get('best_epoch')} of {len(metrics.get('history', []))}"
                                       + (" (stopped early)" if metrics.get("stopped_early") else "")
                                       + (f" · {describe_base_mix(metrics.get('base_mix'))}"
@@ -233,22 +253,31 @@ def show_job(job, jobs) -> None:
                             key=f"train_scores_{job.id}")
         mixing = metrics.get("base_mix") or {}
         if len(mixing.get("candidates") or []) > 1:  # an automatic choice: show what it weighed
-            fig = base_weight_choice(mixing, f"Base weight · run {run.run_id} · {describe_config(run.config)}",
+            fig = base_weight_choice(mixing, f"Base weight · {run.label} · {describe_config(run.config)}",
                                      describe_base_mix(mixing))
             st.plotly_chart(fig, width="stretch", config=export_config(f"base-weight-{job.id}"),
                             key=f"train_base_weight_{job.id}")
         stored = read_run_evaluations(job.run_dir)
         if stored:
             st.markdown("**Evaluations stored with this run** (from the Evaluation page or `python -m bioviz eval`)")
-            st.dataframe(pd.DataFrame(results_table(stored)).drop(columns=["key"]), hide_index=True,
-                         width="stretch")
+            table = pd.DataFrame(results_table(stored)).drop(columns=["key"])
+            st.dataframe(table, hide_index=True, width="stretch", column_config=score_columns(table))
     with st.expander("Log", expanded=job.status not in (SUCCEEDED, QUEUED)):
         st.code(tail(job.log_path, 60) or "(empty)", language=None)
 
 
-@st.fragment(run_every=2)
+JOB_COLUMNS = {
+    "class-retrieval mAP": st.column_config.TextColumn(
+        help="Mean average precision of retrieving a name's own class among the training names: the trained "
+             "run's test figure once finished, the latest validation figure while it trains"),
+    "eta": st.column_config.TextColumn(
+        "ETA", help="Time left if validation does not improve again (early stopping), and at most: all epochs"),
+    "run": st.column_config.TextColumn(help="The run's readable name (rename it in the run list) and short id"),
+}
+
+
 def jobs_panel() -> None:
-    """The job table and the selected job; refreshes itself every two seconds."""
+    """The job table and the selected job; refreshes itself while a job is active (see :func:`show_jobs`)."""
     st.subheader("Jobs")
     if message := st.session_state.pop("train_message", None):
         st.error(md(message))
@@ -257,16 +286,22 @@ def jobs_panel() -> None:
     except BiovizError as error:  # the fragment reruns on its own, outside the router's error handling
         st.error(md(error))
         return
+    previous = st.session_state.get(SEEN_STATUSES)
+    st.session_state[SEEN_STATUSES] = {j.id: j.status for j in jobs}
+    if page_out_of_date(previous, jobs):
+        # The run list and the form's run pickers were drawn before this job ended or went away.
+        st.rerun(scope="app")
     if not jobs:
         st.info("No training jobs yet: set the options above and launch one.")
         return
-    st.dataframe(pd.DataFrame([job_row(j, jobs) for j in jobs]), hide_index=True, width="stretch")
+    st.dataframe(pd.DataFrame([job_row(j, jobs) for j in jobs]), hide_index=True, width="stretch",
+                 column_config=JOB_COLUMNS)
     by_id = {j.id: j for j in jobs}
     if st.session_state.get(SELECTED) not in by_id:
         st.session_state[SELECTED] = jobs[0].id
     st.session_state["train_job"] = st.session_state[SELECTED]
     selected = st.selectbox("Selected job", list(by_id), key="train_job", on_change=_select,
-                            format_func=lambda i: f"{i} · {by_id[i].status} · {describe_config(by_id[i].config)}")
+                            format_func=lambda i: f"{job_run_label(by_id[i])} · {by_id[i].status} · job {i}")
     state.sync_url(job=selected)
     try:
         show_job(by_id[selected], jobs)
@@ -274,10 +309,45 @@ def jobs_panel() -> None:
         st.warning(md(f"job {selected}: {error}"))
 
 
-jobs_panel()
+def show_jobs() -> None:
+    """The job panel, as a fragment that re-runs every few seconds only while a job is queued or running.
+
+    With every job finished the page goes idle (no timer, no redrawn charts); launching a
+    job re-runs the page, which starts the timer again.
+    """
+    try:
+        interval = poll_interval(Worker().store.list())
+    except BiovizError:  # the panel itself says what is wrong
+        interval = None
+    st.fragment(jobs_panel, run_every=interval)()
+
+
+show_jobs()
 
 
 # -- the run list --------------------------------------------------------------------------
+def _rename(path: str, key: str) -> None:
+    """Give the run the name typed under ``key`` (blank: its default name); a bad name is refused in one line."""
+    try:
+        st.session_state[key] = set_run_name(path, st.session_state[key]).name
+    except BiovizError as error:
+        st.session_state["train_run_message"] = str(error)
+        st.session_state[key] = read_run(path).name  # the field shows the name the run still has
+
+
+def rename_widget(run) -> None:
+    """The run's name, editable: a text field that renames the run when changed, its id beside it."""
+    key = f"train_run_name_{run.path.name}"
+    st.session_state.setdefault(key, run.name)
+    left, right = st.columns([3, 2])
+    left.text_input("Name", key=key, on_change=_rename, args=(str(run.path), key), max_chars=NAME_MAX,
+                    help="The name shown for this run in tables, legends, titles and exports; clear it to go back "
+                         f"to the default name ({run.default_name}).")
+    right.markdown(f"run id  \n{md_code(run.run_id)}")
+    if message := st.session_state.pop("train_run_message", None):
+        st.error(md(message))
+
+
 def runs_panel() -> None:
     """Every complete run under BIOVIZ_HOME/runs (from jobs or the command line) and what is stored with it."""
     st.subheader("Runs")
@@ -291,15 +361,19 @@ def runs_panel() -> None:
     table = pd.DataFrame([run_row(r) for r in found]).drop(columns=["path"])
     if table["damaged"].isna().all():
         table = table.drop(columns=["damaged"])
-    st.dataframe(table, hide_index=True, width="stretch")
+    st.dataframe(table, hide_index=True, width="stretch", column_config=score_columns(table))
     by_path = {str(r.path): r for r in found if not r.damaged}
     if not by_path:
         return
-    chosen = st.selectbox("Run", list(by_path), key="train_run", format_func=lambda p: by_path[p].label)
+    labels = distinct_labels(by_path.values())
+    chosen = st.selectbox("Run", list(by_path), key="train_run",
+                          format_func=lambda p: labels[by_path[p].path])
+    rename_widget(by_path[chosen])
     rows = stored_results_rows(chosen)
     if rows:
-        st.markdown(f"**Evaluations stored with {md(by_path[chosen].run_id)}**")
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+        st.markdown(f"**Evaluations stored with {md(by_path[chosen].label)}**")
+        frame = pd.DataFrame(rows)
+        st.dataframe(frame, hide_index=True, width="stretch", column_config=score_columns(frame))
     else:
         st.info("No evaluations stored with this run yet: evaluate it on the Evaluation page or with "
                 f"{md_code(f'python -m bioviz eval --model {chosen} --source ... --task all')}.")

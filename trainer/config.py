@@ -48,55 +48,64 @@ class TrainConfig:
     """
 
     source: str = option(help="SOURCE: icd10, icd10cm, hpo, or a path (.obo, UMLS META dir, .tsv/.csv)")
-    depth: int = option(1, "levels below the root whose concepts are the classes")
-    root: str | None = option(None, "root concept id (None: the source's default root)")
-    synonyms: bool = option(False, "synonym-set mode: every concept is its own class (depth ignored)")
-    keep_ambiguous: bool = option(False, "keep names found under several classes")
+    depth: int = option(1, "levels below the root whose concepts are the classes", label="Depth")
+    root: str | None = option(None, "root concept id (None: the source's default root)", label="Root concept")
+    synonyms: bool = option(False, "synonym-set mode: every concept is its own class (depth ignored)",
+                            label="Synonym sets")
+    keep_ambiguous: bool = option(False, "keep names found under several classes", label="Keep ambiguous names")
     shots: int | None = option(DEFAULT_SHOTS, "training (and validation) names per class; all = all names",
-                               min=1, none="all")
-    test_per_class: int = option(1, "held-out test names per class", min=0)
-    zero_shot_classes: float = option(0, "classes held out entirely (count, or fraction when < 1)", min=0)
+                               min=1, none="all", label="Shots per class")
+    test_per_class: int = option(1, "held-out test names per class", min=0, label="Test names per class")
+    zero_shot_classes: float = option(0, "classes held out entirely (count, or fraction when < 1)", min=0,
+                                      label="Zero-shot classes")
     encoder: str = option("residual", "residual | dan | cca | hierarchical | definitions", choices=ENCODERS)
     base: str = option("minilm", "MODEL whose vectors are the input (a run directory works too)")
     init: str | None = option(None, "continual learning: train on the outputs of this earlier run")
-    seed: int = option(DEFAULT_SPLIT_SEED, "seed of weights, sampling and dropout", min=0)
-    split_seed: int | None = option(None, "seed of the few-shot split (None: same as seed)", min=0)
-    epochs: int | None = option(None, "maximum epochs (100 for heads, 1 for definitions)", min=1, per_encoder=True)
-    hidden: int = option(9600, "hidden layer width (fewshot §3.3 tunes 9,600)", min=1)
+    seed: int = option(DEFAULT_SPLIT_SEED, "seed of weights, sampling and dropout", min=0, label="Random seed")
+    split_seed: int | None = option(None, "seed of the few-shot split (None: same as seed)", min=0, label="Split seed")
+    epochs: int | None = option(None, "maximum epochs (100 for heads, 1 for definitions)", min=1, per_encoder=True,
+                                label="Maximum epochs")
+    hidden: int = option(9600, "hidden layer width (fewshot §3.3 tunes 9,600)", min=1, label="Hidden layer width")
     lr: float | None = option(None, "learning rate (Adam 1e-3; AdamW 2e-5 for fine-tuning)", min=0,
-                              min_exclusive=True, per_encoder=True)
+                              min_exclusive=True, per_encoder=True, label="Learning rate")
     batch_size: int | None = option(None, "16 residual, 64 dan/cca/hierarchical/definitions", min=2,
-                                    per_encoder=True)
-    margin: float = option(0.1, "triplet margin", min=0)
+                                    per_encoder=True, label="Batch size")
+    margin: float = option(0.1, "triplet margin", min=0, label="Triplet margin")
     triplet_weight: float = option(1.0, "weight of the triplet loss (alpha in higher-level §3)",
-                                   encoders=("residual", "dan", "cca"), min=0)
+                                   encoders=("residual", "dan", "cca"), min=0, label="Triplet loss weight (α)")
     grounding_weight: float = option(1.0, "weight of the grounding loss (beta in higher-level §3)",
-                                     encoders=("residual", "dan", "cca"), min=0)
+                                     encoders=("residual", "dan", "cca"), min=0, label="Grounding loss weight (β)")
     context_weight: float | None = option(None, "weight of the contextual loss d(f(n), u_n) (gamma; dan 1, cca 0)",
-                                          encoders=("dan", "cca"), min=0, per_encoder=True)
-    dropout: float = option(0.5, "dropout on the hidden layer", min=0, max=1, max_exclusive=True)
+                                          encoders=("dan", "cca"), min=0, per_encoder=True,
+                                          label="Contextual loss weight (γ)")
+    dropout: float = option(0.5, "dropout on the hidden layer", min=0, max=1, max_exclusive=True, label="Dropout")
     identity_start: bool = option(False, "start the head at f(u) = u, not random (hidden >= 2 x dim)",
-                                  encoders=HEADS)
-    base_weight: float | None = option(None, "weight w of the input u in the output (1 - w) f(u) / s + w u; "
-                                       "auto: chosen on validation", encoders=HEADS, min=0, max=1,
-                                       offered=BASE_WEIGHTS, none="auto")
+                                  encoders=HEADS, label="Start at the identity f(u) = u")
+    base_weight: float | None = option(None, "BaseMix: weight w of the input u in the output (1 - w) f(u) / s + w u, "
+                                       "which keeps the base model's order between classes; auto: chosen on "
+                                       "validation", encoders=HEADS, min=0, max=1,
+                                       offered=BASE_WEIGHTS, none="auto", label="Base weight w")
     min_retention: float = option(0.85, "auto base_weight keeps at least this validation retention of the base's "
-                                  "cross-class order", encoders=HEADS, min=0, max=1)
+                                  "cross-class order", encoders=HEADS, min=0, max=1, label="Minimum retention")
     synonym_dropout: float = option(0.5, "names left out of each prototype mean", encoders=("cca",), min=0, max=1,
-                                    max_exclusive=True)
-    patience: int = option(10, "epochs without validation improvement before stopping", min=1)
+                                    max_exclusive=True, label="Synonym dropout")
+    patience: int = option(10, "epochs without validation improvement before stopping", min=1,
+                           label="Early-stopping patience (epochs)")
     stop_on: str = option("auto", "early-stopping criterion: loss (few-shot) or mAP (level training)",
-                          choices=STOP_ON, per_encoder=True)
+                          choices=STOP_ON, per_encoder=True, label="Early-stopping criterion")
     finetune: bool = option(False, "fine-tune the base transformer (AdamW 2e-5) instead of a head",
-                            encoders=("hierarchical",))
-    ms_alpha: float = option(2.0, "multi-similarity alpha", encoders=("hierarchical",))
-    ms_beta: float = option(2.0, "multi-similarity beta", encoders=("hierarchical",))
-    ms_lambda: float = option(0.5, "multi-similarity lambda", encoders=("hierarchical",))
-    weight_decay: float = option(0.01, "AdamW weight decay (BioLORD App. A)", encoders=("definitions",), min=0)
-    warmup_ratio: float = option(0.05, "linear warm-up share of the steps", encoders=("definitions",), min=0, max=1)
+                            encoders=("hierarchical",), label="Fine-tune the transformer")
+    ms_alpha: float = option(2.0, "multi-similarity alpha", encoders=("hierarchical",), label="Multi-similarity α")
+    ms_beta: float = option(2.0, "multi-similarity beta", encoders=("hierarchical",), label="Multi-similarity β")
+    ms_lambda: float = option(0.5, "multi-similarity lambda", encoders=("hierarchical",), label="Multi-similarity λ")
+    weight_decay: float = option(0.01, "AdamW weight decay (BioLORD App. A)", encoders=("definitions",), min=0,
+                                 label="Weight decay")
+    warmup_ratio: float = option(0.05, "linear warm-up share of the steps", encoders=("definitions",), min=0, max=1,
+                                 label="Warm-up share of steps")
     definition_scope: str = option("train", 'pairs from "train" names or "all" names but val/test',
-                                   encoders=("definitions",), choices=("train", "all"))
-    max_pairs: int = option(20000, "cap on (name, definition) pairs", encoders=("definitions",), min=1)
+                                   encoders=("definitions",), choices=("train", "all"), label="Definition pairs from")
+    max_pairs: int = option(20000, "cap on (name, definition) pairs", encoders=("definitions",), min=1,
+                            label="Maximum definition pairs")
     device: str = option("auto", "auto (CUDA when present) | cpu | cuda", choices=DEVICES)
     source_options: dict = option(help="loader options (UMLS sab, semantic_group, hierarchy)", default_factory=dict)
 

@@ -44,6 +44,49 @@ def broadcast(callbacks: Iterable[Callback]) -> Emit:
     return emit
 
 
+def epoch_estimate(epoch: int, max_epochs: int, elapsed_s: float, best_epoch: int | None = None,
+                   patience: int | None = None) -> dict:
+    """What an epoch event says about the time left, honestly for a loop that stops early.
+
+    Early stopping ends training ``patience`` epochs after the best one, so unless the
+    validation figure improves again the loop stops by ``stop_by``; it never runs past
+    ``max_epochs``. Both ends of the range are given: ``eta_s`` is the most it can take (all
+    epochs), ``eta_stop_s`` the time to ``stop_by`` (the time left if nothing improves).
+
+    Parameters
+    ----------
+    epoch : int
+        Epochs done.
+    max_epochs : int
+    elapsed_s : float
+        Seconds spent on the ``epoch`` epochs done (their mean paces the rest).
+    best_epoch : int, optional
+        The best epoch so far (0 or None: none yet).
+    patience : int, optional
+        Epochs without improvement before stopping; None: the loop does not stop early.
+
+    Returns
+    -------
+    dict
+        ``eta_s``, and with a patience ``stop_by``, ``eta_stop_s`` and ``best_epoch``.
+
+    Examples
+    --------
+    >>> epoch_estimate(12, 100, 24.0, best_epoch=10, patience=10)
+    {'eta_s': 176.0, 'best_epoch': 10, 'stop_by': 20, 'eta_stop_s': 16.0}
+    >>> epoch_estimate(2, 5, 4.0)
+    {'eta_s': 6.0}
+    """
+    per_epoch = elapsed_s / max(epoch, 1)
+    out = {"eta_s": per_epoch * (max_epochs - epoch)}
+    if patience is not None:
+        # With no best epoch yet (no usable validation figure), the loop keeps the epoch at
+        # ``patience`` as its best: the earliest stop is then 2 x patience.
+        stop_by = min(max_epochs, max((best_epoch or patience) + patience, epoch))
+        out.update(best_epoch=best_epoch or 0, stop_by=stop_by, eta_stop_s=per_epoch * (stop_by - epoch))
+    return out
+
+
 class Cancelled(Exception):
     """Training stopped because the cancel flag was set."""
 

@@ -17,6 +17,21 @@ from trainer.config import ENCODERS, OPTIONS, TrainConfig, validate
 from trainer.data import check_split_feasible
 from trainer.options import Option
 
+# What each encoder type does, one sentence each (the papers in docs/training.md): the form's help.
+ENCODER_SUMMARIES = {
+    "residual": "A small network on top of the base model's vectors, half its own output and half the input "
+                "(f(u) = (enc(u) + u) / 2), trained with a triplet loss on a few names per class "
+                "(few-shot biomedical names).",
+    "dan": "A deep averaging network f(u) = enc(u) that pulls the names of a class together while staying close "
+           "to the base vectors (triplet, contextual and grounding losses): higher-level semantics of the classes.",
+    "cca": "Projects the base vectors onto the class prototypes with CCA, then trains a DAN against those "
+           "prototypes, grounding each name in its concept (conceptual grounding).",
+    "hierarchical": "A head (or, with fine-tuning, the whole transformer) trained with a multi-similarity loss that "
+                    "puts synonyms nearest, then siblings, parents and other classes, following the hierarchy "
+                    "(HiPrBERT).",
+    "definitions": "Fine-tunes the base transformer itself so that each name lies near its definition, or a "
+                   "description from its IS-A parents (BioLORD); slower: the transformer is trained.",
+}
 # Fields the job system or the shared selection sets, not the hyperparameter form: the level's.
 SELECTION_FIELDS = tuple(LevelSpec("any").to_config())
 MODEL_FIELDS = ("encoder", "base", "init")
@@ -55,7 +70,9 @@ def estimate_sizes(view: LevelView, split: SplitSpec) -> dict:
     Returns
     -------
     dict
-        :meth:`bioviz.ontology.Split.sizes` plus ``classes`` (classes trained on).
+        :meth:`bioviz.ontology.Split.sizes` plus ``classes`` (classes trained on) and
+        ``short_class_names``: ``(class name, names it has)`` of each class with fewer names
+        than asked for, smallest first.
 
     Raises
     ------
@@ -63,6 +80,10 @@ def estimate_sizes(view: LevelView, split: SplitSpec) -> dict:
         When the trainer would refuse these shots (the same check it runs).
     """
     check_split_feasible(view.class_sizes(), split.shots, split.test_per_class)
-    sizes = split.make(view).sizes()
+    drawn = split.make(view)
+    sizes = drawn.sizes()
     sizes["classes"] = len(view.classes) - sizes["zero_shot_classes"]
+    name_of = dict(zip(view.classes, view.class_labels))
+    sizes["short_class_names"] = sorted(((name_of.get(c, c), n) for c, n in drawn.short_classes.items()),
+                                        key=lambda pair: (pair[1], pair[0]))
     return sizes

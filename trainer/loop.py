@@ -25,7 +25,7 @@ from trainer import encoders
 from trainer.base_mix import choose_base_weight, mix
 from trainer.config import TrainConfig
 from trainer.data import TrainingData
-from trainer.events import CancelFlag, TrainResult, broadcast
+from trainer.events import CancelFlag, TrainResult, broadcast, epoch_estimate
 from trainer.objectives import OBJECTIVES, fine_tuning
 
 logger = logging.getLogger(__name__)
@@ -110,10 +110,12 @@ class Trainer:
         c = self.config
         torch.manual_seed(c.seed)
         self.generator = torch.Generator().manual_seed(c.seed)
+        baseline = retrieval_figures(self.data.vectors, self.data)
+        # The base model's validation mAP: the line the Train page's curves measure training against.
         self.emit({"event": "start", "max_epochs": c.epochs, "device": str(self.device),
                     "train_names": len(self.data.split.train), "encoder": c.encoder,
-                    "validation_names": len(self.data.split.validation)})
-        baseline = retrieval_figures(self.data.vectors, self.data)
+                    "validation_names": len(self.data.split.validation),
+                    "baseline_val_mAP": baseline["validation"]["mAP"]})
         path = fine_tuning(c)
         result = path(c, self.data, self.device, self.emit, self.cancel) if path else self._train_head()
         result.metrics = {"baseline": baseline, "trained": retrieval_figures(result.vectors, self.data),
@@ -201,7 +203,8 @@ class Trainer:
             self.emit({"event": "epoch", "epoch": epoch, "max_epochs": c.epochs, "losses": epoch_losses,
                         "val_metric": value, "val_name": c.stop_on, "val_mAP": val_map,
                         "val_retention": record["val_retention"],
-                        "elapsed_s": elapsed, "eta_s": elapsed / epoch * (c.epochs - epoch)})
+                        "elapsed_s": elapsed,
+                        **epoch_estimate(epoch, c.epochs, elapsed, best_epoch, c.patience)})
             if epoch - best_epoch >= c.patience and best_epoch > 0:
                 stopped_early = epoch < c.epochs
                 break

@@ -21,7 +21,7 @@ def option(default=_MISSING, help: str = "", *, encoders: tuple[str, ...] | None
            min: float | None = None, max: float | None = None,  # noqa: A002
            min_exclusive: bool = False, max_exclusive: bool = False, choices: tuple | None = None,
            offered: tuple | None = None, none: str | None = None, per_encoder: bool = False,
-           default_factory=_MISSING):
+           label: str | None = None, default_factory=_MISSING):
     """A dataclass field with its description in the metadata.
 
     Parameters
@@ -42,10 +42,12 @@ def option(default=_MISSING, help: str = "", *, encoders: tuple[str, ...] | None
         The word for None (``auto``, ``all``), for fields where None means something.
     per_encoder : bool
         The default depends on the encoder type (None until :func:`trainer.config.validate`).
+    label : str, optional
+        The human name a form shows (``Test names per class``); None: made from the field's name.
     """
     metadata = {"help": help, "encoders": encoders, "min": min, "max": max, "min_exclusive": min_exclusive,
                 "max_exclusive": max_exclusive, "choices": choices, "offered": offered, "none": none,
-                "per_encoder": per_encoder}
+                "per_encoder": per_encoder, "label": label}
     if default_factory is not _MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -65,7 +67,7 @@ class Option:
     default : object
         The field's default (None when required or built by a factory).
     help, encoders, min, max, min_exclusive, max_exclusive, choices, offered, none, per_encoder
-        As given to :func:`option`.
+        As given to :func:`option` (``label``: see :attr:`title`).
     """
 
     name: str
@@ -82,6 +84,16 @@ class Option:
     offered: tuple | None = None
     none: str | None = None
     per_encoder: bool = False
+    label: str | None = None
+
+    @property
+    def title(self) -> str:
+        """The form's label of the field: the declared ``label``, else its name in words.
+
+        >>> Option("split_seed", int, True, None).title, Option("lr", float, True, None, label="Learning rate").title
+        ('Split seed', 'Learning rate')
+        """
+        return self.label or self.name.replace("_", " ").capitalize()
 
     @property
     def help_text(self) -> str:

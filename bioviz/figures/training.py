@@ -1,5 +1,9 @@
 """Figures of a training run: loss and validation curves, and baseline vs trained scores.
 
+Baseline and trained (compared) models take the theme's one colour pair
+(:func:`bioviz.figures.theme.pair_colours`) and scores show three decimals, as on the
+rest of the Train page.
+
 Both read plain data (the trainer's progress events, the metrics of ``run.json``) so they
 work for a job still running as well as for a finished run.
 """
@@ -12,9 +16,19 @@ from plotly.subplots import make_subplots
 from bioviz.figures.theme import apply_theme, pair_colours, theme
 
 
-def training_curves(events: list[dict], title: str, caption: str | None = None) -> go.Figure:
-    """Loss components (left) and the validation metric (right) per epoch.
+def _number(value) -> bool:
+    """A finite number (not a boolean, not NaN)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
 
+
+def training_curves(events: list[dict], title: str, caption: str | None = None) -> go.Figure:
+    """Losses per epoch (left) and the validation class-retrieval mAP against the base model's (right).
+
+    The right panel is the figure users compare runs by: the trained head's validation mAP
+    per epoch in the theme's *compared* colour, the base model's validation mAP (the ``start``
+    event's ``baseline_val_mAP``) as a line in its *baseline* colour (:func:`pair_colours`).
+    A run that stops on the validation loss draws that loss on the left panel, beside the
+    training losses; the best epoch (by the stopping criterion) is starred on its curve.
     When the events carry ``val_retention`` (head encoders), the right panel also shows it:
     Spearman's rho between base and trained similarities of validation names across classes.
 
@@ -22,16 +36,20 @@ def training_curves(events: list[dict], title: str, caption: str | None = None) 
     ----------
     events : list of dict
         Progress events (``{"event": "epoch", "epoch": i, "losses": {...}, "val_metric": x,
-        "val_name": "mAP"}``); other events are ignored.
+        "val_name": "mAP", "val_mAP": m}``, a ``start`` event); other events are ignored.
     title : str
-        What is trained (encoder, source, level, job).
+        What is trained (run, encoder, source, level).
     caption : str, optional
         One line of parameters.
     """
     epochs = [e for e in events if e.get("event") == "epoch" and "epoch" in e]
-    val_name = next((e["val_name"] for e in reversed(epochs) if e.get("val_name")), "metric")
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("Training loss", f"Validation {val_name}"),
-                        horizontal_spacing=0.12)
+    start = next((e for e in events if e.get("event") == "start"), {})
+    val_name = next((e["val_name"] for e in reversed(epochs) if e.get("val_name")), "mAP")
+    on_loss = val_name.lower() == "loss"
+    baseline_colour, compared_colour = pair_colours()
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
+                        subplot_titles=("Training and validation loss" if on_loss else "Training loss",
+                                        "Validation class-retrieval mAP"))
     palette = theme()["qualitative"]
     names: list[str] = []
     for e in epochs:
@@ -40,27 +58,44 @@ def training_curves(events: list[dict], title: str, caption: str | None = None) 
         points = [(e["epoch"], e["losses"][name]) for e in epochs if name in (e.get("losses") or {})]
         fig.add_trace(go.Scatter(x=[p[0] for p in points], y=[p[1] for p in points], mode="lines+markers",
                                  name=name, line={"color": palette[i % len(palette)]},
-                                 hovertemplate=f"{name}<br>epoch %{{x}}<br>%{{y:.4g}}<extra></extra>"), row=1, col=1)
-    val = [(e["epoch"], e["val_metric"]) for e in epochs if e.get("val_metric") is not None]
-    fig.add_trace(go.Scatter(x=[p[0] for p in val], y=[p[1] for p in val], mode="lines+markers",
-                             name=f"validation {val_name}", line={"color": "#1f2933", "dash": "dot"},
-                             hovertemplate=f"{val_name}<br>epoch %{{x}}<br>%{{y:.4g}}<extra></extra>"), row=1, col=2)
-    if val:
-        best = max(val, key=lambda p: p[1]) if val_name.lower() != "loss" else min(val, key=lambda p: p[1])
-        fig.add_trace(go.Scatter(x=[best[0]], y=[best[1]], mode="markers", name=f"best {val_name}",
-                                 marker={"size": 12, "symbol": "star", "color": "#e4572e"},
-                                 hovertemplate=f"best {val_name} %{{y:.4g}} at epoch %{{x}}<extra></extra>"),
+                                 hovertemplate=f"{name}<br>epoch %{{x}}<br>%{{y:.3f}}<extra></extra>"), row=1, col=1)
+    criterion = [(e["epoch"], e["val_metric"]) for e in epochs if _number(e.get("val_metric"))]
+    if on_loss:
+        fig.add_trace(go.Scatter(x=[p[0] for p in criterion], y=[p[1] for p in criterion], mode="lines+markers",
+                                 name="validation loss", line={"color": compared_colour, "dash": "dot"},
+                                 hovertemplate="validation loss<br>epoch %{x}<br>%{y:.3f}<extra></extra>"),
+                      row=1, col=1)
+    # Heads report the mAP at every epoch whatever they stop on; older events only their criterion.
+    def val_map(event: dict):
+        return event["val_mAP"] if "val_mAP" in event else None if on_loss else event.get("val_metric")
+
+    maps = [(e["epoch"], value) for e in epochs if _number(value := val_map(e))]
+    if maps or not on_loss:
+        fig.add_trace(go.Scatter(x=[p[0] for p in maps], y=[p[1] for p in maps], mode="lines+markers",
+                                 name="validation mAP", line={"color": compared_colour},
+                                 hovertemplate="validation mAP<br>epoch %{x}<br>%{y:.3f}<extra></extra>"), row=1, col=2)
+    base_map = start.get("baseline_val_mAP")
+    if _number(base_map) and maps:
+        ends = [1, max(start.get("max_epochs") or 0, maps[-1][0], 1)]
+        fig.add_trace(go.Scatter(x=ends, y=[base_map, base_map], mode="lines", name="base model (validation mAP)",
+                                 line={"color": baseline_colour, "dash": "dash"},
+                                 hovertemplate=f"base model: validation mAP {base_map:.3f}<extra></extra>"),
                       row=1, col=2)
     # What the head keeps of the base's similarities between classes (trainer.loop records
     # it for head encoders): falling while mAP rises is the relatedness cost of training.
-    kept = [(e["epoch"], e["val_retention"]) for e in epochs
-            if isinstance(e.get("val_retention"), (int, float)) and e["val_retention"] == e["val_retention"]]
+    kept = [(e["epoch"], e["val_retention"]) for e in epochs if _number(e.get("val_retention"))]
     if kept:
         fig.add_trace(go.Scatter(x=[p[0] for p in kept], y=[p[1] for p in kept], mode="lines+markers",
-                                 name="cross-class retention", line={"color": "#7b8794", "dash": "dash"},
+                                 name="cross-class retention", line={"color": palette[3], "dash": "dash"},
                                  hovertemplate="retention of the base's cross-class similarities (Spearman)"
-                                               "<br>epoch %{x}<br>%{y:.4g}<extra></extra>"), row=1, col=2)
-        fig.layout.annotations[1].text = f"Validation {val_name} · cross-class retention"
+                                               "<br>epoch %{x}<br>%{y:.3f}<extra></extra>"), row=1, col=2)
+        fig.layout.annotations[1].text = "Validation class-retrieval mAP · cross-class retention"
+    if criterion:
+        best = min(criterion, key=lambda p: p[1]) if on_loss else max(criterion, key=lambda p: p[1])
+        fig.add_trace(go.Scatter(x=[best[0]], y=[best[1]], mode="markers", name=f"best {val_name}",
+                                 marker={"size": 12, "symbol": "star", "color": "#e4572e"},
+                                 hovertemplate=f"best {val_name} %{{y:.3f}} at epoch %{{x}}<extra></extra>"),
+                      row=1, col=1 if on_loss else 2)
     fig.update_xaxes(title_text="epoch")
     if not epochs:
         fig.add_annotation(text="waiting for the first epoch…", xref="paper", yref="paper", x=0.5, y=0.5,
@@ -104,7 +139,7 @@ def baseline_vs_trained(baseline: dict, trained: dict, title: str, caption: str 
     for name, values, colour in zip(labels, (a, b), pair_colours()):
         fig.add_trace(go.Bar(x=shared, y=[values[k] for k in shared], name=name, marker_color=colour,
                              text=[f"{values[k]:.3f}" for k in shared], textposition="outside",
-                             hovertemplate=f"{name}<br>%{{x}}: %{{y:.4f}}<extra></extra>"))
+                             hovertemplate=f"{name}<br>%{{x}}: %{{y:.3f}}<extra></extra>"))
     fig.update_layout(barmode="group")
     fig.update_yaxes(title_text="score")
     if not shared:
@@ -134,7 +169,7 @@ def base_weight_choice(record: dict, title: str, caption: str | None = None) -> 
                                     ("val_retention", "cross-class retention", "#7b8794", "dash")):
         fig.add_trace(go.Scatter(x=x, y=[c.get(key) for c in candidates], mode="lines+markers", name=name,
                                  line={"color": colour, "dash": dash},
-                                 hovertemplate=f"{name}<br>base weight %{{x:g}}<br>%{{y:.4f}}<extra></extra>"))
+                                 hovertemplate=f"{name}<br>base weight %{{x:g}}<br>%{{y:.3f}}<extra></extra>"))
     threshold = record.get("min_retention")
     if threshold is not None and len(candidates) > 1:
         fig.add_hline(y=threshold, line={"color": "#7b8794", "width": 1, "dash": "dot"},
@@ -144,7 +179,7 @@ def base_weight_choice(record: dict, title: str, caption: str | None = None) -> 
         fig.add_trace(go.Scatter(x=[chosen["weight"]], y=[chosen.get("val_mAP")], mode="markers",
                                  name=f"chosen: w = {chosen['weight']:g}",
                                  marker={"size": 13, "symbol": "star", "color": "#e4572e"},
-                                 hovertemplate="chosen base weight %{x:g}<br>validation mAP %{y:.4f}<extra></extra>"))
+                                 hovertemplate="chosen base weight %{x:g}<br>validation mAP %{y:.3f}<extra></extra>"))
     fig.update_xaxes(title_text="base weight w in (1 − w)·f(u)/s + w·u", range=[-0.03, 1.03])
     fig.update_yaxes(title_text="validation figure")
     if not candidates:

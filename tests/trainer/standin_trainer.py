@@ -4,9 +4,10 @@ Used only by the job tests: it writes the same progress events, stops between "b
 on SIGTERM with exit code 130, and writes its run directory to a temporary folder renamed
 at the end. It reads the job's ``--config FILE`` like the trainer; there ``epochs``,
 ``epoch_s`` (seconds per epoch), ``fail_at`` (raise at that epoch), ``wait_file`` (do not
-finish while that file is missing), ``linger_file`` (after publishing the run, stay until that
-file exists or a SIGTERM comes) and ``ignore_term`` (a trainer that does not stop when asked)
-steer it. A ``source`` that looks like a file path must exist, seen from the trainer's working
+finish while that file is missing; with ``hold_at`` N, stop after epoch N until it exists),
+``patience`` (report early stopping's ``stop_by`` and ETA range as the real loop does, every
+epoch improving), ``linger_file`` (after publishing the run, stay until that file exists or a
+SIGTERM comes) and ``ignore_term`` (a trainer that does not stop when asked) steer it. A ``source`` that looks like a file path must exist, seen from the trainer's working
 directory, as for the real trainer. ``BIOVIZ_CRASH_AT=export:before-rename`` or ``export:after-rename`` ends it
 where the real trainer's run export has its crash points.
 """
@@ -22,6 +23,7 @@ import time
 from pathlib import Path
 
 from trainer.crash_points import crash_point
+from trainer.events import epoch_estimate
 
 stop = False
 
@@ -52,7 +54,8 @@ def main(argv=None) -> int:
     args, _ = parser.parse_known_args(argv)
     config = json.loads(Path(args.config).read_text())
     for name, default in (("epochs", 3), ("epoch_s", 0.05), ("fail_at", 0), ("wait_file", None),
-                          ("linger_file", None), ("source", "mini"), ("ignore_term", False)):
+                          ("linger_file", None), ("source", "mini"), ("ignore_term", False), ("hold_at", None),
+                          ("patience", None)):
         setattr(args, name, config.get(name, default))
     signal.signal(signal.SIGTERM, signal.SIG_IGN if args.ignore_term else on_term)
     progress = Path(args.progress_file)
@@ -80,7 +83,14 @@ def main(argv=None) -> int:
         elapsed = time.time() - start
         emit(progress, {"event": "epoch", "epoch": epoch, "max_epochs": args.epochs,
                         "losses": {"total": 1.0 / epoch, "triplet": 0.5 / epoch}, "val_metric": 0.5 + epoch / 100,
-                        "val_name": "mAP", "elapsed_s": elapsed, "eta_s": elapsed / epoch * (args.epochs - epoch)})
+                        "val_name": "mAP", "elapsed_s": elapsed,
+                        **epoch_estimate(epoch, args.epochs, elapsed, epoch if args.patience else None,
+                                         args.patience)})
+        while epoch == args.hold_at and not Path(args.wait_file).exists():
+            if stop:
+                print("standin: stopped by SIGTERM", flush=True)
+                return 130
+            time.sleep(0.05)
     while args.wait_file and not Path(args.wait_file).exists():
         if stop:
             print("standin: stopped by SIGTERM", flush=True)

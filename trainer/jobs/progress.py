@@ -14,22 +14,27 @@ import math
 import os
 from pathlib import Path
 
-from trainer.jobs.store import QUEUED, RUNNING, STARTING, Job
+from trainer.jobs.store import QUEUED, RUNNING, STARTING, SUCCEEDED, Job
 
 # What each summarised field must be; a progress line that says otherwise (a damaged file,
 # another program's output) is left out of the summary instead of breaking the job table.
 _NUMBER = (int, float)
 _FIELD_TYPES = {"epoch": int, "max_epochs": int, "val_metric": _NUMBER, "elapsed_s": _NUMBER, "eta_s": _NUMBER,
-                "val_name": str, "device": str, "losses": dict}
+                "val_name": str, "device": str, "losses": dict, "val_mAP": _NUMBER, "best_epoch": int,
+                "stop_by": int, "eta_stop_s": _NUMBER}
+# Fields where None means "not measured (yet)"; val_mAP may also be NaN (no validation names).
+_MAY_BE_NONE = ("val_metric", "val_mAP", "eta_s", "eta_stop_s")
+_EPOCH_FIELDS = ("epoch", "max_epochs", "losses", "val_metric", "val_name", "val_mAP", "elapsed_s", "eta_s",
+                 "best_epoch", "stop_by", "eta_stop_s")
 
 
 def _valid(key: str, value) -> bool:
     if value is None:
-        return key in ("val_metric", "eta_s")  # None: not measured (yet)
+        return key in _MAY_BE_NONE
     kind = _FIELD_TYPES.get(key)
     if kind is None or isinstance(value, bool) or not isinstance(value, kind):
         return False
-    return not isinstance(value, float) or math.isfinite(value) or key == "val_metric"
+    return not isinstance(value, float) or math.isfinite(value) or key in ("val_metric", "val_mAP")
 
 
 def _count(event: dict) -> dict | None:
@@ -81,15 +86,16 @@ def summarise_progress(events: list[dict]) -> dict:
             summary["eta_s"] = None  # the embedding's estimate no longer holds
             summary.pop("embedding", None)
         elif kind == "epoch":
-            summary.update({k: event[k] for k in ("epoch", "max_epochs", "losses", "val_metric", "val_name",
-                                                   "elapsed_s", "eta_s") if k in event and _valid(k, event[k])})
+            summary.update({k: event[k] for k in _EPOCH_FIELDS if k in event and _valid(k, event[k])})
         elif kind == "base_weight":  # after the last epoch: the weight of the input is chosen
             if (counts := _count(event)) is not None:
                 summary["base_weight"] = counts
-                summary["eta_s"] = None  # the epochs' estimate does not cover it (and early stopping ended them)
+                # the epochs' estimate does not cover it (and early stopping ended them)
+                summary["eta_s"] = summary["eta_stop_s"] = None
         elif kind == "done":
             summary["done"] = True
             summary["eta_s"] = 0
+            summary.pop("eta_stop_s", None)
             if "summary" in event:
                 summary["summary"] = event["summary"]
         elif kind == "error":
@@ -141,10 +147,12 @@ def queue_position(jobs: list[Job], job: Job) -> int | None:
 
 
 def progress_stage(job: Job) -> tuple[str, float]:
-    """What a started job is doing and the share of that stage done: ``("epoch 3/10", 0.3)``.
+    """What a job is doing, or how its epochs ended, and the share done: ``("epoch 3/10", 0.3)``.
 
-    Stages in order: embedding the level's names, epochs, then choosing the base weight;
-    a finished job keeps its last epoch count.
+    Stages in order: embedding the level's names, epochs, then choosing the base weight.
+    A running head says by which epoch early stopping ends it unless validation improves
+    (``stop_by``); a finished job says how its epochs ended: ``stopped early at epoch 46
+    (best 40)`` rather than ``epoch 46/100``.
     """
     p = job.progress or {}
     running = job.status == RUNNING
@@ -154,31 +162,108 @@ def progress_stage(job: Job) -> tuple[str, float]:
     if job.status == STARTING:
         return "starting", 0.0
     if p.get("max_epochs"):
-        return f"epoch {p.get('epoch', 0)}/{p['max_epochs']}", p.get("epoch", 0) / p["max_epochs"]
+        epoch, most = p.get("epoch", 0), p["max_epochs"]
+        if job.finished:
+            return _epochs_ended(job, epoch, most), 1.0 if job.status == SUCCEEDED else epoch / most
+        text = f"epoch {epoch}/{most}"
+        stop_by = p.get("stop_by")
+        if stop_by is not None and epoch < stop_by < most:
+            text += f" · stops at epoch {stop_by} unless validation improves"
+        # The share of the epochs that can still run: up to stop_by, the honest nearer end.
+        return text, epoch / most
     if p.get("embedding") and running:
         done, total = p["embedding"]["done"], p["embedding"]["total"]
         return f"embedding {done:,}/{total:,} names", done / max(total, 1)
     return ("preparing data" if running else ""), 0.0
 
 
+def _epochs_ended(job: Job, epoch: int, most: int) -> str:
+    """How a finished job's epochs ended: ``stopped early at epoch 46 (best 40)``, ``epoch 2/2 (best 2)``."""
+    p = job.progress or {}
+    summary = p.get("summary") if isinstance(p.get("summary"), dict) else {}
+    best = summary.get("best_epoch", p.get("best_epoch"))
+    best_text = f" (best {best})" if isinstance(best, int) and not isinstance(best, bool) and best > 0 else ""
+    if job.status != SUCCEEDED:
+        return f"{job.status} at epoch {epoch}/{most}"
+    if epoch < most:
+        return f"stopped early at epoch {epoch}{best_text}"
+    return f"epoch {epoch}/{most}{best_text}"
+
+
+def eta_text(progress: dict) -> str:
+    """The time left of a running job, as a range when early stopping may end it sooner.
+
+    ``0:16 (at most 2:56)``: training stops in 0:16 unless the validation figure improves
+    again, and never runs past all its epochs (2:56). A plain ``0:40`` where only one
+    estimate exists (embedding names, fine-tuning, a progress file of an older trainer,
+    or the two ends meeting).
+
+    >>> eta_text({"eta_s": 176.0, "eta_stop_s": 16.0}), eta_text({"eta_s": 40}), eta_text({})
+    ('0:16 (at most 2:56)', '0:40', '')
+    """
+    most, soon = progress.get("eta_s"), progress.get("eta_stop_s")
+    if most is None:
+        return ""
+    if soon is None or round(soon) >= round(most):
+        return _clock(most)
+    return f"{_clock(soon)} (at most {_clock(most)})"
+
+
+def score_text(value) -> str:
+    """A score as the page and the tables show every score: three decimals (``0.442``); empty if none."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return ""
+    return f"{value:.3f}"
+
+
+def class_retrieval_text(job: Job) -> str:
+    """The class-retrieval mAP users compare jobs by: the trained run's test figure once finished,
+    else the latest validation figure (``0.704 (test)``, ``0.612 (validation)``)."""
+    p = job.progress or {}
+    summary = p.get("summary") if isinstance(p.get("summary"), dict) else {}
+    trained = summary.get("trained") if isinstance(summary.get("trained"), dict) else {}
+    test = trained.get("test") if isinstance(trained.get("test"), dict) else {}
+    if score_text(test.get("mAP")):
+        return f"{score_text(test['mAP'])} (test)"
+    # Heads report the mAP at every epoch whatever they stop on; older progress files only
+    # their stopping figure, which is the mAP when they stop on it.
+    value = p.get("val_mAP", p.get("val_metric") if p.get("val_name") == "mAP" else None)
+    return f"{score_text(value)} (validation)" if score_text(value) else ""
+
+
+def job_run_label(job: Job) -> str:
+    """The label of the job's run (``residual · HPO d1 · 15-shot (ecd5)``), with the user's name once it has one.
+
+    Before the run exists, the default name its config will give it, with the job's short id.
+    """
+    from bioviz.errors import BiovizError
+    from bioviz.models.runs import default_run_name, is_run_dir, read_run, short_run_id
+
+    if job.status == SUCCEEDED and job.run_dir and is_run_dir(job.run_dir):
+        try:
+            return read_run(job.run_dir).label
+        except BiovizError:  # damaged or deleted meanwhile: the job's own words below
+            pass
+    return f"{default_run_name(job.config)} ({short_run_id(job.id)})"
+
+
 def job_row(job: Job, jobs: list[Job] | None = None, now: float | None = None) -> dict:
-    """One line of the job table: status, progress, device, duration, key metric, ETA, what."""
+    """One line of the job table: run, status, progress, device, duration, class-retrieval mAP, ETA, base."""
     p = job.progress or {}
     if job.status == QUEUED:
         place = queue_position(jobs or [job], job)
         progress = f"waiting (#{place} in queue)" if place else "waiting"
     else:
         progress = progress_stage(job)[0]
-    metric = ""
-    if p.get("val_metric") is not None:
-        metric = f"{p.get('val_name', 'val')} {p['val_metric']:.4g}"
+    config = job.config
     return {
         "job": job.id,
+        "run": job_run_label(job),
         "status": job.status,
         "progress": progress,
         "device": job.device or job.requested_device,
         "duration": _clock(job.duration_s(now)),
-        "metric": metric,
-        "eta": _clock(p.get("eta_s")) if job.status == RUNNING else "",
-        "what": describe_config(job.config),
+        "class-retrieval mAP": class_retrieval_text(job),
+        "eta": eta_text(p) if job.status == RUNNING else "",
+        "base": f"init {Path(str(config['init'])).name}" if config.get("init") else str(config.get("base", "minilm")),
     }

@@ -66,3 +66,20 @@ def test_baseline_and_trained_bars_use_the_one_baseline_compared_pair():
 
     fig = baseline_vs_trained({"test": {"mAP": 0.3}}, {"test": {"mAP": 0.6}}, "t", labels=("minilm", "r1"))
     assert [t.marker.color for t in fig.data] == list(pair_colours())
+
+
+def test_curves_draw_the_trained_map_against_the_base_model_in_the_pair_colours():
+    from bioviz.figures.theme import pair_colours
+
+    baseline, compared = pair_colours()
+    events = [{"event": "start", "max_epochs": 10, "baseline_val_mAP": 0.41},
+              *({"event": "epoch", "epoch": i, "losses": {"total": 1.0 / i}, "val_metric": 1.0 / i + (i == 3),
+                 "val_name": "loss", "val_mAP": m} for i, m in ((1, 0.41), (2, 0.42), (3, 0.43)))]
+    fig = training_curves(events, "t")
+    traces = {t.name: t for t in fig.data}
+    assert list(traces["validation mAP"].y) == [0.41, 0.42, 0.43] and traces["validation mAP"].line.color == compared
+    base = traces["base model (validation mAP)"]
+    assert list(base.y) == [0.41, 0.41] and list(base.x) == [1, 10] and base.line.color == baseline
+    assert traces["validation loss"].xaxis == "x"  # the stopping criterion beside the training loss
+    assert (traces["best loss"].x[0], traces["best loss"].xaxis) == (2, "x")
+    assert fig.layout.annotations[1].text == "Validation class-retrieval mAP"
