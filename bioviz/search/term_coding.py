@@ -112,6 +112,8 @@ def read_term_table(data: bytes, filename: str = "", max_bytes: int = MAX_TABLE_
     except (pd.errors.ParserError, pd.errors.EmptyDataError, csv.Error) as error:
         reason = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
         raise BiovizError(f"the file is not a {'TSV' if sep == chr(9) else 'CSV'} table: {reason}") from None
+    if not isinstance(frame.index, pd.RangeIndex):  # pandas makes the surplus leading fields an index
+        raise BiovizError("rows have more fields than the header line: quote terms that contain the delimiter")
     if not len(frame.columns):
         raise BiovizError("the file has no columns: it needs a header line")
     frame.columns = [str(c) for c in frame.columns]
