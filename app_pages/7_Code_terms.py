@@ -18,6 +18,7 @@ from ui import cache, state
 from ui.markdown import md, md_code
 
 RESULT = "_ct_result"  # the last coding of this session: shown again on every rerun until the next one
+TERM_COLUMN = re.compile(r"term|name|text|label|diagnos|descr|condition|phenotype|problem|symptom", re.I)
 INPUTS = {"paste": "Paste terms (one per line)", "upload": "Upload a CSV/TSV file"}
 state.page_params({"ct_input": "paste", "ct_k": 5}, choices={"ct_input": list(INPUTS)},
                   url_names={"ct_input": "input", "ct_k": "k"}, bounds={"ct_k": (1, MAX_K)})
@@ -90,6 +91,7 @@ if source == "paste":
                  help=f"At most {MAX_TERMS:,} distinct terms; blank lines and repeats are skipped.")
 else:
     upload = st.file_uploader("A CSV or TSV file with a header line", type=["csv", "tsv", "txt"], key="ct_file",
+                              max_upload_size=MAX_TABLE_BYTES // 2**20,  # the browser refuses a larger file
                               help=f"At most {MAX_TABLE_BYTES / 2**20:.0f} MiB and {MAX_TERMS:,} distinct terms. "
                                    "The file is parsed as a table in memory: never stored or run.")
     if upload is not None:
@@ -100,8 +102,8 @@ else:
         else:
             columns = list(table.columns)
             state.forget_stale_choice("ct_column", columns)
-            if "ct_column" not in s:  # a column named like a term column, else the first one
-                s["ct_column"] = next((c for c in columns if re.search(r"term|name|text|label", c, re.I)), columns[0])
+            if "ct_column" not in s:  # a column named like one holding terms, else the first one
+                s["ct_column"] = next((c for c in columns if TERM_COLUMN.search(c)), columns[0])
             st.selectbox("Column with the terms", columns, key="ct_column")
             st.caption(f"{len(table):,} rows · {len(columns)} columns · first rows:")
             st.dataframe(table.head(5), hide_index=True)

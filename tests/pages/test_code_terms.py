@@ -69,13 +69,15 @@ def test_an_uploaded_csv_is_coded_from_the_chosen_column(app):
     data = b"id,diagnosis,note\n1,heart attack,x\n2,pneumonia,y\n"
     at.file_uploader(key="ct_file").set_value(("visits.csv", data, "text/csv")).run()
     assert not at.exception and not at.error
-    assert at.selectbox(key="ct_column").value == "id"  # no column named like terms: the first one
-    at.selectbox(key="ct_column").set_value("diagnosis")
+    assert at.selectbox(key="ct_column").value == "diagnosis"  # the column named like one holding terms
     _code(at)
     table = at.dataframe[-1].value
     assert list(dict.fromkeys(table["Term"])) == ["heart attack", "pneumonia"]
     first = table[table["Rank"] == 1].set_index("Term")
     assert first.loc["pneumonia", "Code"] == "MINI:0000021"
+    at.selectbox(key="ct_column").set_value("note")
+    _code(at)
+    assert list(dict.fromkeys(at.dataframe[-1].value["Term"])) == ["x", "y"]  # the chosen column's terms
 
 
 def test_a_file_that_is_not_utf8_gives_one_line_error(app):
@@ -98,3 +100,19 @@ def test_a_selected_row_shows_the_concept_card(app):
     markdown = " ".join(m.value for m in at.markdown)
     assert "myocardial infarction" in markdown and "MINI:0000011" in markdown
     assert "Path to root" in markdown and "heart disease" in markdown and "Death of heart muscle" in markdown
+
+
+def test_only_disagreeing_terms_can_be_shown(app):
+    at = app.run()
+    at.text_area(key="ct_text").set_value("asthma\nlung infect")
+    _code(at)
+    assert len(at.dataframe[0].value) > 0
+    at.toggle(key="ct_disagree").set_value(True).run()
+    assert not at.exception and len(at.dataframe[0].value) == 0  # one model twice never disagrees
+
+
+def test_an_unknown_model_gives_one_line_error(app):
+    app.query_params["model_b"] = "nobody/no-such-model"
+    at = app.run()
+    assert not at.exception
+    assert len(at.error) == 1 and "nobody/no-such-model" in at.error[0].value and "\n" not in at.error[0].value
