@@ -73,8 +73,9 @@ def coded(terms: tuple[str, ...], specs: tuple[str, ...], level: LevelSpec, k: i
         elapsed = time.perf_counter() - started
         rate = done / elapsed if elapsed > 0 and done else 0.0
         eta = f", about {(total - done) / rate:,.0f} s left" if rate and done < total else ""
-        bar.progress(done / max(total, 1), text=f"Encoding {len(terms):,} terms with {len(specs)} "
-                                                f"model{'s' if len(specs) > 1 else ''}: {done:,} of {total:,}{eta}")
+        step = "Encoding" if done < len(specs) * len(terms) else "Coding"
+        bar.progress(done / max(total, 1), text=f"{step} {len(terms):,} terms ({len(specs)} "
+                                                f"model{'s' if len(specs) > 1 else ''}): {done / max(total, 1):.0%}{eta}")
 
     try:
         return code_term_list(terms, cache.view(level), cache.level_ontology(level), list(zip(specs, _indexes)),

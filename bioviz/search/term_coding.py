@@ -8,10 +8,13 @@ their codes, names, classes and cosine scores, and, with two models, whether the
   resolves to its concept (:func:`~bioviz.search.neighbours.resolve_query`): that concept comes
   first with score 1.0, marked ``exact``; the rest of its top k are the nearest concepts of the
   resolved name.
-- Names are searched with the level's :class:`~bioviz.search.index.NeighbourIndex`; several
-  names belong to one concept, so name hits are aggregated to concepts (best score per
-  concept). The top k concepts are exact: names are fetched until k distinct concepts are
-  found, and a concept outside the fetched names cannot score above the last one fetched.
+- Terms are scored against the names of the level's :class:`~bioviz.search.index.NeighbourIndex`
+  (its float32 vectors and concepts), a batch of terms per matrix product: for thousands of
+  terms BLAS is much faster than one index search per term (the index's float16 scan is made
+  for one query at a time). Several names belong to one concept, so name scores are
+  aggregated to concepts (best score per concept). The top k concepts are exact: names are
+  read best first until k distinct concepts are found, and a concept whose names all come
+  later cannot score above the last one read.
 - Terms are encoded in one batch per model (:func:`encode_terms`), without the disk vector
   cache: a dataset's terms are the user's data, not the ontology's.
 - Input is bounded (:data:`MAX_TERMS`, :data:`MAX_TERM_CHARS`, :data:`MAX_TABLE_BYTES`); an
@@ -39,9 +42,6 @@ MAX_TERM_CHARS = 500
 MAX_TABLE_BYTES = 20 * 2**20
 MAX_K = 50
 EXACT, NEAREST = "exact", "nearest"
-# Names fetched per wanted concept on the first try: a concept has a few names on average,
-# so most terms need one search; the rest are searched again with more (see _top_concepts).
-_NAMES_PER_CONCEPT = 4
 
 
 def check_terms(terms: Sequence[str], max_terms: int = MAX_TERMS) -> list[str]:
@@ -179,42 +179,63 @@ class CodingModel:
     vectors: np.ndarray
 
 
-def _concept_rows(index: NeighbourIndex) -> dict[str, np.ndarray]:
-    """``concept id -> rows of its names`` in the index."""
-    rows: dict[str, list[int]] = {}
-    for row, concept in enumerate(index.concept_ids or ()):
-        if concept is not None:
-            rows.setdefault(concept, []).append(row)
-    return {concept: np.asarray(found, dtype=np.int64) for concept, found in rows.items()}
+class _NameConcepts:
+    """The concept of each name of an index, and the names of each concept.
 
-
-def _top_concepts(index: NeighbourIndex, vectors: np.ndarray, k: int,
-                  skip: list[tuple[str, ...]]) -> list[list[tuple[str, float, int]]]:
-    """Per query, its ``k`` best concepts ``(concept id, best name score, best row)``, skipping ``skip[i]``.
-
-    Names are fetched in one batched search; queries whose fetched names hold fewer than
-    ``k`` concepts (one concept with many synonyms at the top) are searched again with
-    twice as many names, until they have ``k`` or every name was fetched.
+    Coding scores a batch of terms against every name with one matrix product (BLAS over
+    all names is much faster for a batch than an index search per term); a term's top
+    concepts are then read from its best names, and any concept's score is its best name's.
     """
-    total = len(index)
-    results: list[list[tuple[str, float, int]]] = [[] for _ in range(len(vectors))]
-    pending = np.arange(len(vectors))
-    fetch = min(total, k * _NAMES_PER_CONCEPT + max((len(s) for s in skip), default=0))
-    while len(pending) and fetch:
-        hits = index.search(vectors[pending], k=fetch)
-        retry = []
-        for query, found in zip(pending, hits):
-            best: dict[str, tuple[float, int]] = {}
-            for hit in found:  # ranked best first: the first hit of a concept is its best name
-                if hit.concept_id is not None and hit.concept_id not in best and hit.concept_id not in skip[query]:
-                    best[hit.concept_id] = (hit.score, hit.row)
-            if len(best) < k and fetch < total:
-                retry.append(query)
-                continue
-            results[query] = [(c, s, r) for c, (s, r) in list(best.items())[:k]]
-        pending = np.asarray(retry, dtype=np.int64)
-        fetch = min(total, fetch * 2)
-    return results
+
+    def __init__(self, index: NeighbourIndex) -> None:
+        if index.concept_ids is None:
+            raise BiovizError("the index has no concepts: build it over a level view")
+        self.vectors = index.vectors
+        self.concept_of = list(index.concept_ids)
+        rows: dict[str, list[int]] = {}
+        for row, concept in enumerate(self.concept_of):
+            rows.setdefault(concept, []).append(row)
+        self.rows = {concept: np.asarray(found, dtype=np.int64) for concept, found in rows.items()}
+
+    @staticmethod
+    def heads(scores: np.ndarray, fetch: int) -> np.ndarray:
+        """Per row of name ``scores``, its ``fetch`` best names (unordered): one partition for a whole chunk."""
+        fetch = min(fetch, scores.shape[1])
+        if fetch >= scores.shape[1]:
+            return np.broadcast_to(np.arange(scores.shape[1]), scores.shape)
+        return np.argpartition(-scores, fetch - 1, axis=1)[:, :fetch]
+
+    def top(self, scores: np.ndarray, head: np.ndarray, k: int, skip: list[str]) -> list[str]:
+        """The ``k`` concepts whose best names score highest in one row of name ``scores``, skipping ``skip``.
+
+        Names are read best first, from ``head`` (that row's best names, :meth:`heads`), until ``k``
+        distinct concepts are found: a concept whose names all come later cannot score above the
+        last one read, so the result is exact. When ``head`` holds fewer concepts, the whole row
+        is read.
+        """
+        for candidates in (head, None):
+            rows = candidates if candidates is not None else np.arange(len(scores))
+            found: list[str] = []
+            for row in rows[np.argsort(-scores[rows], kind="stable")]:
+                concept = self.concept_of[row]
+                if concept not in found and concept not in skip:
+                    found.append(concept)
+                    if len(found) == k:
+                        return found
+            if len(head) >= len(scores):
+                break
+        return found
+
+    def score(self, scores: np.ndarray, concept: str) -> float:
+        """A concept's score in one row of name ``scores``: its best name's (NaN without names here)."""
+        rows = self.rows.get(concept)
+        return float(scores[rows].max()) if rows is not None else np.nan
+
+
+# Names fetched per wanted concept on the first look (most concepts have one to a few names).
+_NAMES_PER_CONCEPT = 4
+# Terms per matrix product: (chunk x names) float32 scores stay near 50 MB on a 100k-name level.
+_CHUNK_CELLS = 12_000_000
 
 
 def _class_of(concept: str, view, ontology: Ontology | None, by_concept: dict[str, int]) -> tuple[str | None, str | None]:
@@ -231,7 +252,7 @@ def _class_of(concept: str, view, ontology: Ontology | None, by_concept: dict[st
 
 
 def code_terms(terms: Sequence[str], infos: Sequence[QueryInfo], models: Sequence[CodingModel], view,
-               ontology: Ontology | None = None, k: int = 5) -> pd.DataFrame:
+               ontology: Ontology | None = None, k: int = 5, progress: Progress | None = None) -> pd.DataFrame:
     """Each term's top-``k`` concepts of the level under one or two models, with their agreement.
 
     Parameters
@@ -247,6 +268,8 @@ def code_terms(terms: Sequence[str], infos: Sequence[QueryInfo], models: Sequenc
         Concept names and, for exact ids outside the level's names, their class.
     k : int
         Concepts per term and model (1 to :data:`MAX_K`).
+    progress : callable, optional
+        ``progress(done, total)`` in terms, after each batch of terms.
 
     Returns
     -------
@@ -272,56 +295,65 @@ def code_terms(terms: Sequence[str], infos: Sequence[QueryInfo], models: Sequenc
         raise BiovizError(f"{len(terms)} terms but {len(infos)} resolutions and "
                           f"{', '.join(str(len(m.vectors)) for m in models)} vectors")
     suffixes = "ab"[: len(models)]
-    exact = [exact_concepts(info) for info in infos]
-    ranked = [_top_concepts(m.index, m.vectors, k, [tuple(e) for e in exact]) for m in models]
-    concept_rows = [_concept_rows(m.index) for m in models]
+    exact = [list(exact_concepts(info))[:k] for info in infos]
+    names = [_NameConcepts(m.index) for m in models]
+    first_name: dict[str, str] = {}  # a concept's name where the ontology has none
+    for name, concept in zip(models[0].index.space.names, names[0].concept_of):
+        first_name.setdefault(concept, name)
     by_concept: dict[str, int] = {}
     for concept, label in zip(view.name_concepts, view.labels):
         by_concept.setdefault(concept, int(label))
-    class_cache: dict[str, tuple[str | None, str | None]] = {}
-    index_names = models[0].index.space.names
+    described: dict[str, tuple] = {}  # concept -> (name, class id, class label), looked up once
 
-    records = []
-    for t, (term, info) in enumerate(zip(terms, infos)):
-        exact_here = list(exact[t])[:k]
-        tops = [[c for c, _, _ in ranked[m][t]][: k - len(exact_here)] for m in range(len(models))]
-        top_lists = [exact_here + top for top in tops]
-        candidates = list(dict.fromkeys([c for top in top_lists for c in top]))
-        best_row = {c: r for m in range(len(models)) for c, _, r in ranked[m][t]}
-        rows = []
-        for concept in candidates:
-            record = {"term": term, "concept_id": concept}
-            is_exact = concept in exact_here
-            for m, suffix in enumerate(suffixes):
-                rank = top_lists[m].index(concept) + 1 if concept in top_lists[m] else None
-                if is_exact:
-                    score = 1.0
-                else:
-                    # the concept's score under this model even outside its top k: the best of its names
-                    names = concept_rows[m].get(concept)
-                    score = float(np.max(models[m].index.vectors[names] @ models[m].vectors[t])) \
-                        if names is not None else np.nan
-                record[f"rank_{suffix}"] = rank
-                record[f"score_{suffix}"] = round(score, 4)
-            record["match"] = EXACT if is_exact else NEAREST
-            if concept not in class_cache:
-                class_cache[concept] = _class_of(concept, view, ontology, by_concept)
-            record["class_id"], record["class_label"] = class_cache[concept]
+    def describe(concept: str) -> tuple:
+        if concept not in described:
             if ontology is not None and concept in ontology.concepts:
-                record["concept_name"] = ontology.concepts[concept].name
+                name = ontology.concepts[concept].name
             else:
-                record["concept_name"] = index_names[best_row[concept]] if concept in best_row else concept
-            rows.append(record)
-        rows.sort(key=lambda r: (r["match"] != EXACT, -np.nanmean([r[f"score_{s}"] for s in suffixes]),
-                                 r["concept_id"]))
-        if len(models) == 2:
-            same = bool(top_lists[0] and top_lists[1] and top_lists[0][0] == top_lists[1][0])
-            overlap = len(set(top_lists[0]) & set(top_lists[1]))
-        for rank, record in enumerate(rows, start=1):
-            record["rank"] = rank
+                name = first_name.get(concept, concept)
+            described[concept] = (name, *_class_of(concept, view, ontology, by_concept))
+        return described[concept]
+
+    chunk = max(1, _CHUNK_CELLS // max(len(models[0].index), 1))
+    records = []
+    for lo in range(0, len(terms), chunk):
+        hi = min(lo + chunk, len(terms))
+        scores = [m.vectors[lo:hi] @ lookup.vectors.T for m, lookup in zip(models, names)]
+        fetch = k * _NAMES_PER_CONCEPT + max((len(e) for e in exact[lo:hi]), default=0)
+        heads = [_NameConcepts.heads(matrix, fetch) for matrix in scores]
+        for i, t in enumerate(range(lo, hi)):
+            exact_here = exact[t]
+            top_lists = [exact_here + lookup.top(matrix[i], head[i], k - len(exact_here), exact_here)
+                         if k > len(exact_here) else list(exact_here)
+                         for lookup, matrix, head in zip(names, scores, heads)]
+            rows = []
+            for concept in dict.fromkeys(c for top in top_lists for c in top):
+                is_exact = concept in exact_here
+                name, class_id, class_label = describe(concept)
+                record = {"term": terms[t], "concept_id": concept, "concept_name": name, "class_id": class_id,
+                          "class_label": class_label, "match": EXACT if is_exact else NEAREST}
+                finite = []
+                for m, suffix in enumerate(suffixes):
+                    # every listed concept's score under each model, in its top k or not: its best name's cosine
+                    score = 1.0 if is_exact else names[m].score(scores[m][i], concept)
+                    score = round(score, 4) if np.isfinite(score) else np.nan
+                    record[f"rank_{suffix}"] = top_lists[m].index(concept) + 1 if concept in top_lists[m] else None
+                    record[f"score_{suffix}"] = score
+                    if np.isfinite(score):
+                        finite.append(score)
+                record["_mean"] = sum(finite) / len(finite) if finite else -np.inf
+                rows.append(record)
+            rows.sort(key=lambda r: (r["match"] != EXACT, -r["_mean"], r["concept_id"]))
             if len(models) == 2:
-                record["same_top1"], record["overlap"] = same, overlap
-        records.extend(rows)
+                same = bool(top_lists[0] and top_lists[1] and top_lists[0][0] == top_lists[1][0])
+                overlap = len(set(top_lists[0]) & set(top_lists[1]))
+            for rank, record in enumerate(rows, start=1):
+                record["rank"] = rank
+                if len(models) == 2:
+                    record["same_top1"], record["overlap"] = same, overlap
+            records.extend(rows)
+        if progress is not None:
+            progress(hi, len(terms))
 
     columns = ["term", "rank", "concept_id", "concept_name", "class_id", "class_label", "match"]
     for suffix in suffixes:
@@ -388,14 +420,17 @@ def code_term_list(terms: Sequence[str], view, ontology: Ontology | None, models
         The index over the level's names under that model (``candidate_index(..., "names")``).
     k : int
     progress : callable, optional
-        ``progress(done, total)`` counted in terms over all models.
+        ``progress(done, total)`` in steps: each model encodes every term, then every term is coded
+        (``total`` is the number of terms times one more than the models).
     """
     terms = list(terms)
     infos = resolve_terms(terms, view, ontology)
     texts = [info.text for info in infos]
-    coding = []
-    for m, (model, index) in enumerate(models):
-        report = None if progress is None else \
-            (lambda done, _total, m=m: progress(m * len(texts) + done, len(models) * len(texts)))
-        coding.append(CodingModel(index.space.model_id, index, encode_terms(texts, model, report)))
-    return code_terms(terms, infos, coding, view, ontology, k)
+    steps = (len(models) + 1) * len(texts)
+
+    def report_from(offset: int) -> Progress | None:
+        return None if progress is None else (lambda done, _total: progress(offset + done, steps))
+
+    coding = [CodingModel(index.space.model_id, index, encode_terms(texts, model, report_from(m * len(texts))))
+              for m, (model, index) in enumerate(models)]
+    return code_terms(terms, infos, coding, view, ontology, k, progress=report_from(len(models) * len(texts)))
