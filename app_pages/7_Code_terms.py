@@ -61,8 +61,11 @@ st.caption(f"Each term's nearest concepts among the names of **{md(view.title)}*
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def coded(terms: tuple[str, ...], specs: tuple[str, ...], level: LevelSpec, k: int, _indexes) -> pd.DataFrame:
-    """The coding of ``terms`` (kept by the terms, models, level and k; ``_indexes`` are the models' name indexes).
+def coded(terms: tuple[str, ...], specs: tuple[str, ...], fingerprints: tuple[str, ...], level: LevelSpec, k: int,
+          _indexes) -> pd.DataFrame:
+    """The coding of ``terms``, kept by the terms, models, level and k (``_indexes``: the models' name indexes).
+
+    The models' fingerprints are part of the key: a run trained again in the same folder codes afresh.
 
     The bar is created (and removed) in here: Streamlit replays what a cached function drew on a hit.
     """
@@ -74,8 +77,9 @@ def coded(terms: tuple[str, ...], specs: tuple[str, ...], level: LevelSpec, k: i
         rate = done / elapsed if elapsed > 0 and done else 0.0
         eta = f", about {(total - done) / rate:,.0f} s left" if rate and done < total else ""
         step = "Encoding" if done < len(specs) * len(terms) else "Coding"
-        bar.progress(done / max(total, 1), text=f"{step} {len(terms):,} terms ({len(specs)} "
-                                                f"model{'s' if len(specs) > 1 else ''}): {done / max(total, 1):.0%}{eta}")
+        share = done / max(total, 1)
+        bar.progress(share, text=f"{step} {len(terms):,} terms ({len(specs)} "
+                                 f"model{'s' if len(specs) > 1 else ''}): {share:.0%}{eta}")
 
     try:
         return code_term_list(terms, cache.view(level), cache.level_ontology(level), list(zip(specs, _indexes)),
@@ -119,7 +123,8 @@ if run:
             terms_from_column(table, s["ct_column"])
         level = state.selection()
         indexes = [cache.candidate_index(m, level, "names") for m in models]
-        frame = coded(tuple(terms), tuple(models), level, k, indexes)
+        fingerprints = tuple(load_encoder(m).fingerprint for m in models)
+        frame = coded(tuple(terms), tuple(models), fingerprints, level, k, indexes)
     except BiovizError as error:
         st.error(md(error))
         st.stop()

@@ -238,7 +238,8 @@ _NAMES_PER_CONCEPT = 4
 _CHUNK_CELLS = 12_000_000
 
 
-def _class_of(concept: str, view, ontology: Ontology | None, by_concept: dict[str, int]) -> tuple[str | None, str | None]:
+def _class_of(concept: str, view, ontology: Ontology | None,
+              by_concept: dict[str, int]) -> tuple[str | None, str | None]:
     """The level class a concept belongs to: from its names in the level, else its nearest class ancestor."""
     if concept in by_concept:
         label = by_concept[concept]

@@ -127,7 +127,8 @@ def test_terms_are_encoded_in_one_batch_per_model_and_not_cached(mini, monkeypat
     before = sum(r["vectors"] for r in VectorCache().stats())
     seen = []
     frame = code_term_list(["lung infect", "MINI:0000012", "irregular beat"], view, ontology,
-                           [("char-tfidf", index), ("char-tfidf", index)], k=2, progress=lambda d, t: seen.append((d, t)))
+                           [("char-tfidf", index), ("char-tfidf", index)], k=2,
+                           progress=lambda done, total: seen.append((done, total)))
     assert [c[0] for c in calls] == ["char-tfidf", "char-tfidf"]  # one call per model, all terms in it
     assert calls[0][1] == ["lung infect", "arrhythmia", "irregular beat"]  # the code is ranked as its concept's name
     assert calls[0][2] is False and sum(r["vectors"] for r in VectorCache().stats()) == before
