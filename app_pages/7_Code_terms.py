@@ -19,6 +19,7 @@ from ui.markdown import md, md_code
 
 RESULT = "_ct_result"  # the last coding of this session: shown again on every rerun until the next one
 TERM_COLUMN = re.compile(r"term|name|text|label|diagnos|descr|condition|phenotype|problem|symptom", re.I)
+TABLE_KEYS = {False: "ct_table", True: "ct_table_disagree"}  # one selection per row set: rows are positions
 INPUTS = {"paste": "Paste terms (one per line)", "upload": "Upload a CSV/TSV file"}
 state.page_params({"ct_input": "paste", "ct_k": 5}, choices={"ct_input": list(INPUTS)},
                   url_names={"ct_input": "input", "ct_k": "k"}, bounds={"ct_k": (1, MAX_K)})
@@ -130,7 +131,8 @@ if run:
         st.stop()
     s[RESULT] = {"frame": frame, "labels": labels, "title": view.title, "models": tuple(models),
                  "level": state.selection(), "k": k}
-    s.pop("ct_table", None)  # a new table: the old row selection means nothing
+    for key in TABLE_KEYS.values():  # a new table: the old row selection means nothing
+        s.pop(key, None)
 
 result = s.get(RESULT)
 if result is None:
@@ -154,7 +156,8 @@ if two:
                     help="Concepts both models put in their top k, averaged over the terms")
 
 shown = frame
-if two and st.toggle("Only terms where the models' top-1 concepts differ", key="ct_disagree"):
+disagreeing = two and st.toggle("Only terms where the models' top-1 concepts differ", key="ct_disagree")
+if disagreeing:
     shown = frame[~frame["same_top1"].astype(bool)].reset_index(drop=True)
 display = shown.drop(columns=["class_id"]).rename(columns={
     "term": "Term", "rank": "Rank", "concept_id": "Code", "concept_name": "Concept", "class_label": "Class",
@@ -166,10 +169,12 @@ st.caption("One row per term and concept in any model's top k; Rank orders a ter
            "(exact matches first), Rank · model is the concept's rank under that model (empty: outside its top k). "
            "Select a row for the concept's card.")
 event = st.dataframe(display, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
-                     key="ct_table", column_config={"Match": st.column_config.TextColumn(
+                     key=TABLE_KEYS[disagreeing], column_config={"Match": st.column_config.TextColumn(
                          help=f"{EXACT}: the term is this concept's code or name"), **score_format})
-st.download_button("Download the coding (CSV)", export_frame(frame).to_csv(index=False),
-                   f"coded-terms-{re.sub(r'[^A-Za-z0-9]+', '-', result['title']).strip('-')[:60]}.csv", "text/csv")
+# The CSV of thousands of rows is built only when the button is pressed (and that press does not rerun).
+st.download_button("Download the coding (CSV)", lambda: export_frame(frame).to_csv(index=False),
+                   f"coded-terms-{re.sub(r'[^A-Za-z0-9]+', '-', result['title']).strip('-')[:60]}.csv", "text/csv",
+                   on_click="ignore")
 
 selected = list(event.selection.rows) if event is not None else []
 if selected and selected[0] < len(shown):
