@@ -50,6 +50,7 @@ PAGES = (
     AppPage("app_pages/4_Neighbours.py", "Neighbours", "Neighbours", ONE_OR_TWO_MODELS),
     AppPage("app_pages/5_Hierarchy.py", "Hierarchy", "Hierarchy", TWO_MODELS),
     AppPage("app_pages/6_Evaluation.py", "Evaluation", "Evaluation", TWO_MODELS),
+    AppPage("app_pages/7_Code_terms.py", "Code terms", "Code_terms", ONE_OR_TWO_MODELS),
 )
 
 

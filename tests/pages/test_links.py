@@ -54,6 +54,7 @@ PAGE_LINKS = {
     "app_pages/5_Hierarchy.py": {"kind": "icicle", "colour": "none", "levels": "2", "node": "MINI:0000001"},
     "app_pages/6_Evaluation.py": {"eval_models": "minilm", "eval_tasks": "ranking", "eval_shots": "2",
                                   "eval_boot": "50"},
+    "app_pages/7_Code_terms.py": {"k": "3", "input": "upload", "two": "0"},
 }
 
 
@@ -79,7 +80,7 @@ def test_home_is_called_home_in_the_navigation(tmp_home, open_app):
     titles = {info.get("page_name") for info in at._registered_pages.values()}
     assert "Home" in titles and "app" not in titles
     assert [p.url_path for p in PAGES[1:]] == ["Train", "Projection", "Similarity_matrix", "Neighbours", "Hierarchy",
-                                               "Evaluation"]
+                                               "Evaluation", "Code_terms"]
 
 
 def test_the_selection_survives_page_switches(tmp_home, data_dir, open_app):

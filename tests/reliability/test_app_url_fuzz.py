@@ -54,6 +54,7 @@ PAGE_PARAMETERS = {
         "eval_shots": number_values(1, 1000), "eval_seed": number_values(0, 10_000), "eval_tpc": number_values(1, 50),
         "eval_zero": number_values(0.0, 10_000.0), "eval_own": BOOL, "eval_cross": ["1", "", *TEXT],
         "eval_boot": number_values(0, 10_000), "eval_models": TEXT},
+    "app_pages/7_Code_terms.py": {"k": number_values(1, 50), "input": CHOICE, "two": BOOL},
 }
 # The level selection and the models: read by every page.
 SHARED_PARAMETERS = {

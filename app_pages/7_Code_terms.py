@@ -1,0 +1,195 @@
+"""Code a term list: each term's top-k concepts of the chosen level under one or two models, with agreement."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pandas as pd
+import streamlit as st
+
+from bioviz.errors import BiovizError
+from bioviz.models.embeddings import load_encoder
+from bioviz.ontology import LevelSpec
+from bioviz.search.neighbours import concept_card
+from bioviz.search.term_coding import (EXACT, MAX_K, MAX_TABLE_BYTES, MAX_TERMS, agreement, code_term_list,
+                                       export_frame, read_term_table, terms_from_column, terms_from_text)
+from ui import cache, state
+from ui.markdown import md, md_code
+
+RESULT = "_ct_result"  # the last coding of this session: shown again on every rerun until the next one
+TERM_COLUMN = re.compile(r"term|name|text|label|diagnos|descr|condition|phenotype|problem|symptom", re.I)
+TABLE_KEYS = {False: "ct_table", True: "ct_table_disagree"}  # one selection per row set: rows are positions
+INPUTS = {"paste": "Paste terms (one per line)", "upload": "Upload a CSV/TSV file"}
+state.page_params({"ct_input": "paste", "ct_k": 5}, choices={"ct_input": list(INPUTS)},
+                  url_names={"ct_input": "input", "ct_k": "k"}, bounds={"ct_k": (1, MAX_K)})
+
+state.restore_form(state.current_page())  # the pasted terms, after a visit to another page
+view = state.current_view()
+model_a, model_b = state.chosen_models()  # model_b is None when the sidebar's "Compare two models" is off
+models = [m for m in (model_a, model_b) if m]
+s = st.session_state
+
+
+def sync_url() -> None:
+    """Mirror the page's settings in the URL (never the terms: they are the user's data) and keep them."""
+    state.keep(["ct_input", "ct_k", "ct_text"])
+    state.sync_url(k=str(s["ct_k"]), input=s["ct_input"], two="1" if model_b else "0")
+
+
+def model_labels(specs: list[str]) -> list[str]:
+    """Readable labels of the models (a run's name and short id), told apart by (A)/(B) when equal."""
+    labels = [load_encoder(spec).label for spec in specs]  # no weights are loaded for a label
+    if len(labels) == 2 and labels[0] == labels[1]:
+        labels = [f"{labels[0]} (A)", f"{labels[1]} (B)"]
+    return labels
+
+
+st.title("Code a term list")
+if view is None:
+    sync_url()
+    st.stop()
+try:
+    labels = model_labels(models)
+except BiovizError as error:
+    st.error(md(error))
+    st.stop()
+st.caption(f"Each term's nearest concepts among the names of **{md(view.title)}** under "
+           f"**{' and '.join(md(label) for label in labels)}**, with codes, cosine scores"
+           + (" and whether the two models agree" if len(models) == 2 else "")
+           + ". A term that is an exact code or name of the ontology resolves to its concept (score 1.0, "
+             "marked exact). The terms are read in memory only: not stored, not put in the URL.")
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def coded(terms: tuple[str, ...], specs: tuple[str, ...], fingerprints: tuple[str, ...], level: LevelSpec, k: int,
+          _indexes) -> pd.DataFrame:
+    """The coding of ``terms``, kept by the terms, models, level and k (``_indexes``: the models' name indexes).
+
+    The models' fingerprints are part of the key: a run trained again in the same folder codes afresh.
+
+    The bar is created (and removed) in here: Streamlit replays what a cached function drew on a hit.
+    """
+    bar = st.empty()
+    started = time.perf_counter()
+
+    def progress(done: int, total: int) -> None:
+        elapsed = time.perf_counter() - started
+        rate = done / elapsed if elapsed > 0 and done else 0.0
+        eta = f", about {(total - done) / rate:,.0f} s left" if rate and done < total else ""
+        step = "Encoding" if done < len(specs) * len(terms) else "Coding"
+        share = done / max(total, 1)
+        bar.progress(share, text=f"{step} {len(terms):,} terms ({len(specs)} "
+                                 f"model{'s' if len(specs) > 1 else ''}): {share:.0%}{eta}")
+
+    try:
+        return code_term_list(terms, cache.view(level), cache.level_ontology(level), list(zip(specs, _indexes)),
+                              k=k, progress=progress)
+    finally:
+        bar.empty()
+
+
+source = st.radio("Terms", list(INPUTS), format_func=INPUTS.get, key="ct_input", horizontal=True)
+table = None
+if source == "paste":
+    st.text_area("Terms, one per line", key="ct_text", height=180,
+                 placeholder="heart attack\nR39.11\nshortness of breath on exertion",
+                 help=f"At most {MAX_TERMS:,} distinct terms; blank lines and repeats are skipped.")
+else:
+    upload = st.file_uploader("A CSV or TSV file with a header line", type=["csv", "tsv", "txt"], key="ct_file",
+                              max_upload_size=MAX_TABLE_BYTES // 2**20,  # the browser refuses a larger file
+                              help=f"At most {MAX_TABLE_BYTES / 2**20:.0f} MiB and {MAX_TERMS:,} distinct terms. "
+                                   "The file is parsed as a table in memory: never stored or run.")
+    if upload is not None:
+        try:
+            table = read_term_table(upload.getvalue(), upload.name)
+        except BiovizError as error:
+            st.error(md(error))
+        else:
+            columns = list(table.columns)
+            state.forget_stale_choice("ct_column", columns)
+            if "ct_column" not in s:  # a column named like one holding terms, else the first one
+                s["ct_column"] = next((c for c in columns if TERM_COLUMN.search(c)), columns[0])
+            st.selectbox("Column with the terms", columns, key="ct_column")
+            st.caption(f"{len(table):,} rows · {len(columns)} columns · first rows:")
+            st.dataframe(table.head(5), hide_index=True)
+k = int(st.number_input("Concepts per term (k)", min_value=1, max_value=MAX_K, step=1, key="ct_k",
+                        help="The top k concepts of each model; with two models the table lists the union of both"))
+sync_url()
+run = st.button("Code the terms", type="primary", disabled=source == "upload" and table is None)
+
+if run:
+    try:
+        terms = terms_from_text(s.get("ct_text") or "") if source == "paste" else \
+            terms_from_column(table, s["ct_column"])
+        level = state.selection()
+        indexes = [cache.candidate_index(m, level, "names") for m in models]
+        fingerprints = tuple(load_encoder(m).fingerprint for m in models)
+        frame = coded(tuple(terms), tuple(models), fingerprints, level, k, indexes)
+    except BiovizError as error:
+        st.error(md(error))
+        st.stop()
+    s[RESULT] = {"frame": frame, "labels": labels, "title": view.title, "models": tuple(models),
+                 "level": state.selection(), "k": k}
+    for key in TABLE_KEYS.values():  # a new table: the old row selection means nothing
+        s.pop(key, None)
+
+result = s.get(RESULT)
+if result is None:
+    st.info("Paste terms or upload a file, then press **Code the terms**.")
+    st.stop()
+
+frame: pd.DataFrame = result["frame"]
+labels = result["labels"]
+two = len(labels) == 2
+if result["models"] != tuple(models) or result["level"] != state.selection() or result["k"] != k:
+    st.info("The table below was coded for another level, models or k: press **Code the terms** to code "
+            "the list for the current selection.")
+st.subheader(f"{' vs '.join(md(label) for label in labels)} · {md(result['title'])}")
+summary = agreement(frame)
+cells = st.columns(4 if two else 2)
+cells[0].metric("Terms", f"{summary['terms']:,}")
+cells[1].metric("Exact code or name", f"{summary['exact']:,}", help="Terms that are an ontology code or name")
+if two:
+    cells[2].metric("Same top-1 concept", f"{summary['same_top1']:,} of {summary['terms']:,}")
+    cells[3].metric(f"Mean overlap of the top {result['k']}", f"{summary['mean_overlap']:.2f}",
+                    help="Concepts both models put in their top k, averaged over the terms")
+
+shown = frame
+disagreeing = two and st.toggle("Only terms where the models' top-1 concepts differ", key="ct_disagree")
+if disagreeing:
+    shown = frame[~frame["same_top1"].astype(bool)].reset_index(drop=True)
+display = shown.drop(columns=["class_id"]).rename(columns={
+    "term": "Term", "rank": "Rank", "concept_id": "Code", "concept_name": "Concept", "class_label": "Class",
+    "match": "Match", "same_top1": "Same top-1", "overlap": f"Overlap (of {result['k']})",
+    **{f"rank_{x}": f"Rank · {label}" for x, label in zip("ab", labels)},
+    **{f"score_{x}": f"Cosine · {label}" for x, label in zip("ab", labels)}})
+score_format = {f"Cosine · {label}": st.column_config.NumberColumn(format="%.3f") for label in labels}
+st.caption("One row per term and concept in any model's top k; Rank orders a term's concepts by mean cosine "
+           "(exact matches first), Rank · model is the concept's rank under that model (empty: outside its top k). "
+           "Select a row for the concept's card.")
+event = st.dataframe(display, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
+                     key=TABLE_KEYS[disagreeing], column_config={"Match": st.column_config.TextColumn(
+                         help=f"{EXACT}: the term is this concept's code or name"), **score_format})
+# The CSV of thousands of rows is built only when the button is pressed (and that press does not rerun).
+st.download_button("Download the coding (CSV)", lambda: export_frame(frame).to_csv(index=False),
+                   f"coded-terms-{re.sub(r'[^A-Za-z0-9]+', '-', result['title']).strip('-')[:60]}.csv", "text/csv",
+                   on_click="ignore")
+
+selected = list(event.selection.rows) if event is not None else []
+if selected and selected[0] < len(shown):
+    row = shown.iloc[selected[0]]
+    ontology = cache.level_ontology(result["level"])
+    with st.container(border=True):
+        try:
+            card = concept_card(ontology, row["concept_id"])
+        except BiovizError as error:
+            st.info(md(error))
+        else:
+            st.markdown(f"#### {md(card['name'])}  \n{md_code(card['id'])} · for the term **{md(row['term'])}**")
+            if card["synonyms"]:
+                st.markdown("**Synonyms:** " + "; ".join(md(name) for name in card["synonyms"]))
+            if card["definition"]:
+                st.markdown(f"**Definition:** {md(card['definition'])}")
+            st.markdown("**Path to root:** " + " › ".join(f"{md(p['name'])} {md_code(p['id'])}"
+                                                           for p in card["path"]))

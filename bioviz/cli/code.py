@@ -1,0 +1,85 @@
+"""``python -m bioviz code TERMS_FILE --source SOURCE --depth 1 --model MODEL [--model-b MODEL] -k 5 --out coded.csv``.
+
+Codes a list of free-text terms: each term's top-k concepts of a level under one or two
+models, with codes, names, classes, cosine scores and the models' agreement
+(:mod:`bioviz.search.term_coding`). TERMS_FILE is one term per line, or a CSV/TSV file
+whose ``--column`` holds the terms.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from bioviz.cli.common import add_json, add_level_options, level_spec_from_args
+from bioviz.cli.progress import progress_bar
+from bioviz.errors import BiovizError
+from bioviz.paths import write_text_atomic
+from bioviz.search.neighbours import candidate_index
+from bioviz.search.term_coding import (MAX_K, MAX_TABLE_BYTES, agreement, code_term_list, export_frame,
+                                       read_term_table, terms_from_column, terms_from_text)
+
+
+def register(subparsers) -> None:
+    """Add the ``code`` sub-command."""
+    parser = subparsers.add_parser("code", help="top-k concepts of a level for each term of a list")
+    parser.add_argument("terms_file", metavar="TERMS_FILE",
+                        help="one term per line, or a CSV/TSV file (give the terms' --column)")
+    parser.add_argument("--column", default=None, help="the column of a CSV/TSV TERMS_FILE that holds the terms")
+    parser.add_argument("--source", default="icd10", help="icd10, icd10cm, hpo, or a path")
+    parser.add_argument("--model", default="minilm",
+                        help="minilm, char-tfidf, a sentence-transformers directory or hub id, or a run directory")
+    parser.add_argument("--model-b", default=None, metavar="MODEL",
+                        help="a second model: both models' concepts, and whether they agree")
+    parser.add_argument("-k", type=int, default=5, help=f"concepts per term and model (1 to {MAX_K})")
+    parser.add_argument("--out", default=None, help="write the coding as CSV here (else the rows are printed)")
+    add_level_options(parser)
+    parser.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    add_json(parser)
+    parser.set_defaults(handler=run)
+
+
+def read_terms(path: str, column: str | None) -> list[str]:
+    """The terms of TERMS_FILE: a column of a table, or one per line (bounded like the app's uploads)."""
+    file = Path(path)
+    if not file.is_file():
+        raise BiovizError(f"no terms file {path!r}")
+    if file.stat().st_size > MAX_TABLE_BYTES:
+        raise BiovizError(f"{file.name} has {file.stat().st_size / 2**20:.1f} MiB: "
+                          f"at most {MAX_TABLE_BYTES / 2**20:.0f} MiB of terms")
+    data = file.read_bytes()
+    if column is not None:
+        return terms_from_column(read_term_table(data, file.name), column)
+    try:
+        return terms_from_text(data.decode("utf-8-sig"))
+    except UnicodeDecodeError as error:
+        raise BiovizError(f"{file.name} is not UTF-8 text (byte {error.start:,})") from None
+
+
+def run(args) -> dict:
+    """Code the terms; write the CSV or return its rows."""
+    if not 1 <= args.k <= MAX_K:
+        raise BiovizError(f"-k must be between 1 and {MAX_K} (got {args.k})")
+    started = time.perf_counter()
+    terms = read_terms(args.terms_file, args.column)
+    level = level_spec_from_args(args)
+    ontology = level.ontology()
+    view = level.load(ontology)
+    models = [args.model] + ([args.model_b] if args.model_b else [])
+    indexes = []
+    for model in models:
+        with progress_bar(f"encoding {len(view.names)} names ({model})", disable=args.quiet) as progress:
+            indexes.append(candidate_index(view, model, progress=progress))
+    with progress_bar(f"coding {len(terms)} terms", unit="term", disable=args.quiet) as progress:
+        frame = code_term_list(terms, view, ontology, list(zip(models, indexes)), k=args.k, progress=progress)
+    export = export_frame(frame)
+    result = {"terms": len(terms), "rows": len(frame), "models": frame.attrs["models"], "source": view.source,
+              "level": view.title, "k": args.k, **{key: value for key, value in agreement(frame).items()
+                                                  if key != "terms"}}
+    if args.out:
+        write_text_atomic(args.out, export.to_csv(index=False))
+        result["out"] = args.out
+    else:
+        result["codes"] = export.astype(object).where(export.notna(), None).to_dict("records")
+    result["seconds"] = round(time.perf_counter() - started, 3)
+    return result

@@ -1,0 +1,437 @@
+"""Code a list of free-text terms: each term's top-k concepts of a level under one or two models.
+
+What a clinical coder mapping a dataset to ICD-10-CM or HPO does by hand: for every term of a
+list (a column of a CSV/TSV file, or pasted lines), the concepts whose names are nearest, with
+their codes, names, classes and cosine scores, and, with two models, whether the models agree.
+
+- A term that is an exact concept id (``R39.11``, ``r3911``) or an exact name of the ontology
+  resolves to its concept (:func:`~bioviz.search.neighbours.resolve_query`): that concept comes
+  first with score 1.0, marked ``exact``; the rest of its top k are the nearest concepts of the
+  resolved name.
+- Terms are scored against the names of the level's :class:`~bioviz.search.index.NeighbourIndex`
+  (its float32 vectors and concepts), a batch of terms per matrix product: for thousands of
+  terms BLAS is much faster than one index search per term (the index's float16 scan is made
+  for one query at a time). Several names belong to one concept, so name scores are
+  aggregated to concepts (best score per concept). The top k concepts are exact: names are
+  read best first until k distinct concepts are found, and a concept whose names all come
+  later cannot score above the last one read.
+- Terms are encoded in one batch per model (:func:`encode_terms`), without the disk vector
+  cache: a dataset's terms are the user's data, not the ontology's.
+- Input is bounded (:data:`MAX_TERMS`, :data:`MAX_TERM_CHARS`, :data:`MAX_TABLE_BYTES`); an
+  uploaded table is only parsed (``pandas.read_csv``), never executed.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from bioviz.errors import BiovizError
+from bioviz.models.embeddings import Progress, embed
+from bioviz.ontology.model import Ontology
+from bioviz.search.index import NeighbourIndex
+from bioviz.search.neighbours import QueryInfo, resolve_query
+
+MAX_TERMS = 5_000
+MAX_TERM_CHARS = 500
+MAX_TABLE_BYTES = 20 * 2**20
+MAX_K = 50
+EXACT, NEAREST = "exact", "nearest"
+
+
+def check_terms(terms: Sequence[str], max_terms: int = MAX_TERMS) -> list[str]:
+    """The terms stripped, blank ones dropped, each kept once (first occurrence order).
+
+    Raises
+    ------
+    BiovizError
+        No terms, more than ``max_terms`` distinct terms, or a term over :data:`MAX_TERM_CHARS`.
+    """
+    kept = list(dict.fromkeys(t.strip() for t in terms if isinstance(t, str) and t.strip()))
+    if not kept:
+        raise BiovizError("no terms to code: give one term per line, or a column with terms")
+    if len(kept) > max_terms:
+        raise BiovizError(f"{len(kept):,} distinct terms: at most {max_terms:,} are coded at once (split the list)")
+    long = next((t for t in kept if len(t) > MAX_TERM_CHARS), None)
+    if long is not None:
+        raise BiovizError(f"a term has {len(long):,} characters (at most {MAX_TERM_CHARS}): "
+                          f"{long[:40]!r}... is not a term")
+    return kept
+
+
+def terms_from_text(text: str, max_terms: int = MAX_TERMS) -> list[str]:
+    """Pasted terms, one per line (see :func:`check_terms`)."""
+    return check_terms(text.splitlines(), max_terms)
+
+
+def read_term_table(data: bytes, filename: str = "", max_bytes: int = MAX_TABLE_BYTES) -> pd.DataFrame:
+    """An uploaded CSV/TSV file as a table of strings (parsed, never executed).
+
+    The delimiter is a tab for ``.tsv``, a comma for ``.csv``, otherwise sniffed from the
+    first lines. Every cell is text; empty cells are empty strings.
+
+    Parameters
+    ----------
+    data : bytes
+        The file's content (UTF-8, with or without a byte-order mark).
+    filename : str
+        The file's own name (only its suffix is used).
+    max_bytes : int
+
+    Raises
+    ------
+    BiovizError
+        Too large, not UTF-8, not a table, or without columns.
+    """
+    if len(data) > max_bytes:
+        raise BiovizError(f"the file has {len(data) / 2**20:.1f} MiB: at most {max_bytes / 2**20:.0f} MiB of terms")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise BiovizError(f"the file is not UTF-8 text (byte {error.start:,}): save it as UTF-8 CSV") from None
+    if not text.strip():
+        raise BiovizError("the file is empty: it needs a header line and one term per line")
+    suffix = filename.lower().rsplit(".", 1)[-1] if "." in filename else ""
+    if suffix in ("tsv", "tab"):
+        sep = "\t"
+    elif suffix == "csv":
+        sep = ","
+    else:
+        try:
+            sep = csv.Sniffer().sniff(text[:8192], delimiters=",\t;|").delimiter
+        except csv.Error:  # one column: no delimiter to find
+            sep = ","
+    try:
+        frame = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False, on_bad_lines="error",
+                            engine="python" if sep not in (",", "\t") else "c")
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, csv.Error) as error:
+        reason = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
+        raise BiovizError(f"the file is not a {'TSV' if sep == chr(9) else 'CSV'} table: {reason}") from None
+    if not isinstance(frame.index, pd.RangeIndex):  # pandas makes the surplus leading fields an index
+        raise BiovizError("rows have more fields than the header line: quote terms that contain the delimiter")
+    if not len(frame.columns):
+        raise BiovizError("the file has no columns: it needs a header line")
+    frame.columns = [str(c) for c in frame.columns]
+    return frame
+
+
+def terms_from_column(frame: pd.DataFrame, column: str, max_terms: int = MAX_TERMS) -> list[str]:
+    """The terms of one column of an uploaded table (see :func:`check_terms`).
+
+    Raises
+    ------
+    BiovizError
+        The column is missing, or its terms fail :func:`check_terms`.
+    """
+    if column not in frame.columns:
+        shown = ", ".join(repr(c) for c in list(frame.columns)[:8])
+        raise BiovizError(f"no column {column!r} in the file (its columns: {shown})")
+    try:
+        return check_terms(frame[column].astype(str).tolist(), max_terms)
+    except BiovizError as error:
+        raise BiovizError(f"column {column!r}: {error}") from None
+
+
+def resolve_terms(terms: Sequence[str], view, ontology: Ontology | None = None) -> list[QueryInfo]:
+    """Each term located in the level, an exact concept id or name resolved to its concept."""
+    return [resolve_query(term, view, ontology) for term in terms]
+
+
+def encode_terms(texts: Sequence[str], model: str, progress: Progress | None = None) -> np.ndarray:
+    """Unit vectors of ``texts`` under ``model``, in one batch (not one call per term).
+
+    Not stored in the disk vector cache: a dataset's terms are the user's, and would only
+    fill the cache with vectors no other view asks for.
+    """
+    return embed(list(texts), model, progress=progress, use_cache=False).vectors
+
+
+def exact_concepts(info: QueryInfo) -> tuple[str, ...]:
+    """The concepts a resolved term stands for: the typed id's concept, or every concept carrying the typed name."""
+    if info.resolved_by == "id":
+        return info.concept_ids[:1]
+    if info.resolved_by == "name":
+        return info.concept_ids
+    return ()
+
+
+@dataclass(frozen=True)
+class CodingModel:
+    """One model's side of a coding: its readable label, its index over the level, the terms' vectors.
+
+    Attributes
+    ----------
+    label : str
+        For column names in exports (``score (label)``) and titles.
+    index : NeighbourIndex
+        Over the level's names, with their concepts (:meth:`NeighbourIndex.from_view`).
+    vectors : numpy.ndarray
+        ``(n_terms, dim)`` unit vectors of the resolved terms (:func:`encode_terms`).
+    """
+
+    label: str
+    index: NeighbourIndex
+    vectors: np.ndarray
+
+
+class _NameConcepts:
+    """The concept of each name of an index, and the names of each concept.
+
+    Coding scores a batch of terms against every name with one matrix product (BLAS over
+    all names is much faster for a batch than an index search per term); a term's top
+    concepts are then read from its best names, and any concept's score is its best name's.
+    """
+
+    def __init__(self, index: NeighbourIndex) -> None:
+        if index.concept_ids is None:
+            raise BiovizError("the index has no concepts: build it over a level view")
+        self.vectors = index.vectors
+        self.concept_of = list(index.concept_ids)
+        rows: dict[str, list[int]] = {}
+        for row, concept in enumerate(self.concept_of):
+            rows.setdefault(concept, []).append(row)
+        self.rows = {concept: np.asarray(found, dtype=np.int64) for concept, found in rows.items()}
+
+    @staticmethod
+    def heads(scores: np.ndarray, fetch: int) -> np.ndarray:
+        """Per row of name ``scores``, its ``fetch`` best names (unordered): one partition for a whole chunk."""
+        fetch = min(fetch, scores.shape[1])
+        if fetch >= scores.shape[1]:
+            return np.broadcast_to(np.arange(scores.shape[1]), scores.shape)
+        return np.argpartition(-scores, fetch - 1, axis=1)[:, :fetch]
+
+    def top(self, scores: np.ndarray, head: np.ndarray, k: int, skip: list[str]) -> list[str]:
+        """The ``k`` concepts whose best names score highest in one row of name ``scores``, skipping ``skip``.
+
+        Names are read best first, from ``head`` (that row's best names, :meth:`heads`), until ``k``
+        distinct concepts are found: a concept whose names all come later cannot score above the
+        last one read, so the result is exact. When ``head`` holds fewer concepts, the whole row
+        is read.
+        """
+        for candidates in (head, None):
+            rows = candidates if candidates is not None else np.arange(len(scores))
+            found: list[str] = []
+            for row in rows[np.argsort(-scores[rows], kind="stable")]:
+                concept = self.concept_of[row]
+                if concept not in found and concept not in skip:
+                    found.append(concept)
+                    if len(found) == k:
+                        return found
+            if len(head) >= len(scores):
+                break
+        return found
+
+    def score(self, scores: np.ndarray, concept: str) -> float:
+        """A concept's score in one row of name ``scores``: its best name's (NaN without names here)."""
+        rows = self.rows.get(concept)
+        return float(scores[rows].max()) if rows is not None else np.nan
+
+
+# Names fetched per wanted concept on the first look (most concepts have one to a few names).
+_NAMES_PER_CONCEPT = 4
+# Terms per matrix product: (chunk x names) float32 scores stay near 50 MB on a 100k-name level.
+_CHUNK_CELLS = 12_000_000
+
+
+def _class_of(concept: str, view, ontology: Ontology | None,
+              by_concept: dict[str, int]) -> tuple[str | None, str | None]:
+    """The level class a concept belongs to: from its names in the level, else its nearest class ancestor."""
+    if concept in by_concept:
+        label = by_concept[concept]
+        return view.classes[label], view.class_labels[label]
+    classes = {c: i for i, c in enumerate(view.classes)}
+    if ontology is not None and concept in ontology.concepts:
+        for ancestor in ontology.path_to_root(concept):
+            if ancestor in classes:
+                return ancestor, view.class_labels[classes[ancestor]]
+    return None, None
+
+
+def code_terms(terms: Sequence[str], infos: Sequence[QueryInfo], models: Sequence[CodingModel], view,
+               ontology: Ontology | None = None, k: int = 5, progress: Progress | None = None) -> pd.DataFrame:
+    """Each term's top-``k`` concepts of the level under one or two models, with their agreement.
+
+    Parameters
+    ----------
+    terms : sequence of str
+        The terms as given (the ``term`` column).
+    infos : sequence of QueryInfo
+        :func:`resolve_terms` of ``terms``; ``models[i].vectors`` encode their ``text``.
+    models : sequence of CodingModel
+        One or two; the columns of the first end in ``_a``, of the second in ``_b``.
+    view : LevelView
+    ontology : Ontology, optional
+        Concept names and, for exact ids outside the level's names, their class.
+    k : int
+        Concepts per term and model (1 to :data:`MAX_K`).
+    progress : callable, optional
+        ``progress(done, total)`` in terms, after each batch of terms.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per term and concept in any model's top k, terms in the given order, and
+        within a term by mean score over the models (``exact`` concepts first). Columns:
+        ``term, rank, concept_id, concept_name, class_id, class_label, match`` (``exact`` or
+        ``nearest``), per model ``rank_a`` (its rank in that model's top k, else missing) and
+        ``score_a`` (cosine of the concept's best name, whether or not in the top k; 1.0 for
+        an exact concept), and with two models ``same_top1`` (both models' first concept is
+        the same) and ``overlap`` (concepts in both top k lists).
+
+    Raises
+    ------
+    BiovizError
+        Bad ``k``, no or more than two models, or vectors not aligned with the terms.
+    """
+    if not 1 <= k <= MAX_K:
+        raise BiovizError(f"k must be between 1 and {MAX_K} (got {k})")
+    if not 1 <= len(models) <= 2:
+        raise BiovizError(f"code with one or two models (got {len(models)})")
+    if len(infos) != len(terms) or any(len(m.vectors) != len(terms) for m in models):
+        raise BiovizError(f"{len(terms)} terms but {len(infos)} resolutions and "
+                          f"{', '.join(str(len(m.vectors)) for m in models)} vectors")
+    suffixes = "ab"[: len(models)]
+    exact = [list(exact_concepts(info))[:k] for info in infos]
+    names = [_NameConcepts(m.index) for m in models]
+    first_name: dict[str, str] = {}  # a concept's name where the ontology has none
+    for name, concept in zip(models[0].index.space.names, names[0].concept_of):
+        first_name.setdefault(concept, name)
+    by_concept: dict[str, int] = {}
+    for concept, label in zip(view.name_concepts, view.labels):
+        by_concept.setdefault(concept, int(label))
+    described: dict[str, tuple] = {}  # concept -> (name, class id, class label), looked up once
+
+    def describe(concept: str) -> tuple:
+        if concept not in described:
+            if ontology is not None and concept in ontology.concepts:
+                name = ontology.concepts[concept].name
+            else:
+                name = first_name.get(concept, concept)
+            described[concept] = (name, *_class_of(concept, view, ontology, by_concept))
+        return described[concept]
+
+    chunk = max(1, _CHUNK_CELLS // max(len(models[0].index), 1))
+    records = []
+    for lo in range(0, len(terms), chunk):
+        hi = min(lo + chunk, len(terms))
+        scores = [m.vectors[lo:hi] @ lookup.vectors.T for m, lookup in zip(models, names)]
+        fetch = k * _NAMES_PER_CONCEPT + max((len(e) for e in exact[lo:hi]), default=0)
+        heads = [_NameConcepts.heads(matrix, fetch) for matrix in scores]
+        for i, t in enumerate(range(lo, hi)):
+            exact_here = exact[t]
+            top_lists = [exact_here + lookup.top(matrix[i], head[i], k - len(exact_here), exact_here)
+                         if k > len(exact_here) else list(exact_here)
+                         for lookup, matrix, head in zip(names, scores, heads)]
+            rows = []
+            for concept in dict.fromkeys(c for top in top_lists for c in top):
+                is_exact = concept in exact_here
+                name, class_id, class_label = describe(concept)
+                record = {"term": terms[t], "concept_id": concept, "concept_name": name, "class_id": class_id,
+                          "class_label": class_label, "match": EXACT if is_exact else NEAREST}
+                finite = []
+                for m, suffix in enumerate(suffixes):
+                    # every listed concept's score under each model, in its top k or not: its best name's cosine
+                    score = 1.0 if is_exact else names[m].score(scores[m][i], concept)
+                    score = round(score, 4) if np.isfinite(score) else np.nan
+                    record[f"rank_{suffix}"] = top_lists[m].index(concept) + 1 if concept in top_lists[m] else None
+                    record[f"score_{suffix}"] = score
+                    if np.isfinite(score):
+                        finite.append(score)
+                record["_mean"] = sum(finite) / len(finite) if finite else -np.inf
+                rows.append(record)
+            rows.sort(key=lambda r: (r["match"] != EXACT, -r["_mean"], r["concept_id"]))
+            if len(models) == 2:
+                same = bool(top_lists[0] and top_lists[1] and top_lists[0][0] == top_lists[1][0])
+                overlap = len(set(top_lists[0]) & set(top_lists[1]))
+            for rank, record in enumerate(rows, start=1):
+                record["rank"] = rank
+                if len(models) == 2:
+                    record["same_top1"], record["overlap"] = same, overlap
+            records.extend(rows)
+        if progress is not None:
+            progress(hi, len(terms))
+
+    columns = ["term", "rank", "concept_id", "concept_name", "class_id", "class_label", "match"]
+    for suffix in suffixes:
+        columns += [f"rank_{suffix}", f"score_{suffix}"]
+    if len(models) == 2:
+        columns += ["same_top1", "overlap"]
+    frame = pd.DataFrame.from_records(records, columns=columns)
+    for suffix in suffixes:
+        frame[f"rank_{suffix}"] = frame[f"rank_{suffix}"].astype("Int64")
+    if len(models) == 2:
+        frame["overlap"] = frame["overlap"].astype("Int64")
+        frame["same_top1"] = frame["same_top1"].astype("boolean")
+    frame.attrs["models"] = [m.label for m in models]
+    frame.attrs["k"] = k
+    return frame
+
+
+def agreement(frame: pd.DataFrame) -> dict:
+    """Per-list agreement of a two-model :func:`code_terms` frame.
+
+    Returns
+    -------
+    dict
+        ``terms``, ``same_top1`` (terms whose first concept is the same under both models),
+        ``mean_overlap`` (mean number of shared concepts in the top k), ``exact`` (terms
+        resolved to a concept by code or name). Only ``terms`` and ``exact`` for one model.
+    """
+    per_term = frame.groupby("term", sort=False)
+    out = {"terms": int(per_term.ngroups), "exact": int(per_term["match"].apply(lambda m: (m == EXACT).any()).sum())}
+    if "same_top1" in frame.columns:
+        firsts = per_term.first()
+        out["same_top1"] = int(firsts["same_top1"].sum())
+        out["mean_overlap"] = round(float(firsts["overlap"].mean()), 3) if len(firsts) else 0.0
+    return out
+
+
+def export_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """The :func:`code_terms` frame for a CSV, its per-model columns named by the models' labels.
+
+    ``rank_a``/``score_a`` become ``rank (minilm)``/``score (minilm)``; two equal labels are
+    told apart with ``(A)`` and ``(B)``.
+    """
+    labels = list(frame.attrs.get("models") or [])
+    if len(labels) == 2 and labels[0] == labels[1]:
+        labels = [f"{labels[0]} (A)", f"{labels[1]} (B)"]
+    renames = {}
+    for suffix, label in zip("ab", labels):
+        renames[f"rank_{suffix}"] = f"rank ({label})"
+        renames[f"score_{suffix}"] = f"score ({label})"
+    return frame.rename(columns=renames)
+
+
+def code_term_list(terms: Sequence[str], view, ontology: Ontology | None, models: Sequence[tuple[str, NeighbourIndex]],
+                   k: int = 5, progress: Progress | None = None) -> pd.DataFrame:
+    """Resolve, encode (one batch per model) and code ``terms``: :func:`code_terms` from plain inputs.
+
+    Parameters
+    ----------
+    terms : sequence of str
+        Checked terms (:func:`check_terms`).
+    view : LevelView
+    ontology : Ontology, optional
+    models : sequence of (MODEL string, NeighbourIndex)
+        The index over the level's names under that model (``candidate_index(..., "names")``).
+    k : int
+    progress : callable, optional
+        ``progress(done, total)`` in steps: each model encodes every term, then every term is coded
+        (``total`` is the number of terms times one more than the models).
+    """
+    terms = list(terms)
+    infos = resolve_terms(terms, view, ontology)
+    texts = [info.text for info in infos]
+    steps = (len(models) + 1) * len(texts)
+
+    def report_from(offset: int) -> Progress | None:
+        return None if progress is None else (lambda done, _total: progress(offset + done, steps))
+
+    coding = [CodingModel(index.space.model_id, index, encode_terms(texts, model, report_from(m * len(texts))))
+              for m, (model, index) in enumerate(models)]
+    return code_terms(terms, infos, coding, view, ontology, k, progress=report_from(len(models) * len(texts)))

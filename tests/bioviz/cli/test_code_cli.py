@@ -1,0 +1,51 @@
+"""``python -m bioviz code``: a term file coded to a CSV, one-line errors with exit code 2."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from bioviz.cli import main
+
+
+@pytest.fixture
+def home(shared_home, monkeypatch):
+    # the session's home: char-tfidf is fitted once there, not once per test
+    monkeypatch.setenv("BIOVIZ_HOME", str(shared_home))
+    return shared_home
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_csv_column_is_coded_under_two_models_into_a_csv(capsys, data_dir, home, tmp_path):
+    terms = tmp_path / "visits.csv"
+    terms.write_text("id,diagnosis\n1,heart attack\n2,MINI:0000022\n3,lung infect\n", encoding="utf-8")
+    out = tmp_path / "coded.csv"
+    code, stdout, _ = run_cli(capsys, "code", str(terms), "--column", "diagnosis", "--source",
+                              str(data_dir / "mini.obo"), "--depth", "1", "--model", "char-tfidf", "--model-b",
+                              "char-tfidf", "-k", "2", "--out", str(out), "--quiet", "--json")
+    result = json.loads(stdout)
+    assert code == 0 and result["terms"] == 3 and result["exact"] == 2 and result["same_top1"] == 3
+    coded = pd.read_csv(out)
+    assert list(dict.fromkeys(coded["term"])) == ["heart attack", "MINI:0000022", "lung infect"]
+    assert {"concept_id", "concept_name", "class_label", "match", "score (char-tfidf (A))",
+            "rank (char-tfidf (B))", "same_top1", "overlap"} <= set(coded.columns)
+    first = coded[coded["rank"] == 1].set_index("term")
+    assert first.loc["MINI:0000022", "concept_name"] == "asthma" and first.loc["MINI:0000022", "match"] == "exact"
+
+
+@pytest.mark.parametrize("content, extra, message", [
+    ("id,diagnosis\n1,asthma\n", ["--column", "Diagnosis"], "no column 'Diagnosis'"),
+    ("\n  \n", [], "no terms to code"),
+    ("asthma\n", ["-k", "0"], "-k must be between 1 and"),
+])
+def test_bad_input_exits_2_with_one_line(capsys, data_dir, home, tmp_path, content, extra, message):
+    terms = tmp_path / "terms.csv"
+    terms.write_text(content, encoding="utf-8")
+    code, _, err = run_cli(capsys, "code", str(terms), "--source", str(data_dir / "mini.obo"), "--model",
+                           "char-tfidf", "--quiet", *extra)
+    assert code == 2 and err.startswith("error: ") and message in err and err.count("\n") == 1

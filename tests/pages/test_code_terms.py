@@ -1,0 +1,118 @@
+"""AppTest of app_pages/7_Code_terms.py: pasted and uploaded term lists coded under one or two models."""
+
+import pytest
+
+PAGE = "app_pages/7_Code_terms.py"
+
+
+@pytest.fixture
+def app(app_home, data_dir, open_app):
+    # char-tfidf twice: two models without loading a transformer (the page tells them apart by A/B)
+    return open_app(PAGE, {"source": str(data_dir / "mini.obo"), "depth": "1", "model_a": "char-tfidf",
+                           "model_b": "char-tfidf"}, timeout=240)
+
+
+def _code(at):
+    next(b for b in at.button if b.label == "Code the terms").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_pasted_terms_give_a_table_with_codes_scores_and_agreement(app):
+    at = app.run()
+    assert not at.exception and not at.error
+    assert any("Paste terms or upload" in info.value for info in at.info)
+    at.text_area(key="ct_text").set_value("heart attack\nMINI:0000022\n\nlung infect\nheart attack\n")
+    at.number_input(key="ct_k").set_value(2)
+    _code(at)
+    assert not at.error, [e.value for e in at.error]
+    table = at.dataframe[0].value
+    assert list(dict.fromkeys(table["Term"])) == ["heart attack", "MINI:0000022", "lung infect"]  # repeats once
+    assert {"Code", "Concept", "Class", "Match", "Cosine · char-tfidf (A)", "Cosine · char-tfidf (B)",
+            "Same top-1", "Overlap (of 2)"} <= set(table.columns)
+    first = table[table["Rank"] == 1].set_index("Term")
+    assert first.loc["MINI:0000022", "Concept"] == "asthma" and first.loc["MINI:0000022", "Match"] == "exact"
+    assert first.loc["heart attack", "Code"] == "MINI:0000011"
+    assert first["Same top-1"].all()  # one model twice agrees with itself
+    assert "char-tfidf (A) vs char-tfidf (B)" in at.subheader[0].value and "depth 1" in at.subheader[0].value
+    assert "char-tfidf" in at.caption[0].value and "MINI:0000001 depth 1" in at.caption[0].value
+    assert [m.value for m in at.metric][:3] == ["3", "2", "3 of 3"]
+    assert any(b.label == "Download the coding (CSV)" for b in at.get("download_button"))
+    assert at.query_params["k"] in ("2", ["2"]) and "ct_text" not in at.query_params  # terms stay out of the URL
+    # the result survives a rerun that does not press the button (a row click, another widget)
+    at.run()
+    assert len(at.dataframe) == 1 and len(at.dataframe[0].value) == len(table)
+
+
+def test_one_model_has_no_agreement_columns(app):
+    app.query_params["two"] = "0"
+    at = app.run()
+    at.text_area(key="ct_text").set_value("asthma\nwheezing")
+    _code(at)
+    table = at.dataframe[0].value
+    assert "Cosine · char-tfidf" in table.columns and "Same top-1" not in table.columns
+    assert len(at.metric) == 2
+
+
+def test_empty_input_gives_one_line_error(app):
+    at = app.run()
+    at.text_area(key="ct_text").set_value(" \n \n")
+    _code(at)
+    assert len(at.error) == 1 and "no terms to code" in at.error[0].value
+    assert not at.dataframe
+
+
+def test_an_uploaded_csv_is_coded_from_the_chosen_column(app):
+    at = app.run()
+    at.radio(key="ct_input").set_value("upload").run()
+    assert next(b for b in at.button if b.label == "Code the terms").disabled  # nothing uploaded yet
+    data = b"id,diagnosis,note\n1,heart attack,x\n2,pneumonia,y\n"
+    at.file_uploader(key="ct_file").set_value(("visits.csv", data, "text/csv")).run()
+    assert not at.exception and not at.error
+    assert at.selectbox(key="ct_column").value == "diagnosis"  # the column named like one holding terms
+    _code(at)
+    table = at.dataframe[-1].value
+    assert list(dict.fromkeys(table["Term"])) == ["heart attack", "pneumonia"]
+    first = table[table["Rank"] == 1].set_index("Term")
+    assert first.loc["pneumonia", "Code"] == "MINI:0000021"
+    at.selectbox(key="ct_column").set_value("note")
+    _code(at)
+    assert list(dict.fromkeys(at.dataframe[-1].value["Term"])) == ["x", "y"]  # the chosen column's terms
+
+
+def test_a_file_that_is_not_utf8_gives_one_line_error(app):
+    at = app.run()
+    at.radio(key="ct_input").set_value("upload").run()
+    at.file_uploader(key="ct_file").set_value(("terms.csv", "term\nSjögren\n".encode("latin-1"), "text/csv")).run()
+    assert not at.exception
+    assert len(at.error) == 1 and "not UTF-8" in at.error[0].value
+
+
+def test_a_selected_row_shows_the_concept_card(app):
+    at = app.run()
+    at.text_area(key="ct_text").set_value("heart attack")
+    _code(at)
+    table = at.dataframe[0].value
+    row = int(table.index[table["Code"] == "MINI:0000011"][0])
+    at.session_state["ct_table"] = {"selection": {"rows": [row], "columns": [], "cells": []}}
+    at.run()
+    assert not at.exception
+    markdown = " ".join(m.value for m in at.markdown)
+    assert "myocardial infarction" in markdown and "MINI:0000011" in markdown
+    assert "Path to root" in markdown and "heart disease" in markdown and "Death of heart muscle" in markdown
+
+
+def test_only_disagreeing_terms_can_be_shown(app):
+    at = app.run()
+    at.text_area(key="ct_text").set_value("asthma\nlung infect")
+    _code(at)
+    assert len(at.dataframe[0].value) > 0
+    at.toggle(key="ct_disagree").set_value(True).run()
+    assert not at.exception and len(at.dataframe[0].value) == 0  # one model twice never disagrees
+
+
+def test_an_unknown_model_gives_one_line_error(app):
+    app.query_params["model_b"] = "nobody/no-such-model"
+    at = app.run()
+    assert not at.exception
+    assert len(at.error) == 1 and "nobody/no-such-model" in at.error[0].value and "\n" not in at.error[0].value
