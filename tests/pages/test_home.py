@@ -108,3 +108,18 @@ def test_umls_hierarchy_mode_reaches_the_loader(app, umls_isa_only):
     assert not at.exception and not at.error
     assert metrics(at)["Classes"] == "2"
     assert at.query_params["hierarchy"] in ("isa", ["isa"])
+
+
+def test_a_first_visitor_is_told_what_to_do_next(app):
+    at = app.run()
+    links = {link.proto.label: link.proto.page for link in at.get("page_link")}
+    assert set(links) == {"Neighbours", "Train", "Projection"}
+    assert links["Neighbours"].endswith("Neighbours") and links["Train"].endswith("Train"), links
+    assert "Start here" in at.markdown[0].value
+
+
+def test_the_split_preview_says_what_its_test_count_means(app):
+    at = app.run()
+    caption = next(c.value for c in at.caption if "held-out test name" in c.value)
+    assert "15 training and 15 validation names, and 1 held-out test name" in caption
+    assert "so 22 test names for 22 classes" in caption
