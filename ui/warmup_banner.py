@@ -44,14 +44,18 @@ def _minutes(seconds: float) -> str:
 
 
 def progress_text(state: dict) -> str:
-    """One line: which level, how many names of how many, the rate and the time left."""
-    level = f" ({state['level']})" if state.get("level") else ""
-    text = (f"Preparing the bundled model's vectors in the background{level}: "
-            f"{state.get('done', 0):,} of {state.get('total', 0):,} names")
-    if state.get("rate"):
-        text += f" · {state['rate']:,.0f} names/s"
-    if state.get("eta_s") is not None:
-        text += f" · {_minutes(state['eta_s'])} left"
+    """One line: which level (of how many), how many of its names are ready, the rate and the time left."""
+    levels = state.get("levels") or []
+    where = f"{state.get('level')} (level {int(state.get('level_index') or 0) + 1} of {len(levels)})"
+    text = "Preparing the bundled model's vectors in the background: "
+    if not state.get("total"):
+        text += f"loading {where}"
+    else:
+        text += f"{where}, {state.get('done', 0):,} of {state['total']:,} names"
+        if state.get("rate"):
+            text += f" · {state['rate']:,.0f} names/s"
+        if state.get("eta_s") is not None:
+            text += f" · {_minutes(state['eta_s'])} left"
     return text + ". Pages work meanwhile; a level not prepared yet is encoded when a page needs it."
 
 

@@ -30,8 +30,10 @@ import argparse
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -46,6 +48,8 @@ ENABLED_ENV = "BIOVIZ_WARMUP"
 STATE_FILE, LOCK_FILE, LOG_FILE = "warmup.json", "warmup.lock", "warmup.log"
 DEFAULT_MODEL = "minilm"
 DEFAULT_LEVELS = (LevelSpec("icd10", depth=1), LevelSpec("hpo", depth=1), LevelSpec("icd10cm", depth=1))
+LEVEL_NAMES = {LevelSpec("icd10", depth=1): "ICD-10 chapters", LevelSpec("hpo", depth=1): "HPO level 1",
+               LevelSpec("icd10cm", depth=1): "ICD-10-CM chapters"}
 # Names encoded and stored per step: a killed warm-up loses at most one chunk. Below the vector
 # cache's BLOCK_MIN, so the steps store rows only; the level's block is written once, at its end.
 CHUNK = 1024
@@ -54,6 +58,12 @@ WRITE_EVERY_S = 1.0  # the state file is rewritten at most this often while name
 # A "running" state not updated for this long belongs to a process that hangs or is gone.
 STALE_S = 600.0
 NICENESS = 10  # the warm-up yields the CPU to the server's requests
+WATCH_S = 2.0  # how often the warm-up process looks whether its server still runs
+
+
+def level_name(spec: LevelSpec) -> str:
+    """How the banner names a level: ``ICD-10 chapters`` for the bundled ones, else the spec's label."""
+    return LEVEL_NAMES.get(spec, spec.label)
 
 
 def enabled() -> bool:
@@ -70,10 +80,11 @@ def read_state() -> dict | None:
     """The warm-up's last written state, or None when there is none (or it cannot be read).
 
     Keys: ``state`` (``running``, ``done``, ``failed``, ``stopped``), ``pid``, ``model``,
-    ``levels`` (labels), ``level`` (the one being encoded), ``done`` and ``total`` (names),
-    ``encoded`` (names encoded by this warm-up, not found cached), ``rate`` (names per
-    second), ``eta_s`` (seconds left, None until a rate is known), ``started``, ``updated``
-    (epoch seconds) and ``error`` (one line, when it failed).
+    ``levels`` (their names, :func:`level_name`), ``level`` and ``level_index`` (the one
+    being prepared), ``done`` and ``total`` (its names; ``total`` is 0 while it loads),
+    ``encoded`` (names encoded by this warm-up, not found cached), ``rate`` (names encoded
+    per second), ``eta_s`` (seconds left for this level, None until a rate is known),
+    ``started``, ``updated`` (epoch seconds) and ``error`` (one line, when it failed).
     """
     try:
         state = json.loads(state_path().read_text(encoding="utf-8"))
@@ -109,7 +120,8 @@ class _Progress:
 
     def __init__(self, model: str, levels, report=None) -> None:
         self.state = {"state": "running", "pid": os.getpid(), "model": model,
-                      "levels": [spec.label for spec in levels], "level": None, "done": 0, "total": 0,
+                      "levels": [level_name(spec) for spec in levels], "level": None, "level_index": 0,
+                      "done": 0, "total": 0,
                       "encoded": 0, "rate": None, "eta_s": None, "started": time.time(), "updated": None,
                       "error": None}
         self.report = report
@@ -178,20 +190,14 @@ def warm_up(levels=DEFAULT_LEVELS, model: str = DEFAULT_MODEL, chunk: int = CHUN
         progress.write()
         encoder = load_encoder(model)  # the fingerprint only: weights load on the first name encoded
         cache = VectorCache()
-        missing = []
-        for spec in levels:  # load every level first: the total is known before the first name is encoded
-            progress.write(level=spec.label)
+        for index, spec in enumerate(levels):  # one level after the other: the first is ready soonest
+            progress.write(level=level_name(spec), level_index=index, done=0, total=0)
             names = spec.load().names
-            progress.state["total"] += len(names)
             if cache.get_block(encoder.fingerprint, names) is not None:
-                progress.state["done"] += len(names)
-            else:
-                missing.append((spec, names))
-        progress.write()
-        for spec, names in missing:
-            progress.write(level=spec.label)
+                progress.write(done=len(names), total=len(names))
+                continue
             unique = list(dict.fromkeys(names))
-            progress.state["done"] += len(names) - len(unique)
+            progress.write(done=len(names) - len(unique), total=len(names))
             for start in range(0, len(unique), chunk):
                 if _server_gone(parent_pid):
                     progress.write(state="stopped")
@@ -214,8 +220,9 @@ def warm_up(levels=DEFAULT_LEVELS, model: str = DEFAULT_MODEL, chunk: int = CHUN
                 progress.state["done"] = done_before + len(part)
                 progress.write(force=False)
             encode_cached(encoder, names)  # every row cached now: stores the level's block, as the pages read it
+            progress.write(done=len(names))
         progress.write(state="done", level=None)
-        logger.info("warm-up done: %d names, %d encoded", progress.state["total"], progress.state["encoded"])
+        logger.info("warm-up done: %d levels, %d names encoded", len(levels), progress.state["encoded"])
         return progress.state
     except Exception as error:  # noqa: BLE001 - reported in the state file; the app keeps working without it
         logger.exception("warm-up failed")
@@ -244,6 +251,24 @@ def start_background(levels=DEFAULT_LEVELS, model: str = DEFAULT_MODEL) -> subpr
                                 start_new_session=True)
 
 
+def _stop_now() -> None:
+    """Mark the state file ``stopped`` and exit at once (whatever is being encoded: the cache keeps what it stored)."""
+    state = read_state()
+    if state and state.get("state") == "running" and state.get("pid") == os.getpid():
+        state.update(state="stopped", eta_s=None, updated=time.time())
+        with atomic_path(state_path()) as tmp:
+            tmp.write_text(json.dumps(state), encoding="utf-8")
+    os._exit(0)
+
+
+def _watch_server(parent_pid: int) -> None:
+    """Stop the warm-up process within seconds of its server's exit (not only between two chunks)."""
+    while not _server_gone(parent_pid):
+        time.sleep(WATCH_S)
+    logger.info("the server (pid %d) has exited: the warm-up stops", parent_pid)
+    _stop_now()
+
+
 def main(argv=None) -> int:
     """``python -m bioviz.models.warmup [--model M] [--levels JSON] [--parent PID]``: one warm-up, then exit."""
     parser = argparse.ArgumentParser(description="Encode the bundled levels' names into the vector cache.")
@@ -257,6 +282,9 @@ def main(argv=None) -> int:
         os.nice(NICENESS)
     except OSError:  # not permitted here: run at the normal priority
         pass
+    signal.signal(signal.SIGTERM, lambda *_: _stop_now())
+    if args.parent is not None:
+        threading.Thread(target=_watch_server, args=(args.parent,), daemon=True).start()
     state = warm_up(levels, args.model, parent_pid=args.parent)
     return 0 if state is None or state["state"] in ("done", "stopped") else 1
 

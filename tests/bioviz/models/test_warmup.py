@@ -42,6 +42,20 @@ def test_warm_up_fills_the_cache_the_pages_read_and_writes_its_progress(tmp_home
     assert stats["encoded"] == 0 and stats["cache_hits"] == len(unique_names(view))
 
 
+def test_levels_are_prepared_one_after_the_other_each_with_its_own_count(tmp_home, data_dir, mini):
+    chapters, view = mini
+    deeper = LevelSpec(str(data_dir / "views_table.tsv"), depth=1)
+    states = []
+    final = warmup.warm_up([chapters, deeper], "minilm", report=states.append)
+    assert final["state"] == "done" and final["levels"] == [chapters.label, deeper.label]
+    first_level_done = next(i for i, s in enumerate(states) if s["level_index"] == 0 and s["done"] == len(view.names))
+    second_level_starts = next(i for i, s in enumerate(states) if s["level_index"] == 1)
+    assert first_level_done < second_level_starts, "the first level is ready before the second is loaded"
+    assert states[second_level_starts]["total"] == 0, "while a level loads its count is not known yet"
+    assert final["total"] == final["done"] == len(deeper.load().names)
+    assert warmup.level_name(warmup.DEFAULT_LEVELS[0]) == "ICD-10 chapters"
+
+
 def test_a_second_warm_up_encodes_nothing_when_everything_is_cached(tmp_home, mini, monkeypatch):
     spec, view = mini
     warmup.warm_up([spec], "minilm")
