@@ -115,6 +115,11 @@ def url_model(spec: str) -> str:
     return _relative_form(spec, server_paths.model_dirs(), _canonical_model)
 
 
+def model_from_url(spec: str) -> str:
+    """The MODEL string a link's model value names (a run id -> its run directory; a refused one unchanged)."""
+    return _canonical_model(spec)
+
+
 def source_display(source: str) -> str:
     """A source as the sidebar shows it: an upload by the user's file name, a shared file by its relative path."""
     if source in BUNDLED:

@@ -83,3 +83,11 @@ def test_pickers_offer_runs_by_their_readable_labels_and_never_merge_two(evaluat
     assert labels[str(evaluated_run)] == "definitions · mini d1 · 2-shot (mini-definitions)"
     assert labels[str(evaluated_run.parent / "20261122-192803-ecd5")] == \
         "definitions · mini d1 · 2-shot (20261122-192803-ecd5)"
+
+
+def test_the_evaluation_pages_models_are_linked_by_run_id(evaluated_run, open_app, data_dir):
+    link = {"source": "mini.obo", "depth": "1", "eval_models": f"minilm|{evaluated_run.name}"}
+    at = open_app("app_pages/6_Evaluation.py", link, timeout=120).run()
+    assert not at.exception
+    assert at.multiselect(key="eval_models").value == ["minilm", "definitions · mini d1 · 2-shot (mini-definitions)"]
+    assert url(at, "eval_models") == "minilm|mini-definitions"
