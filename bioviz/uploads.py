@@ -3,8 +3,8 @@
 Uploads are size-bounded (checked before anything is written), named by the user's file
 name percent-encoded (no "/", "..", or leading dot survives: no path tricks) and their content
 hash, and only ever parsed by the loaders, never executed or unpickled. :func:`original_name`
-reads the user's file name back, for titles and pickers: never the server's path. The folder is shared by every user of a server, so
-storing a file first removes uploads older than ``BIOVIZ_UPLOAD_MAX_AGE_DAYS`` and, when the
+reads the user's file name back, for titles and pickers: never the server's path. The folder
+is shared by every user of a server, so storing a file first removes uploads older than ``BIOVIZ_UPLOAD_MAX_AGE_DAYS`` and, when the
 folder would exceed ``BIOVIZ_UPLOAD_QUOTA_MB``, the oldest others, but never the files the
 storing session still uses (its ``keep`` paths).
 """
