@@ -144,10 +144,12 @@ def _encoded_stem(filename: str) -> str:
     """
     name = filename.replace("\\", "/").strip()
     stem = name[: -len(Path(name).suffix)] if Path(name).suffix else name
-    encoded = quote(stem, safe="").replace(".", "%2E")
-    if len(encoded) > _STEM_CHARS:
-        cut = encoded[:_STEM_CHARS]
-        encoded = cut[: cut.rfind("%")] if "%" in cut[-2:] else cut  # never half an escape
+    encoded = ""
+    for char in stem:  # whole characters only: a cut inside one's escapes would not decode
+        escaped = quote(char, safe="").replace(".", "%2E")
+        if len(encoded) + len(escaped) > _STEM_CHARS:
+            break
+        encoded += escaped
     return encoded or "upload"
 
 
