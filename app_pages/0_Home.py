@@ -52,6 +52,11 @@ NEXT_STEPS = (
      "See the level's names on a map, coloured by class, baseline beside a trained run."),
 )
 
+# The split preview's rows: Split.sizes() key -> what the row counts.
+SPLIT_ROWS = {"train": "training names", "validation": "validation names", "test": "test names",
+              "zero_shot": "zero-shot names", "zero_shot_classes": "zero-shot classes",
+              "short_classes": "classes short of names"}
+
 st.title("bioviz")
 st.caption("Explore and train representations of biomedical names: pick an ontology and a concept level, "
            "train few-shot encoders, and compare baseline and trained embeddings.")
@@ -122,7 +127,9 @@ with split_col:
     seed = st.number_input("Split seed", min_value=0, value=DEFAULT_SPLIT.seed)
     try:
         split = SplitSpec(shots=int(shots), seed=int(seed)).make(view)
-        st.dataframe(pd.DataFrame([split.sizes()]).T.rename(columns={0: "names"}), width="stretch")
+        sizes = split.sizes()
+        st.dataframe(pd.DataFrame({"count": [sizes[key] for key in SPLIT_ROWS]}, index=list(SPLIT_ROWS.values())),
+                     width="stretch")
         st.caption(split_caption(split, len(view.classes), len(view.names)))
         if split.short_classes:
             st.warning(f"{len(split.short_classes)} classes have fewer than {1 + 2 * int(shots)} names "

@@ -124,3 +124,6 @@ def test_the_split_preview_says_what_its_test_count_means(app):
     caption = next(c.value for c in at.caption if "held-out test name" in c.value)
     assert "15 training and 15 validation names, and 1 held-out test name" in caption
     assert "so 22 test names for 22 classes" in caption
+    table = at.dataframe[1].value
+    assert table["count"].to_dict() == {"training names": 330, "validation names": 330, "test names": 22,
+                                        "zero-shot names": 0, "zero-shot classes": 0, "classes short of names": 0}
