@@ -158,7 +158,10 @@ def original_name(path) -> str | None:
 
     Uploads stored before names were kept whole give their cleaned name (``mini.obo``).
     """
-    path = Path(os.path.realpath(path))
+    try:
+        path = Path(os.path.realpath(path))
+    except (OSError, ValueError):  # a NUL byte, a symlink loop: no upload's path
+        return None
     if path.parent != Path(os.path.realpath(home() / "uploads")):
         return None
     match = _STORED_NAME.match(path.name)

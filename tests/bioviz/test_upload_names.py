@@ -31,3 +31,4 @@ def test_uploads_stored_before_and_other_paths(tmp_home, data_dir):
     old.write_bytes(b"x")
     assert original_name(old) == "mini.obo"
     assert original_name(data_dir / "mini.obo") is None
+    assert original_name("evil \x00 name") is None, "a link's hostile text is no upload, and no crash"
