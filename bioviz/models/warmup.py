@@ -207,8 +207,12 @@ def warm_up(levels=DEFAULT_LEVELS, model: str = DEFAULT_MODEL, chunk: int = CHUN
                 progress.chunk_began = time.perf_counter()
                 hits: list[int] = []  # encode_cached reports the names it found cached first
 
-                def step(done: int, _total: int) -> None:
-                    hits[:] = hits or [done]
+                def step(done: int, total: int) -> None:
+                    if not hits:
+                        hits.append(done)
+                        if done < total:  # names to encode: load the weights before the clock starts, so
+                            getattr(encoder, "model", None)  # the rate (and the time left) is the encoding's alone
+                            progress.chunk_began = time.perf_counter()
                     progress.state["done"] = done_before + done
                     progress.state["encoded"] = encoded_before + done - hits[0]  # the rate counts encoded names only
                     progress.write(force=False)
