@@ -9,12 +9,14 @@ from __future__ import annotations
 import streamlit as st
 
 from bioviz.errors import BiovizError
-from ui import navigation, state
+from ui import navigation, state, warmup_banner
 from ui.markdown import md
 
 page, streamlit_page = navigation.navigate()
 st.set_page_config(page_title="bioviz" if page.is_home else f"{page.title} · bioviz", page_icon="🧬",
                    layout="wide")
+warmup_banner.start_once()  # the bundled levels' first encoding, in the background: once per server
+warmup_banner.banner()
 try:
     state.init_state(page.url_path)
     state.selection_sidebar()

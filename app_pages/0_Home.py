@@ -27,14 +27,45 @@ def use_upload() -> None:
         st.session_state["_home_upload_note"] = ("error", str(error))
 
 
+def split_caption(split, classes: int, names: int) -> str:
+    """What the split preview's numbers mean (a test count equal to the class count looks like a mistake)."""
+    sizes = split.sizes()
+    used = sum(sizes[part] for part in ("train", "validation", "test", "zero_shot"))
+    return (f"Per class: {split.shots} training and {split.shots} validation names, and {split.test_per_class} "
+            f"held-out test name{'s' if split.test_per_class != 1 else ''} (as in the papers), so {sizes['test']:,} "
+            f"test names for {classes:,} classes. The other {names - used:,} names are in no part: "
+            "not trained on, still shown in every view.")
+
+
 def use_server_path() -> None:
     """Select the typed server path (the path policy is checked when the view loads: one message for any refusal)."""
     state.choose_source(st.session_state["server_path"].strip())
 
 
+# What a first-time visitor does next: each page works on the level the sidebar selects.
+NEXT_STEPS = (
+    ("app_pages/4_Neighbours.py", "Neighbours", ":material/search:",
+     "Type a term or a code and see its nearest names under one or two models."),
+    ("app_pages/1_Train.py", "Train", ":material/model_training:",
+     "Train a few-shot encoder on this level, as a background job."),
+    ("app_pages/2_Projection.py", "Projection", ":material/scatter_plot:",
+     "See the level's names on a map, coloured by class, baseline beside a trained run."),
+)
+
+# The split preview's rows: Split.sizes() key -> what the row counts.
+SPLIT_ROWS = {"train": "training names", "validation": "validation names", "test": "test names",
+              "zero_shot": "zero-shot names", "zero_shot_classes": "zero-shot classes",
+              "short_classes": "classes short of names"}
+
 st.title("bioviz")
 st.caption("Explore and train representations of biomedical names: pick an ontology and a concept level, "
            "train few-shot encoders, and compare baseline and trained embeddings.")
+st.markdown("**Start here:** pick an ontology and a level in the sidebar (ICD-10 chapters to begin with); "
+            "every page works on that level. Then open:")
+for column, (script, title, icon, what) in zip(st.columns(len(NEXT_STEPS)), NEXT_STEPS):
+    with column:
+        st.page_link(script, label=title, icon=icon)
+        st.caption(what)
 
 with st.expander("Use your own ontology (OBO file, table, or UMLS release)"):
     left, right = st.columns(2)
@@ -96,7 +127,10 @@ with split_col:
     seed = st.number_input("Split seed", min_value=0, value=DEFAULT_SPLIT.seed)
     try:
         split = SplitSpec(shots=int(shots), seed=int(seed)).make(view)
-        st.dataframe(pd.DataFrame([split.sizes()]).T.rename(columns={0: "names"}), width="stretch")
+        sizes = split.sizes()
+        st.dataframe(pd.DataFrame({"count": [sizes[key] for key in SPLIT_ROWS]}, index=list(SPLIT_ROWS.values())),
+                     width="stretch")
+        st.caption(split_caption(split, len(view.classes), len(view.names)))
         if split.short_classes:
             st.warning(f"{len(split.short_classes)} classes have fewer than {1 + 2 * int(shots)} names "
                        "(1 test + shots train + shots validation); they get what they have.")

@@ -42,7 +42,8 @@ choices = state.model_choices()
 labels = list(choices)
 by_spec = {spec: label for label, spec in choices.items()}
 if "eval_models" not in st.session_state:
-    wanted = [m for m in st.query_params.get("eval_models", "").split("|") if m] or [model_a, model_b]
+    wanted = [state.model_from_url(m) for m in st.query_params.get("eval_models", "").split("|") if m] or \
+        [model_a, model_b]
     st.session_state["eval_models"] = [by_spec[m] for m in wanted if m in by_spec] or labels[:1]
 
 st.title("Evaluation")
@@ -83,7 +84,7 @@ with st.expander("Split and samples"):
 image_format = compare.image_format()
 
 models = [choices[label] for label in st.session_state["eval_models"]]
-state.sync_url(eval_models="|".join(models), **compare.changed_url_values(PARAMS))
+state.sync_url(eval_models="|".join(state.url_model(m) for m in models), **compare.changed_url_values(PARAMS))
 
 
 def depths_wanted() -> tuple[int, ...]:

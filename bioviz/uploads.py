@@ -1,9 +1,10 @@
 """Storing user-uploaded files safely under BIOVIZ_HOME/uploads, within a quota and an age limit.
 
-Uploads are size-bounded (checked before anything is written), named by their content
-hash (never by the user's file name, so no path tricks), and only ever parsed by the
-loaders, never executed or unpickled. The folder is shared by every user of a server, so
-storing a file first removes uploads older than ``BIOVIZ_UPLOAD_MAX_AGE_DAYS`` and, when the
+Uploads are size-bounded (checked before anything is written), named by the user's file
+name percent-encoded (no "/", "..", or leading dot survives: no path tricks) and their content
+hash, and only ever parsed by the loaders, never executed or unpickled. :func:`original_name`
+reads the user's file name back, for titles and pickers: never the server's path. The folder
+is shared by every user of a server, so storing a file first removes uploads older than ``BIOVIZ_UPLOAD_MAX_AGE_DAYS`` and, when the
 folder would exceed ``BIOVIZ_UPLOAD_QUOTA_MB``, the oldest others, but never the files the
 storing session still uses (its ``keep`` paths).
 """
@@ -13,11 +14,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import time
 from pathlib import Path
+from urllib.parse import quote, unquote
 
 from bioviz.errors import SourceError
-from bioviz.paths import subdir, write_bytes_atomic
+from bioviz.paths import home, subdir, write_bytes_atomic
 from bioviz.settings import env_number
 
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024
@@ -25,6 +28,9 @@ ALLOWED_SUFFIXES = (".obo", ".tsv", ".csv")
 QUOTA_ENV, MAX_AGE_ENV = "BIOVIZ_UPLOAD_QUOTA_MB", "BIOVIZ_UPLOAD_MAX_AGE_DAYS"
 DEFAULT_QUOTA_MB = 2048  # ten maximal uploads
 DEFAULT_MAX_AGE_DAYS = 30
+_STEM_CHARS = 120  # of the encoded file name kept in the stored name (names stay far below NAME_MAX)
+_HASH_CHARS = 12
+_STORED_NAME = re.compile(rf"^(?P<stem>.+)-[0-9a-f]{{{_HASH_CHARS}}}(?P<suffix>\.[a-z]+)$")
 
 
 def upload_quota_bytes() -> int:
@@ -120,10 +126,45 @@ def store_upload(filename: str, data: bytes, max_bytes: int = MAX_UPLOAD_BYTES,
         raise SourceError(f"{filename} is empty")
     if len(data) > max_bytes:
         raise SourceError(f"{filename} is {len(data) / 2**20:.1f} MiB; the limit is {max_bytes / 2**20:.0f} MiB")
-    stem = "".join(ch for ch in Path(filename).stem if ch.isalnum() or ch in "-_")[:40] or "upload"
-    target = uploads_dir() / f"{stem}-{hashlib.sha256(data).hexdigest()[:12]}{suffix}"
+    target = uploads_dir() / f"{_encoded_stem(filename)}-{hashlib.sha256(data).hexdigest()[:_HASH_CHARS]}{suffix}"
     if target.exists():
         return target
     make_room(len(data), keep=[*keep, target])
     write_bytes_atomic(target, data)
     return target
+
+
+def _encoded_stem(filename: str) -> str:
+    """The stem of the user's file name as a safe file name: percent-encoded, dots too, cut at a whole escape.
+
+    >>> _encoded_stem("HPO subset (v2).obo")
+    'HPO%20subset%20%28v2%29'
+    >>> _encoded_stem("../../etc/passwd.tsv")
+    '%2E%2E%2F%2E%2E%2Fetc%2Fpasswd'
+    """
+    name = filename.replace("\\", "/").strip()
+    stem = name[: -len(Path(name).suffix)] if Path(name).suffix else name
+    encoded = ""
+    for char in stem:  # whole characters only: a cut inside one's escapes would not decode
+        escaped = quote(char, safe="").replace(".", "%2E")
+        if len(encoded) + len(escaped) > _STEM_CHARS:
+            break
+        encoded += escaped
+    return encoded or "upload"
+
+
+def original_name(path) -> str | None:
+    """The file name the user uploaded ``path`` as (``HPO subset (v2).obo``); None for a path that is no upload.
+
+    Uploads stored before names were kept whole give their cleaned name (``mini.obo``).
+    """
+    try:
+        path = Path(os.path.realpath(path))
+    except (OSError, ValueError):  # a NUL byte, a symlink loop: no upload's path
+        return None
+    if path.parent != Path(os.path.realpath(home() / "uploads")):
+        return None
+    match = _STORED_NAME.match(path.name)
+    if match is None:
+        return None
+    return unquote(match["stem"]) + match["suffix"]

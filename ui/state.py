@@ -20,6 +20,7 @@ through :func:`ui.models.usable_model` before anything loads it.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable
 
 import streamlit as st
@@ -31,7 +32,8 @@ from bioviz.ontology.levels import LevelView
 from bioviz.ontology.sources import source_kind
 from bioviz.ontology.umls import COMMON_SABS, DEFAULT_SAB, HIERARCHIES, SEMANTIC_GROUPS
 from bioviz.models.embeddings import PRESET_MODELS
-from bioviz.models.runs import list_runs
+from bioviz.models.runs import distinct_labels, list_runs
+from bioviz.uploads import original_name
 from ui import cache
 from ui.markdown import md
 from ui.models import trust, usable_model
@@ -74,6 +76,55 @@ def _canonical_model(spec: str) -> str:
         return server_paths.shared_model(spec).spec
     except BiovizError:
         return spec
+
+
+def _relative_form(real: str, folders, canonical: Callable[[str], str]) -> str:
+    """``real`` relative to the innermost of ``folders`` holding it, if that form reads back as ``real``; else ``real``.
+
+    A relative path is read in each folder in turn (:func:`bioviz.server_paths.shared_path`),
+    so a name another folder also holds keeps its full path.
+    """
+    forms = []
+    for folder in folders:
+        try:
+            forms.append(str(Path(real).relative_to(folder)))
+        except ValueError:
+            continue
+    for relative in sorted(forms, key=len):  # the innermost folder gives the shortest form
+        if relative != "." and canonical(relative) == real:
+            return relative
+    return real
+
+
+def url_source(source: str) -> str:
+    """How a link carries a source: a bundled name, or its path relative to the data folder holding it.
+
+    An upload is its stored file name; a file in a ``BIOVIZ_DATA_DIRS`` folder its path
+    inside it. Links never carry the server's absolute paths (an old link's absolute path
+    still opens: the policy reads both).
+    """
+    if source in BUNDLED:
+        return source
+    return _relative_form(source, server_paths.data_dirs(), _canonical_source)
+
+
+def url_model(spec: str) -> str:
+    """How a link carries a MODEL string: a trained run by its run id (the folder's name), never its server path."""
+    if not server_paths.looks_like_path(spec):
+        return spec
+    return _relative_form(spec, server_paths.model_dirs(), _canonical_model)
+
+
+def model_from_url(spec: str) -> str:
+    """The MODEL string a link's model value names (a run id -> its run directory; a refused one unchanged)."""
+    return _canonical_model(spec)
+
+
+def source_display(source: str) -> str:
+    """A source as the sidebar shows it: an upload by the user's file name, a shared file by its relative path."""
+    if source in BUNDLED:
+        return source
+    return original_name(source) or url_source(source)
 
 
 def _from_url(warn: bool = False) -> dict:
@@ -222,10 +273,10 @@ def forget_stale_choice(key: str, options) -> None:
 def sync_url(**extra: str) -> None:
     """Write the shared selection (and a page's own ``extra`` keys) into the URL."""
     spec = selection()
-    values = spec.to_query()
+    values = {**spec.to_query(), "source": url_source(spec.source)}
     for key in ("model_a", "model_b"):
         if st.session_state.get(key):
-            values[key] = st.session_state[key]
+            values[key] = url_model(st.session_state[key])
     options = spec.source_options
     values.update({k: v for k, v in extra.items() if v not in (None, "")})
     for key in UMLS_KEYS:  # UMLS options left over from an earlier source would only confuse a link
@@ -336,7 +387,8 @@ def selection_sidebar() -> None:
     with st.sidebar:
         st.header("Ontology")
         choices = BUNDLED + ([st.session_state["source"]] if st.session_state["source"] not in BUNDLED else [])
-        st.selectbox("Source", choices, key="source", help="Bundled ontologies, or a file loaded on the home page")
+        st.selectbox("Source", choices, key="source", format_func=source_display,
+                     help="Bundled ontologies, or a file loaded on the home page")
         if is_umls(st.session_state["source"]):
             _umls_options_widgets()
         default_root = DEFAULT_ROOTS.get(st.session_state["source"], "")
@@ -369,14 +421,18 @@ def current_view() -> LevelView | None:
 
 
 def model_choices() -> dict[str, str]:
-    """``label -> MODEL string`` for the pickers: presets, then trained runs (newest first)."""
+    """``label -> MODEL string`` for the pickers: presets, then trained runs (newest first).
+
+    Runs are offered by their readable labels (``residual · HPO d1 · 15-shot (ecd5)``), the
+    whole run id where two would be equal (:func:`bioviz.models.runs.distinct_labels`).
+    """
     choices = {name: name for name in PRESET_MODELS}
-    for run in list_runs():
-        choices[run.label] = str(run.path)
+    for path, label in distinct_labels(list_runs()).items():
+        choices[label] = str(path)
     for key in ("model_a", "model_b"):  # a model from the URL or typed earlier stays selectable
         value = st.session_state.get(key)
         if value and value not in choices.values():
-            choices[value] = value
+            choices[url_model(value)] = value  # a path shown as the link carries it, never the server's path
     return choices
 
 

@@ -15,8 +15,10 @@ LABEL_SHARE = 0.45  # of the width at most for the class names
 def class_size_bar(view: LevelView, max_classes: int = 60, width: int | None = None) -> go.Figure:
     """Horizontal bar chart of names per class, largest first, class names whole.
 
-    Names longer than their share of the width wrap between words onto a second line (a
-    third is cut with "…"), so ICD-10's long chapter names are read in full.
+    Names longer than their share of the width wrap between words onto as many lines as they
+    need, never cut, so ICD-10's long chapter names are read in full. The left margin fits
+    the labels as measured here; plotly widens it further where the viewer's font is wider
+    (``automargin``), so no label is clipped at the figure's edge.
 
     Parameters
     ----------
@@ -32,7 +34,7 @@ def class_size_bar(view: LevelView, max_classes: int = 60, width: int | None = N
     colours = class_colours(view.classes)
     texts = [f"{view.class_labels[i]} ({view.classes[i]})" for i in order]
     label_px = min(LABEL_SHARE * width, max((text_width(x, TICK_SIZE) for x in texts), default=0.0))
-    wrapped = [wrap(x, label_px, TICK_SIZE, max_lines=2) for x in texts]
+    wrapped = [wrap(x, label_px, TICK_SIZE) for x in texts]
     labels = ["<br>".join(lines) for lines in wrapped]
     lines = max((len(x) for x in wrapped), default=1)
     row_px = max(22.0, lines * line_height(TICK_SIZE) + 4)
@@ -50,6 +52,6 @@ def class_size_bar(view: LevelView, max_classes: int = 60, width: int | None = N
     if view.ambiguous_dropped and view.ambiguous:
         caption += f" · {len(view.ambiguous)} ambiguous names dropped"
     fig.update_xaxes(title_text="names per class")
-    fig.update_yaxes(automargin=False, tickfont={"size": TICK_SIZE})
+    fig.update_yaxes(automargin="left", tickfont={"size": TICK_SIZE})
     return apply_theme(fig, f"Class sizes · {view.title}", caption, height=int(max(360, row_px * len(order) + 140)),
                        width=width, margin={"l": int(label_px + 14)})

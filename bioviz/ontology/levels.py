@@ -28,6 +28,7 @@ import numpy as np
 
 from bioviz.errors import LevelError
 from bioviz.ontology.model import Ontology, normalise_name
+from bioviz.ontology.natural_order import natural_sorted
 # Re-exported: the cleaning functions lived here before they got their own module.
 from bioviz.ontology.taxonomy import consistent_taxonomy, cyclic_edges, shortcut_edges  # noqa: F401
 
@@ -154,11 +155,13 @@ def concepts_at_depth(graph: nx.DiGraph, root: str, depth: int) -> tuple[list[st
     Returns
     -------
     (ids, max_depth)
-        Sorted ids and the deepest level found under the root.
+        The ids in their natural order (chapters I, II, ... IX, X; codes 1, 2, ... 10:
+        :func:`~bioviz.ontology.natural_order.natural_sorted`) and the deepest level found
+        under the root.
     """
     distances = nx.single_source_shortest_path_length(graph, root)
     deepest = max(distances.values())
-    return sorted(n for n, d in distances.items() if d == depth), deepest
+    return natural_sorted(n for n, d in distances.items() if d == depth), deepest
 
 
 def _first_two(inherited: tuple, more: tuple) -> tuple:
@@ -362,11 +365,11 @@ def synonym_view(
         Leave out concepts with fewer names (after dropping ambiguous ones).
     """
     if root is None:
-        concept_ids = sorted(ontology.concepts)
+        concept_ids = natural_sorted(ontology.concepts)
         root_label = ontology.default_root
     else:
         ontology.concept(root)
-        concept_ids = sorted({root} | nx.descendants(ontology.graph, root))
+        concept_ids = natural_sorted({root} | nx.descendants(ontology.graph, root))
         root_label = root
     class_ids = [cid for cid in concept_ids if cid in ontology.concepts]
     memberships = ((cid, (i,)) for i, cid in enumerate(class_ids))

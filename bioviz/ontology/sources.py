@@ -35,6 +35,7 @@ from bioviz.ontology.obo import HPO_ROOT, load_hpo, load_obo
 from bioviz.ontology.table import load_table
 from bioviz.ontology.umls import load_umls
 from bioviz.paths import atomic_path, subdir
+from bioviz.uploads import original_name
 
 logger = logging.getLogger(__name__)
 
@@ -313,6 +314,14 @@ def load_source(spec: str, use_cache: bool = True, progress=None, **options) -> 
     SourceError
         If the source cannot be found or parsed, or its parse exceeds the budget.
     """
+    ontology = _load(spec, use_cache, progress, options)
+    if source_kind(spec) != "bundled" and (uploaded := original_name(spec)) is not None:
+        # titled by the user's file name, not by the stored file's (which carries a content hash)
+        ontology.source = Path(uploaded).stem
+    return ontology
+
+
+def _load(spec: str, use_cache: bool, progress, options: dict) -> Ontology:
     kind = source_kind(spec)
     key = _fingerprint(spec, kind, options)
     cache_file = subdir("sources") / f"{key}.npz"

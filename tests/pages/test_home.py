@@ -86,8 +86,9 @@ def test_umls_directory_offers_its_loader_options_and_keeps_them_in_the_url(app,
     assert not at.error and "umls-SNOMEDCT_US-DISO" in at.subheader[0].value
     assert "UMLS:ROOT depth 1" in at.subheader[0].value, "the group drops the non-disorder root concept"
     params = {k: at.query_params[k] for k in ("source", "sab", "semantic_group", "hierarchy")}
-    assert params == {"source": meta, "sab": "SNOMEDCT_US", "semantic_group": "DISO", "hierarchy": "parchd"} or \
-        params == {"source": [meta], "sab": ["SNOMEDCT_US"], "semantic_group": ["DISO"], "hierarchy": ["parchd"]}
+    # the link carries the path inside the data folder, not the server's absolute path
+    assert params == {"source": "umls/META", "sab": "SNOMEDCT_US", "semantic_group": "DISO", "hierarchy": "parchd"} or \
+        params == {"source": ["umls/META"], "sab": ["SNOMEDCT_US"], "semantic_group": ["DISO"], "hierarchy": ["parchd"]}
 
     again = open_app(None, timeout=120)
     for key, value in params.items():
@@ -108,3 +109,21 @@ def test_umls_hierarchy_mode_reaches_the_loader(app, umls_isa_only):
     assert not at.exception and not at.error
     assert metrics(at)["Classes"] == "2"
     assert at.query_params["hierarchy"] in ("isa", ["isa"])
+
+
+def test_a_first_visitor_is_told_what_to_do_next(app):
+    at = app.run()
+    links = {link.proto.label: link.proto.page for link in at.get("page_link")}
+    assert set(links) == {"Neighbours", "Train", "Projection"}
+    assert links["Neighbours"].endswith("Neighbours") and links["Train"].endswith("Train"), links
+    assert "Start here" in at.markdown[0].value
+
+
+def test_the_split_preview_says_what_its_test_count_means(app):
+    at = app.run()
+    caption = next(c.value for c in at.caption if "held-out test name" in c.value)
+    assert "15 training and 15 validation names, and 1 held-out test name" in caption
+    assert "so 22 test names for 22 classes" in caption
+    table = at.dataframe[1].value
+    assert table["count"].to_dict() == {"training names": 330, "validation names": 330, "test names": 22,
+                                        "zero-shot names": 0, "zero-shot classes": 0, "classes short of names": 0}

@@ -16,7 +16,8 @@ def params_of(at) -> dict[str, str]:
 
 
 def test_a_umls_link_with_every_selection_parameter_reopens_the_same_selection(tmp_home, data_dir):
-    link = {"source": str(data_dir / "umls/META"), "depth": "2", "root": "C2720507", "synonyms": "1",
+    # sources as links made now carry them: relative to the data folder (never the server's absolute path)
+    link = {"source": "umls/META", "depth": "2", "root": "C2720507", "synonyms": "1",
             "keep_ambiguous": "1", "model_a": "minilm", "model_b": "char-tfidf", "sab": "SNOMEDCT_US",
             "semantic_group": "DISO", "hierarchy": "isa"}
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
@@ -26,14 +27,14 @@ def test_a_umls_link_with_every_selection_parameter_reopens_the_same_selection(t
     assert params_of(at) == link  # the app writes back exactly the link it was opened with
     state = at.session_state
     assert (state["source"], state["root"], state["depth"], state["synonyms"], state["keep_ambiguous"]) == \
-        (link["source"], "C2720507", 2, True, True)
+        (str(data_dir / "umls/META"), "C2720507", 2, True, True)
     assert (state["sab"], state["semantic_group"], state["hierarchy"]) == ("SNOMEDCT_US", "DISO", "isa")
     assert (state["model_a"], state["model_b"]) == ("minilm", "char-tfidf")
     assert LevelSpec.from_query(params_of(at)) == LevelSpec.from_query(link)
 
 
 def test_a_bundled_link_keeps_its_defaults_out_of_the_url(tmp_home, data_dir):
-    link = {"source": str(data_dir / "mini.obo"), "depth": "1", "model_a": "minilm", "model_b": "char-tfidf"}
+    link = {"source": "mini.obo", "depth": "1", "model_a": "minilm", "model_b": "char-tfidf"}
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.query_params.update(link)
     at.run()
@@ -62,7 +63,7 @@ def test_every_page_writes_back_the_link_it_was_opened_with(app_home, data_dir, 
     from ui.navigation import PAGES
 
     assert set(PAGE_LINKS) == {page.script for page in PAGES}
-    level = {"source": str(data_dir / "mini.obo"), "depth": "1", "model_a": "minilm", "model_b": "char-tfidf"}
+    level = {"source": "mini.obo", "depth": "1", "model_a": "minilm", "model_b": "char-tfidf"}
     for script, own in PAGE_LINKS.items():
         link = {**level, **own}
         at = open_app(script, link).run()

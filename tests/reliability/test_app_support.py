@@ -1,40 +1,20 @@
-"""What the app's reliability tests share (test_app_*.py): the app opened through its router, on a chosen page.
+"""What the app's reliability tests share (test_app_*.py): the app through its router, and the data folders.
 
-The same opening as tests/pages/conftest.py (AppTest finds the pages ``st.navigation``
-registers only after the router has run once), for tests that live outside tests/pages.
+The router helper itself is tests/pages/routed_app.py, the one the page tests use.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-from streamlit.testing.v1 import AppTest
+from tests.pages.routed_app import DATA, ROOT, app_on
 
-ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "tests" / "data"
+__all__ = ["DATA", "ROOT", "no_traceback", "open_app", "share"]
 
 
-class RoutedApp(AppTest):
-    """AppTest of app.py whose first ``run()`` opens on ``page`` (a script path; None: the home page)."""
-
-    def __init__(self, page: str | None = None, timeout: float = 120):
-        super().__init__(str(ROOT / "app.py"), default_timeout=timeout)
-        self._opening = page
-
-    def run(self, *, timeout: float | None = None) -> AppTest:
-        if self._opening:
-            page, self._opening = self._opening, None
-            super().run(timeout=timeout)
-            self.switch_page(page)
-        return super().run(timeout=timeout)
-
-
-def open_app(page: str | None = None, query: dict | None = None, timeout: float = 120) -> RoutedApp:
+def open_app(page: str | None = None, query: dict | None = None, timeout: float = 120):
     """A new session of the app with ``query`` as its URL, opening on ``page`` (nothing runs until ``run()``)."""
-    at = RoutedApp(page, timeout)
-    at.query_params.update(query or {})
-    return at
+    return app_on(page, query, timeout)
 
 
 def share(monkeypatch, *folders) -> None:

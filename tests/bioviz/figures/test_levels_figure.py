@@ -69,3 +69,15 @@ def test_many_classes_are_cut_to_the_largest(icd10_chapters):
     assert len(fig.data[0].y) == 5
     assert fig.data[0].x[-1] == max(icd10_chapters.class_sizes())
     assert "largest 5 of 22 classes" in fig.layout.annotations[0].text
+
+
+def test_a_name_longer_than_two_lines_is_wrapped_whole_and_the_margin_grows_to_fit(tmp_path, tmp_home):
+    long_name = " ".join(["Diseases of the blood and blood-forming organs and certain disorders"] * 4)
+    rows = ["concept_id\tname\tparent_id", "R\troot\t", f"C1\t{long_name}\tR", "C2\tshort\tR",
+            "C11\tanaemia\tC1", "C12\tpurpura\tC1", "C21\tcough\tC2"]
+    (tmp_path / "long.tsv").write_text("\n".join(rows) + "\n")
+    fig = class_size_bar(level_view(load_source(str(tmp_path / "long.tsv")), depth=1))
+    label = next(y for y in fig.data[0].y if y.endswith("(C1)"))
+    assert "…" not in label and label.replace("<br>", " ") == f"{long_name} (C1)"
+    assert label.count("<br>") >= 2, "more than two lines: none cut"
+    assert fig.layout.yaxis.automargin, "plotly widens the margin where the viewer's font is wider"
