@@ -310,7 +310,10 @@ def level_view(
     if deepest == 1:
         raise LevelError(f"depth {depth} is too deep under {root}: it has only direct children, and classes "
                          f"need names below them (choose a root higher up)")
-    if depth >= deepest:
+    # Shortest distances: in a DAG a concept of this level can still have descendants whose
+    # shortest distance is smaller (reached by a shorter path too), so the level is too deep
+    # only when none of its concepts has anything below it.
+    if depth >= deepest and not any(graph.out_degree(c) for c in level):
         raise LevelError(
             f"depth {depth} is too deep under {root}: the deepest concepts are {deepest} "
             f"levels down, and classes need names below them (choose depth <= {deepest - 1})"
