@@ -135,11 +135,15 @@ models = [m for m in (model_a, model_b) if m]
 ranked = info.text  # what was typed, or the concept's name it resolved to
 waiting = st.empty()
 try:
-    # Said before a first encoding starts (the progress bar and its ETA follow), from the measured rate
-    notes = [e.message() for e in (first_encoding_estimate(view, m, among) for m in models) if e.needed]
+    # Said before a first encoding starts (the progress bar and its ETA follow), from the measured rate;
+    # not asked again for an index this session has built (a rerun costs nothing to say "nothing").
+    built = s.setdefault("_nb_built", set())
+    fresh = [m for m in models if (m, level, among) not in built]
+    notes = [e.message() for e in (first_encoding_estimate(view, m, among) for m in fresh) if e.needed]
     if notes:
         waiting.info("  \n".join(md(note) for note in notes), icon="⏳")
     indexes = [cache.candidate_index(m, level, among) for m in models]
+    built.update((m, level, among) for m in models)
     vectors = [cache.query_vector(m, ranked) for m in models]
 except BiovizError as error:
     st.error(md(error))
@@ -209,8 +213,11 @@ export = pd.DataFrame(comparison_rows(rankings[0], rankings[1] if len(rankings) 
                                       labels[1] if len(labels) > 1 else None, ranked))
 file_stem = neighbours_file_stem(ranked)
 st.download_button("Download the comparison (CSV)", export.to_csv(index=False), f"{file_stem}.csv", "text/csv")
-with st.expander("Image-ready table (camera icon: PNG at 2x; or SVG)"):
+# Runs only while open (on_change="rerun"): building the figure was a good part of every rerun.
+image = st.expander("Image-ready table (camera icon: PNG at 2x; or SVG)", key="nb_image_open", on_change="rerun")
+with image:
     fmt = st.radio("Format", ["png", "svg"], horizontal=True, key="nb_image")
-    fig = neighbour_table_figure(ranked, list(zip(labels, rankings)), view.title, k, info.class_label)
-    # at its own width: the figure is laid out for it (stretched, its columns would leave the text)
-    st.plotly_chart(fig, width="content", config=export_config_as(file_stem, fmt))
+    if image.open:
+        fig = neighbour_table_figure(ranked, list(zip(labels, rankings)), view.title, k, info.class_label)
+        # at its own width: the figure is laid out for it (stretched, its columns would leave the text)
+        st.plotly_chart(fig, width="content", config=export_config_as(file_stem, fmt))
