@@ -43,32 +43,48 @@ def test_an_exact_name_in_another_case_is_the_levels_name(app):
     assert "ASTHMA → **asthma**" in markdown_of(at) and "free text" not in markdown_of(at)
 
 
-def test_a_first_encoding_is_announced_before_it_starts(tmp_home, data_dir, open_app, monkeypatch):
-    from bioviz.models.embeddings import load_encoder
-    from bioviz.models.encoding_estimate import record_rate
+def test_a_first_encoding_is_announced_before_it_starts(app, monkeypatch):
+    from bioviz.models.encoding_estimate import EncodingEstimate
 
-    record_rate(load_encoder("char-tfidf"), 600, 2.0)  # measured before: 300 names/s
+    asked = []
+
+    def estimate(view, model, among):  # the library's estimate (tested in tests/bioviz): its line is shown
+        asked.append((model, among))
+        return EncodingEstimate(model, 24_461, 24_461, 360.0, 68.0)
 
     def encoding_stops_here(*args, **kwargs):  # the page must have spoken before this point
         raise BiovizError("stopped where the encoding would start")
 
+    monkeypatch.setattr("bioviz.search.neighbours.first_encoding_estimate", estimate)
     monkeypatch.setattr("ui.cache.candidate_index", encoding_stops_here)
-    at = open_app(PAGE, {"source": str(data_dir / "mini.obo"), "depth": "1", "model_a": "char-tfidf",
-                         "two": "0", "query": "asthma"}).run()
+    app.query_params.update({"query": "asthma", "among": "hypernyms"})
+    at = app.run()
     assert "stopped where" in at.error[0].value
     note = " ".join(i.value for i in at.info)
-    assert "First use of char-tfidf on this level: under a second to encode" in note
-    assert "(measured rate 300 names/s)" in note
+    assert "First use of minilm on this level: about 6 min to encode 24,461 names (measured rate 68 names/s)" in note
+    assert "First use of char-tfidf" in note and asked == [("minilm", "hypernyms"), ("char-tfidf", "hypernyms")]
 
 
-def test_nothing_is_announced_once_the_level_is_encoded(app):
+def test_an_index_this_session_built_is_not_estimated_again(app, monkeypatch):
+    from bioviz.search import neighbours
+
+    asked = []
+    real = neighbours.first_encoding_estimate
+
+    def estimate(view, model, among):
+        asked.append(model)
+        return real(view, model, among)
+
+    monkeypatch.setattr(neighbours, "first_encoding_estimate", estimate)
     app.query_params["query"] = "asthma"
     at = app.run()
-    at.selectbox(key="nb_query").set_value("pneumonia").run()
-    assert not at.exception and not [i for i in at.info if "First use" in i.value]
+    assert sorted(asked) == ["char-tfidf", "minilm"]  # said before the first use of each model here
+    at.selectbox(key="nb_query").set_value("bronchitis").run()
+    assert not at.exception and sorted(asked) == ["char-tfidf", "minilm"]  # a rerun asks nothing
+    assert not [i for i in at.info if "First use" in i.value]
 
 
-def save_head_run(path):
+def save_head_run(path, run_id: str):
     """A head run on minilm as a training job writes it (small random head), under BIOVIZ_HOME/runs."""
     import torch
 
@@ -80,22 +96,23 @@ def save_head_run(path):
     save_head_model(BaseMix(ResidualEncoder(384, 16, 0.5), 0.3, 1.0).eval(), "minilm", path)
     config = {"encoder": "residual", "source": "hpo", "depth": 1, "shots": 15, "input_model": "minilm",
               "base": "minilm", "base_fingerprint": load_encoder("minilm").fingerprint}
-    (path / "run.json").write_text(json.dumps({"run_id": path.name, "config": config}), encoding="utf-8")
+    (path / "run.json").write_text(json.dumps({"run_id": run_id, "config": config}), encoding="utf-8")
     return path
 
 
-def test_runs_are_named_by_their_readable_label_in_tables_and_csv(app_home, data_dir, open_app):
-    from bioviz.models.runs import read_run, runs_dir
+def test_runs_are_named_by_distinct_readable_labels_never_by_path(app_home, data_dir, open_app):
+    from bioviz.models.runs import runs_dir
 
-    run = save_head_run(runs_dir() / "20261122-192803-ecd5")
-    label = read_run(run).label
-    at = open_app(PAGE, {"source": str(data_dir / "mini.obo"), "depth": "1", "model_a": "minilm",
-                         "model_b": str(run), "query": "asthma"}).run()
+    # two runs of the same name whose short ids collide: the tables must still tell them apart
+    first = save_head_run(runs_dir() / "nb-label-a", "20261122-192803-ecd5")
+    second = save_head_run(runs_dir() / "nb-label-b", "20261123-101010-ecd5")
+    at = open_app(PAGE, {"source": str(data_dir / "mini.obo"), "depth": "1", "model_a": str(first),
+                         "model_b": str(second), "query": "asthma"}).run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert label == "residual · HPO d1 · 15-shot (ecd5)"
-    headers = [m.value for m in at.markdown]
-    assert f"**{label}**" in " ".join(headers).replace("\\", "")
-    assert not any("20261122-192803" in h or str(app_home) in h for h in headers)
+    headers = " ".join(m.value for m in at.markdown).replace("\\", "")
+    assert "**residual · HPO d1 · 15-shot (20261122-192803-ecd5)**" in headers
+    assert "**residual · HPO d1 · 15-shot (20261123-101010-ecd5)**" in headers
+    assert str(app_home) not in headers and "nb-label" not in headers
 
 
 def test_the_image_ready_table_is_built_only_when_open_at_its_own_width(app, monkeypatch):
