@@ -10,8 +10,10 @@ from bioviz.errors import BiovizError
 from bioviz.figures import export_config_as
 from bioviz.figures.neighbours import SAME_CLASS, SAME_CONCEPT, neighbour_table_figure, row_colour
 from bioviz.figures.ranking_table import neighbours_file_stem, ranking_table
-from bioviz.search.neighbours import AMONG, comparison_rows, concept_card, find_query, rank_neighbours
+from bioviz.models.runs import model_labels
 from bioviz.models.vector_cache import VectorCache
+from bioviz.search.neighbours import (AMONG, comparison_rows, concept_card, first_encoding_estimate, rank_neighbours,
+                                      resolve_query)
 from bioviz.ontology import DEFAULT_SPLIT
 from ui import cache, compare, state
 from ui.markdown import md, md_code
@@ -39,9 +41,8 @@ st.caption("The nearest names of a term among the names of the chosen level, for
 
 with st.sidebar.expander("Embedding cache"):
     vector_cache = VectorCache()
-    rows = vector_cache.stats()
-    st.caption(f"{sum(r['vectors'] for r in rows):,} vectors of {len(rows)} models, "
-               f"{vector_cache.size_bytes() / 2**20:.1f} MiB on disk")
+    cached = vector_cache.summary()  # stored counts: a few rows, whatever the cache's size
+    st.caption(f"{cached['vectors']:,} vectors of {cached['models']} models, {cached['bytes'] / 2**20:.1f} MiB on disk")
     if st.button("Clear cached vectors", help="Vectors are encoded again the next time they are needed"):
         # Only the disk copy goes: indexes already in memory stay valid (same fingerprints),
         # so the page does not re-encode the level at once.
@@ -118,7 +119,8 @@ if query and len(view.names) > cache.MAX_BROWSER_NAMES:
 among = st.radio("Rank among", AMONG, format_func=AMONG_LABELS.get, key="nb_among", horizontal=True,
                  help="Training names reproduce the few-shot paper's Table 4; class names the hypernym "
                       "rankings of the higher-level semantics paper (Table 6)")
-info = find_query(query, view, ontology) if query else None
+# An exact code (R39.11, r3911) or an exact name in another case is its concept's name: that is ranked.
+info = resolve_query(query, view, ontology) if query else None
 restrict = st.toggle("Rank only names of the query's class", key="nb_restrict",
                      disabled=info is None or info.class_id is None,
                      help="Available when the query is a name of this level")
@@ -130,16 +132,25 @@ if not query:
 
 
 models = [m for m in (model_a, model_b) if m]
+ranked = info.text  # what was typed, or the concept's name it resolved to
+waiting = st.empty()
 try:
+    # Said before a first encoding starts (the progress bar and its ETA follow), from the measured rate;
+    # not asked again for an index this session has built (a rerun costs nothing to say "nothing").
+    built = s.setdefault("_nb_built", set())
+    fresh = [m for m in models if (m, level, among) not in built]
+    notes = [e.message() for e in (first_encoding_estimate(view, m, among) for m in fresh) if e.needed]
+    if notes:
+        waiting.info("  \n".join(md(note) for note in notes), icon="⏳")
     indexes = [cache.candidate_index(m, level, among) for m in models]
-    vectors = [cache.query_vector(m, query) for m in models]
+    built.update((m, level, among) for m in models)
+    vectors = [cache.query_vector(m, ranked) for m in models]
 except BiovizError as error:
     st.error(md(error))
     st.stop()
+waiting.empty()
 
-labels = [ix.space.model_id for ix in indexes]
-if len(labels) == 2 and labels[0] == labels[1]:
-    labels = [f"{labels[0]} (A)", f"{labels[1]} (B)"]
+labels = model_labels(models)  # runs by their readable names, never by id or path
 class_id = info.class_id if restrict else None
 rankings = []
 for i, index in enumerate(indexes):
@@ -148,12 +159,14 @@ for i, index in enumerate(indexes):
 
 # --- the query ---------------------------------------------------------------------------
 # The query, names, ids and definitions are the user's and the ontology's text: escaped (ui.markdown).
+# A typed code or respelt name shows what it resolved to: that is the text ranked.
+shown_query = f"{md(info.typed)} → **{md(ranked)}**" if info.typed and info.typed != ranked else f"**{md(ranked)}**"
 if info.class_id is not None:
-    st.markdown(f"**{md(query)}** · class **{md(info.class_label)}** ({md(info.class_id)}) · {md(view.title)}")
+    st.markdown(f"{shown_query} · class **{md(info.class_label)}** ({md(info.class_id)}) · {md(view.title)}")
 elif info.concept_ids:
-    st.markdown(f"**{md(query)}** · an ontology name outside this level's names · {md(view.title)}")
+    st.markdown(f"{shown_query} · an ontology name outside this level's names · {md(view.title)}")
 else:
-    st.markdown(f"**{md(query)}** · free text (not an ontology name) · {md(view.title)}")
+    st.markdown(f"{shown_query} · free text (not an ontology name) · {md(view.title)}")
 if info.concept_ids and ontology is not None:
     with st.container(border=True):
         shown = info.concept_ids[0]
@@ -180,6 +193,8 @@ st.markdown(
     unsafe_allow_html=True,
 )
 
+# Static tables (st.table) rather than grids: long names wrap inside their column, so rank, name,
+# code, match, cosine and Δ rank of both models stay in view side by side at 1440 px, no sideways scroll.
 columns = st.columns(len(models))
 for column, label, rows in zip(columns, labels, rankings):
     with column:
@@ -191,14 +206,18 @@ for column, label, rows in zip(columns, labels, rankings):
         colours = [row_colour(r) for r in rows]
         styled = frame.style.apply(
             lambda row, fills=colours: [f"background-color: {fills[row.name]}"] * len(row), axis=1)
-        st.dataframe(styled.format({"Cosine": "{:.3f}"}), hide_index=True, width="stretch",
-                     height=38 + 35 * len(rows))
+        # st.table renders its cells as markdown: names and codes are the ontology's text (escaped)
+        st.table(styled.format({"Cosine": "{:.3f}", "Name": md, "Code": md}), hide_index=True, border="horizontal")
 
 export = pd.DataFrame(comparison_rows(rankings[0], rankings[1] if len(rankings) > 1 else None, labels[0],
-                                      labels[1] if len(labels) > 1 else None, query))
-file_stem = neighbours_file_stem(query)
+                                      labels[1] if len(labels) > 1 else None, ranked))
+file_stem = neighbours_file_stem(ranked)
 st.download_button("Download the comparison (CSV)", export.to_csv(index=False), f"{file_stem}.csv", "text/csv")
-with st.expander("Image-ready table (camera icon: PNG at 2x; or SVG)"):
+# Runs only while open (on_change="rerun"): building the figure was a good part of every rerun.
+image = st.expander("Image-ready table (camera icon: PNG at 2x; or SVG)", key="nb_image_open", on_change="rerun")
+with image:
     fmt = st.radio("Format", ["png", "svg"], horizontal=True, key="nb_image")
-    fig = neighbour_table_figure(query, list(zip(labels, rankings)), view.title, k, info.class_label)
-    st.plotly_chart(fig, width="stretch", config=export_config_as(file_stem, fmt))
+    if image.open:
+        fig = neighbour_table_figure(ranked, list(zip(labels, rankings)), view.title, k, info.class_label)
+        # at its own width: the figure is laid out for it (stretched, its columns would leave the text)
+        st.plotly_chart(fig, width="content", config=export_config_as(file_stem, fmt))

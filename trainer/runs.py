@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from bioviz.errors import BiovizError
+from bioviz.models.embeddings import HeadRunEncoder, encode_cached, load_encoder
 from bioviz.paths import fsync_dir, fsync_tree
 from trainer.config import TrainConfig, validate
 from trainer.crash_points import crash_point
@@ -143,6 +144,45 @@ def _embedding_progress(callbacks, cancel: CancelFlag | None, progress=None, eve
     return report
 
 
+def encode_level(run_dir: Path, names) -> bool:
+    """Cache a published head run's vectors of its level's names, so the views open it at once.
+
+    "Open in views" asks for the run's vectors of every name of the level it was trained on:
+    computed here, as the job's last step (the input model's vectors are cached already, the
+    head is a few matrix products), the page reads them back as one cached block instead of
+    putting the level through the head while the user waits. Only head runs: a fine-tuned
+    run's level takes minutes of transformer, which would hold the job back that long.
+
+    A failure here never undoes the run: it is published already, and its vectors are
+    computed when first asked for.
+
+    Parameters
+    ----------
+    run_dir : pathlib.Path
+        The published run (after the rename: the vectors are keyed by its files' fingerprint).
+    names : sequence of str
+        The level's names, in the level view's order (the cached block is keyed by the list).
+
+    Returns
+    -------
+    bool
+        True when the vectors were cached.
+    """
+    try:
+        encoder = load_encoder(str(run_dir))
+        if not isinstance(encoder, HeadRunEncoder):
+            return False
+        started = time.perf_counter()
+        encode_cached(encoder, list(names))
+        logger.info("cached run %s's vectors of %d names in %.1fs", encoder.label, len(names),
+                    time.perf_counter() - started)
+        return True
+    except (BiovizError, OSError, ValueError) as error:
+        logger.warning("run %s: its level's vectors were not cached (%s); they are computed when first asked for",
+                       run_dir.name, error)
+        return False
+
+
 def train_run(config: TrainConfig, out: str | Path, callbacks=(), cancel: CancelFlag | None = None,
               progress=None, validated: bool = False) -> dict:
     """Validate, train, export and atomically publish one run directory.
@@ -201,6 +241,7 @@ def train_run(config: TrainConfig, out: str | Path, callbacks=(), cancel: Cancel
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
+    encode_level(out, data.view.names)
     result_summary = summary(record, out)
     for callback in callbacks:
         callback({"event": "done", "run_dir": str(out), "summary": result_summary})

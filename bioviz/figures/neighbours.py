@@ -37,7 +37,12 @@ def row_colour(row: dict) -> str:
     return OTHER
 
 
-def _change(row: dict) -> str:
+def rank_change_text(row: dict) -> str:
+    """A row's rank change as the tables show it: ``▲3`` (ranked 3 higher here), ``▼2``, ``=`` or empty.
+
+    >>> [rank_change_text(r) for r in ({"rank_change": 3}, {"rank_change": -2}, {"rank_change": 0}, {})]
+    ['▲3', '▼2', '=', '']
+    """
     change = row.get("rank_change")
     if change is None:
         return ""
@@ -95,7 +100,7 @@ def neighbour_table_figure(query: str, rankings: list[tuple[str, list[dict]]], l
     for _, rows in padded_rankings:
         code = _column_px(["Code", *(r.get("concept_id") or "" for r in rows)], size)
         cosine = _column_px(["Cosine", "0.000"], size)
-        change = _column_px(["Δ rank", *(_change(r) for r in rows)], size) if compared else 0.0
+        change = _column_px(["Δ rank", *(rank_change_text(r) for r in rows)], size) if compared else 0.0
         fixed.append((code, cosine, change))
     free = width - 2 * EDGE - rank_px - sum(sum(f) for f in fixed)
     name_px = min(NAME_MAX_PX, max(NAME_MIN_PX, free / max(len(rankings), 1)))
@@ -116,7 +121,7 @@ def neighbour_table_figure(query: str, rankings: list[tuple[str, list[dict]]], l
         widths += [name_px, code_px, cosine_px]
         if compared:
             header.append("<b>Δ rank</b>")
-            columns.append([_change(r) for r in rows])
+            columns.append([rank_change_text(r) for r in rows])
             fills.append(colours)
             widths.append(change_px)
     table_px = _rows_px(header_lines, size + 1) + sum(_rows_px([n], size) for n in row_lines) + 4

@@ -9,39 +9,46 @@ from __future__ import annotations
 import pandas as pd
 
 from bioviz.figures.export import slug
+from bioviz.figures.neighbours import rank_change_text
 
 STEM_QUERY_CHARS = 40  # of the query in a file name: enough to recognise it, short enough for any file system
 
 
 def ranking_table(rows: list[dict]) -> pd.DataFrame:
-    """One ranking as a table: rank, name, code, class, match and cosine (and the rank change).
+    """One ranking as the Neighbours page shows it: rank, name, code, match, cosine (and Δ rank).
+
+    Two of these tables sit side by side at 1440 px, so each keeps only what a reader compares:
+    the neighbour's class is left out (whether it shares the query's class is the match and
+    the row's shade; the query's class is stated above the tables; the CSV and the
+    image-ready table carry every neighbour's class), and so is the rank under the other model
+    (Δ rank says it relative to this one).
 
     Parameters
     ----------
     rows : list of dict
-        Rows from :func:`bioviz.search.neighbours.rank_neighbours`; ``other_rank`` and
-        ``rank_change`` are there when the ranking was compared with another model's.
+        Rows from :func:`bioviz.search.neighbours.rank_neighbours`; ``rank_change`` is there
+        when the ranking was compared with another model's.
 
     Returns
     -------
     pandas.DataFrame
-        Columns ``Rank, Name, Code, Class, Match, Cosine`` (then ``Other rank, Δ rank``), one
+        Columns ``Rank, Name, Code, Match, Cosine`` (then ``Δ rank``: ``▲3``, ``▼2``, ``=``), one
         row per ranking row, in order; ``Match`` is "synonym", "class" or "".
 
     Examples
     --------
     >>> row = {"rank": 1, "name": "heart attack", "concept_id": "I21", "class_label": "Circulatory",
-    ...        "same_concept": True, "same_class": True, "score": 0.91}
-    >>> ranking_table([row])[["Name", "Match"]].values.tolist()
-    [['heart attack', 'synonym']]
+    ...        "same_concept": True, "same_class": True, "score": 0.91, "rank_change": -2}
+    >>> ranking_table([row]).values.tolist()
+    [[1, 'heart attack', 'I21', 'synonym', 0.91, '▼2']]
     """
     records = []
     for row in rows:
-        record = {"Rank": row["rank"], "Name": row["name"], "Code": row["concept_id"], "Class": row["class_label"],
+        record = {"Rank": row["rank"], "Name": row["name"], "Code": row["concept_id"],
                   "Match": "synonym" if row["same_concept"] else ("class" if row["same_class"] else ""),
                   "Cosine": row["score"]}
-        if "other_rank" in row:
-            record.update({"Other rank": row["other_rank"], "Δ rank": row["rank_change"]})
+        if "rank_change" in row:
+            record["Δ rank"] = rank_change_text(row)
         records.append(record)
     return pd.DataFrame(records)
 

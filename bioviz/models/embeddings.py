@@ -43,6 +43,7 @@ from huggingface_hub import constants
 
 from bioviz.errors import ModelError
 from bioviz.models import char_tfidf
+from bioviz.models.encoding_estimate import record_rate
 from bioviz.models.head_chain import HeadChain, NotAHeadChain, input_module_kinds
 from bioviz.models.runs import NAME_FILE, is_run_dir, read_run, runs_dir
 from bioviz.models.vector_cache import BLOCK_MIN, VectorCache
@@ -702,7 +703,9 @@ def encode_cached(encoder: Encoder, texts, batch_size: int = 64, progress: Progr
         progress(hits, len(unique))
     if missing:
         report = None if progress is None else (lambda done, _total: progress(hits + done, len(unique)))
+        encoding_started = time.perf_counter()
         fresh = encoder.encode(missing, batch_size=batch_size, progress=report)
+        record_rate(encoder, len(missing), time.perf_counter() - encoding_started)  # for the next estimate
         if cache is not None:
             cache.put(encoder.fingerprint, missing, fresh, label=encoder.label)
         found.update(zip(missing, fresh))

@@ -466,3 +466,43 @@ def run_split(path: str | Path, view) -> RunSplit:
 def _mapping(value) -> dict:
     """``value`` when it is a dict, else empty (a field of run.json that is not an object)."""
     return value if isinstance(value, dict) else {}
+
+
+def model_labels(models) -> list[str]:
+    """Readable labels of MODEL strings, for table headers, legends and CSV columns.
+
+    A run is named by its label (:attr:`RunInfo.label`: its readable name and short id, the
+    whole id where two runs' labels would be equal, :func:`distinct_labels`), never by its
+    path; a model directory by its folder's name (no server path is shown); anything else
+    (``minilm``, a hub id) as given. The same label twice (a model compared with itself)
+    becomes ``label (A)`` and ``label (B)``.
+
+    Parameters
+    ----------
+    models : sequence of str
+        MODEL strings.
+
+    Examples
+    --------
+    >>> model_labels(["minilm", "minilm"])
+    ['minilm (A)', 'minilm (B)']
+    """
+    models = list(models)
+    runs: dict[int, RunInfo] = {}
+    for i, model in enumerate(models):
+        if is_run_dir(model):
+            try:
+                runs[i] = read_run(model)
+            except ModelError:  # a damaged run: its folder's name, as any directory
+                pass
+    by_path = distinct_labels(runs.values())
+    labels = []
+    for i, model in enumerate(models):
+        if i in runs:
+            labels.append(by_path[runs[i].path])
+        else:
+            path = Path(str(model)).expanduser()
+            labels.append(path.resolve().name if path.is_dir() else str(model))
+    if len(set(labels)) < len(labels):
+        labels = [f"{label} ({chr(ord('A') + i)})" for i, label in enumerate(labels)]
+    return labels

@@ -259,6 +259,31 @@ class VectorCache:
 
         return self._run("lookup", lookup, {}) if texts else {}
 
+    def count_cached(self, model: str, texts) -> int:
+        """How many of ``texts`` (distinct) have a vector for ``model``, without reading the vectors.
+
+        A whole list stored as a block counts as cached at once (:meth:`has_block`). Used to say
+        before encoding how many names are missing (:mod:`bioviz.models.encoding_estimate`).
+        """
+        texts = list(dict.fromkeys(texts))
+        if not texts:
+            return 0
+
+        def count(conn) -> int:
+            total = 0
+            for start in range(0, len(texts), _LOOKUP_CHUNK):
+                total += conn.execute(
+                    "SELECT COUNT(*) FROM vectors WHERE model = ? AND text IN (SELECT value FROM json_each(?))",
+                    (model, json.dumps(texts[start:start + _LOOKUP_CHUNK])),
+                ).fetchone()[0]
+            return total
+
+        return self._run("count", count, 0)
+
+    def has_block(self, model: str, texts) -> bool:
+        """True when exactly this list of texts is stored as a block for ``model`` (the file exists)."""
+        return self._block_path(model, list(texts)).is_file()
+
     def _block_path(self, model: str, texts: list[str]) -> Path:
         digest = hashlib.sha256("\x1f".join(texts).encode("utf-8")).hexdigest()[:24]
         return self.path.parent / "blocks" / f"{model}-{digest}.npy"

@@ -17,6 +17,7 @@ import numpy as np
 
 from bioviz.errors import BiovizError
 from bioviz.models.embeddings import Progress, embed, encode_cached, load_encoder
+from bioviz.models.encoding_estimate import EncodingEstimate, estimate_encoding
 from bioviz.ontology import DEFAULT_SPLIT, SplitSpec
 from bioviz.ontology.model import Ontology, normalise_name
 from bioviz.search.index import NeighbourIndex
@@ -280,6 +281,39 @@ def rank_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo,
 AMONG = ("names", "train", "hypernyms")
 
 
+def candidate_names(view, among: str = "names") -> list[str]:
+    """The names :func:`candidate_index` encodes for ``among``: the class names for ``hypernyms``, else every name.
+
+    (``train`` ranks a subset of the level's names, but its index is cut from theirs.)
+    """
+    if among != "hypernyms":
+        return list(view.names)
+    return [name for class_id in view.classes for name in view.hypernym_names.get(class_id, [])]
+
+
+def first_encoding_estimate(view, model: str, among: str = "names") -> EncodingEstimate:
+    """How long the first use of ``model`` on ``view`` will encode for, before it starts.
+
+    Counts the names the vector cache lacks and divides by the model's measured rate
+    (:mod:`bioviz.models.encoding_estimate`); ``message()`` is the line a page shows, empty when
+    everything is cached. Cheap: no weights are loaded and no vectors read.
+
+    Parameters
+    ----------
+    view : LevelView
+    model : str
+        A MODEL string.
+    among : str
+        The candidate set (:data:`AMONG`) whose names would be encoded.
+
+    Raises
+    ------
+    ModelError
+        If the model cannot be found.
+    """
+    return estimate_encoding(load_encoder(model), candidate_names(view, among))
+
+
 def candidate_index(view, model: str, among: str = "names", base: NeighbourIndex | None = None,
                     progress: Progress | None = None, split: SplitSpec = DEFAULT_SPLIT) -> NeighbourIndex:
     """The names a query is ranked against, as in the papers' tables.
@@ -309,7 +343,7 @@ def candidate_index(view, model: str, among: str = "names", base: NeighbourIndex
     if among not in AMONG:
         raise BiovizError(f"unknown candidate set {among!r}: use one of {', '.join(AMONG)}")
     if among == "hypernyms":
-        names, classes, labels = [], [], []
+        names, classes, labels = [], [], []  # in candidate_names' order
         for i, class_id in enumerate(view.classes):
             for name in view.hypernym_names.get(class_id, []):
                 names.append(name)

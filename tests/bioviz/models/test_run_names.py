@@ -156,3 +156,24 @@ def test_runs_whose_labels_would_be_equal_are_told_apart_by_their_whole_id(tmp_h
     assert labels[tmp_home / "runs" / "b"] == "residual · HPO d1 · 15-shot (20261201-080000-ecd5)"
     assert labels[tmp_home / "runs" / "c"] == "residual · HPO d1 · 15-shot (0001)"
     assert len(set(labels.values())) == 3
+
+
+def test_model_labels_name_runs_by_label_never_by_path(tmp_path):
+    from bioviz.models.runs import model_labels
+
+    run = make_run(tmp_path / "runs" / "20261122-192803-ecd5")
+    folder = tmp_path / "models" / "my-sapbert"
+    folder.mkdir(parents=True)
+    labels = model_labels(["minilm", str(run), str(folder), "org/model"])
+    assert labels == ["minilm", "residual · HPO d1 · 15-shot (ecd5)", "my-sapbert", "org/model"]
+    assert not any(str(tmp_path) in label for label in labels)
+
+
+def test_model_labels_keep_two_models_apart(tmp_path):
+    from bioviz.models.runs import model_labels
+
+    first = make_run(tmp_path / "a" / "20261122-192803-ecd5")
+    second = make_run(tmp_path / "b" / "x", run_id="20261123-101010-ecd5")  # same name, same short id
+    assert model_labels([str(first), str(second)]) == ["residual · HPO d1 · 15-shot (20261122-192803-ecd5)",
+                                                      "residual · HPO d1 · 15-shot (20261123-101010-ecd5)"]
+    assert model_labels(["minilm", "minilm"]) == ["minilm (A)", "minilm (B)"]

@@ -106,3 +106,14 @@ def test_blocks_store_a_whole_text_list_and_are_cleared_with_their_model(tmp_hom
     assert cache.get_block("fp-a", texts) is None and cache.get_block("fp-b", texts) is not None
     cache.clear()
     assert cache.get_block("fp-b", texts) is None
+
+
+def test_cached_names_are_counted_without_reading_vectors(tmp_home):
+    cache = VectorCache()
+    texts = [f"t{i}" for i in range(30)]
+    cache.put("fp", texts[:12], vectors(12))
+    assert cache.count_cached("fp", texts + texts[:5]) == 12  # distinct texts
+    assert cache.count_cached("other", texts) == 0 and cache.count_cached("fp", []) == 0
+    assert not cache.has_block("fp", texts)
+    cache.put_block("fp", texts, vectors(30))
+    assert cache.has_block("fp", texts) and not cache.has_block("fp", texts[::-1])

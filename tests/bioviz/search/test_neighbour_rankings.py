@@ -69,3 +69,21 @@ def test_candidates_among_training_names_and_unknown_sets(mini):
     assert candidate_index(view, "unused", "names", base=base) is base
     with pytest.raises(BiovizError, match="unknown candidate set"):
         candidate_index(view, "unused", "everything", base=base)
+
+
+def test_first_encoding_estimate_counts_the_candidates_not_yet_cached(mini):
+    from bioviz.models.embeddings import load_encoder
+    from bioviz.models.encoding_estimate import record_rate
+    from bioviz.search.neighbours import candidate_names, first_encoding_estimate, level_space
+
+    _, view = mini
+    hypernyms = candidate_names(view, "hypernyms")
+    assert "heart disease" in hypernyms and "heart attack" not in hypernyms
+    assert candidate_names(view, "train") == list(view.names)
+    record_rate(load_encoder("char-tfidf"), 1000, 2.0)
+    before = first_encoding_estimate(view, "char-tfidf")
+    assert before.missing == len(set(view.names)) and before.seconds == pytest.approx(before.missing / 500)
+    assert before.message().startswith("First use of char-tfidf on this level: under a second to encode")
+    level_space(view, "char-tfidf")
+    assert not first_encoding_estimate(view, "char-tfidf").needed
+    assert first_encoding_estimate(view, "char-tfidf", "hypernyms").missing == len(set(hypernyms))
