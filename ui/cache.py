@@ -71,6 +71,24 @@ def projection(model: str, spec: LevelSpec, params: tuple):
     return rows, project(view_space(model, spec), settings, rows)
 
 
+@st.cache_data(max_entries=8, show_spinner="Finding each name's nearest names under both models…")
+def movement(model_a: str, model_b: str, spec: LevelSpec, params: tuple, k: int):
+    """``(Movement, coords_a, coords_b)``: what training moved between the two aligned layouts of ``params``.
+
+    Same rows and layouts as the Projection figure (:func:`projection`, aligned with
+    :func:`bioviz.views.projection.align_pair`); nearest names on the original vectors.
+    """
+    from bioviz.views.movement import measure_movement
+    from bioviz.views.projection import ProjectionParams, align_pair
+
+    rows, coords_a = projection(model_a, spec, params)
+    _, coords_b = projection(model_b, spec, params)
+    pair = align_pair(rows, coords_a, coords_b, ProjectionParams(*params))
+    result = measure_movement(view_space(model_a, spec).vectors, view_space(model_b, spec).vectors, view(spec).labels,
+                              pair.rows, pair.coords_a, pair.coords_b, k)
+    return result, pair.coords_a, pair.coords_b
+
+
 @st.cache_data(max_entries=16, show_spinner=False)
 def separation(model_a: str, model_b: str, spec: LevelSpec, measure: str, max_names: int, seed: int):
     """Per-class separation of the selected view under two models."""

@@ -102,8 +102,12 @@ def movement_figure(view: LevelView, movement: Movement, coords_a: np.ndarray, c
             [_number(movement.precision_a[i]) for i in chosen], [_number(movement.precision_b[i]) for i in chosen],
             [f"{movement.displacement[i]:.2f}" for i in chosen],
         ])
+        # The legend would draw the first arrowhead at its own angle: a proxy entry points right.
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines+markers", name=f"{PART_NAMES[part]} ({len(chosen)})",
+                                 legendgroup=part, line={"color": colour, "width": 1.3}, hoverinfo="skip",
+                                 marker={"symbol": "arrow", "angle": 90, "size": 9, "color": colour}))
         fig.add_trace(go.Scatter(
-            x=end[:, 0], y=end[:, 1], mode="markers", name=f"{PART_NAMES[part]} ({len(chosen)})",
+            x=end[:, 0], y=end[:, 1], mode="markers", name=PART_NAMES[part], showlegend=False,
             legendgroup=part, customdata=customdata,
             marker={"symbol": "arrow", "angle": angles, "size": 9, "color": colour, "line": {"width": 0}},
             hovertemplate=("<b>%{customdata[1]}</b><br>%{customdata[2]} · %{customdata[3]}<br>"

@@ -105,7 +105,7 @@ def same_class_precision(neighbours: np.ndarray, labels: np.ndarray) -> np.ndarr
     nearest is a perfect score); a class of one name gives NaN.
 
     >>> same_class_precision(np.array([[1, 2], [0, 2], [0, 1]]), np.array([0, 0, 1])).tolist()
-    [0.5, 0.5, nan]
+    [1.0, 1.0, nan]
     """
     labels = np.asarray(labels)
     k = neighbours.shape[1]
