@@ -82,7 +82,10 @@ with st.expander("Split and samples"):
                   help="Ranking mAP of each model on each of these levels under the same root (Table 4)")
 image_format = compare.image_format()
 
-models = [choices[label] for label in st.session_state["eval_models"]]
+# The sidebar's baseline first, then its compared model: the first two get the baseline/compared
+# colour pair in every figure (bioviz.figures.evaluation.model_colours), as on the other pages.
+models = sorted((choices[label] for label in st.session_state["eval_models"]),
+                key=lambda m: (m != model_a, m != model_b))
 state.sync_url(eval_models="|".join(models), **compare.changed_url_values(PARAMS))
 
 
@@ -161,13 +164,14 @@ if "synonym" in tasks and view.mode != "synonyms":
 
 if st.button("Run evaluation", type="primary", disabled=not (tasks or benches or user_bench or depths)):
     try:
-        with st.spinner("Evaluating (embeddings and results are cached, so a second run is quick)…"):
-            results = []
-            if request[3]:
-                results += cache.benchmark_results(request[1], request[3], request[5])
-            if tasks:
-                results += cache.evaluation_results(level, request[1], request[2], request[4], request[5])
-            cross = cache.cross_level_table(level, request[1], depths, request[4], request[5]) if depths else None
+        # Each part draws its own progress bar (steps and an ETA); embeddings and results are
+        # cached, so a second run is quick.
+        results = []
+        if request[3]:
+            results += cache.benchmark_results(request[1], request[3], request[5])
+        if tasks:
+            results += cache.evaluation_results(level, request[1], request[2], request[4], request[5])
+        cross = cache.cross_level_table(level, request[1], depths, request[4], request[5]) if depths else None
         st.session_state[RESULTS] = {"request": request, "results": results, "cross": cross}
     except BiovizError as error:
         st.error(md(error))

@@ -145,6 +145,44 @@ def level_tree(spec: LevelSpec):
     return build(level_ontology(spec), view(spec))
 
 
+class _StepBar:
+    """A progress bar with steps and an ETA for a ``steps(done, total, message)`` callback.
+
+    Created (and emptied) inside the cached function that reports to it, like
+    :func:`neighbour_index`'s bar: Streamlit replays what a cached function drew on a hit.
+    The ETA is the time per step so far times the steps left; steps are (model, task)
+    pairs whose first encoding dominates, so it is rough but moves with the work.
+    """
+
+    def __init__(self, what: str) -> None:
+        import time
+
+        self._clock = time.perf_counter
+        self.what, self.slot, self.started = what, st.empty(), time.perf_counter()
+        self.slot.progress(0.0, text=f"{what}: loading the models…")
+
+    def __call__(self, done: float, total: int, message: str) -> None:
+        elapsed = self._clock() - self.started
+        eta = ""
+        if 0 < done < total and elapsed > 1:
+            eta = f" · about {elapsed / done * (total - done):,.0f} s left"
+        step = min(int(done) + 1, total)
+        text = f"{self.what}: step {step} of {total} · {md(message)}{eta}"
+        self.slot.progress(min(done / max(total, 1), 1.0), text=text)
+
+    def close(self) -> None:
+        self.slot.empty()
+
+
+def _with_steps(what: str, work):
+    """``work(bar)`` under a :class:`_StepBar`, removed afterwards whatever happens."""
+    bar = _StepBar(what)
+    try:
+        return work(bar)
+    finally:
+        bar.close()
+
+
 @st.cache_data(max_entries=16, show_spinner=False)
 def evaluation_results(spec: LevelSpec, models: tuple, tasks: tuple, split: tuple, settings: tuple) -> list[dict]:
     """Results of the ontology protocols (:func:`bioviz.evaluation.run.evaluate`) for the selected view.
@@ -156,8 +194,9 @@ def evaluation_results(spec: LevelSpec, models: tuple, tasks: tuple, split: tupl
     from bioviz.ontology import SplitSpec
 
     v = view(spec)
-    return evaluate(v, SplitSpec(*split).make(v), list(models), list(tasks), level_ontology(spec),
-                    EvalSettings(*settings))
+    return _with_steps("Ontology tasks", lambda bar: evaluate(
+        v, SplitSpec(*split).make(v), list(models), list(tasks), level_ontology(spec), EvalSettings(*settings),
+        steps=bar))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -165,7 +204,8 @@ def benchmark_results(models: tuple, benchmarks: tuple, settings: tuple) -> list
     """Spearman's rho of the models on relatedness benchmarks (names or stored upload paths)."""
     from bioviz.evaluation.run import EvalSettings, evaluate_benchmarks
 
-    return evaluate_benchmarks(list(models), list(benchmarks), EvalSettings(*settings))
+    return _with_steps("Relatedness benchmarks", lambda bar: evaluate_benchmarks(
+        list(models), list(benchmarks), EvalSettings(*settings), steps=bar))
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -174,8 +214,9 @@ def cross_level_table(spec: LevelSpec, models: tuple, depths: tuple, split: tupl
     from bioviz.evaluation.run import EvalSettings, cross_level
     from bioviz.ontology import SplitSpec
 
-    table = cross_level(level_ontology(spec), list(models), list(depths), spec.root, SplitSpec(*split),
-                        spec.keep_ambiguous, EvalSettings(*settings))
+    table = _with_steps("Cross-level table", lambda bar: cross_level(
+        level_ontology(spec), list(models), list(depths), spec.root, SplitSpec(*split), spec.keep_ambiguous,
+        EvalSettings(*settings), steps=bar))
     table.pop("results")
     return table
 
