@@ -200,9 +200,11 @@ def show_movement() -> None:
     arrows = arrow_rows(moved, view.labels, class_index, int(st.session_state["mv_n"]))
     whose = f"names of {chosen} ({class_names[chosen]})" if chosen else "names that moved furthest"
     title = f"What training moved · {label_a} → {label_b} · {view.title}"
+    measured = (f"{len(moved.rows):,} of the {len(pair.rows):,} names measured (a class-stratified sample)"
+                if len(moved.rows) < len(pair.rows) else f"all {len(moved.rows):,} names measured")
     caption = (f"{len(arrows):,} {whose}: arrows from the {label_a} position to the aligned {label_b} position, "
-               f"coloured by split part · grey: every sampled name under {label_b} · {pair.params.caption()}"
-               f"<br>{marks_caption}")
+               f"coloured by split part · grey: the measured names under {label_b} · {measured} · "
+               f"{pair.params.caption()}<br>{marks_caption}")
     key = cache.digest(state.selection(), label_a, label_b, moved.rows, moved_a, moved_b, parts, arrows, title,
                        caption)
     fig = cache.figure(key, lambda: movement_figure(view, moved, moved_a, moved_b, arrows, parts, label_a, label_b,

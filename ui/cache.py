@@ -71,22 +71,29 @@ def projection(model: str, spec: LevelSpec, params: tuple):
     return rows, project(view_space(model, spec), settings, rows)
 
 
-@st.cache_data(max_entries=8, show_spinner="Finding each name's nearest names under both models…")
+@st.cache_data(max_entries=8, show_spinner=False)
 def movement(model_a: str, model_b: str, spec: LevelSpec, params: tuple, k: int):
     """``(Movement, coords_a, coords_b)``: what training moved between the two aligned layouts of ``params``.
 
     Same rows and layouts as the Projection figure (:func:`projection`, aligned with
-    :func:`bioviz.views.projection.align_pair`); nearest names on the original vectors.
+    :func:`bioviz.views.projection.align_pair`); nearest names on the original vectors, under
+    a progress bar (two steps: one search per model). The coordinates are those of the
+    measured names (``Movement.rows``).
     """
+    import numpy as np
+
     from bioviz.views.movement import measure_movement
     from bioviz.views.projection import ProjectionParams, align_pair
 
     rows, coords_a = projection(model_a, spec, params)
     _, coords_b = projection(model_b, spec, params)
     pair = align_pair(rows, coords_a, coords_b, ProjectionParams(*params))
-    result = measure_movement(view_space(model_a, spec).vectors, view_space(model_b, spec).vectors, view(spec).labels,
-                              pair.rows, pair.coords_a, pair.coords_b, k)
-    return result, pair.coords_a, pair.coords_b
+    result = _with_steps("What training moved", lambda bar: measure_movement(
+        view_space(model_a, spec).vectors, view_space(model_b, spec).vectors, view(spec).labels, pair.rows,
+        pair.coords_a, pair.coords_b, k, progress=lambda fraction, message: bar(2 * fraction, 2, message)),
+        starting="finding each name's nearest names under both models…")
+    measured = np.searchsorted(pair.rows, result.rows)  # the layout's rows are sorted (stratified_sample)
+    return result, pair.coords_a[measured], pair.coords_b[measured]
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -154,12 +161,12 @@ class _StepBar:
     pairs whose first encoding dominates, so it is rough but moves with the work.
     """
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, starting: str) -> None:
         import time
 
         self._clock = time.perf_counter
         self.what, self.slot, self.started = what, st.empty(), time.perf_counter()
-        self.slot.progress(0.0, text=f"{what}: loading the models…")
+        self.slot.progress(0.0, text=f"{what}: {starting}")
 
     def __call__(self, done: float, total: int, message: str) -> None:
         elapsed = self._clock() - self.started
@@ -174,9 +181,9 @@ class _StepBar:
         self.slot.empty()
 
 
-def _with_steps(what: str, work):
-    """``work(bar)`` under a :class:`_StepBar`, removed afterwards whatever happens."""
-    bar = _StepBar(what)
+def _with_steps(what: str, work, starting: str = "loading the models…"):
+    """``work(bar)`` under a :class:`_StepBar` (first saying ``starting``), removed afterwards whatever happens."""
+    bar = _StepBar(what, starting)
     try:
         return work(bar)
     finally:

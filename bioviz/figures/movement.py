@@ -1,6 +1,6 @@
 """What training moved: arrows from each name's baseline position to its aligned compared position.
 
-One panel in the baseline layout's frame. Every sampled name is a faint grey dot where the
+One panel in the baseline layout's frame. Every measured name is a faint grey dot where the
 compared model puts it; the names chosen for arrows (a class's, or the furthest moved) get a
 line from their baseline position to their compared position and an arrowhead there,
 coloured by split part (train / validation / test / zero-shot / not in the split), so one
@@ -74,7 +74,7 @@ def movement_figure(view: LevelView, movement: Movement, coords_a: np.ndarray, c
     ranges = [list(bulk_range(stacked[:, d])) for d in range(2)]
     fig = go.Figure()
     fig.add_trace(go.Scattergl(
-        x=coords_b[:, 0], y=coords_b[:, 1], mode="markers", name=f"all sampled names ({len(rows):,})",
+        x=coords_b[:, 0], y=coords_b[:, 1], mode="markers", name=f"measured names ({len(rows):,})",
         marker={"color": t["other_classes"], "size": 4, "opacity": 0.5}, hoverinfo="skip", showlegend=True,
     ))
     for part in PARTS:
@@ -124,7 +124,7 @@ def movement_figure(view: LevelView, movement: Movement, coords_a: np.ndarray, c
     title = title or (f"What training moved · {model_a} → {model_b} · {view.title}")
     caption = caption or (f"Arrows: {shown} names from their {shorten(model_a, 240, t['caption_size'])} position "
                           f"to their aligned {shorten(model_b, 240, t['caption_size'])} position, coloured by split "
-                          f"part · grey: every sampled name under the compared model · moved = distance over the "
+                          f"part · grey: every measured name under the compared model · moved = distance over the "
                           f"baseline layout's RMS radius")
     legend_px = 34
     apply_theme(fig, title, caption, width=width, margin={"l": SIDE, "r": SIDE, "b": legend_px + 12}, top=16,

@@ -246,7 +246,7 @@ def test_movement_figure_text_stays_on_the_canvas_and_apart(measured_movement):
     bad = {name: lines for name, lines in report.items() if lines}
     assert not bad, "\n".join(f"{name}:\n  " + "\n  ".join(lines[:12]) for name, lines in bad.items())
     legend = " ".join(t["text"] for t in measured_movement["movement"]["texts"] if t["kind"] == "legendtext")
-    assert "train (" in legend and "all sampled names" in legend
+    assert "train (" in legend and "measured names (" in legend
 
 
 def test_no_text_leaves_the_canvas_or_overlaps(measured):

@@ -93,3 +93,19 @@ def test_two_models_must_embed_the_same_names():
     with pytest.raises(ValueError, match="different name lists"):
         measure_movement(np.ones((8, 3)), np.ones((7, 3)), view.labels, np.arange(8), np.zeros((8, 2)),
                          np.zeros((8, 2)))
+
+
+def test_a_large_layout_is_measured_on_a_class_stratified_sample_with_progress():
+    rng = np.random.default_rng(1)
+    labels = np.repeat([0, 1, 2], [300, 60, 6])
+    vectors = unit(rng.normal(size=(len(labels), 8)))
+    coords = rng.normal(size=(len(labels), 2))
+    seen = []
+    movement = measure_movement(vectors, vectors, labels, np.arange(len(labels)), coords, coords, k=5,
+                                max_names=100, progress=lambda fraction, message: seen.append((fraction, message)))
+    assert len(movement.rows) == 100 and set(labels[movement.rows]) == {0, 1, 2}  # every class kept
+    assert np.all(np.diff(movement.rows) > 0) and np.allclose(movement.displacement, 0)
+    assert np.allclose(movement.kept, 1.0)  # the same vectors: the same neighbours
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert "baseline" in seen[0][1] and "compared" in seen[-1][1]
