@@ -233,7 +233,9 @@ else:
 
 st.subheader("Per-class separation")
 try:
-    sep = cache.separation(model_a, model_b, level, st.session_state["measure"], 5_000, 0)
+    # Named by the runs' current labels (a run renamed since its vectors were cached).
+    sep = replace(cache.separation(model_a, model_b, level, st.session_state["measure"], 5_000, 0),
+                  model_a=label_a, model_b=label_b)
 except BiovizError as error:
     st.error(md(error))
     st.stop()

@@ -196,3 +196,21 @@ def test_a_second_visit_reuses_the_built_figure(app, monkeypatch, open_app):
     again.session_state["_projection_selected"] = np.array([0])
     again.run()
     assert len(built) == 2  # a selection changes what is drawn
+
+
+def test_a_run_renamed_after_its_vectors_were_cached_is_titled_by_its_new_name(app, zero_shot_run, open_app):
+    from bioviz.models.runs import set_run_name
+
+    app.query_params.update({"method": "pca", "model_b": str(zero_shot_run)})
+    first = app.run()
+    assert not first.exception
+    set_run_name(zero_shot_run, "Lizard bites")
+    try:
+        at = open_app(PAGE, {k: (v[0] if isinstance(v, list) else v) for k, v in app.query_params.items()},
+                      timeout=300).run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        titles = [spec["layout"]["title"]["text"] for spec in charts(at)]
+        assert len(titles) == 3 and all("Lizard bites (zero-shot-run)" in t for t in titles)
+        assert "Lizard bites (zero-shot-run)" in at.metric[1].label
+    finally:
+        set_run_name(zero_shot_run, None)
