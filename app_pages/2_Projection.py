@@ -187,7 +187,7 @@ def show_movement() -> None:
     """What training moved: arrows for a class or the top movers, the movers table, per-part means."""
     st.subheader("What training moved")
     st.caption(f"Each name's move from its {md(label_a)} position to its aligned {md(label_b)} position, and how "
-               f"many of its {DEFAULT_K} nearest names (cosine on the original vectors, among the sampled names) "
+               f"many of its {DEFAULT_K} nearest names (cosine on the original vectors, among the measured names) "
                "are of its own class under each model. Split parts tell names the run trained on from held-out "
                "and zero-shot ones.")
     cols = st.columns([3, 2])

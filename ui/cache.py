@@ -121,7 +121,7 @@ def digest(*parts) -> str:
     return h.hexdigest()[:24]
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)
+@st.cache_resource(max_entries=6, show_spinner=False)
 def figure(key: str, _build):
     """The figure ``_build()`` returns, kept by ``key`` (a :func:`digest` of everything it shows).
 
