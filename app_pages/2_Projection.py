@@ -212,7 +212,8 @@ def show_movement() -> None:
     movers = movers_table(view, moved, parts)
     summary = part_summary(movers)
     # Column names say which model: the CSV is read away from the page.
-    names = {"precision_a": f"p@{DEFAULT_K} {label_a}", "precision_b": f"p@{DEFAULT_K} {label_b}"}
+    sides = (label_a, label_b) if label_a != label_b else (f"{label_a} (baseline)", f"{label_b} (compared)")
+    names = {"precision_a": f"p@{DEFAULT_K} {sides[0]}", "precision_b": f"p@{DEFAULT_K} {sides[1]}"}
     table = movers.rename(columns=names)
     name = slug("movement", label_a, "vs", label_b, view.source.split()[0], f"d{view.depth}")
     compare.show_figure(fig, name, fmt, table, key="movement_chart")

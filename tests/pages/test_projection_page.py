@@ -214,3 +214,12 @@ def test_a_run_renamed_after_its_vectors_were_cached_is_titled_by_its_new_name(a
         assert "Lizard bites (zero-shot-run)" in at.metric[1].label
     finally:
         set_run_name(zero_shot_run, None)
+
+
+def test_the_same_model_on_both_sides_gives_distinct_movers_columns(app):
+    app.query_params.update({"method": "pca", "model_b": "minilm"})
+    at = app.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    movers = at.dataframe[1].value
+    assert list(movers.columns[5:7]) == ["p@10 minilm (baseline)", "p@10 minilm (compared)"]
+    assert (movers["change"] == 0).all() and (movers["kept"] == 1).all()  # nothing moved
