@@ -172,7 +172,8 @@ class _StepBar:
         elapsed = self._clock() - self.started
         eta = ""
         if 0 < done < total and elapsed > 1:
-            eta = f" · about {elapsed / done * (total - done):,.0f} s left"
+            left = elapsed / done * (total - done)
+            eta = f" · about {left:.0f} s left" if left < 90 else f" · about {left // 60:.0f} min {left % 60:.0f} s left"
         step = min(int(done) + 1, total)
         text = f"{self.what}: step {step} of {total} · {md(message)}{eta}"
         self.slot.progress(min(done / max(total, 1), 1.0), text=text)
