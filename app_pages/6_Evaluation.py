@@ -15,7 +15,7 @@ from bioviz.errors import BiovizError
 from bioviz.evaluation.run import TASK_LABELS, TASKS, EvalSettings
 from bioviz.evaluation.splits import choose_split
 from bioviz.evaluation.tables import results_table
-from bioviz.figures import cross_level_heatmap, metric_bars
+from bioviz.figures import cross_level_heatmap, metric_bars, slug
 from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.uploads import store_upload
 from ui import cache, compare, state
@@ -202,7 +202,8 @@ with st.expander("Sample sizes"):
     st.dataframe(sizes, width="stretch", hide_index=True)
 
 level_tag = "synonyms" if view.mode == "synonyms" else f"d{view.depth}"
-name = "-".join(["evaluation", *model_names, view.source.split()[0], level_tag]).replace("/", "_")
+# Runs' readable labels hold spaces and middle dots: the download names are slugs of them.
+name = slug("evaluation", *model_names, view.source.split()[0], level_tag)
 cols = st.columns(2)
 cols[0].download_button("Download CSV", result_tables.to_csv(rows), f"{name}.csv", "text/csv")
 latex = result_tables.to_latex(values, lows if show_ci else None, highs if show_ci else None,
@@ -222,7 +223,7 @@ for group, group_rows in groups.items():
     is_bench = group == "Relatedness benchmarks"
     fig = metric_bars(group_rows, f"{group} · {title_models}" + ("" if is_bench else f" · {view.title}"),
                       bench_caption if is_bench else caption)
-    compare.show_figure(fig, f"{name}-{group}".replace(" ", "_"), image_format, key=f"bars-{group}")
+    compare.show_figure(fig, slug(name, group), image_format, key=f"bars-{group}")
 
 if cross:
     fig = cross_level_heatmap(cross, f"Semantic similarity ranking mAP per level · {title_models} · {view.source}",

@@ -117,3 +117,6 @@ def test_the_baseline_comes_first_in_the_pair_colours_and_progress_has_steps(app
     assert "Ontology tasks: 0.0/4 tri-minilm: Semantic similarity ranking" in shown
     assert "Ontology tasks: 4.0/4 done" in shown and "Relatedness benchmarks: 2.0/2 done" in shown
     assert not at.get("progress")  # the bars are gone once the results are in
+    files = [json.loads(c.proto.config)["toImageButtonOptions"]["filename"] for c in at.get("plotly_chart")]
+    assert files[0].startswith("evaluation-tri-minilm-tri-char-tfidf-mini-d1-")  # a slug: no spaces or dots
+    assert all(" " not in f and "·" not in f for f in files)
