@@ -219,12 +219,12 @@ def show_movement() -> None:
     compare.show_figure(fig, name, fmt, table, key="movement_chart")
     st.markdown(f"**Same-class precision@{DEFAULT_K} by split part** (means; zero-shot rows: classes the run never "
                 "saw)")
-    st.dataframe(summary.rename(columns=names).style.map(
-        part_style, subset=["part"]), hide_index=True, width="stretch")
+    st.dataframe(summary.rename(columns=names).style.map(part_style, subset=["part"]).format(precision=3),
+                 hide_index=True, width="stretch")
     st.markdown("**Names whose neighbourhood changed most** (change = compared − baseline precision; kept = share "
                 "of nearest names both models share; moved = distance over the layout's RMS radius)")
-    st.dataframe(table.head(200).style.map(part_style, subset=["part"]), hide_index=True, width="stretch",
-                 height=320)
+    st.dataframe(table.head(200).style.map(part_style, subset=["part"]).format(precision=3), hide_index=True,
+                 width="stretch", height=320)
 
 
 if params.n_components == 2:
