@@ -11,7 +11,10 @@ import streamlit as st
 
 from bioviz.errors import BiovizError, SplitError
 from bioviz.figures import projection_pair_figure, projection_table, selected_rows, separation_figure, slug
+from bioviz.figures.movement import MAX_ARROWS, movement_figure
+from bioviz.figures.theme import part_colours
 from bioviz.ontology import DEFAULT_SPLIT
+from bioviz.views.movement import DEFAULT_K, arrow_rows, movers_table, part_summary
 from bioviz.views.projection import ProjectionParams, align_pair, pair_is_cached, preview_params
 from bioviz.models.runs import is_run_dir, run_mtime
 from bioviz.views.separation import MEASURES
@@ -22,11 +25,13 @@ view = state.current_view()
 model_a, model_b = state.chosen_models()
 fmt = compare.image_format()
 
-DEFAULTS = {"method": "umap", "dims": 2, "nn": 15, "md": 0.1, "cap": 10_000, "shots": DEFAULT_SPLIT.shots, "measure": "map"}
+DEFAULTS = {"method": "umap", "dims": 2, "nn": 15, "md": 0.1, "cap": 10_000, "shots": DEFAULT_SPLIT.shots,
+            "measure": "map", "hl": [], "map": False, "mv_class": "", "mv_n": 150}
 # The widgets' bounds, also the bounds of a link's values.
-BOUNDS = {"nn": (2, 100), "md": (0.0, 0.99), "cap": (10, 200_000), "shots": (1, 500)}
+BOUNDS = {"nn": (2, 100), "md": (0.0, 0.99), "cap": (10, 200_000), "shots": (1, 500), "mv_n": (10, MAX_ARROWS)}
+LIST_KEYS = ("hl",)  # lists of class ids: comma-separated in the URL
 state.page_params(DEFAULTS, choices={"method": ["umap", "pca"], "dims": [2, 3], "measure": list(MEASURES)},
-                  bounds=BOUNDS)
+                  bounds=BOUNDS, casts={"hl": lambda text: [c for c in text.split(",") if c.strip()]})
 SELECTED = "_projection_selected"  # view rows picked with box/lasso, kept across reruns
 
 
@@ -68,7 +73,24 @@ cols[5].number_input("Shots", *BOUNDS["shots"], key="shots", disabled=marks is n
                      help=f"Markers show {md(marks.describe())}" if marks is not None else
                      f"Split used to mark train / validation / test names (seed {DEFAULT_SPLIT.seed}, no zero-shot classes)")
 cols[6].selectbox("Separation measure", list(MEASURES), key="measure", format_func=MEASURES.get)
-state.sync_url(**compare.url_values(DEFAULTS))
+if view is not None:
+    # A link's (or an earlier level's) class ids that this level does not have are dropped.
+    st.session_state["hl"] = [c for c in st.session_state["hl"] if c in view.classes]
+    if st.session_state["mv_class"] not in ("", *view.classes):
+        st.session_state["mv_class"] = ""
+    class_names = dict(zip(view.classes, view.class_labels))
+    left, right = st.columns([4, 1.3])
+    left.multiselect("Highlight classes", view.classes, key="hl", format_func=lambda c: f"{c} · {class_names[c]}",
+                     placeholder="All classes in colour",
+                     help="Draw these classes in colour and grey the rest, so a few classes stand out")
+    right.toggle("Ontology-labelled map", key="map", disabled=st.session_state["dims"] == 3,
+                 help="Contours holding half of each class's names, and the class's name (from the ontology) at its "
+                      "density peak, so the figure explains itself without a legend (2-D)")
+url = compare.url_values(DEFAULTS)
+url.update({key: ",".join(st.session_state[key]) for key in LIST_KEYS})
+state.sync_url(**url)
+for key in LIST_KEYS:  # sync_url leaves an emptied list's old value behind
+    state.set_url_param(key, url[key])
 
 if view is None:
     st.stop()
@@ -78,6 +100,7 @@ try:
                               float(st.session_state["md"]), int(st.session_state["cap"]))
     space_a = cache.view_space(model_a, level)
     space_b = cache.view_space(model_b, level)
+    label_a, label_b = compare.model_label(model_a, space_a), compare.model_label(model_b, space_b)
     if marks is not None:
         parts, marks_caption = marks.parts, f"markers: {marks.describe()}"
     else:
@@ -98,19 +121,23 @@ def on_select() -> None:
 
 highlight = st.session_state.get(SELECTED, np.zeros(0, dtype=np.int64))
 method_label = params.method.upper()
+highlight_classes = list(st.session_state["hl"])
+labelled_map = bool(st.session_state["map"]) and params.n_components == 2
 
 
 def draw(pair, preview: bool = False) -> None:
     """The two aligned panels, with their caption, exports and (for the final figure) selection."""
-    caption = f"{pair.params.caption()} · Procrustes disparity {pair.disparity:.3f}<br>{marks_caption}"
-    title = (f"{pair.params.method.upper()} · {space_a.model_id} vs {space_b.model_id} · {view.title}"
+    caption = (f"{pair.params.caption()} · Procrustes disparity {pair.disparity:.3f}<br>{marks_caption}"
+               + (" · contours: half of each class's names, its name at its density peak" if labelled_map else ""))
+    title = (f"{pair.params.method.upper()} · {label_a} vs {label_b} · {view.title}"
              + (" · preview while UMAP computes" if preview else ""))
-    key = cache.digest(state.selection(), space_a.model_id, space_b.model_id, pair.rows, pair.coords_a,
-                       pair.coords_b, parts, highlight, caption, title)
+    key = cache.digest(state.selection(), label_a, label_b, pair.rows, pair.coords_a, pair.coords_b, parts,
+                       highlight, caption, title, ",".join(highlight_classes), labelled_map)
     fig = cache.figure(key, lambda: projection_pair_figure(
-        view, pair.rows, pair.coords_a, pair.coords_b, space_a.model_id, space_b.model_id, parts, highlight,
-        pair.params.method.upper(), caption, title))
-    name = slug(pair.params.method, space_a.model_id, "vs", space_b.model_id, view.source.split()[0], f"d{view.depth}")
+        view, pair.rows, pair.coords_a, pair.coords_b, label_a, label_b, parts, highlight,
+        pair.params.method.upper(), caption, title, highlight_classes=highlight_classes or None,
+        contours=labelled_map))
+    name = slug(pair.params.method, label_a, "vs", label_b, view.source.split()[0], f"d{view.depth}")
     if preview:
         st.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
         return
@@ -131,10 +158,10 @@ with figure_slot.container():
         _, pca_b = cache.projection(model_b, level, astuple(preview))
         draw(align_pair(rows, pca_a, pca_b, preview), preview=True)
     progress = st.progress(0.0, text=f"{method_label} of {min(len(view.names), params.max_points):,} names · "
-                                       f"{md(space_a.model_id)}") if umap_pending else None
+                                       f"{md(label_a)}") if umap_pending else None
     rows, coords_a = cache.projection(model_a, level, astuple(params))
     if progress:
-        progress.progress(0.5, text=f"{method_label} · {md(space_b.model_id)}")
+        progress.progress(0.5, text=f"{method_label} · {md(label_b)}")
     _, coords_b = cache.projection(model_b, level, astuple(params))
 pair = align_pair(rows, coords_a, coords_b, params)
 with figure_slot.container():
@@ -149,20 +176,78 @@ if len(highlight):
         st.rerun()
     st.dataframe(picked, hide_index=True, width="stretch", height=240)
 
+
+def part_style(part: str) -> str:
+    """A movers-table cell of the split part, tinted with the part's colour (as the arrows are)."""
+    colour = part_colours().get(part)
+    return f"background-color: {colour}33; color: #1f2933" if colour else ""
+
+
+def show_movement() -> None:
+    """What training moved: arrows for a class or the top movers, the movers table, per-part means."""
+    st.subheader("What training moved")
+    st.caption(f"Each name's move from its {md(label_a)} position to its aligned {md(label_b)} position, and how "
+               f"many of its {DEFAULT_K} nearest names (cosine on the original vectors, among the measured names) "
+               "are of its own class under each model. Split parts tell names the run trained on from held-out "
+               "and zero-shot ones.")
+    cols = st.columns([3, 2])
+    cols[0].selectbox("Arrows for", ["", *view.classes], key="mv_class",
+                      format_func=lambda c: f"{c} · {class_names[c]}" if c else "the names that moved furthest")
+    cols[1].slider("Arrows (at most)", *BOUNDS["mv_n"], step=10, key="mv_n")
+    moved, moved_a, moved_b = cache.movement(model_a, model_b, level, astuple(params), DEFAULT_K)
+    chosen = st.session_state["mv_class"]
+    class_index = view.classes.index(chosen) if chosen else None
+    arrows = arrow_rows(moved, view.labels, class_index, int(st.session_state["mv_n"]))
+    whose = f"names of {chosen} ({class_names[chosen]})" if chosen else "names that moved furthest"
+    title = f"What training moved · {label_a} → {label_b} · {view.title}"
+    measured = (f"{len(moved.rows):,} of the {len(pair.rows):,} names measured (a class-stratified sample)"
+                if len(moved.rows) < len(pair.rows) else f"all {len(moved.rows):,} names measured")
+    caption = (f"{len(arrows):,} {whose}: arrows from the {label_a} position to the aligned {label_b} position, "
+               f"coloured by split part · grey: the measured names under {label_b} · {measured} · "
+               f"{pair.params.caption()}<br>{marks_caption}")
+    key = cache.digest(state.selection(), label_a, label_b, moved.rows, moved_a, moved_b, parts, arrows, title,
+                       caption)
+    fig = cache.figure(key, lambda: movement_figure(view, moved, moved_a, moved_b, arrows, parts, label_a, label_b,
+                                                    title, caption))
+    movers = movers_table(view, moved, parts)
+    summary = part_summary(movers)
+    # Column names say which model: the CSV is read away from the page.
+    sides = (label_a, label_b) if label_a != label_b else (f"{label_a} (baseline)", f"{label_b} (compared)")
+    names = {"precision_a": f"p@{DEFAULT_K} {sides[0]}", "precision_b": f"p@{DEFAULT_K} {sides[1]}"}
+    table = movers.rename(columns=names)
+    name = slug("movement", label_a, "vs", label_b, view.source.split()[0], f"d{view.depth}")
+    compare.show_figure(fig, name, fmt, table, key="movement_chart")
+    st.markdown(f"**Same-class precision@{DEFAULT_K} by split part** (means; zero-shot rows: classes the run never "
+                "saw)")
+    st.dataframe(summary.rename(columns=names).style.map(part_style, subset=["part"]).format(precision=3),
+                 hide_index=True, width="stretch")
+    st.markdown("**Names whose neighbourhood changed most** (change = compared − baseline precision; kept = share "
+                "of nearest names both models share; moved = distance over the layout's RMS radius)")
+    st.dataframe(table.head(200).style.map(part_style, subset=["part"]).format(precision=3), hide_index=True,
+                 width="stretch", height=320)
+
+
+if params.n_components == 2:
+    show_movement()
+else:
+    st.caption("What training moved: switch to 2D to see each name's move between the two layouts.")
+
 st.subheader("Per-class separation")
 try:
-    sep = cache.separation(model_a, model_b, level, st.session_state["measure"], 5_000, 0)
+    # Named by the runs' current labels (a run renamed since its vectors were cached).
+    sep = replace(cache.separation(model_a, model_b, level, st.session_state["measure"], 5_000, 0),
+                  model_a=label_a, model_b=label_b)
 except BiovizError as error:
     st.error(md(error))
     st.stop()
 mean_a, mean_b = sep.means
 left, right = st.columns([3, 1])
 with right:
-    st.metric(f"{MEASURES[sep.measure]} · {md(space_a.model_id)}", f"{mean_a:.3f}")
-    st.metric(f"{MEASURES[sep.measure]} · {md(space_b.model_id)}", f"{mean_b:.3f}", f"{mean_b - mean_a:+.3f}")
+    st.metric(f"{MEASURES[sep.measure]} · {md(label_a)}", f"{mean_a:.3f}")
+    st.metric(f"{MEASURES[sep.measure]} · {md(label_b)}", f"{mean_b:.3f}", f"{mean_b - mean_a:+.3f}")
     st.caption("Computed on the original vectors (not the 2-D layout): each name ranks the other names of a "
                "class-stratified sample by cosine; AP of finding its own class, averaged per class.")
 with left:
-    compare.show_figure(separation_figure(sep, view.title), slug("separation", sep.measure, space_a.model_id,
-                        "vs", space_b.model_id, view.source.split()[0], f"d{view.depth}"), fmt,
+    compare.show_figure(separation_figure(sep, view.title), slug("separation", sep.measure, label_a,
+                        "vs", label_b, view.source.split()[0], f"d{view.depth}"), fmt,
                         pd.DataFrame(sep.table).round(4), key="separation_chart")

@@ -75,17 +75,21 @@ try:
         terms = with_class_groups(terms, view)
     space_a = cache.term_space(model_a, terms.terms)
     space_b = cache.term_space(model_b, terms.terms)
-    comparison = compare_terms(terms, space_a.vectors, space_b.vectors, space_a.model_id, space_b.model_id,
-                               st.session_state["order"])
+    label_a, label_b = compare.model_label(model_a, space_a), compare.model_label(model_b, space_b)
+    comparison = compare_terms(terms, space_a.vectors, space_b.vectors, label_a, label_b, st.session_state["order"])
 except BiovizError as error:
     st.error(md(error))
     st.stop()
 
-colour_order = view.classes if st.session_state["colour"] == "class" else None
-subtitle = terms.origin if source != "class" else f"{terms.origin} · {view.title}"
-figures = similarity_figures(comparison, subtitle, colour_order)
+by_class = st.session_state["colour"] == "class"
+colour_order = view.classes if by_class else None
+# The level is part of what is shown when the terms come from it or are coloured by its classes.
+subtitle = f"{terms.origin} · {view.title}" if source == "class" or by_class else terms.origin
+# Class squares get a legend naming each class (the list's own groups are already names).
+group_labels = dict(zip(view.classes, view.class_labels)) if by_class else None
+figures = similarity_figures(comparison, subtitle, colour_order, group_labels=group_labels)
 table = comparison.long_table()
-base = slug("similarity", space_a.model_id, "vs", space_b.model_id, terms.origin)
+base = slug("similarity", label_a, "vs", label_b, terms.origin)
 if st.session_state["colour"] == "class":
     missing = sum(1 for g in terms.groups if not g)
     if missing:
@@ -93,7 +97,7 @@ if st.session_state["colour"] == "class":
 
 compare.show_figure(figures["pair"], base, fmt, table, key="sim_pair")
 compare.show_figure(figures["difference"], f"{base}-difference", fmt, key="sim_diff")
-st.markdown(f"**Largest changes** ({md(space_b.model_id)} − {md(space_a.model_id)})")
+st.markdown(f"**Largest changes** ({md(label_b)} − {md(label_a)})")
 changes = table.reindex(table["difference"].abs().sort_values(ascending=False).index).head(15)
 st.dataframe(changes[["term_1", "term_2", "similarity_a", "similarity_b", "difference"]], hide_index=True,
              width="stretch")

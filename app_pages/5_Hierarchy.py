@@ -81,6 +81,7 @@ state.sync_url(**compare.url_values(["kind", "colour", "levels", "node"]))
 try:
     space_a = cache.view_space(model_a, level)
     space_b = cache.view_space(model_b, level)
+    label_a, label_b = compare.model_label(model_a, space_a), compare.model_label(model_b, space_b)
     values, sep = None, None
     if st.session_state["colour"] != "none":
         sep = cache.separation(model_a, model_b, level, st.session_state["colour"], 5_000, 0)
@@ -91,16 +92,16 @@ except BiovizError as error:
 
 node = st.session_state["node"]
 value_label = COLOURS[st.session_state["colour"]] if values is not None else "gain"
-title = f"Hierarchy · {space_b.model_id} vs {space_a.model_id} · {view.title}"
+title = f"Hierarchy · {label_b} vs {label_a} · {view.title}"
 caption = (f"{len(tree)} nodes · size = names · colour = {COLOURS[st.session_state['colour']]}"
-           + (f" ({space_b.model_id} − {space_a.model_id}, {sep.sample_size:,}-name sample)" if sep else "")
+           + (f" ({label_b} − {label_a}, {sep.sample_size:,}-name sample)" if sep else "")
            + " · concepts with several parents drawn under the first")
 fig = hierarchy_figure(tree, values, st.session_state["kind"], title, caption, value_label,
                        focus=node if node != tree.root else None, max_depth=int(st.session_state["levels"]))
 frame = tree.nodes.assign(value=values if values is not None else np.nan)
 figure_col, table_col = st.columns([3, 1])
 with figure_col:
-    compare.show_figure(fig, slug("hierarchy", space_a.model_id, "vs", space_b.model_id, view.source.split()[0],
+    compare.show_figure(fig, slug("hierarchy", label_a, "vs", label_b, view.source.split()[0],
                                   f"d{view.depth}"), fmt, frame, key="hierarchy_chart")
 with table_col:
     st.markdown("**Nodes** (click a row to open it)")
@@ -118,8 +119,8 @@ st.caption(f"{int(row['names']):,} names in {int(row['classes'])} classes · dep
            + (f" · {value_label} {gain:+.3f}" if np.isfinite(gain) else ""))
 
 # Column and panel names: the models' ids, told apart when both sides show the same model.
-model_names = ((space_a.model_id, space_b.model_id) if space_a.model_id != space_b.model_id
-               else (f"{space_a.model_id} (baseline)", f"{space_b.model_id} (compared)"))
+model_names = ((label_a, label_b) if label_a != label_b
+               else (f"{label_a} (baseline)", f"{label_b} (compared)"))
 names_col, near_col = st.columns([1, 2])
 with names_col:
     st.markdown("**Names under this node**")
@@ -167,7 +168,7 @@ except BiovizError as error:
     st.error(md(error))
     st.stop()
 ranking_fig = hypernym_ranking_figure(rankings, st.session_state["mention"], view.class_labels[true_class],
-                                      f"Hypernym ranking · {space_a.model_id} vs {space_b.model_id} · {view.title}")
+                                      f"Hypernym ranking · {label_a} vs {label_b} · {view.title}")
 table = pd.concat([frame.assign(model=model) for model, frame in rankings.items()], ignore_index=True)
-compare.show_figure(ranking_fig, slug("hypernyms", space_a.model_id, "vs", space_b.model_id, view.source.split()[0],
+compare.show_figure(ranking_fig, slug("hypernyms", label_a, "vs", label_b, view.source.split()[0],
                                       f"d{view.depth}"), fmt, table, key="hypernym_chart")

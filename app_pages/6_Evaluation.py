@@ -15,7 +15,7 @@ from bioviz.errors import BiovizError
 from bioviz.evaluation.run import TASK_LABELS, TASKS, EvalSettings
 from bioviz.evaluation.splits import choose_split
 from bioviz.evaluation.tables import results_table
-from bioviz.figures import cross_level_heatmap, metric_bars
+from bioviz.figures import cross_level_heatmap, metric_bars, slug
 from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.uploads import store_upload
 from ui import cache, compare, state
@@ -83,7 +83,10 @@ with st.expander("Split and samples"):
                   help="Ranking mAP of each model on each of these levels under the same root (Table 4)")
 image_format = compare.image_format()
 
-models = [choices[label] for label in st.session_state["eval_models"]]
+# The sidebar's baseline first, then its compared model: the first two get the baseline/compared
+# colour pair in every figure (bioviz.figures.evaluation.model_colours), as on the other pages.
+models = sorted((choices[label] for label in st.session_state["eval_models"]),
+                key=lambda m: (m != model_a, m != model_b))
 state.sync_url(eval_models="|".join(state.url_model(m) for m in models), **compare.changed_url_values(PARAMS))
 
 
@@ -162,13 +165,14 @@ if "synonym" in tasks and view.mode != "synonyms":
 
 if st.button("Run evaluation", type="primary", disabled=not (tasks or benches or user_bench or depths)):
     try:
-        with st.spinner("Evaluating (embeddings and results are cached, so a second run is quick)…"):
-            results = []
-            if request[3]:
-                results += cache.benchmark_results(request[1], request[3], request[5])
-            if tasks:
-                results += cache.evaluation_results(level, request[1], request[2], request[4], request[5])
-            cross = cache.cross_level_table(level, request[1], depths, request[4], request[5]) if depths else None
+        # Each part draws its own progress bar (steps and an ETA); embeddings and results are
+        # cached, so a second run is quick.
+        results = []
+        if request[3]:
+            results += cache.benchmark_results(request[1], request[3], request[5])
+        if tasks:
+            results += cache.evaluation_results(level, request[1], request[2], request[4], request[5])
+        cross = cache.cross_level_table(level, request[1], depths, request[4], request[5]) if depths else None
         st.session_state[RESULTS] = {"request": request, "results": results, "cross": cross}
     except BiovizError as error:
         st.error(md(error))
@@ -199,7 +203,8 @@ with st.expander("Sample sizes"):
     st.dataframe(sizes, width="stretch", hide_index=True)
 
 level_tag = "synonyms" if view.mode == "synonyms" else f"d{view.depth}"
-name = "-".join(["evaluation", *model_names, view.source.split()[0], level_tag]).replace("/", "_")
+# Runs' readable labels hold spaces and middle dots: the download names are slugs of them.
+name = slug("evaluation", *model_names, view.source.split()[0], level_tag)
 cols = st.columns(2)
 cols[0].download_button("Download CSV", result_tables.to_csv(rows), f"{name}.csv", "text/csv")
 latex = result_tables.to_latex(values, lows if show_ci else None, highs if show_ci else None,
@@ -219,7 +224,7 @@ for group, group_rows in groups.items():
     is_bench = group == "Relatedness benchmarks"
     fig = metric_bars(group_rows, f"{group} · {title_models}" + ("" if is_bench else f" · {view.title}"),
                       bench_caption if is_bench else caption)
-    compare.show_figure(fig, f"{name}-{group}".replace(" ", "_"), image_format, key=f"bars-{group}")
+    compare.show_figure(fig, slug(name, group), image_format, key=f"bars-{group}")
 
 if cross:
     fig = cross_level_heatmap(cross, f"Semantic similarity ranking mAP per level · {title_models} · {view.source}",

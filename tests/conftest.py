@@ -66,10 +66,13 @@ class _TrigramModel:
         self.spec, self.label, self.fingerprint, self.run_dir = spec, f"tri-{spec}", f"fp-{spec}", run_dir
         self.encoded = 0
 
-    def vectors(self, texts):
+    def vectors(self, texts, progress=None):
         import numpy as np
 
         self.encoded += len(texts)
+        if progress is not None:  # as the real encoder reports: in names, half way, then all
+            progress(len(texts) // 2, len(texts))
+            progress(len(texts), len(texts))
         out = {}
         for text in texts:
             v = np.zeros(64, np.float32)

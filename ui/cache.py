@@ -71,6 +71,31 @@ def projection(model: str, spec: LevelSpec, params: tuple):
     return rows, project(view_space(model, spec), settings, rows)
 
 
+@st.cache_data(max_entries=8, show_spinner=False)
+def movement(model_a: str, model_b: str, spec: LevelSpec, params: tuple, k: int):
+    """``(Movement, coords_a, coords_b)``: what training moved between the two aligned layouts of ``params``.
+
+    Same rows and layouts as the Projection figure (:func:`projection`, aligned with
+    :func:`bioviz.views.projection.align_pair`); nearest names on the original vectors, under
+    a progress bar (two steps: one search per model). The coordinates are those of the
+    measured names (``Movement.rows``).
+    """
+    import numpy as np
+
+    from bioviz.views.movement import measure_movement
+    from bioviz.views.projection import ProjectionParams, align_pair
+
+    rows, coords_a = projection(model_a, spec, params)
+    _, coords_b = projection(model_b, spec, params)
+    pair = align_pair(rows, coords_a, coords_b, ProjectionParams(*params))
+    result = _with_steps("What training moved", lambda bar: measure_movement(
+        view_space(model_a, spec).vectors, view_space(model_b, spec).vectors, view(spec).labels, pair.rows,
+        pair.coords_a, pair.coords_b, k, progress=lambda fraction, message: bar(2 * fraction, 2, message)),
+        starting="finding each name's nearest names under both models…")
+    measured = np.searchsorted(pair.rows, result.rows)  # the layout's rows are sorted (stratified_sample)
+    return result, pair.coords_a[measured], pair.coords_b[measured]
+
+
 @st.cache_data(max_entries=16, show_spinner=False)
 def separation(model_a: str, model_b: str, spec: LevelSpec, measure: str, max_names: int, seed: int):
     """Per-class separation of the selected view under two models."""
@@ -96,7 +121,7 @@ def digest(*parts) -> str:
     return h.hexdigest()[:24]
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)
+@st.cache_resource(max_entries=6, show_spinner=False)
 def figure(key: str, _build):
     """The figure ``_build()`` returns, kept by ``key`` (a :func:`digest` of everything it shows).
 
@@ -127,6 +152,45 @@ def level_tree(spec: LevelSpec):
     return build(level_ontology(spec), view(spec))
 
 
+class _StepBar:
+    """A progress bar with steps and an ETA for a ``steps(done, total, message)`` callback.
+
+    Created (and emptied) inside the cached function that reports to it, like
+    :func:`neighbour_index`'s bar: Streamlit replays what a cached function drew on a hit.
+    The ETA is the time per step so far times the steps left; steps are (model, task)
+    pairs whose first encoding dominates, so it is rough but moves with the work.
+    """
+
+    def __init__(self, what: str, starting: str) -> None:
+        import time
+
+        self._clock = time.perf_counter
+        self.what, self.slot, self.started = what, st.empty(), time.perf_counter()
+        self.slot.progress(0.0, text=f"{what}: {starting}")
+
+    def __call__(self, done: float, total: int, message: str) -> None:
+        elapsed = self._clock() - self.started
+        eta = ""
+        if 0 < done < total and elapsed > 1:
+            left = elapsed / done * (total - done)
+            eta = f" · about {left:.0f} s left" if left < 90 else f" · about {left // 60:.0f} min {left % 60:.0f} s left"
+        step = min(int(done) + 1, total)
+        text = f"{self.what}: step {step} of {total} · {md(message)}{eta}"
+        self.slot.progress(min(done / max(total, 1), 1.0), text=text)
+
+    def close(self) -> None:
+        self.slot.empty()
+
+
+def _with_steps(what: str, work, starting: str = "loading the models…"):
+    """``work(bar)`` under a :class:`_StepBar` (first saying ``starting``), removed afterwards whatever happens."""
+    bar = _StepBar(what, starting)
+    try:
+        return work(bar)
+    finally:
+        bar.close()
+
+
 @st.cache_data(max_entries=16, show_spinner=False)
 def evaluation_results(spec: LevelSpec, models: tuple, tasks: tuple, split: tuple, settings: tuple) -> list[dict]:
     """Results of the ontology protocols (:func:`bioviz.evaluation.run.evaluate`) for the selected view.
@@ -138,8 +202,9 @@ def evaluation_results(spec: LevelSpec, models: tuple, tasks: tuple, split: tupl
     from bioviz.ontology import SplitSpec
 
     v = view(spec)
-    return evaluate(v, SplitSpec(*split).make(v), list(models), list(tasks), level_ontology(spec),
-                    EvalSettings(*settings))
+    return _with_steps("Ontology tasks", lambda bar: evaluate(
+        v, SplitSpec(*split).make(v), list(models), list(tasks), level_ontology(spec), EvalSettings(*settings),
+        steps=bar))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -147,7 +212,8 @@ def benchmark_results(models: tuple, benchmarks: tuple, settings: tuple) -> list
     """Spearman's rho of the models on relatedness benchmarks (names or stored upload paths)."""
     from bioviz.evaluation.run import EvalSettings, evaluate_benchmarks
 
-    return evaluate_benchmarks(list(models), list(benchmarks), EvalSettings(*settings))
+    return _with_steps("Relatedness benchmarks", lambda bar: evaluate_benchmarks(
+        list(models), list(benchmarks), EvalSettings(*settings), steps=bar))
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -156,8 +222,9 @@ def cross_level_table(spec: LevelSpec, models: tuple, depths: tuple, split: tupl
     from bioviz.evaluation.run import EvalSettings, cross_level
     from bioviz.ontology import SplitSpec
 
-    table = cross_level(level_ontology(spec), list(models), list(depths), spec.root, SplitSpec(*split),
-                        spec.keep_ambiguous, EvalSettings(*settings))
+    table = _with_steps("Cross-level table", lambda bar: cross_level(
+        level_ontology(spec), list(models), list(depths), spec.root, SplitSpec(*split), spec.keep_ambiguous,
+        EvalSettings(*settings), steps=bar))
     table.pop("results")
     return table
 

@@ -53,6 +53,10 @@ TASK_LABELS = {
 }
 
 Progress = Callable[[str], None]
+# steps(done, total, message): ``done`` of ``total`` (model, task) steps, fractional while a
+# step encodes names, so a progress bar moves (and an ETA can be read) during a long first encoding.
+Steps = Callable[[float, int, str], None]
+ENCODING_SHARE = 0.8  # of a step that encodes names: the rest scores them
 
 
 @dataclass(frozen=True)
@@ -74,10 +78,10 @@ class _Model:
     encoder: object
     run_id: str | None = None
 
-    def vectors(self, texts: list[str]) -> dict[str, np.ndarray]:
-        """``text -> vector`` through the embedding cache."""
+    def vectors(self, texts: list[str], progress: Callable[[int, int], None] | None = None) -> dict[str, np.ndarray]:
+        """``text -> vector`` through the embedding cache (``progress(done, total)`` in names)."""
         unique = list(dict.fromkeys(texts))
-        vectors, _ = encode_cached(self.encoder, unique)
+        vectors, _ = encode_cached(self.encoder, unique, progress=progress)
         return dict(zip(unique, vectors))
 
 
@@ -221,6 +225,36 @@ class _TaskData:
         raise EvaluationError(f"unknown task {task!r}")
 
 
+class _StepCounter:
+    """Counts (model, task) steps for a :data:`Steps` callback; a no-op without one."""
+
+    def __init__(self, steps: Steps | None, total: int) -> None:
+        self.steps, self.total, self.done = steps, total, 0
+
+    def start(self, message: str) -> None:
+        if self.steps is not None:
+            self.steps(float(self.done), self.total, message)
+
+    def encoding(self, message: str) -> Callable[[int, int], None] | None:
+        """A ``progress(done, total)`` for the names a step encodes, moving within the step."""
+        if self.steps is None:
+            return None
+        return lambda done, total: self.steps(self.done + ENCODING_SHARE * done / max(total, 1), self.total,
+                                              f"{message}: encoding {total:,} names")
+
+    def finish(self) -> None:
+        self.done += 1
+        if self.steps is not None and self.done == self.total:
+            self.steps(float(self.total), self.total, "done")
+
+
+def _within(steps: Steps | None, position: int, count: int, prefix: str) -> Steps | None:
+    """A :data:`Steps` callback for part ``position`` of ``count`` equal parts of a larger job."""
+    if steps is None:
+        return None
+    return lambda done, total, message: steps(position + done / max(total, 1), count, prefix + message)
+
+
 def expand_tasks(tasks) -> list[str]:
     """``all`` (or None) -> every task; validates names."""
     if tasks is None or tasks == "all" or (not isinstance(tasks, str) and "all" in tasks):
@@ -234,7 +268,7 @@ def expand_tasks(tasks) -> list[str]:
 
 def evaluate(view: LevelView, split: Split, models, tasks="all", ontology: Ontology | None = None,
              settings: EvalSettings | None = None, use_cache: bool = True,
-             progress: Progress | None = None, exclude_names=None) -> list[dict]:
+             progress: Progress | None = None, exclude_names=None, steps: Steps | None = None) -> list[dict]:
     """Evaluate every model on every task, on the same view and split.
 
     Parameters
@@ -253,12 +287,16 @@ def evaluate(view: LevelView, split: Split, models, tasks="all", ontology: Ontol
     use_cache : bool
         Serve and store results in the result cache (``BIOVIZ_HOME/eval``).
     progress : callable, optional
-        ``progress(message)`` before each (model, task).
+        ``progress(message)`` before each (model, task) that is computed (not cached).
     exclude_names : iterable of str, optional
         Names left out of every held-out query set and of the hierarchy pairs. By default
         the training and validation names of every trained run among ``models`` (from its
         ``split.json``), so all models are compared on items no compared run has seen,
         also on levels or splits the runs were not trained on.
+    steps : callable, optional
+        ``steps(done, total, message)`` before each (model, task), cached ones included,
+        while its names are encoded (``done`` fractional) and once at the end
+        (``done == total``): drives a progress bar with an ETA.
 
     Returns
     -------
@@ -277,10 +315,13 @@ def evaluate(view: LevelView, split: Split, models, tasks="all", ontology: Ontol
         exclude_names = seen_by_runs(models)
     data = _TaskData(view, split, ontology, settings, exclude_names)
     results = []
+    counter = _StepCounter(steps, len(models) * len(tasks))
     for spec in models:
         model = _load_model(spec)
         lookup: dict[str, np.ndarray] = {}  # vectors shared by this model's tasks
         for task in tasks:
+            message = f"{model.label}: {TASK_LABELS[task]}"
+            counter.start(message)
             key_data = data.data_key(task)
             key = cache_key(model.fingerprint, task, key_data)
             cached = read_cached(key) if use_cache else None
@@ -289,13 +330,14 @@ def evaluate(view: LevelView, split: Split, models, tasks="all", ontology: Ontol
                 if model.run_dir is not None and key not in read_run_evaluations(model.run_dir, keyed=True):
                     store_with_run(model.run_dir, key, cached)
                 results.append(_labelled(cached, model))
+                counter.finish()
                 continue
             if progress is not None:
-                progress(f"{model.label}: {TASK_LABELS[task]}")
+                progress(message)
             started = time.perf_counter()
             missing = [t for t in data.texts(task) if t not in lookup]
             if missing:
-                lookup.update(model.vectors(missing))
+                lookup.update(model.vectors(missing, counter.encoding(message)))
             values, ci, sizes, extra = data.score(task, lookup)
             result = json_safe({
                 "model": model.label, "model_spec": spec, "run_id": getattr(model, "run_id", None),
@@ -306,18 +348,20 @@ def evaluate(view: LevelView, split: Split, models, tasks="all", ontology: Ontol
             if use_cache:
                 store_result(key, result, model.run_dir)
             results.append(result)
+            counter.finish()
     return results
 
 
 def evaluate_benchmarks(models, benchmarks="all", settings: EvalSettings | None = None,
-                        use_cache: bool = True, progress: Progress | None = None) -> list[dict]:
+                        use_cache: bool = True, progress: Progress | None = None,
+                        steps: Steps | None = None) -> list[dict]:
     """Spearman's rho of every model on relatedness benchmarks (names or file paths).
 
     Returns
     -------
     list of dict
         One result per (model, benchmark): ``metrics.spearman``, ``ci.spearman``,
-        ``sizes.pairs`` and ``sizes.covered``.
+        ``sizes.pairs`` and ``sizes.covered``. ``progress`` and ``steps`` as for :func:`evaluate`.
     """
     settings = settings or EvalSettings()
     names = [b for spec in ([benchmarks] if isinstance(benchmarks, (str, Path)) else benchmarks)
@@ -325,10 +369,13 @@ def evaluate_benchmarks(models, benchmarks="all", settings: EvalSettings | None 
     loaded = [load_benchmark(name) for name in names]
     models = [models] if isinstance(models, str) else list(models)
     results = []
+    counter = _StepCounter(steps, len(models) * len(loaded))
     for spec in models:
         model = _load_model(spec)
         lookup = None
         for bench in loaded:
+            message = f"{model.label}: {bench.label}"
+            counter.start(message)
             key_data = {"benchmark": bench.name, "digest": bench.digest, "n_boot": settings.n_boot,
                         "seed": settings.sample_seed}
             key = cache_key(model.fingerprint, "benchmark", key_data)
@@ -336,12 +383,14 @@ def evaluate_benchmarks(models, benchmarks="all", settings: EvalSettings | None 
             if cached is not None:
                 cached["cached"] = True
                 results.append(_labelled(cached, model))
+                counter.finish()
                 continue
             if progress is not None:
-                progress(f"{model.label}: {bench.label}")
+                progress(message)
             started = time.perf_counter()
             if lookup is None or any(t not in lookup for t in bench.terms):
-                lookup = {**(lookup or {}), **model.vectors([t for b in loaded for t in b.terms])}
+                lookup = {**(lookup or {}), **model.vectors([t for b in loaded for t in b.terms],
+                                                             counter.encoding(message))}
             scored = score_benchmark(bench, lookup, settings.n_boot, settings.sample_seed)
             result = json_safe({
                 "model": model.label, "model_spec": spec, "run_id": getattr(model, "run_id", None),
@@ -353,17 +402,19 @@ def evaluate_benchmarks(models, benchmarks="all", settings: EvalSettings | None 
             if use_cache:
                 store_result(key, result, model.run_dir)
             results.append(result)
+            counter.finish()
     return results
 
 
 def cross_level(ontology: Ontology, models, depths=(1, 2, 3, 4), root: str | None = None,
                 split_spec: SplitSpec | None = None, keep_ambiguous: bool = False,
                 settings: EvalSettings | None = None, use_cache: bool = True,
-                progress: Progress | None = None) -> dict:
+                progress: Progress | None = None, steps: Steps | None = None) -> dict:
     """Semantic similarity ranking mAP of each model on each level (higher-level-semantics Table 4).
 
     Each level is cut from the same root and split with the same settings; a model trained
     on level i is then read along its row. Levels deeper than the tree are skipped.
+    ``steps(done, total, message)`` counts one step per level (fractional within a level).
 
     Returns
     -------
@@ -375,7 +426,8 @@ def cross_level(ontology: Ontology, models, depths=(1, 2, 3, 4), root: str | Non
     split_spec = split_spec or DEFAULT_SPLIT
     models = [models] if isinstance(models, str) else list(models)
     done, skipped, table, ci, labels, results = [], {}, {}, {}, {}, []
-    for depth in depths:
+    depths = list(depths)
+    for position, depth in enumerate(depths):
         try:
             view = level_view(ontology, depth=depth, root=root, keep_ambiguous=keep_ambiguous)
             split = split_spec.make(view)
@@ -383,7 +435,8 @@ def cross_level(ontology: Ontology, models, depths=(1, 2, 3, 4), root: str | Non
             skipped[depth] = str(error)
             continue
         done.append(depth)
-        for result in evaluate(view, split, models, ["ranking"], ontology, settings, use_cache, progress):
+        for result in evaluate(view, split, models, ["ranking"], ontology, settings, use_cache, progress,
+                               steps=_within(steps, position, len(depths), f"level {depth} · ")):
             labels[result["model_spec"]] = result["model"]
             table[(result["model_spec"], depth)] = result["metrics"]["map"]
             ci[(result["model_spec"], depth)] = result["ci"]["map"]

@@ -78,6 +78,11 @@ def pair_colours() -> tuple[str, str]:
     return t["baseline"], t["compared"]
 
 
+def part_colours() -> dict[str, str]:
+    """``split part -> colour`` (train, validation, test, zero-shot, unused), the same on every figure."""
+    return dict(theme()["parts"])
+
+
 def text_lines(html: str) -> int:
     """Number of lines plotly draws for ``html`` (``<br>`` separated)."""
     return html.count("<br>") + 1

@@ -197,11 +197,10 @@ def problems(measured: dict) -> list[str]:
     return out
 
 
-@pytest.fixture(scope="module")
-def measured(tmp_path_factory):
+def measure(cases, folder: Path) -> dict:
+    """Draw ``cases`` in one chromium page and read every figure's text boxes (:data:`MEASURE_JS`)."""
     require_browser()
-    cases = figure_cases()
-    page_file = tmp_path_factory.mktemp("figures") / "figures.html"
+    page_file = folder / "figures.html"
     page_file.write_text(page_html(cases), encoding="utf-8")
     shots = os.environ.get("BIOVIZ_FIGURE_SHOTS")
     with chromium() as browser:
@@ -227,6 +226,27 @@ def measured(tmp_path_factory):
                 Path(shots).mkdir(parents=True, exist_ok=True)
                 div.screenshot(path=str(Path(shots) / f"{name}.png"))
     return out
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    return measure(figure_cases(), tmp_path_factory.mktemp("figures"))
+
+
+@pytest.fixture(scope="module")
+def measured_movement(tmp_path_factory):
+    """Only the movement figures (``-k movement`` draws these alone)."""
+    cases = [case for case in figure_cases() if case[0].startswith("movement")]
+    return measure(cases, tmp_path_factory.mktemp("movement"))
+
+
+def test_movement_figure_text_stays_on_the_canvas_and_apart(measured_movement):
+    assert {name.split("@")[0] for name in measured_movement} == {"movement", "movement-class"}
+    report = {name: problems(m) for name, m in measured_movement.items()}
+    bad = {name: lines for name, lines in report.items() if lines}
+    assert not bad, "\n".join(f"{name}:\n  " + "\n  ".join(lines[:12]) for name, lines in bad.items())
+    legend = " ".join(t["text"] for t in measured_movement["movement"]["texts"] if t["kind"] == "legendtext")
+    assert "train (" in legend and "measured names (" in legend
 
 
 def test_no_text_leaves_the_canvas_or_overlaps(measured):

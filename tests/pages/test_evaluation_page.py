@@ -90,3 +90,33 @@ def test_synonym_task_on_a_level_points_to_synonym_sets(app):
     app.query_params["eval_tasks"] = "synonym"
     at = app.run()
     assert any("For concept-level synonym retrieval" in c.value for c in at.caption)
+
+
+def test_the_baseline_comes_first_in_the_pair_colours_and_progress_has_steps(app, monkeypatch):
+    import json
+
+    from bioviz.figures.theme import pair_colours
+    from ui import cache
+
+    shown = []
+    real = cache._StepBar.__call__
+    monkeypatch.setattr(cache._StepBar, "__call__",
+                        lambda bar, done, total, message: shown.append(f"{bar.what}: {done}/{total} {message}")
+                        or real(bar, done, total, message))
+    # Picked compared-first, with a bootstrap size no other test uses (nothing cached in this process).
+    app.query_params.update({"eval_models": "char-tfidf|minilm", "eval_tasks": "ranking,hypernym",
+                             "eval_bench": "mayosrs", "eval_boot": "37"})
+    at = app.run()
+    run_button(at).click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert list(at.dataframe[0].value.index) == ["tri-minilm", "tri-char-tfidf"]  # the sidebar's baseline first
+    for chart in at.get("plotly_chart"):
+        bars = json.loads(chart.proto.spec)["data"]
+        assert [(b["name"], b["marker"]["color"]) for b in bars] == list(zip(["tri-minilm", "tri-char-tfidf"],
+                                                                               pair_colours()))
+    assert "Ontology tasks: 0.0/4 tri-minilm: Semantic similarity ranking" in shown
+    assert "Ontology tasks: 4.0/4 done" in shown and "Relatedness benchmarks: 2.0/2 done" in shown
+    assert not at.get("progress")  # the bars are gone once the results are in
+    files = [json.loads(c.proto.config)["toImageButtonOptions"]["filename"] for c in at.get("plotly_chart")]
+    assert files[0].startswith("evaluation-tri-minilm-tri-char-tfidf-mini-d1-")  # a slug: no spaces or dots
+    assert all(" " not in f and "·" not in f for f in files)

@@ -82,3 +82,15 @@ def test_the_same_model_on_both_sides_is_told_apart_not_a_crash(app):
     neighbours = at.dataframe[2].value
     assert list(neighbours.columns)[:2] == ["char-tfidf (baseline)", "cosine (char-tfidf (baseline))"]
     assert "char-tfidf (compared)" in neighbours.columns
+
+
+@pytest.mark.parametrize("kind", ["sunburst", "treemap", "icicle"])
+def test_a_single_selected_class_opens_among_its_siblings(app, kind):
+    """Issue 14 bug 6: one class chosen drew one flat disc; it opens at its parent, outlined."""
+    app.query_params.update({"kind": kind, "node": "C22"})
+    at = app.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    trace = charts(at)[0]["data"][0]
+    assert trace["type"] == kind and trace["level"] == "C2"  # drawn from its parent
+    assert {"C2", "C21", "C22"} <= set(trace["ids"])  # with its sibling: not one flat shape
+    assert at.subheader[0].value == "cardiac arrhythmia (C22)" and param(at, "node") == "C22"

@@ -29,7 +29,7 @@ def test_pca_panels_separation_and_url(app):
     at = app.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     specs = charts(at)
-    assert len(specs) == 2  # the projection pair and the per-class separation
+    assert len(specs) == 3  # the projection pair, what training moved, the per-class separation
     title = specs[0]["layout"]["title"]["text"]
     assert title.startswith("PCA · minilm vs char-tfidf") and "views_table" in title
     points = [p for t in specs[0]["data"] for p in (t.get("customdata") or [])]
@@ -63,6 +63,25 @@ def test_selected_names_are_listed_and_highlighted(app):
     assert len(names) == 2 and all(len(t["customdata"]) == 3 for t in names)
     at.button[0].click().run()
     assert not any("selected names" in m.value for m in at.markdown)
+
+
+def test_highlighted_classes_and_the_labelled_map_come_from_the_url_and_go_back_into_it(app):
+    app.query_params.update({"method": "pca", "hl": "C1,C3,NOT-A-CLASS", "map": "1"})
+    at = app.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.multiselect(key="hl").value == ["C1", "C3"]  # the link's unknown class is dropped
+    assert at.toggle(key="map").value is True
+    assert param(at, "hl") == "C1,C3" and param(at, "map") == "True"
+    spec = charts(at)[0]
+    legend = [t["name"] for t in spec["data"] if t.get("showlegend")]
+    assert any(name.startswith("other classes") for name in legend)  # the rest share one grey entry
+    contours = [t for t in spec["data"] if t["type"] == "contour"]
+    assert {t["legendgroup"] for t in contours} <= {"C1", "C3"} and contours
+    assert "density peak" in spec["layout"]["annotations"][-1]["text"]  # the caption says what the lines are
+    at.multiselect(key="hl").set_value([]).run()
+    at.toggle(key="map").set_value(False).run()
+    assert "hl" not in at.query_params  # an emptied list leaves the link
+    assert not [t for t in charts(at)[0]["data"] if t["type"] == "contour"]
 
 
 def test_3d_and_parameters_from_the_url(app):
@@ -125,6 +144,28 @@ def test_markers_show_the_compared_runs_own_split(app, zero_shot_run):
         by_part.setdefault(part, set()).update(p[1] for p in trace.get("customdata") or [])
     assert by_part["zero-shot"] == set(split["zero_shot"]) and by_part["train"] == set(split["train"])
     assert at.number_input(key="shots").disabled
+    assert spec["layout"]["title"]["text"].startswith(
+        "PCA · minilm vs residual · views_table d1 · 2-shot (zero-shot-run) · views_table")
+
+
+def test_what_training_moved_with_a_runs_split(app, zero_shot_run):
+    app.query_params.update({"method": "pca", "model_b": str(zero_shot_run), "mv_class": "C2", "mv_n": "20"})
+    at = app.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    run = "residual · views_table d1 · 2-shot (zero-shot-run)"
+    moved = next(s for s in charts(at) if s["layout"]["title"]["text"].startswith("What training moved"))
+    assert f"minilm → {run}" in moved["layout"]["title"]["text"]
+    heads = [t for t in moved["data"] if t.get("customdata")]
+    assert heads and {row[3] for t in heads for row in t["customdata"]} == {"cardiovascular disease"}  # C2's names
+    split = json.loads((zero_shot_run / "split.json").read_text())
+    summary, movers = at.dataframe[0].value, at.dataframe[1].value
+    assert "zero-shot" in set(summary["part"]) and summary["names"].sum() == 70
+    assert list(movers.columns[5:7]) == ["p@10 minilm", f"p@10 {run}"]
+    zero = set(movers.loc[movers["part"] == "zero-shot", "name"])
+    assert zero and zero <= set(split["zero_shot"])
+    assert movers["change"].abs().is_monotonic_decreasing
+    assert any(b.label == "Download numbers (CSV, 70 rows)" for b in at.get("download_button"))
+    assert param(at, "mv_class") == "C2" and param(at, "mv_n") == "20"
 
 
 def test_a_run_of_another_level_falls_back_to_the_pages_split(app, zero_shot_run):
@@ -155,3 +196,30 @@ def test_a_second_visit_reuses_the_built_figure(app, monkeypatch, open_app):
     again.session_state["_projection_selected"] = np.array([0])
     again.run()
     assert len(built) == 2  # a selection changes what is drawn
+
+
+def test_a_run_renamed_after_its_vectors_were_cached_is_titled_by_its_new_name(app, zero_shot_run, open_app):
+    from bioviz.models.runs import set_run_name
+
+    app.query_params.update({"method": "pca", "model_b": str(zero_shot_run)})
+    first = app.run()
+    assert not first.exception
+    set_run_name(zero_shot_run, "Lizard bites")
+    try:
+        at = open_app(PAGE, {k: (v[0] if isinstance(v, list) else v) for k, v in app.query_params.items()},
+                      timeout=300).run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        titles = [spec["layout"]["title"]["text"] for spec in charts(at)]
+        assert len(titles) == 3 and all("Lizard bites (zero-shot-run)" in t for t in titles)
+        assert "Lizard bites (zero-shot-run)" in at.metric[1].label
+    finally:
+        set_run_name(zero_shot_run, None)
+
+
+def test_the_same_model_on_both_sides_gives_distinct_movers_columns(app):
+    app.query_params.update({"method": "pca", "model_b": "minilm"})
+    at = app.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    movers = at.dataframe[1].value
+    assert list(movers.columns[5:7]) == ["p@10 minilm (baseline)", "p@10 minilm (compared)"]
+    assert (movers["change"] == 0).all() and (movers["kept"] == 1).all()  # nothing moved

@@ -58,6 +58,18 @@ def test_class_names_coloured_by_class(app):
     assert "C3" in heatmaps(at)[0]["layout"]["title"]["text"]
 
 
+def test_typed_terms_coloured_by_class_name_the_classes_and_the_level(app):
+    app.query_params.update({"from": "typed", "colour": "class",
+                             "terms": "influenza\nheart attack\nangina pectoris\nviral infection"})
+    at = app.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    pair = heatmaps(at)[0]
+    legend = [t["name"] for t in pair["data"] if t.get("showlegend")]
+    assert "C1 infection" in legend and "C2 cardiovascular disease" in legend  # the squares' legend has names
+    title = pair["layout"]["title"]["text"]
+    assert title.startswith("Cosine similarity of 4 typed terms") and "views_table · R depth 1" in title
+
+
 def test_concept_with_siblings_and_bad_input_errors(app):
     app.query_params.update({"from": "concept", "concept": "C211"})
     at = app.run()

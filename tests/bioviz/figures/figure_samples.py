@@ -286,9 +286,32 @@ def figure_cases(full: int, column: int, wide: int) -> list[tuple[str, object, i
              "ci": [[[0.4, 0.48], [0.28, 0.34], [0.18, 0.22]], [[0.66, 0.74], [0.46, 0.54], [0.3, 0.36]]]},
             f"Cross-level mAP · {level}", "test names"), full),
         ("class-sizes", class_size_bar(icd10_view()), full),
+        ("movement", movement_sample(view, coords_a, coords_b, parts, run), full),
+        ("movement-class", movement_sample(view, coords_a, coords_b, parts, run, class_index=11), full),
     ]
     wide_cases = [(f"{name}@{wide}", fig, wide) for name, fig, width in cases if width != wide]
     return cases + wide_cases
+
+
+def movement_sample(view: LevelView, coords_a: np.ndarray, coords_b: np.ndarray, parts: np.ndarray, run: str,
+                    class_index: int | None = None):
+    """The movement figure of ``view``'s layouts: top movers, or one class's names."""
+    from bioviz.figures.movement import movement_figure
+    from bioviz.views.movement import arrow_rows, measure_movement
+    from bioviz.views.projection import procrustes_align
+
+    rng = np.random.default_rng(1)
+    centres = rng.normal(size=(len(view.classes), 32))
+    base = rng.normal(size=(len(view.names), 32))
+    trained = centres[view.labels] + 0.6 * rng.normal(size=(len(view.names), 32))
+    unit = [v / np.linalg.norm(v, axis=1, keepdims=True) for v in (base, trained)]
+    rows = np.arange(len(view.names))
+    aligned, _ = procrustes_align(coords_a, coords_b)
+    movement = measure_movement(unit[0], unit[1], view.labels, rows, coords_a, aligned)
+    arrows = arrow_rows(movement, view.labels, class_index, count=150)
+    level = "hpo 2025-05-06 · HP:0000118 depth 1"
+    title = f"What training moved · minilm → {run} · {level}"
+    return movement_figure(view, movement, coords_a, aligned, arrows, parts, "minilm", run, title=title)
 
 
 def icd10_view(names_per_class: int = 8) -> LevelView:
