@@ -42,7 +42,7 @@ from pathlib import Path
 
 from trainer.crash_points import crash_point
 from trainer.jobs.executor import (
-    CANCEL_EXIT_CODE, CANCEL_GRACE_S, JOB_ID_ENV, Executor, LocalProcessExecutor, ProcessState, process_alive,
+    CANCEL_EXIT_CODE, CANCEL_GRACE_S, JOB_ID_ENV, Executor, ProcessState, executor_from_env, process_alive,
     process_handle, python_command,
 )
 from trainer.jobs.progress import read_progress, summarise_progress, tail
@@ -198,7 +198,8 @@ class Worker:
     store : JobStore, optional
         Default: the store in ``BIOVIZ_HOME``.
     executor : Executor, optional
-        Default: :class:`LocalProcessExecutor`.
+        Default: the one ``BIOVIZ_EXECUTOR`` names (:func:`~trainer.jobs.executor.executor_from_env`):
+        :class:`LocalProcessExecutor` unless it says ``ray``.
     slots : dict, optional
         ``{"cpu": n, "cuda": n}``: jobs at once on the CPU and per GPU (default from
         ``BIOVIZ_JOB_SLOTS``, else one each).
@@ -209,16 +210,14 @@ class Worker:
     def __init__(self, store: JobStore | None = None, executor: Executor | None = None,
                  slots: dict[str, int] | None = None, module: str = "trainer"):
         self.store = store or JobStore()
-        self.executor = executor or LocalProcessExecutor()
+        self.executor = executor or executor_from_env()
         self.module = module
         self.slots = dict(slots) if slots else parse_slots(os.environ.get("BIOVIZ_JOB_SLOTS"))
 
     # -- devices -----------------------------------------------------------------------
     def capacity(self) -> dict[str, int]:
         """``slot -> jobs at once``, e.g. ``{"cpu": 1, "cuda:0": 1}``."""
-        capacity = {"cpu": self.slots["cpu"]}
-        capacity.update({f"cuda:{i}": self.slots["cuda"] for i in range(gpu_count())})
-        return capacity
+        return self.executor.capacity(self.slots)
 
     def _pick_slot(self, requested: str, used: Counter) -> str | None:
         """A free slot for a job asking for ``requested`` (``auto`` prefers a GPU), or None."""
@@ -258,8 +257,11 @@ class Worker:
         device = config.pop("device", None) or device
         if device not in DEVICE_CHOICES and not (device.startswith("cuda:") and device[5:].isdigit()):
             raise JobError(f"unknown device {device!r}: use auto, cpu, cuda or cuda:N")
-        if device.startswith("cuda") and device not in self.capacity() and not (device == "cuda" and gpu_count()):
-            raise JobError(f"device {device!r} is not available here ({gpu_count()} CUDA devices)")
+        if device.startswith("cuda"):
+            capacity = self.capacity()
+            gpus = [slot for slot in capacity if slot.startswith("cuda")]
+            if device not in capacity and not (device == "cuda" and gpus):
+                raise JobError(f"device {device!r} is not available here ({len(gpus)} CUDA devices)")
         # Paths are the submitter's: the runner and its trainer run elsewhere (PROJECT_ROOT).
         # (trainer.data brings torch and scipy: imported here, not by every runner.)
         from trainer.data import absolute_paths
