@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bioviz.ray_cluster import executor_name
+
 logger = logging.getLogger(__name__)
 
 # Set in every job process's environment (trainer.jobs.queue.job_env): how a process group
@@ -353,26 +355,6 @@ def group_alive(pgid: int, job_id: str | None = None) -> bool:
         except OSError:
             continue  # gone meanwhile, or not ours to read
     return False
-
-
-EXECUTOR_ENV = "BIOVIZ_EXECUTOR"  # local (default) or ray; ray also reads Ray's own RAY_ADDRESS
-EXECUTORS = ("local", "ray")
-
-
-def executor_name(name: str | None = None) -> str:
-    """``name``, else ``BIOVIZ_EXECUTOR``, else ``local``; lower-cased and checked.
-
-    Raises
-    ------
-    BiovizError
-        If it names no executor.
-    """
-    from bioviz.errors import BiovizError
-
-    chosen = (name or os.environ.get(EXECUTOR_ENV) or "local").strip().lower()
-    if chosen not in EXECUTORS:
-        raise BiovizError(f"unknown executor {chosen!r} ({EXECUTOR_ENV}): use {' or '.join(EXECUTORS)}")
-    return chosen
 
 
 def executor_from_env(name: str | None = None) -> Executor:

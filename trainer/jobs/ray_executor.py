@@ -43,8 +43,8 @@ import time
 from pathlib import Path
 
 from bioviz.paths import fsync_dir, fsync_tree
+from bioviz.ray_cluster import cluster_address, connect, resources
 from trainer.jobs.executor import CANCEL_EXIT_CODE, JOB_ID_ENV, LocalProcessExecutor
-from trainer.jobs.ray_cluster import cluster_address, connect, resources
 from trainer.jobs.store import DB_FILE, RUN_FILE, JobStore
 
 logger = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""Connecting to a Ray cluster: the address, the reachability check, the free resources.
+"""Which executor runs long work, and connecting to a Ray cluster: address, reachability, free resources.
 
 Shared by the Ray training executor (:mod:`trainer.jobs.ray_executor`), Ray Data embedding
 (:mod:`bioviz.models.ray_embedding`) and the Train page's executor line. ``ray`` is an
@@ -27,6 +27,8 @@ from bioviz.errors import BiovizError
 
 logger = logging.getLogger(__name__)
 
+EXECUTOR_ENV = "BIOVIZ_EXECUTOR"  # local (default) or ray
+EXECUTORS = ("local", "ray")
 ADDRESS_ENV = "RAY_ADDRESS"
 # Set to 1 to upload the bioviz and trainer packages with every job (runtime_env py_modules),
 # for workers that do not have this version of bioviz installed (docs/cluster.md).
@@ -53,6 +55,20 @@ class ClusterResources:
     gpus: float
     free_cpus: float
     free_gpus: float
+
+
+def executor_name(name: str | None = None) -> str:
+    """``name``, else ``BIOVIZ_EXECUTOR``, else ``local``; lower-cased and checked.
+
+    Raises
+    ------
+    BiovizError
+        If it names no executor.
+    """
+    chosen = (name or os.environ.get(EXECUTOR_ENV) or "local").strip().lower()
+    if chosen not in EXECUTORS:
+        raise BiovizError(f"unknown executor {chosen!r} ({EXECUTOR_ENV}): use {' or '.join(EXECUTORS)}")
+    return chosen
 
 
 def import_ray():
@@ -96,7 +112,7 @@ def runtime_env() -> dict:
     env: dict = {"env_vars": {"TOKENIZERS_PARALLELISM": "false", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
                               "TQDM_DISABLE": "1"}}
     if os.environ.get(SHIP_CODE_ENV, "").strip() in ("1", "true", "yes"):
-        root = Path(__file__).resolve().parents[2]
+        root = Path(__file__).resolve().parents[1]
         env["py_modules"] = [str(root / "bioviz"), str(root / "trainer")]
     return env
 
