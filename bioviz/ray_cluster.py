@@ -39,7 +39,8 @@ CONNECT_TIMEOUT_S = 3.0
 RESOURCES_TTL_S = 5.0
 
 _LOCK = threading.Lock()
-_resources: tuple[float, dict, dict] | None = None
+_resources: tuple[str, float, dict, dict] | None = None
+_connected: str | None = None  # the address this process's ray.init connected to
 
 
 class ClusterError(BiovizError):
@@ -125,19 +126,28 @@ def connect(address: str | None = None):
     ClusterError
         If ray is missing, the address is unset or malformed, or the head does not answer.
     """
+    global _connected
     ray = import_ray()
-    if ray.is_initialized():
-        return ray
     address = cluster_address(address)
+    if ray.is_initialized() and _connected == address:
+        return ray
     check_reachable(address)
     with _LOCK, _keeping_signal_handlers():
+        if ray.is_initialized() and _connected != address:
+            ray.shutdown()  # RAY_ADDRESS now names another cluster
         if not ray.is_initialized():
+            _connected = None
             try:
+                host = address.rpartition(":")[0]
+                # A head on loopback (a workstation's `ray start --head --node-ip-address 127.0.0.1`):
+                # this process joins it on loopback too, else Ray picks the machine's interface.
+                loopback = {"_node_ip_address": "127.0.0.1"} if host in ("127.0.0.1", "localhost") else {}
                 ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING,
-                         runtime_env=runtime_env())
+                         runtime_env=runtime_env(), **loopback)
             except Exception as error:  # noqa: BLE001 - ray raises many kinds; each is one line here
                 first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
                 raise ClusterError(f"cannot connect to the Ray cluster at {address}: {first}") from error
+            _connected = address
     return ray
 
 
@@ -162,9 +172,25 @@ def resources(address: str | None = None, fresh: bool = False) -> ClusterResourc
     """The cluster's CPUs and GPUs, total and free (looked up at most every few seconds)."""
     global _resources
     ray = connect(address)
+    address = cluster_address(address)
     now = time.monotonic()
-    if fresh or _resources is None or now - _resources[0] > RESOURCES_TTL_S:
-        _resources = (now, ray.cluster_resources(), ray.available_resources())
-    _, total, free = _resources
-    return ClusterResources(address=cluster_address(address), cpus=total.get("CPU", 0.0), gpus=total.get("GPU", 0.0),
+    if fresh or _resources is None or _resources[0] != address or now - _resources[1] > RESOURCES_TTL_S:
+        _resources = (address, now, ray.cluster_resources(), ray.available_resources())
+    _, _, total, free = _resources
+    return ClusterResources(address=address, cpus=total.get("CPU", 0.0), gpus=total.get("GPU", 0.0),
                             free_cpus=free.get("CPU", 0.0), free_gpus=free.get("GPU", 0.0))
+
+
+def describe_executor(name: str | None = None) -> str:
+    """Where training jobs run, in one line: ``this machine`` or ``Ray cluster at ADDRESS (free GPUs/CPUs)``.
+
+    Raises
+    ------
+    ClusterError
+        If the Ray executor is configured and its cluster cannot be used (one line why).
+    """
+    if executor_name(name) == "local":
+        return "this machine"
+    cluster = resources(fresh=True)
+    gpus = f"{cluster.free_gpus:g} of {cluster.gpus:g} GPUs free, " if cluster.gpus else "no GPUs, "
+    return f"Ray cluster at {cluster.address} ({gpus}{cluster.free_cpus:g} of {cluster.cpus:g} CPUs free)"
