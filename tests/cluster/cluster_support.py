@@ -63,3 +63,11 @@ def processes_of_job(job_id: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def job_processes_end(job_id: str, timeout: float = 30.0) -> list[int]:
+    """Wait until no process names the job (its runner exits right after recording the end); what is left."""
+    deadline = time.monotonic() + timeout
+    while (left := processes_of_job(job_id)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left

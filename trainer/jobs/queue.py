@@ -257,8 +257,8 @@ class Worker:
         device = config.pop("device", None) or device
         if device not in DEVICE_CHOICES and not (device.startswith("cuda:") and device[5:].isdigit()):
             raise JobError(f"unknown device {device!r}: use auto, cpu, cuda or cuda:N")
+        capacity = self.capacity()  # first: an executor that cannot run jobs (unreachable cluster) refuses here
         if device.startswith("cuda"):
-            capacity = self.capacity()
             gpus = [slot for slot in capacity if slot.startswith("cuda")]
             if device not in capacity and not (device == "cuda" and gpus):
                 raise JobError(f"device {device!r} is not available here ({len(gpus)} CUDA devices)")
