@@ -4,7 +4,7 @@ An executor works on opaque handle strings stored in the job table, so any proce
 app, the command line, a job's runner) can poll or cancel a job another one started. The
 embedded default is :class:`LocalProcessExecutor` (one OS process per job on this
 machine); :class:`trainer.jobs.ray_executor.RayExecutor` runs the trainer on a Ray cluster
-(``BIOVIZ_EXECUTOR=ray``, :func:`executor_from_env`).
+(``BIOVIZ_EXECUTOR=ray``, :func:`trainer.jobs.queue.executor_from_env`).
 """
 
 from __future__ import annotations
@@ -18,9 +18,8 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
-
-from bioviz.ray_cluster import executor_name
 
 logger = logging.getLogger(__name__)
 
@@ -140,6 +139,18 @@ class Executor:
             The job's log, open for appending.
         """
         raise NotImplementedError
+
+
+@lru_cache(maxsize=1)
+def gpu_count() -> int:
+    """Number of CUDA devices jobs may use (``BIOVIZ_JOB_DEVICES=cpu`` forces none)."""
+    if os.environ.get("BIOVIZ_JOB_DEVICES", "").strip().lower() == "cpu":
+        return 0
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a runtime dependency
+        return 0
+    return int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
 
 
 def _proc_start_time(pid: int) -> str | None:
@@ -278,12 +289,13 @@ class LocalProcessExecutor(Executor):
                 self._children.pop(pid, None)
                 self._exit_codes[pid] = code
 
+    def __init__(self, gpus=None):
+        self._gpus = gpus or gpu_count
+
     def capacity(self, slots: dict[str, int]) -> dict[str, int]:
         """One ``cpu`` slot group and one per visible CUDA device (``cuda:N``)."""
-        from trainer.jobs.queue import gpu_count  # the queue owns the GPU probe (and its cache)
-
         capacity = {"cpu": slots["cpu"]}
-        capacity.update({f"cuda:{i}": slots["cuda"] for i in range(gpu_count())})
+        capacity.update({f"cuda:{i}": slots["cuda"] for i in range(self._gpus())})
         return capacity
 
     def start_trainer(self, job, command: list[str], env: dict[str, str], cwd: str, log) -> subprocess.Popen:
@@ -355,15 +367,6 @@ def group_alive(pgid: int, job_id: str | None = None) -> bool:
         except OSError:
             continue  # gone meanwhile, or not ours to read
     return False
-
-
-def executor_from_env(name: str | None = None) -> Executor:
-    """The executor ``name`` (default: ``BIOVIZ_EXECUTOR``) names; ray is imported only when chosen."""
-    if executor_name(name) == "ray":
-        from trainer.jobs.ray_executor import RayExecutor
-
-        return RayExecutor()
-    return LocalProcessExecutor()
 
 
 def python_command(*args: str) -> list[str]:

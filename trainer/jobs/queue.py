@@ -37,13 +37,13 @@ import signal
 import time
 from collections import Counter
 from dataclasses import replace
-from functools import lru_cache
 from pathlib import Path
 
+from bioviz.ray_cluster import executor_name
 from trainer.crash_points import crash_point
 from trainer.jobs.executor import (
-    CANCEL_EXIT_CODE, CANCEL_GRACE_S, JOB_ID_ENV, Executor, ProcessState, executor_from_env, process_alive,
-    process_handle, python_command,
+    CANCEL_EXIT_CODE, CANCEL_GRACE_S, JOB_ID_ENV, Executor, LocalProcessExecutor, ProcessState, gpu_count,
+    process_alive, process_handle, python_command,
 )
 from trainer.jobs.progress import read_progress, summarise_progress, tail
 from trainer.jobs.store import (
@@ -61,16 +61,20 @@ RUNNER_MODULE = "trainer.jobs.runner"  # each started job's process: python -m R
 CLAIM_TIMEOUT_S = 120.0
 
 
-@lru_cache(maxsize=1)
-def gpu_count() -> int:
-    """Number of CUDA devices jobs may use (``BIOVIZ_JOB_DEVICES=cpu`` forces none)."""
-    if os.environ.get("BIOVIZ_JOB_DEVICES", "").strip().lower() == "cpu":
-        return 0
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is a runtime dependency
-        return 0
-    return int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
+def executor_from_env(name: str | None = None) -> Executor:
+    """The executor ``name`` (default: ``BIOVIZ_EXECUTOR``) names; ray is imported only when chosen.
+
+    Raises
+    ------
+    BiovizError
+        If it names no executor.
+    """
+    if executor_name(name) == "ray":
+        from trainer.jobs.ray_executor import RayExecutor
+
+        return RayExecutor()
+    # The GPU probe is looked up here at each call (tests pretend GPUs through this module's gpu_count).
+    return LocalProcessExecutor(gpus=lambda: gpu_count())
 
 
 def parse_slots(text: str | None) -> dict[str, int]:

@@ -286,6 +286,7 @@ class RayExecutor(LocalProcessExecutor):
     name = "ray"
 
     def __init__(self, address: str | None = None):
+        super().__init__()
         self.address = address
 
     def capacity(self, slots: dict[str, int]) -> dict[str, int]:
