@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -47,3 +48,16 @@ def test_ray_executor_setting_sends_large_sets_only(ray_head, tmp_home, monkeypa
         assert ray_embedding.wanted("minilm", "bundled", 1)  # --executor ray: any number
     with ray_embedding.executor("local"):
         assert not ray_embedding.wanted("minilm", "bundled", 10_000)
+
+
+def test_embed_on_an_unreachable_cluster_is_one_line_and_caches_nothing(data_dir, tmp_home, capsys, monkeypatch):
+    pytest.importorskip("ray", reason="ray is not installed (pip install -r requirements-ray.txt; CI has it)")
+    from cluster_support import free_port
+
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{free_port()}")  # nothing listens there
+    code = main(["embed", str(data_dir / "mini.obo"), "--model", "minilm", "--executor", "ray", "--quiet"])
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert err.strip().splitlines() == [f"error: the Ray cluster at {os.environ['RAY_ADDRESS']} is unreachable "
+                                        "(Connection refused)"]
+    assert VectorCache().stats() == []
