@@ -64,8 +64,7 @@ def ray_head(cpus: int):
 
 def job_seconds(executor: str, config: dict) -> tuple[float, dict]:
     """Wall time from submit to a settled, succeeded job, in a fresh home."""
-    from trainer.jobs.executor import executor_from_env
-    from trainer.jobs.queue import Worker
+    from trainer.jobs.queue import Worker, executor_from_env
     from trainer.jobs.store import JobStore
 
     home = Path(tempfile.mkdtemp(prefix=f"bench-{executor}-"))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from trainer.jobs.progress import read_progress
 from trainer.jobs.queue import Worker
 from trainer.jobs.store import CANCELLED, INTERRUPTED, RUNNING, SUCCEEDED
 
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(600)
 
 
@@ -43,7 +46,13 @@ def ray_worker(ray_head, tmp_home, monkeypatch):
 
 
 def test_a_job_on_ray_succeeds_with_its_run_and_curves_here(ray_worker, data_dir, tmp_home, ray_head):
-    job = ray_worker.submit(tiny_config(data_dir), device="cpu")
+    # Submitted by a command that exits at once (an app that goes away mid-job); followed from here.
+    submitted = subprocess.run([sys.executable, "-m", "trainer", "jobs", "submit", "--source", str(data_dir / "mini.obo"),
+                                "--depth", "1", "--shots", "1", "--encoder", "residual", "--base", "minilm",
+                                "--epochs", "2", "--hidden", "32", "--device", "cpu"],
+                               capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert submitted.returncode == 0, submitted.stderr
+    job = ray_worker.store.get(submitted.stdout.strip())
     assert job.executor == "ray"
     done = wait_for(ray_worker, job.id, lambda j: j.finished and j.settled)
     assert done.status == SUCCEEDED, f"{done.error}\n{Path(done.log_path).read_text()[-3000:]}"
