@@ -202,7 +202,7 @@ class Worker:
     store : JobStore, optional
         Default: the store in ``BIOVIZ_HOME``.
     executor : Executor, optional
-        Default: the one ``BIOVIZ_EXECUTOR`` names (:func:`~trainer.jobs.executor.executor_from_env`):
+        Default: the one ``BIOVIZ_EXECUTOR`` names (:func:`executor_from_env`):
         :class:`LocalProcessExecutor` unless it says ``ray``.
     slots : dict, optional
         ``{"cpu": n, "cuda": n}``: jobs at once on the CPU and per GPU (default from
