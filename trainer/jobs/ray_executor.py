@@ -21,7 +21,7 @@ Ray error: the job becomes ``interrupted`` with that reason. The task is never r
 retry would train twice into one job). The runner owns the task (Ray's ownership), so a
 runner that dies takes its task with it, and an app that restarts finds the job through its
 runner as for a local job; the job's handle also records the Ray task id, worker pid and
-node (``handle["ray"]``) for ``jobs status`` and for tracing it in Ray's dashboard.
+node (``handle["ray"]``; the log names them too) for tracing it on the cluster.
 """
 
 from __future__ import annotations
