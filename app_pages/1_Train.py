@@ -28,6 +28,7 @@ from trainer.jobs.progress import (
 from trainer.jobs.queue import DEVICE_CHOICES, Worker, gpu_count
 from trainer.jobs.store import ACTIVE, CANCELLED, QUEUED, RUNNING, STARTING, SUCCEEDED
 from ui import state
+from ui.executor_info import show_executor
 from ui.markdown import md, md_code
 from ui.train_jobs import page_out_of_date, poll_interval
 from ui.train_tables import score_columns
@@ -94,6 +95,7 @@ with right:
     gpus = gpu_count()
     device = st.selectbox("Device", DEVICE_CHOICES, key="train_device",
                           help=f"auto = a GPU when present, else the CPU ({gpus} CUDA devices here)")
+    can_submit = show_executor()  # this machine, or the Ray cluster (one error line when unreachable)
 
 
 def _bounds(option, kind) -> dict:
@@ -165,7 +167,7 @@ if view is not None:
     except BiovizError as error:
         st.error(md(error))
 
-if st.button("Launch training", type="primary", disabled=view is None or not base):
+if st.button("Launch training", type="primary", disabled=view is None or not base or not can_submit):
     try:
         # The selection's source passed the path policy with the view; a typed base model
         # (a path) must lie in a model folder too: the trainer itself accepts any path.

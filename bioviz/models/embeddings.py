@@ -42,7 +42,7 @@ import numpy as np
 from huggingface_hub import constants
 
 from bioviz.errors import ModelError
-from bioviz.models import char_tfidf
+from bioviz.models import char_tfidf, ray_embedding
 from bioviz.models.encoding_estimate import record_rate
 from bioviz.models.head_chain import HeadChain, NotAHeadChain, input_module_kinds
 from bioviz.models.runs import NAME_FILE, is_run_dir, read_run, runs_dir
@@ -661,6 +661,22 @@ def dimension_from_files(path: str | Path) -> int | None:
     return dim
 
 
+def encode_missing(encoder: Encoder, texts: list[str], batch_size: int = 64,
+                   progress: Progress | None = None) -> np.ndarray:
+    """``encoder.encode(texts)`` here, or on the Ray cluster when the Ray executor is configured.
+
+    The cluster takes the names when ``BIOVIZ_EXECUTOR=ray`` (and at least
+    ``BIOVIZ_RAY_MIN_NAMES`` are missing) or inside ``ray_embedding.executor("ray")``, for
+    models a worker can load by name (:mod:`bioviz.models.ray_embedding`).
+    """
+    kind = None
+    if type(encoder) is SentenceTransformerEncoder:  # not a head run: its head runs here, on cached vectors
+        kind = resolve(encoder.spec).kind
+    if ray_embedding.wanted(encoder.label, kind, len(texts)):
+        return ray_embedding.encode(encoder, load_encoder, texts, batch_size=batch_size, progress=progress)
+    return encoder.encode(texts, batch_size=batch_size, progress=progress)
+
+
 def encode_cached(encoder: Encoder, texts, batch_size: int = 64, progress: Progress | None = None,
                   use_cache: bool = True) -> tuple[np.ndarray, EmbedStats]:
     """Vectors of ``texts`` from the disk cache, encoding (and storing) only the missing ones.
@@ -704,7 +720,7 @@ def encode_cached(encoder: Encoder, texts, batch_size: int = 64, progress: Progr
     if missing:
         report = None if progress is None else (lambda done, _total: progress(hits + done, len(unique)))
         encoding_started = time.perf_counter()
-        fresh = encoder.encode(missing, batch_size=batch_size, progress=report)
+        fresh = encode_missing(encoder, missing, batch_size=batch_size, progress=report)
         record_rate(encoder, len(missing), time.perf_counter() - encoding_started)  # for the next estimate
         if cache is not None:
             cache.put(encoder.fingerprint, missing, fresh, label=encoder.label)

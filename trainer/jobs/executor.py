@@ -3,7 +3,8 @@
 An executor works on opaque handle strings stored in the job table, so any process (the
 app, the command line, a job's runner) can poll or cancel a job another one started. The
 embedded default is :class:`LocalProcessExecutor` (one OS process per job on this
-machine); a Ray or Slurm executor implements the same four methods.
+machine); :class:`trainer.jobs.ray_executor.RayExecutor` runs the trainer on a Ray cluster
+(``BIOVIZ_EXECUTOR=ray``, :func:`trainer.jobs.queue.executor_from_env`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
@@ -63,6 +65,19 @@ class Executor:
 
     A handle is an opaque string the executor can later turn back into its process; it is
     stored in the job table so any process (the app, the CLI) can poll or cancel the job.
+
+    Two halves. The *runner* half (:meth:`submit`, :meth:`poll`, :meth:`current_handle`,
+    :meth:`cancel`, :meth:`reap`) starts and follows each job's runner process; the *trainer*
+    half (:meth:`capacity`, :meth:`start_trainer`) says which device slots exist and starts
+    the trainer for a runner. The queue and the runner only call these methods, never ask
+    which executor they hold.
+
+    Slurm (e.g. with submitit) would fit the same way: the runner half unchanged (the runner
+    stays a small local process that records progress), :meth:`start_trainer` submitting
+    ``sbatch``/``submitit`` with ``--gres=gpu:1`` for a GPU slot and returning an object that
+    polls ``sacct`` for the exit code and ``scancel``s on :meth:`send_signal`; :meth:`capacity`
+    from the partition's GPUs; progress and the run directory through the cluster's shared
+    filesystem (Slurm clusters have one), so the job's paths must lie on it.
     """
 
     name = "abstract"
@@ -92,6 +107,50 @@ class Executor:
 
         Nothing to do for an executor whose processes are not this process's children.
         """
+
+    def capacity(self, slots: dict[str, int]) -> dict[str, int]:
+        """``slot -> jobs at once`` (e.g. ``{"cpu": 1, "cuda:0": 1}``) given the per-device ``slots`` setting.
+
+        Slots whose name starts with ``cuda`` are GPU slots: a job asking for ``auto`` or
+        ``cuda`` takes one of them when any exists.
+        """
+        raise NotImplementedError
+
+    def start_trainer(self, job, command: list[str], env: dict[str, str], cwd: str, log):
+        """Start the trainer of ``job`` for its runner; return a process-like object.
+
+        The object answers ``wait(timeout)`` (raising :class:`subprocess.TimeoutExpired`),
+        ``poll()``, ``send_signal(signal.SIGTERM)`` (stop: the trainer exits with
+        :data:`CANCEL_EXIT_CODE`) and ``kill()``, like :class:`subprocess.Popen`; and
+        ``lost_reason``: None, or why the trainer was lost without an exit code (a remote
+        node died), which makes the job ``interrupted`` with that reason.
+
+        Parameters
+        ----------
+        job : trainer.jobs.store.Job
+            The claimed job (its config, device slot, log, progress file and run directory).
+        command : list of str
+            The local trainer command line (:func:`trainer.jobs.runner.train_command`).
+        env : dict
+            The job's environment (:func:`trainer.jobs.queue.job_env`).
+        cwd : str
+            The project's folder.
+        log : binary file
+            The job's log, open for appending.
+        """
+        raise NotImplementedError
+
+
+@lru_cache(maxsize=1)
+def gpu_count() -> int:
+    """Number of CUDA devices jobs may use (``BIOVIZ_JOB_DEVICES=cpu`` forces none)."""
+    if os.environ.get("BIOVIZ_JOB_DEVICES", "").strip().lower() == "cpu":
+        return 0
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a runtime dependency
+        return 0
+    return int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
 
 
 def _proc_start_time(pid: int) -> str | None:
@@ -229,6 +288,20 @@ class LocalProcessExecutor(Executor):
             if (code := child.poll()) is not None:
                 self._children.pop(pid, None)
                 self._exit_codes[pid] = code
+
+    def __init__(self, gpus=None):
+        self._gpus = gpus or gpu_count
+
+    def capacity(self, slots: dict[str, int]) -> dict[str, int]:
+        """One ``cpu`` slot group and one per visible CUDA device (``cuda:N``)."""
+        capacity = {"cpu": slots["cpu"]}
+        capacity.update({f"cuda:{i}": slots["cuda"] for i in range(self._gpus())})
+        return capacity
+
+    def start_trainer(self, job, command: list[str], env: dict[str, str], cwd: str, log) -> subprocess.Popen:
+        """The trainer as a child of the runner, in the runner's process group (a cancel reaches both)."""
+        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                env=env, cwd=cwd)
 
     def cancel(self, handle: str, grace_s: float = CANCEL_GRACE_S, wait: bool = True) -> None:
         """SIGTERM the process group (the trainer stops between batches), SIGKILL after ``grace_s``.

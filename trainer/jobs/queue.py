@@ -37,13 +37,13 @@ import signal
 import time
 from collections import Counter
 from dataclasses import replace
-from functools import lru_cache
 from pathlib import Path
 
+from bioviz.ray_cluster import executor_name
 from trainer.crash_points import crash_point
 from trainer.jobs.executor import (
-    CANCEL_EXIT_CODE, CANCEL_GRACE_S, JOB_ID_ENV, Executor, LocalProcessExecutor, ProcessState, process_alive,
-    process_handle, python_command,
+    CANCEL_EXIT_CODE, CANCEL_GRACE_S, JOB_ID_ENV, Executor, LocalProcessExecutor, ProcessState, gpu_count,
+    process_alive, process_handle, python_command,
 )
 from trainer.jobs.progress import read_progress, summarise_progress, tail
 from trainer.jobs.store import (
@@ -61,16 +61,20 @@ RUNNER_MODULE = "trainer.jobs.runner"  # each started job's process: python -m R
 CLAIM_TIMEOUT_S = 120.0
 
 
-@lru_cache(maxsize=1)
-def gpu_count() -> int:
-    """Number of CUDA devices jobs may use (``BIOVIZ_JOB_DEVICES=cpu`` forces none)."""
-    if os.environ.get("BIOVIZ_JOB_DEVICES", "").strip().lower() == "cpu":
-        return 0
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is a runtime dependency
-        return 0
-    return int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
+def executor_from_env(name: str | None = None) -> Executor:
+    """The executor ``name`` (default: ``BIOVIZ_EXECUTOR``) names; ray is imported only when chosen.
+
+    Raises
+    ------
+    BiovizError
+        If it names no executor.
+    """
+    if executor_name(name) == "ray":
+        from trainer.jobs.ray_executor import RayExecutor
+
+        return RayExecutor()
+    # The GPU probe is looked up here at each call (tests pretend GPUs through this module's gpu_count).
+    return LocalProcessExecutor(gpus=lambda: gpu_count())
 
 
 def parse_slots(text: str | None) -> dict[str, int]:
@@ -198,7 +202,8 @@ class Worker:
     store : JobStore, optional
         Default: the store in ``BIOVIZ_HOME``.
     executor : Executor, optional
-        Default: :class:`LocalProcessExecutor`.
+        Default: the one ``BIOVIZ_EXECUTOR`` names (:func:`executor_from_env`):
+        :class:`LocalProcessExecutor` unless it says ``ray``.
     slots : dict, optional
         ``{"cpu": n, "cuda": n}``: jobs at once on the CPU and per GPU (default from
         ``BIOVIZ_JOB_SLOTS``, else one each).
@@ -209,16 +214,14 @@ class Worker:
     def __init__(self, store: JobStore | None = None, executor: Executor | None = None,
                  slots: dict[str, int] | None = None, module: str = "trainer"):
         self.store = store or JobStore()
-        self.executor = executor or LocalProcessExecutor()
+        self.executor = executor or executor_from_env()
         self.module = module
         self.slots = dict(slots) if slots else parse_slots(os.environ.get("BIOVIZ_JOB_SLOTS"))
 
     # -- devices -----------------------------------------------------------------------
     def capacity(self) -> dict[str, int]:
         """``slot -> jobs at once``, e.g. ``{"cpu": 1, "cuda:0": 1}``."""
-        capacity = {"cpu": self.slots["cpu"]}
-        capacity.update({f"cuda:{i}": self.slots["cuda"] for i in range(gpu_count())})
-        return capacity
+        return self.executor.capacity(self.slots)
 
     def _pick_slot(self, requested: str, used: Counter) -> str | None:
         """A free slot for a job asking for ``requested`` (``auto`` prefers a GPU), or None."""
@@ -258,8 +261,11 @@ class Worker:
         device = config.pop("device", None) or device
         if device not in DEVICE_CHOICES and not (device.startswith("cuda:") and device[5:].isdigit()):
             raise JobError(f"unknown device {device!r}: use auto, cpu, cuda or cuda:N")
-        if device.startswith("cuda") and device not in self.capacity() and not (device == "cuda" and gpu_count()):
-            raise JobError(f"device {device!r} is not available here ({gpu_count()} CUDA devices)")
+        capacity = self.capacity()  # first: an executor that cannot run jobs (unreachable cluster) refuses here
+        if device.startswith("cuda"):
+            gpus = [slot for slot in capacity if slot.startswith("cuda")]
+            if device not in capacity and not (device == "cuda" and gpus):
+                raise JobError(f"device {device!r} is not available here ({len(gpus)} CUDA devices)")
         # Paths are the submitter's: the runner and its trainer run elsewhere (PROJECT_ROOT).
         # (trainer.data brings torch and scipy: imported here, not by every runner.)
         from trainer.data import absolute_paths

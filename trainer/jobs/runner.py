@@ -21,12 +21,13 @@ import sys
 import time
 from pathlib import Path
 
+from bioviz.errors import BiovizError
 from bioviz.paths import write_text_atomic
 from trainer.crash_points import crash_point
-from trainer.jobs.executor import CANCEL_GRACE_S, python_command
+from trainer.jobs.executor import CANCEL_GRACE_S, Executor, python_command
 from trainer.jobs.progress import read_progress, summarise_progress
-from trainer.jobs.queue import PROJECT_ROOT, Worker, discard_run, job_env, outcome
-from trainer.jobs.store import CANCELLED, FAILED, RUNNING, STARTING, SUCCEEDED, Job, JobStoreError
+from trainer.jobs.queue import PROJECT_ROOT, Worker, discard_run, executor_from_env, job_env, outcome
+from trainer.jobs.store import CANCELLED, FAILED, INTERRUPTED, RUNNING, STARTING, SUCCEEDED, Job, JobStoreError
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +41,11 @@ def train_command(job: Job) -> list[str]:
     device = "cpu" if (job.device or "cpu") == "cpu" else "cuda"
     return python_command("-m", job.module, "train", "--config", job.config_path, "--out", job.run_dir,
                           "--json", "--progress-file", job.progress_path, "--device", device)
+
+
+def trainer_executor(worker: Worker, job: Job) -> Executor:
+    """The executor that starts ``job``'s trainer: the one it was submitted to (its row's ``executor``)."""
+    return worker.executor if job.executor == worker.executor.name else executor_from_env(job.executor)
 
 
 def ensure_config_file(job: Job) -> None:
@@ -127,9 +133,9 @@ def run_job(worker: Worker, job_id: str, token: str) -> int:
         log.flush()
         if not cancel_requested:  # else cancelled between the claim and here: no trainer at all
             try:
-                child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                         env=job_env(job, worker.store.path.parent), cwd=str(PROJECT_ROOT))
-            except OSError as error:
+                child = trainer_executor(worker, job).start_trainer(
+                    job, command, job_env(job, worker.store.path.parent), str(PROJECT_ROOT), log)
+            except (OSError, BiovizError) as error:
                 worker.store.update(job.id, only_if=(RUNNING,), status=FAILED, finished_at=time.time(), settled=1,
                                     error=f"could not start the trainer: {error}")
                 worker.reconcile()
@@ -139,6 +145,9 @@ def run_job(worker: Worker, job_id: str, token: str) -> int:
                 child.send_signal(signal.SIGTERM)
             code = wait_for_trainer(worker, job, child, cancelled_at=lambda: cancel_requested)
         status, reason = outcome(job, code, bool(cancel_requested))
+        lost = getattr(child, "lost_reason", None)  # a remote trainer whose node or worker died
+        if lost and status != CANCELLED:
+            status, reason = INTERRUPTED, lost
         log.write((f"[job {job.id}] {status}" + (f": {reason}" if reason else "") + "\n").encode())
     crash_point("runner:before-record")
     record_end(worker, job, status, reason, code)
