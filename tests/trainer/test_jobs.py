@@ -297,7 +297,7 @@ def test_real_trainer_job_from_cli_submit_to_succeeded(tmp_home, data_dir, capsy
     assert status["status"] == SUCCEEDED and status["run_dir"] == done.run_dir and status["exit_code"] == 0
     assert main(["jobs", "list"]) == 0
     listing = capsys.readouterr().out
-    assert job_id in listing and "epoch 2/2" in listing and "residual on mini.obo d1" in listing
+    assert job_id in listing and "epoch 2/2" in listing and "residual · mini d1 · 1-shot" in listing
     assert main(["jobs", "logs", job_id]) == 0
     assert "epoch 2/2" in capsys.readouterr().out
     assert main(["jobs", "cancel", job_id]) == 2
