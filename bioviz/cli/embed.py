@@ -7,6 +7,7 @@ took; a second call is served from the cache (``cache_hits`` = ``names``).
 from __future__ import annotations
 
 from bioviz.cli.common import add_json, add_level_options, level_spec_from_args
+from bioviz.cli.embed_backend import add_backend_option, run_backend
 from bioviz.cli.progress import progress_bar
 from bioviz.search.neighbours import level_space
 
@@ -22,6 +23,7 @@ def register(subparsers) -> None:
     parser.add_argument("--no-cache", action="store_true",
                         help="encode everything, neither reading nor writing the cache")
     parser.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    add_backend_option(parser)
     add_json(parser)
     parser.set_defaults(handler=run)
 
@@ -29,6 +31,8 @@ def register(subparsers) -> None:
 def run(args) -> dict:
     """Encode the level view's names and report throughput and cache hits."""
     view = level_spec_from_args(args).load()
+    if args.backend != "torch":
+        return run_backend(args, view)
     with progress_bar(f"encoding ({args.model})", disable=args.quiet) as progress:
         space, info = level_space(view, args.model, batch_size=args.batch_size, progress=progress,
                                   use_cache=not args.no_cache)
