@@ -30,7 +30,7 @@ from bioviz.space import Space
 
 logger = logging.getLogger(__name__)
 
-CACHE_SCHEMA = 2  # bump when the way coordinates are computed changes
+CACHE_SCHEMA = 1  # bump when the way coordinates are computed changes
 METHODS = ("pca", "umap")
 
 
@@ -186,11 +186,9 @@ def umap_coordinates(vectors: np.ndarray, params: ProjectionParams) -> np.ndarra
     n = len(vectors)
     if n < 5:
         return pca_coordinates(vectors, params.n_components, params.seed)
-    if n > params.n_neighbors:  # the faiss neighbour graph (issue 16): see bioviz.views.fast_umap
-        from bioviz.views.fast_umap import umap_layout
+    from bioviz.views.fast_umap import enable_numba_cache
 
-        return umap_layout(vectors, params.n_neighbors, params.n_components, params.min_dist, params.seed,
-                           init="pca" if n > params.n_components + 1 else "random")
+    enable_numba_cache()  # issue 16: umap-learn's compiled code cached on disk, once per install
     import umap  # imported here: numba compilation makes the import slow
 
     reducer = umap.UMAP(
