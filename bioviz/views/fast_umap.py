@@ -31,7 +31,10 @@ logger = logging.getLogger(__name__)
 # Beyond this many points an IVF index replaces the exact search: exact costs n^2 * dim
 # multiply-adds (20k points: 17 s on this loaded 2-core machine, so 100k would take minutes)
 EXACT_MAX = 50_000
-_UMAP_MODULES = ("umap.umap_", "umap.layouts", "umap.utils", "umap.spectral", "umap.distances", "umap.sparse")
+# umap-learn's modules and those of pynndescent (its NN-descent search, most of it not cache=True)
+_UMAP_MODULES = ("umap.umap_", "umap.layouts", "umap.utils", "umap.spectral", "umap.distances", "umap.sparse",
+                 "pynndescent.pynndescent_", "pynndescent.utils", "pynndescent.rp_trees", "pynndescent.graph_utils",
+                 "pynndescent.sparse", "pynndescent.distances")
 _cache_enabled = False
 _warm_up: threading.Thread | None = None
 _warm_lock = threading.Lock()
