@@ -19,7 +19,7 @@ import sys
 from bioviz.errors import BiovizError
 
 # Sub-command modules, in the order ``--help`` lists them.
-COMMAND_MODULES = ("sources", "levels", "embed", "neighbours", "code", "evaluate")
+COMMAND_MODULES = ("sources", "levels", "embed", "neighbours", "code", "evaluate", "project")
 # Command name -> module, where they differ. Only the invoked command's module is imported:
 # the evaluation stack (scipy.stats, ...) costs seconds that `levels` should not pay.
 COMMAND_NAMES = {"eval": "evaluate"}

@@ -9,7 +9,9 @@ cluster at ``RAY_ADDRESS`` (:mod:`bioviz.models.ray_embedding`) and cached here.
 from __future__ import annotations
 
 from bioviz.cli.common import add_json, add_level_options, level_spec_from_args
+from bioviz.cli.embed_backend import add_backend_option, run_backend
 from bioviz.cli.progress import progress_bar
+from bioviz.errors import BiovizError
 from bioviz.models import ray_embedding
 from bioviz.ray_cluster import executor_name
 from bioviz.search.neighbours import level_space
@@ -29,6 +31,7 @@ def register(subparsers) -> None:
                         help="where missing names are encoded: here, or on the Ray cluster at RAY_ADDRESS with "
                              "Ray Data (default: BIOVIZ_EXECUTOR, else local)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    add_backend_option(parser)
     add_json(parser)
     parser.set_defaults(handler=run)
 
@@ -36,6 +39,11 @@ def register(subparsers) -> None:
 def run(args) -> dict:
     """Encode the level view's names and report throughput and cache hits."""
     view = level_spec_from_args(args).load()
+    if args.backend != "torch":
+        # The int8 export lives in this machine's BIOVIZ_HOME: it runs here, not on a cluster.
+        if args.executor == "ray":
+            raise BiovizError(f"--backend {args.backend} encodes on this machine only; drop --executor ray")
+        return run_backend(args, view)
     where = executor_name(args.executor)
     with ray_embedding.executor(where), progress_bar(f"encoding ({args.model})", disable=args.quiet) as progress:
         space, info = level_space(view, args.model, batch_size=args.batch_size, progress=progress,

@@ -186,6 +186,9 @@ def umap_coordinates(vectors: np.ndarray, params: ProjectionParams) -> np.ndarra
     n = len(vectors)
     if n < 5:
         return pca_coordinates(vectors, params.n_components, params.seed)
+    from bioviz.views.fast_umap import enable_numba_cache
+
+    enable_numba_cache()  # issue 16: umap-learn's compiled code cached on disk, once per install
     import umap  # imported here: numba compilation makes the import slow
 
     reducer = umap.UMAP(

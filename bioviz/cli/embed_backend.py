@@ -1,0 +1,34 @@
+"""``python -m bioviz embed ... --backend onnx-int8``: encode a level with an int8 backend.
+
+Kept apart from :mod:`bioviz.cli.embed` (which calls it for any backend but ``torch``) so the
+backends of issue 16 and the command's other options change independently.
+"""
+
+from __future__ import annotations
+
+from bioviz.cli.progress import progress_bar
+from bioviz.models.embeddings import encode_cached
+from bioviz.models.quantized import BACKENDS, backend_encoder
+
+
+def add_backend_option(parser) -> None:
+    """``--backend torch|onnx-int8|openvino-int8``."""
+    parser.add_argument("--backend", choices=BACKENDS, default="torch",
+                        help="torch (the model as trained), or onnx-int8: its transformer as an int8 ONNX Runtime "
+                             "graph, exported once into BIOVIZ_HOME/onnx (faster on CPU; drift in docs/scale.md)")
+
+
+def run_backend(args, view) -> dict:
+    """Encode ``view``'s names with ``args.model`` under ``args.backend``, through the vector cache.
+
+    Each backend's vectors are cached under their own fingerprint, so a second call is served
+    from the cache and never mixes torch and int8 vectors.
+    """
+    encoder = backend_encoder(args.model, args.backend)
+    with progress_bar(f"encoding ({args.model}, {args.backend})", disable=args.quiet) as progress:
+        vectors, stats = encode_cached(encoder, view.names, batch_size=args.batch_size, progress=progress,
+                                       use_cache=not args.no_cache)
+    return {"source": view.source, "level": view.title, "model": encoder.label, "backend": args.backend,
+            "names": stats.names, "cache_hits": stats.cache_hits, "encoded": stats.encoded,
+            "seconds": round(stats.seconds, 3), "names_per_second": round(stats.names_per_second, 1),
+            "dim": int(vectors.shape[1]), "fingerprint": encoder.fingerprint}

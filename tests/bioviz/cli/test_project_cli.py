@@ -1,0 +1,47 @@
+"""``python -m bioviz project``: JSON contract, the projection cache, one-line errors."""
+
+import json
+
+import numpy as np
+
+from bioviz.cli import main
+from bioviz.models.embeddings import embed
+from bioviz.ontology import LevelSpec
+from bioviz.views.projection import ProjectionParams, project, stratified_sample
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_project_computes_then_reads_the_cache(capsys, data_dir, tmp_home):
+    argv = ["project", str(data_dir / "mini.obo"), "--model", "char-tfidf", "--depth", "1", "--method", "umap",
+            "--n-neighbors", "5", "--quiet", "--json"]
+    code, out, _ = run_cli(capsys, *argv)
+    first = json.loads(out)
+    assert code == 0 and first["from_cache"] is False and first["method"] == "umap"
+    assert first["points"] == first["names"] > 5 and first["n_components"] == 2 and first["seconds"] > 0
+    code, out, _ = run_cli(capsys, *argv)
+    second = json.loads(out)
+    assert code == 0 and second["from_cache"] is True and second["points"] == first["points"]
+    # the very coordinates the app's projection (same params, same sample) reads back
+    view = LevelSpec(str(data_dir / "mini.obo"), depth=1).load()
+    params = ProjectionParams(method="umap", n_neighbors=5)
+    rows = stratified_sample(view.labels, params.max_points, params.seed)
+    coords = project(embed(view.names, "char-tfidf"), params, rows)
+    assert coords.shape == (first["points"], 2) and np.isfinite(coords).all()
+    assert len(list((tmp_home / "projections").glob("*.npz"))) == 1
+
+
+def test_project_caps_points_per_class_with_pca(capsys, data_dir, tmp_home):
+    code, out, _ = run_cli(capsys, "project", str(data_dir / "mini.obo"), "--model", "char-tfidf", "--depth", "1",
+                           "--method", "pca", "--max-points", "10", "--quiet", "--json")
+    result = json.loads(out)
+    assert code == 0 and result["points"] == 10 < result["names"] and result["method"] == "pca"
+
+
+def test_bad_settings_are_one_line_errors(capsys, data_dir, tmp_home):
+    code, out, err = run_cli(capsys, "project", str(data_dir / "mini.obo"), "--max-points", "3", "--json")
+    assert code == 2 and not out and err.startswith("error: ") and err.count("\n") == 1

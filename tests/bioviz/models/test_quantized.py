@@ -1,0 +1,113 @@
+"""bioviz.models.quantized: the onnx-int8 backend, exported once, reused, cached apart from torch."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from bioviz.cli import main
+from bioviz.errors import ModelError
+from bioviz.models import quantized
+from bioviz.models.embeddings import encode_cached, load_encoder
+from bioviz.models.vector_cache import VectorCache
+
+NAMES = ["Type 2 diabetes mellitus", "myocardial infarction", "heart attack", "Seizure",
+         "Abnormality of the cardiovascular system", "fracture of the femur"]
+
+
+@pytest.fixture(scope="session")
+def onnx_exports(tmp_path_factory):
+    """``BIOVIZ_HOME/onnx`` holding minilm's int8 export, made once per test session (seconds)."""
+    home = tmp_path_factory.mktemp("onnx-home")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("BIOVIZ_HOME", str(home))
+    try:
+        quantized.ensure_export(load_encoder("minilm"))
+    finally:
+        patch.undo()
+    return home / "onnx"
+
+
+@pytest.fixture
+def int8_home(tmp_home, onnx_exports):
+    """A fresh BIOVIZ_HOME with a copy of the session's export (tests may damage it)."""
+    shutil.copytree(onnx_exports, tmp_home / "onnx", ignore=shutil.ignore_patterns("*.lock"))
+    quantized._ENCODERS.clear()  # encoders hold sessions of another home's export
+    return tmp_home
+
+
+def test_export_is_reused_not_made_again(int8_home, monkeypatch):
+    def no_export(*_args):
+        raise AssertionError("exported a second time")
+
+    monkeypatch.setattr(quantized, "_export", no_export)
+    folder, meta = quantized.ensure_export(load_encoder("minilm"))
+    assert folder.parent == int8_home / "onnx" and (folder / quantized.MODEL_FILE).is_file()
+    assert meta["inputs"][:2] == ["input_ids", "attention_mask"]
+    encoder = quantized.backend_encoder("minilm", "onnx-int8")
+    assert encoder.encode(NAMES[:2]).shape == (2, 384)
+
+
+def test_int8_vectors_are_close_to_fp32(int8_home):
+    fp32 = load_encoder("minilm").encode(NAMES)
+    int8 = quantized.backend_encoder("minilm", "onnx-int8").encode(NAMES)
+    assert int8.dtype == np.float32 and np.allclose(np.linalg.norm(int8, axis=1), 1.0, atol=1e-5)
+    assert np.min(np.sum(fp32 * int8, axis=1)) > 0.98
+    assert not np.allclose(fp32, int8, atol=1e-4)  # really another backend, not torch again
+
+
+def test_vector_cache_keeps_backends_apart(int8_home):
+    torch_encoder = load_encoder("minilm")
+    int8_encoder = quantized.backend_encoder("minilm", "onnx-int8")
+    assert int8_encoder.fingerprint != torch_encoder.fingerprint
+    fp32, _ = encode_cached(torch_encoder, NAMES)
+    int8, stats = encode_cached(int8_encoder, NAMES)
+    assert stats.encoded == len(NAMES)  # the torch vectors just cached are not served for int8
+    for encoder, vectors in ((int8_encoder, int8), (torch_encoder, fp32)):
+        cached = VectorCache().get(encoder.fingerprint, NAMES)
+        assert np.array_equal(np.stack([cached[name] for name in NAMES]), vectors)
+
+
+def test_damaged_export_is_rebuilt(int8_home):
+    folder, meta = quantized.ensure_export(load_encoder("minilm"))
+    with open(folder / quantized.MODEL_FILE, "r+b") as handle:  # a torn write: half the file
+        handle.truncate(1000)
+    assert quantized.read_export(folder) is None
+    rebuilt, again = quantized.ensure_export(load_encoder("minilm"))
+    assert rebuilt == folder and again["sha256"] == meta["sha256"]
+    assert not [p for p in folder.parent.iterdir() if p.name.startswith(".")]  # no scratch folder left
+    assert quantized.backend_encoder("minilm", "onnx-int8").encode(NAMES[:1]).shape == (1, 384)
+
+
+def test_models_the_backend_cannot_run_get_one_line_errors(tmp_home):
+    with pytest.raises(ModelError, match="not a sentence-transformers model") as error:
+        quantized.backend_encoder("char-tfidf", "onnx-int8")
+    assert "\n" not in str(error.value)
+    with pytest.raises(ModelError, match="unknown backend"):
+        quantized.backend_encoder("minilm", "fp4")
+    assert quantized.backend_encoder("minilm", "torch") is load_encoder("minilm")
+
+
+def test_embed_cli_backend_reports_throughput_and_caches_per_backend(capsys, data_dir, int8_home):
+    argv = ["embed", str(data_dir / "mini.obo"), "--model", "minilm", "--depth", "1", "--quiet", "--json"]
+    assert main(argv + ["--backend", "onnx-int8"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["backend"] == "onnx-int8" and first["names"] == first["encoded"] > 0
+    assert first["names_per_second"] > 0 and first["seconds"] > 0
+    assert main(argv) == 0  # torch: its own fingerprint, so nothing of int8's is served
+    torch_run = json.loads(capsys.readouterr().out)
+    assert torch_run["cache_hits"] == 0 and torch_run["fingerprint"] != first["fingerprint"]
+    assert main(argv + ["--backend", "onnx-int8"]) == 0
+    second = json.loads(capsys.readouterr().out)
+    assert second["cache_hits"] == second["names"] and second["encoded"] == 0
+    assert main(argv + ["--backend", "openvino-int8"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_an_int8_backend_on_a_ray_cluster_is_refused_in_one_line(capsys, data_dir, tmp_home):
+    argv = ["embed", str(data_dir / "mini.obo"), "--model", "minilm", "--depth", "1", "--quiet",
+            "--backend", "onnx-int8", "--executor", "ray"]
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "this machine only" in error
