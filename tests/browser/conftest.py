@@ -1,4 +1,4 @@
-"""Fixtures the real-browser tests share: one app server and one chromium for the whole session.
+"""Fixtures the real-browser tests share: one app server for the session, a chromium per file.
 
 The server's BIOVIZ_HOME outlives a test file, so the level's vectors encoded by the first
 file that opens a page are cached for the next ones (``BIOVIZ_SCREENSHOT_HOME`` reuses a
@@ -24,8 +24,10 @@ def server(tmp_path_factory):
         yield url
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(server):
+    # Per module: playwright's sync API runs one event loop per thread, and the other files
+    # start their own (test_figure_bounds, test_train_flow).
     with chromium() as browser:
         yield browser
 
