@@ -5,7 +5,8 @@ an ontology on the home page (``tests/data/mini.obo`` as a server path), set the
 Train page and launch a run, launch a second one at once (it waits in the queue; cancelled),
 open the home page while the first trains, come back and wait in the self-refreshing job
 table until it succeeds, look at its loss/validation curves and baseline-vs-trained figure,
-then *Open in views* and check that the Neighbours page compares the run with its base.
+then *Open in views* and check that the Neighbours page compares the run with its base, and
+that every other view keeps the comparison, naming the run by its readable label.
 
 By default the run is tiny (1 shot, hidden 32, 2 epochs: well under a minute in all).
 ``BIOVIZ_TRAIN_FLOW=icd10`` runs the real thing instead: ICD-10 chapters, 15 shots,
@@ -34,7 +35,7 @@ expect.set_options(timeout=60_000)
 FLOWS = {
     # the CI flow: a level of 2 classes, a head 32 wide, 2 epochs
     "tiny": {"server_path": str(ROOT / "tests" / "data" / "mini.obo"), "classes": "2", "shots": "1",
-             "hyperparameters": {"epochs": "2", "hidden": "32"}, "job_timeout_s": 180,
+             "hyperparameters": {"Maximum epochs": "2", "Hidden layer width": "32"}, "job_timeout_s": 180,
              "query": "asthma", "neighbours_while_training": False},
     # the issue's "Done when": ICD-10 chapters (the default selection), papers' defaults
     "icd10": {"server_path": None, "classes": "22", "shots": "15", "hyperparameters": {},
@@ -115,7 +116,8 @@ def test_launch_from_the_train_page_keep_exploring_and_open_the_run_in_views(tmp
             page.get_by_role("textbox", name="…or a path on this server", exact=False).fill(flow["server_path"])
             page.get_by_role("textbox", name="…or a path on this server", exact=False).press("Enter")
             page.get_by_role("button", name="Use this path").click()
-            expect(page.get_by_role("combobox", name="Source", exact=True)).to_have_value(flow["server_path"])
+            # the picker shows the file's own name, never the server's path to it
+            expect(page.get_by_role("combobox", name="Source", exact=True)).to_have_value(Path(flow["server_path"]).name)
         page.get_by_text("Ambiguous dropped").wait_for()  # the level statistics
         wait_until_idle(page)
         no_exception(page, "home")
@@ -153,10 +155,10 @@ def test_launch_from_the_train_page_keep_exploring_and_open_the_run_in_views(tmp
         page.wait_for_function("n => document.querySelectorAll('[data-testid=stDataFrame] [role=row]').length >= n",
                                arg=3)
         rows = job_table(page)
-        assert rows[second][1:3] == ["queued", "waiting (#1 in queue)"], rows
-        assert rows[first][1] == "running", rows
+        assert rows[second][2:4] == ["queued", "waiting (#1 in queue)"], rows
+        assert rows[first][2] == "running", rows
         page.get_by_role("button", name="Cancel", exact=True).click()  # the selected job: the queued one
-        expect(page.get_by_role("combobox", name="Selected job")).to_have_value(re.compile(f"^{second} · cancelled"))
+        expect(page.get_by_role("combobox", name="Selected job")).to_have_value(re.compile(f"· cancelled · job {second}$"))
 
         # -- the other pages stay usable while it trains ------------------------------------
         worker = Worker()
@@ -187,13 +189,13 @@ def test_launch_from_the_train_page_keep_exploring_and_open_the_run_in_views(tmp
         nav(page, "Train")
         selected = page.get_by_role("combobox", name="Selected job")
         selected.wait_for()
-        if not selected.input_value().startswith(first):
+        if not selected.input_value().endswith(f"job {first}"):
             selected.click()
-            page.get_by_role("option", name=re.compile(f"^{first}")).click()
+            page.get_by_role("option", name=re.compile(f"job {first}$")).click()
         alert_text(page, r"Finished in", timeout_s=flow["job_timeout_s"])
         timings["job_wall_s"] = round(time.time() - started, 1)
         rows = job_table(page)
-        assert rows[first][1] == "succeeded" and rows[second][1] == "cancelled", rows
+        assert rows[first][2] == "succeeded" and rows[second][2] == "cancelled", rows
         timings["job_table_row"] = " | ".join(rows[first])
         run = json.loads((home / "runs" / first / "run.json").read_text())
         metrics = run["metrics"]
@@ -202,9 +204,10 @@ def test_launch_from_the_train_page_keep_exploring_and_open_the_run_in_views(tmp
                           "test_mAP": [metrics["baseline"]["test"]["mAP"], metrics["trained"]["test"]["mAP"]]}
         titles = chart_titles(page, 3)
         assert len(titles) == 3, titles
-        assert titles[0].startswith("Training curves") and first in titles[0], titles
-        assert titles[1].startswith("Class retrieval") and first in titles[1], titles
-        assert titles[2].startswith("Base weight") and first in titles[2], titles  # chosen on validation
+        named = f"({first.rsplit('-', 1)[-1]})"  # figures name the run by its label and short id
+        assert titles[0].startswith("Training curves") and named in titles[0], titles
+        assert titles[1].startswith("Class retrieval") and named in titles[1], titles
+        assert titles[2].startswith("Base weight") and named in titles[2], titles  # chosen on validation
         assert "chosen: w = " in page.get_by_test_id("stPlotlyChart").nth(2).text_content()
         curves = page.get_by_test_id("stPlotlyChart").first
         assert "Training loss" in curves.text_content() and "Validation" in curves.text_content()
@@ -237,6 +240,19 @@ def test_launch_from_the_train_page_keep_exploring_and_open_the_run_in_views(tmp
         # the link names the run by its id, never by the server's path to it
         assert f"model_b={first}" in page.url and str(home) not in page.url.replace("%2F", "/"), page.url
         page.screenshot(path=str(shots / "open-in-views.png"))
+
+        # -- every other view keeps the comparison: the run against its base, by its readable name --
+        for name in ("Projection", "Similarity matrix", "Hierarchy", "Evaluation", "Code terms"):
+            nav(page, name)
+            timings[f"{name.lower()}_with_run_s"] = rendered(page, page.get_by_test_id("stMain"))
+            no_exception(page, f"{name} after Open in views")
+            compared = page.get_by_role("combobox", name="Compared model")
+            assert compared.input_value().endswith(f"({short})"), (name, compared.input_value())
+            assert f"model_b={first}" in page.url, (name, page.url)
+            if name in ("Projection", "Hierarchy"):  # their figures' titles name the run
+                charts = page.get_by_test_id("stPlotlyChart")
+                charts.first.locator(".gtitle").first.wait_for(state="attached", timeout=PAGE_TIMEOUT_S * 1000)
+                assert f"({short})" in charts.first.text_content(), (name, charts.first.text_content()[:300])
         page.close()
 
     print(json.dumps(timings, indent=1))
