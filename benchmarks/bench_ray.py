@@ -73,8 +73,8 @@ def ray_head(cpus: int):
         os.environ.pop("RAY_ADDRESS", None)
 
 
-def job_seconds(executor: str, config: dict, warm_cache: Path | None = None) -> tuple[float, dict, int]:
-    """Wall time from submit to a settled, succeeded job in a fresh home; its summary; names it encoded."""
+def job_seconds(executor: str, config: dict, warm_cache: Path | None = None) -> tuple[float, dict, int | None]:
+    """Wall time from submit to a settled, succeeded job in a fresh home; its summary; names found cached."""
     from trainer.jobs.progress import read_progress
     from trainer.jobs.queue import Worker, executor_from_env
     from trainer.jobs.store import JobStore
@@ -94,9 +94,10 @@ def job_seconds(executor: str, config: dict, warm_cache: Path | None = None) -> 
     seconds = time.perf_counter() - started
     if job.status != "succeeded":
         raise SystemExit(f"{executor} job {job.status}: {job.error}\n{Path(job.log_path).read_text()[-2000:]}")
-    encoded = max([e.get("total", 0) for e in read_progress(job.progress_path) if e.get("event") == "embedding"],
-                  default=0)
-    return seconds, job.progress.get("summary", {}), encoded
+    # names already in the cache when the job looked (its first embedding event): all of them = a warm start
+    embedding = [e for e in read_progress(job.progress_path) if e.get("event") == "embedding"]
+    cached = embedding[0]["done"] if embedding else None
+    return seconds, job.progress.get("summary", {}), cached
 
 
 def bench_jobs(args) -> dict:
@@ -104,12 +105,13 @@ def bench_jobs(args) -> dict:
               "base": "minilm", **({"root": args.root} if args.root else {})}
     warm = Path(args.warm_cache) if args.warm_cache else None
     result = {"config": config, "load_before": os.getloadavg()}
-    local_s, local, local_encoded = job_seconds("local", config, warm)
+    local_s, local, local_cached = job_seconds("local", config, warm)
     with ray_head(os.cpu_count() or 2):
-        ray_s, remote, ray_encoded = job_seconds("ray", config, warm)
+        ray_s, remote, ray_cached = job_seconds("ray", config, warm)
     result.update({"local_s": round(local_s, 1), "ray_s": round(ray_s, 1),
               "ray_over_local": round(ray_s / local_s, 2), "load_after": os.getloadavg(),
-              "names_encoded_in_job": [local_encoded, ray_encoded],
+              "names_cached_at_start": [local_cached, ray_cached],
+              "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
               "epochs": [local.get("epochs"), remote.get("epochs")],
               "test_mAP": [local.get("trained", {}).get("test", {}).get("mAP"),
                            remote.get("trained", {}).get("test", {}).get("mAP")]})
