@@ -7,8 +7,8 @@
 Without ``RAY_ADDRESS`` a Ray head is started on 127.0.0.1 with this machine's CPUs for the
 run and stopped after (its own process group). Every job starts from a fresh ``BIOVIZ_HOME``
 (and worker home): empty, so both sides encode the level, or with ``--warm-cache`` a copy of
-another home's ``embeddings/`` in both, so both measure training (each job reports how many
-names it still encoded). ``embed`` also times each Ray set-up on a few names, so its fixed
+another home's ``embeddings/`` in both, so both measure training (each job reports how many of
+its names were cached when it looked). ``embed`` also times each Ray set-up on a few names, so its fixed
 start-up cost and its per-name rate are known apart and the rate at a larger size can be
 extrapolated.
 """
