@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from trainer.jobs.store import ACTIVE, Job
+from trainer.jobs.store import ACTIVE, SUCCEEDED, Job
 
 POLL_S = 2.0  # seconds between two looks at the jobs while one is active
 
@@ -44,11 +44,15 @@ def newly_finished(previous: Mapping[str, str] | None, jobs: Iterable[Job]) -> l
 def page_out_of_date(previous: Mapping[str, str] | None, jobs: Iterable[Job]) -> bool:
     """Whether the parts of the page outside the job panel need drawing again since the ``previous`` look.
 
-    True when a job finished meanwhile (:func:`newly_finished`: its run joins the run list)
-    or a job seen then is gone (deleted, its run perhaps with it). A new job alone is not a
-    reason: the page's own launch already re-ran the whole page.
+    True when a job succeeded meanwhile (:func:`newly_finished`: its run joins the run list)
+    or a job seen then is gone (deleted, its run perhaps with it). A job cancelled, failed or
+    interrupted leaves no run, so the rest of the page is still right: no whole-page rerun
+    (a rerun of the app from inside the fragment, right after the fragment's own Cancel
+    callback, left a stale copy of the job picker in chromium). A new job alone is not a
+    reason either: the page's own launch already re-ran the whole page.
     """
     jobs = list(jobs)
     if not previous:
         return False
-    return bool(newly_finished(previous, jobs)) or bool(set(previous) - {job.id for job in jobs})
+    succeeded = {job.id for job in jobs if job.status == SUCCEEDED}
+    return bool(set(newly_finished(previous, jobs)) & succeeded) or bool(set(previous) - {job.id for job in jobs})

@@ -204,12 +204,12 @@ def list_runs(base: str | Path | None = None, include_damaged: bool = False) -> 
 
 
 def shots_text(shots) -> str:
-    """``15 shots``, or ``all names`` when a split took every name (``shots`` None).
+    """``15 shots`` (``1 shot``), or ``all names`` when a split took every name (``shots`` None).
 
-    >>> shots_text(15), shots_text(None)
-    ('15 shots', 'all names')
+    >>> shots_text(15), shots_text(1), shots_text(None)
+    ('15 shots', '1 shot', 'all names')
     """
-    return "all names" if shots is None else f"{shots} shots"
+    return "all names" if shots is None else f"{shots} shot{'' if shots == 1 else 's'}"
 
 
 def level_label(config: dict) -> str:

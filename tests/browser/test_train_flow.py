@@ -206,11 +206,12 @@ def test_launch_from_the_train_page_keep_exploring_and_open_the_run_in_views(tmp
         assert len(titles) == 3, titles
         named = f"({first.rsplit('-', 1)[-1]})"  # figures name the run by its label and short id
         assert titles[0].startswith("Training curves") and named in titles[0], titles
-        assert titles[1].startswith("Class retrieval") and named in titles[1], titles
+        assert titles[1].startswith("Class-retrieval mAP") and named in titles[1], titles
         assert titles[2].startswith("Base weight") and named in titles[2], titles  # chosen on validation
         assert "chosen: w = " in page.get_by_test_id("stPlotlyChart").nth(2).text_content()
         curves = page.get_by_test_id("stPlotlyChart").first
-        assert "Training loss" in curves.text_content() and "Validation" in curves.text_content()
+        legend = curves.text_content().lower()  # the losses, the validation curves and the base model's mAP
+        assert "total" in legend and "validation loss" in legend and "base model (validation map)" in legend
         assert "baseline (minilm)" in page.get_by_test_id("stPlotlyChart").nth(1).text_content()
         no_exception(page, "Train, finished job")
         page.set_viewport_size({"width": 1500, "height": 2300})

@@ -94,7 +94,9 @@ def test_poll_interval_and_newly_finished(tmp_home):
     assert newly_finished(None, [replace(job, status=SUCCEEDED)]) == []  # first look: drawn fresh anyway
     # A job deleted from the panel (its run perhaps with it) leaves the run list out of date too.
     assert page_out_of_date({job.id: SUCCEEDED}, [])
-    assert page_out_of_date({job.id: RUNNING}, [replace(job, status=FAILED)])
+    assert page_out_of_date({job.id: RUNNING}, [replace(job, status=SUCCEEDED)])
+    assert not page_out_of_date({job.id: RUNNING}, [replace(job, status=FAILED)])  # no run: nothing else changed
+    assert not page_out_of_date({job.id: QUEUED}, [replace(job, status=CANCELLED)])
     assert not page_out_of_date({}, [job])
     assert not page_out_of_date({job.id: SUCCEEDED}, [replace(job, status=SUCCEEDED)])
 
