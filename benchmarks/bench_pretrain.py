@@ -58,6 +58,7 @@ def main() -> int:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--base", default="minilm")
+    parser.add_argument("--max-seq-length", type=int, default=None, help="tokens per text while training")
     parser.add_argument("--exclude-level", action="append", default=[])
     parser.add_argument("--out-dir", default="/tmp/bench-pretrain")
     parser.add_argument("--keep", action="store_true", help="keep the pretrained models")
@@ -68,6 +69,7 @@ def main() -> int:
 
     from bioviz.models.embeddings import load_sentence_transformer
     from bioviz.ontology.model import normalise_name
+    from trainer.pretrain.command import ProgressPrinter
     from trainer.pretrain.config import PretrainConfig, validate
     from trainer.pretrain.fit import pretrain
 
@@ -84,14 +86,15 @@ def main() -> int:
         config = validate(PretrainConfig(sources=args.sources, objectives=objective_set.split("+"), base=args.base,
                                          max_pairs=args.max_pairs, validation_pairs=args.validation_pairs,
                                          batch_size=args.batch_size, epochs=args.epochs, save_steps=10**9,
-                                         exclude_levels=args.exclude_level))
-        result = pretrain(config, out)
+                                         exclude_levels=args.exclude_level, max_seq_length=args.max_seq_length))
+        result = pretrain(config, out, callbacks=[ProgressPrinter()])
         from trainer.pretrain.fit import prepare
 
         seen = {normalise_name(t) for p in prepare(config).train for t in (p.anchor, p.positive)}
         row = {"set": objective_set, "pairs": result["pairs"]["objectives"], "kinds": result["pairs"]["kinds"],
                "excluded": result["excluded"]["total"], "steps": result["steps"], "device": result["device"],
-               "training_s": round(result["seconds"]["training"], 1), "validation": result["validation"],
+               "training_s": round(result["seconds"]["training"], 1),
+               "max_seq_length": args.max_seq_length, "sources": args.sources, "validation": result["validation"],
                "relatedness": relatedness(load_sentence_transformer(str(out), device="cpu")),
                "benchmark_terms_in_pairs": f"{len(terms & seen)}/{len(terms)}"}
         print(json.dumps(row), flush=True)

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from bioviz.models.embeddings import load_encoder
+from bioviz.models.embeddings import load_encoder, load_sentence_transformer
 from trainer.cli import main
 from trainer.events import CancelFlag, Cancelled
 from trainer.pretrain.config import CONFIG_FILE, PretrainConfig, validate
@@ -22,7 +22,8 @@ def _args(data_dir, out, *extra):
 def test_pretrain_writes_a_model_bioviz_loads_and_records_what_it_excluded(data_dir, tmp_home, tmp_path, capsys):
     out = tmp_path / "pretrained"
     level = f"{data_dir / 'mini.obo'}::1"
-    assert main(_args(data_dir, out, "--exclude-level", level, "--shots", "1", "--save-steps", "1000")) == 0
+    assert main(_args(data_dir, out, "--exclude-level", level, "--shots", "1", "--save-steps", "1000",
+                     "--max-seq-length", "16")) == 0
     summary = json.loads(capsys.readouterr().out)
     saved = json.loads((out / RESULT_FILE).read_text())
     assert saved == summary
@@ -35,6 +36,8 @@ def test_pretrain_writes_a_model_bioviz_loads_and_records_what_it_excluded(data_
     names = ["heart attack", "myocardial infarction"]
     pretrained, base = load_encoder(str(out)).encode(names), load_encoder("minilm").encode(names)
     assert pretrained.shape == base.shape and not np.allclose(pretrained, base, atol=1e-4)
+    # texts were truncated while training only: the model encodes as long texts as its base
+    assert load_sentence_transformer(str(out)).max_seq_length == load_sentence_transformer("minilm").max_seq_length
 
 
 def test_an_interrupted_run_resumes_from_its_checkpoint(data_dir, tmp_home, tmp_path, capsys):
@@ -65,6 +68,7 @@ def test_an_interrupted_run_resumes_from_its_checkpoint(data_dir, tmp_home, tmp_
     (["--sources", "nowhere.obo"], "unknown source 'nowhere.obo'"),
     (["--batch-size", "1"], "--batch-size must be at least 2"),
     (["--exclude-level", "hpo"], "expected SOURCE:ROOT:DEPTH"),
+    (["--max-seq-length", "2"], "--max-seq-length must be at least 8"),
 ])
 def test_bad_input_is_one_line_and_creates_nothing(extra, reason, data_dir, tmp_home, tmp_path, capsys):
     out = tmp_path / "pretrained"

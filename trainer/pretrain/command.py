@@ -59,6 +59,8 @@ def register(subparsers) -> None:
                    help="mnrl: MultipleNegativesRankingLoss; cached: its GradCache variant for large batches")
     p.add_argument("--mini-batch-size", type=int, default=32, help="mini-batch of the cached loss")
     p.add_argument("--save-steps", type=int, default=500, help="checkpoint every this many steps")
+    p.add_argument("--max-seq-length", type=int, default=None,
+                   help="truncate texts to this many tokens while training (long definitions cost most)")
     p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
     p.add_argument("--json", action="store_true", help="print one JSON summary on stdout")
     p.set_defaults(handler=handle)
@@ -81,8 +83,9 @@ def config_from_args(args: argparse.Namespace) -> PretrainConfig:
         sources=args.sources, objectives=args.objectives, base=args.base, max_pairs=args.max_pairs,
         validation_pairs=args.validation_pairs, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
         seed=args.seed, loss=args.loss, mini_batch_size=args.mini_batch_size, save_steps=args.save_steps,
-        device=args.device, exclude_levels=args.exclude_level, split_seed=args.split_seed, shots=args.shots,
-        test_per_class=args.test_per_class, zero_shot_classes=args.zero_shot_classes))
+        max_seq_length=args.max_seq_length, device=args.device, exclude_levels=args.exclude_level,
+        split_seed=args.split_seed, shots=args.shots, test_per_class=args.test_per_class,
+        zero_shot_classes=args.zero_shot_classes))
 
 
 class ProgressPrinter:

@@ -38,6 +38,7 @@ class PretrainConfig:
     loss: str = "mnrl"
     mini_batch_size: int = 32
     save_steps: int = 500
+    max_seq_length: int | None = None  # tokens per text while training (None: the base's); long definitions cost most
     device: str = "auto"
     exclude_levels: list[str] = field(default_factory=list)
     split_seed: int = DEFAULT_SPLIT_SEED
@@ -82,6 +83,8 @@ def validate(c: PretrainConfig) -> PretrainConfig:
         (c.loss in LOSSES, f"unknown loss {c.loss!r}: use {' or '.join(LOSSES)}"),
         (c.save_steps >= 1, f"--save-steps must be at least 1 (got {c.save_steps})"),
         (c.validation_pairs >= 0, f"--validation-pairs must be at least 0 (got {c.validation_pairs})"),
+        (c.max_seq_length is None or c.max_seq_length >= 8,
+         f"--max-seq-length must be at least 8 tokens (got {c.max_seq_length})"),
         (c.device in ("auto", "cpu", "cuda"), f"unknown device {c.device!r}: use auto, cpu or cuda"),
     ]
     for ok, message in checks:

@@ -165,6 +165,10 @@ def pretrain(c: PretrainConfig, out: str | Path, callbacks=(), cancel: CancelFla
     emit({"event": "pairs", **pairs.counts(), "excluded": pairs.excluded["total"], "seconds": pairs_s})
     device = _device(c.device)
     model = load_sentence_transformer(c.base, device=device)
+    base_length = model.max_seq_length
+    if c.max_seq_length:
+        # Truncating while training only: the saved model keeps the base's length for encoding.
+        model.max_seq_length = min(c.max_seq_length, base_length)
     out.mkdir(parents=True, exist_ok=True)
     state_file = out / "pretrain-state.json"
     checkpoint = _last_checkpoint(out) if resume else None
@@ -238,6 +242,7 @@ def pretrain(c: PretrainConfig, out: str | Path, callbacks=(), cancel: CancelFla
         raise Cancelled("pretraining interrupted; continue it with --resume")
     training_s = time.perf_counter() - train_start
     model.eval()
+    model.max_seq_length = base_length
     after = retrieval_figures(model, pairs.validation)
     model.save(str(out))
     result = {
