@@ -48,7 +48,8 @@ def test_definitions_and_generated_descriptions(mini):
     for pair in pairs:
         by_anchor.setdefault(pair.anchor, []).append(pair)
     # every name of a defined concept is paired with its definition (BioLORD samples definitions per name)
-    assert [p.positive for p in by_anchor["heart attack"]] == ["Death of heart muscle tissue from loss of blood supply."]
+    death = "Death of heart muscle tissue from loss of blood supply."
+    assert [p.positive for p in by_anchor["heart attack"]] == [death]
     assert by_anchor["heart attack"][0].kind == "definition"
     # no definition: "a kind of <parent name>" (a leaf) or "<parent name> which has subtype <child name>"
     pneumonia = by_anchor["pneumonia"][0]
@@ -78,7 +79,8 @@ def test_dedupe_drops_repeats_after_normalisation_and_self_pairs():
     def pair(a, b, objective="synonyms"):
         return Pair(a, b, objective, "s", "synonym", ("X",), (a, b))
 
-    pairs = [pair("Heart attack", "MI"), pair("heart  attack", "mi"), pair("MI", "mi"), pair("Heart attack", "MI", "hierarchy")]
+    pairs = [pair("Heart attack", "MI"), pair("heart  attack", "mi"), pair("MI", "mi"),
+             pair("Heart attack", "MI", "hierarchy")]
     assert dedupe(pairs) == [pairs[0], pairs[3]]
 
 

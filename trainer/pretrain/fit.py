@@ -165,10 +165,6 @@ def pretrain(c: PretrainConfig, out: str | Path, callbacks=(), cancel: CancelFla
     emit({"event": "pairs", **pairs.counts(), "excluded": pairs.excluded["total"], "seconds": pairs_s})
     device = _device(c.device)
     model = load_sentence_transformer(c.base, device=device)
-    base_length = model.max_seq_length
-    if c.max_seq_length:
-        # Truncating while training only: the saved model keeps the base's length for encoding.
-        model.max_seq_length = min(c.max_seq_length, base_length)
     out.mkdir(parents=True, exist_ok=True)
     state_file = out / "pretrain-state.json"
     checkpoint = _last_checkpoint(out) if resume else None
@@ -178,6 +174,11 @@ def pretrain(c: PretrainConfig, out: str | Path, callbacks=(), cancel: CancelFla
         before = retrieval_figures(model, pairs.validation)
         (out / CONFIG_FILE).write_text(json.dumps(c.to_dict(), indent=1), encoding="utf-8")
         state_file.write_text(json.dumps({"before": before}), encoding="utf-8")
+    base_length = model.max_seq_length
+    if c.max_seq_length:
+        # Truncated while training only: the validation figures before and after, and the
+        # saved model, use the base's full length.
+        model.max_seq_length = min(c.max_seq_length, base_length)
 
     # A last batch of one pair has no negative (its loss is 0): incomplete batches are dropped
     # unless the pairs do not fill one batch at all.
@@ -249,7 +250,8 @@ def pretrain(c: PretrainConfig, out: str | Path, callbacks=(), cancel: CancelFla
         "base": c.base, "config": c.to_dict(), "device": device,
         "pairs": {**pairs.counts(), "available": pairs.available, "validation_overlap_dropped": pairs.overlap_dropped},
         "excluded": pairs.excluded,
-        "steps": int(fit.state.global_step), "resumed_from_step": int(checkpoint.name.split("-")[-1]) if checkpoint else 0,
+        "steps": int(fit.state.global_step),
+        "resumed_from_step": int(checkpoint.name.split("-")[-1]) if checkpoint else 0,
         "train_loss": progress["losses"],
         "seconds": {"pairs": pairs_s, "training": training_s, "total": time.perf_counter() - started},
         "validation": {"before": before, "after": after},

@@ -91,7 +91,8 @@ def synonym_pairs(ontology: Ontology, source: str, rng: random.Random) -> list[P
     return out
 
 
-def describe(ontology: Ontology, concept_id: str, rng: random.Random, tops: set[str]) -> tuple[str, tuple, tuple] | None:
+def describe(ontology: Ontology, concept_id: str, rng: random.Random,
+             tops: set[str]) -> tuple[str, tuple, tuple] | None:
     """A BioLORD-style description of a concept from its IS-A neighbours.
 
     Returns
