@@ -1,0 +1,108 @@
+"""``python -m trainer pretrain`` on the tiny OBO with minilm: a loadable model, resume, refusals."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from bioviz.models.embeddings import load_encoder, load_sentence_transformer
+from trainer.cli import main
+from trainer.events import CancelFlag, Cancelled
+from trainer.pretrain.config import CONFIG_FILE, PretrainConfig, validate
+from trainer.pretrain.fit import CHECKPOINTS, RESULT_FILE, pretrain
+
+
+def _args(data_dir, out, *extra):
+    return ["pretrain", "--sources", str(data_dir / "mini.obo"), "--objectives", "synonyms", "definitions",
+            "hierarchy", "--batch-size", "4", "--device", "cpu", "--out", str(out), "--json", *extra]
+
+
+def test_pretrain_writes_a_model_bioviz_loads_and_records_what_it_excluded(data_dir, tmp_home, tmp_path, capsys):
+    out = tmp_path / "pretrained"
+    level = f"{data_dir / 'mini.obo'}::1"
+    assert main(_args(data_dir, out, "--exclude-level", level, "--shots", "1", "--save-steps", "1000",
+                     "--max-seq-length", "16")) == 0
+    summary = json.loads(capsys.readouterr().out)
+    saved = json.loads((out / RESULT_FILE).read_text())
+    assert saved == summary
+    assert set(saved["pairs"]["objectives"]) == {"synonyms", "definitions", "hierarchy"}
+    assert saved["excluded"]["total"] > 0
+    assert saved["excluded"]["levels"][0]["split"]["shots"] == 1
+    assert saved["validation"]["before"]["pairs"] == saved["validation"]["after"]["pairs"] > 0
+    assert saved["steps"] == saved["pairs"]["train"] // 4
+    assert not (out / CHECKPOINTS).exists() and not (out / CONFIG_FILE).exists()
+    names = ["heart attack", "myocardial infarction"]
+    pretrained, base = load_encoder(str(out)).encode(names), load_encoder("minilm").encode(names)
+    assert pretrained.shape == base.shape and not np.allclose(pretrained, base, atol=1e-4)
+    # texts were truncated while training only: the model encodes as long texts as its base
+    assert load_sentence_transformer(str(out)).max_seq_length == load_sentence_transformer("minilm").max_seq_length
+
+
+def test_an_interrupted_run_resumes_from_its_checkpoint(data_dir, tmp_home, tmp_path, capsys):
+    out = tmp_path / "pretrained"
+    config = validate(PretrainConfig(sources=[str(data_dir / "mini.obo")], objectives=["synonyms", "definitions"],
+                                     batch_size=4, device="cpu", save_steps=1000, validation_pairs=0))
+    cancel = CancelFlag()
+    steps = []
+
+    def stop_after_two(event):
+        if event["event"] == "step":
+            steps.append(event["step"])
+            if event["step"] == 2:
+                cancel.set()
+
+    with pytest.raises(Cancelled, match="--resume"):
+        pretrain(config, out, callbacks=[stop_after_two], cancel=cancel)
+    assert steps == [1, 2] and (out / CHECKPOINTS / "checkpoint-2").is_dir() and not (out / RESULT_FILE).exists()
+    assert main(["pretrain", "--out", str(out), "--resume", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["resumed_from_step"] == 2 and summary["steps"] > 2
+    assert summary["config"]["objectives"] == ["synonyms", "definitions"]
+    assert load_encoder(str(out)).encode(["asthma"]).shape == (1, 384)
+
+
+@pytest.mark.parametrize("extra, reason", [
+    (["--objectives", "synonyms", "typo"], "unknown objective 'typo'"),
+    (["--sources", "nowhere.obo"], "unknown source 'nowhere.obo'"),
+    (["--batch-size", "1"], "--batch-size must be at least 2"),
+    (["--exclude-level", "hpo"], "expected SOURCE:ROOT:DEPTH"),
+    (["--max-seq-length", "2"], "--max-seq-length must be at least 8"),
+])
+def test_bad_input_is_one_line_and_creates_nothing(extra, reason, data_dir, tmp_home, tmp_path, capsys):
+    out = tmp_path / "pretrained"
+    assert main(_args(data_dir, out, *extra)) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and reason in err and "\n" not in err
+    assert not out.exists()
+
+
+def test_no_source_a_full_output_and_nothing_to_resume_are_refused(data_dir, tmp_home, tmp_path, capsys):
+    assert main(["pretrain", "--objectives", "synonyms", "--out", str(tmp_path / "a")]) == 2
+    assert "no source" in capsys.readouterr().err
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "keep.txt").write_text("mine")
+    assert main(_args(data_dir, full)) == 2
+    assert "not empty" in capsys.readouterr().err and (full / "keep.txt").read_text() == "mine"
+    assert main(["pretrain", "--out", str(full), "--resume"]) == 2
+    assert "no interrupted pretraining run" in capsys.readouterr().err
+
+
+def test_no_batch_holds_two_pairs_of_one_concept():
+    from datasets import Dataset
+
+    from trainer.pretrain.fit import ConceptNoDuplicatesBatchSampler, NoDuplicatesBatchSampler
+
+    # 12 concepts with 4 pairs each and all texts distinct: only the concept keeps them apart.
+    labels = [i % 12 for i in range(48)]
+    dataset = Dataset.from_dict({"anchor": [f"a{i}" for i in range(48)], "positive": [f"p{i}" for i in range(48)],
+                                 "label": labels})
+    # The trainer names its label columns, which sentence-transformers' own sampler leaves out of the check.
+    kwargs = dict(batch_size=8, drop_last=False, valid_label_columns=["label", "score"], seed=0)
+    batches = list(ConceptNoDuplicatesBatchSampler(dataset, **kwargs))
+    assert sorted(i for b in batches for i in b) == list(range(48))
+    assert all(len({labels[i] for i in batch}) == len(batch) for batch in batches)
+    plain = list(NoDuplicatesBatchSampler(dataset, **kwargs))
+    assert not all(len({labels[i] for i in batch}) == len(batch) for batch in plain)

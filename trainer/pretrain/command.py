@@ -1,0 +1,148 @@
+"""``python -m trainer pretrain``: pretrain a base model on whole ontologies (issue 17).
+
+Pairs of each ``--objectives`` (synonyms, definitions, hierarchy) come from every
+``--sources`` entry; ``--exclude-level SOURCE:ROOT:DEPTH`` keeps that level's validation,
+test and zero-shot names (under the split of ``--split-seed``, ``--shots``, ...) out of them.
+The output is a sentence-transformers directory (a MODEL everywhere in bioviz) plus
+``pretrain.json``. Progress goes to stderr; ``--json`` prints one JSON summary on stdout.
+Exit codes: 0 done, 2 bad input (one line, nothing trained), 130 interrupted (a checkpoint
+is kept: run again with ``--out DIR --resume``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import signal
+import sys
+import time
+
+from bioviz.errors import BiovizError
+from bioviz.ontology.splits import DEFAULT_SHOTS, DEFAULT_SPLIT_SEED
+from trainer.events import CancelFlag, Cancelled
+from trainer.pretrain.config import LOSSES, PretrainConfig, validate
+from trainer.pretrain.pairs import OBJECTIVES
+
+EXIT_CANCELLED = 130
+PRINT_EVERY_S = 5.0  # step progress on stderr at most this often
+
+
+def _optional_int(text: str) -> int | None:
+    return None if text.strip().lower() in ("all", "none") else int(text)
+
+
+def register(subparsers) -> None:
+    """Add the ``pretrain`` sub-command."""
+    p = subparsers.add_parser("pretrain", help="pretrain a base model on ontology pairs (synonyms, definitions, "
+                                               "hierarchy)", description=__doc__.split("\n\n")[0])
+    p.add_argument("--sources", nargs="+", metavar="SOURCE",
+                   help="icd10, icd10cm, hpo, .obo files, UMLS directories or tables")
+    p.add_argument("--objectives", nargs="+", metavar="OBJECTIVE", help=f"any of {', '.join(OBJECTIVES)}")
+    p.add_argument("--max-pairs", type=_optional_int, default=20000,
+                   help="training pairs sampled per source and objective in equal shares (all: every pair)")
+    p.add_argument("--validation-pairs", type=int, default=500, help="held-out validation pairs")
+    p.add_argument("--base", default="minilm", help="MODEL to start from (sentence-transformers)")
+    p.add_argument("--out", required=True, help="output directory (new or empty; with --resume, the interrupted run)")
+    p.add_argument("--resume", action="store_true", help="continue the interrupted run in --out (its own settings)")
+    p.add_argument("--exclude-level", action="append", default=[], metavar="SOURCE:ROOT:DEPTH",
+                   help="keep this level's validation/test/zero-shot names out of the pairs (repeatable)")
+    p.add_argument("--split-seed", type=int, default=DEFAULT_SPLIT_SEED, help="seed of the excluded levels' split")
+    p.add_argument("--shots", type=_optional_int, default=DEFAULT_SHOTS, help="shots of the excluded levels' split")
+    p.add_argument("--test-per-class", type=int, default=1, help="test names per class of that split")
+    p.add_argument("--zero-shot-classes", type=float, default=0, help="zero-shot classes of that split")
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--lr", type=float, default=2e-5)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--loss", choices=LOSSES, default="mnrl",
+                   help="mnrl: MultipleNegativesRankingLoss; cached: its GradCache variant for large batches")
+    p.add_argument("--mini-batch-size", type=int, default=32, help="mini-batch of the cached loss")
+    p.add_argument("--save-steps", type=int, default=500, help="checkpoint every this many steps")
+    p.add_argument("--max-seq-length", type=int, default=None,
+                   help="truncate texts to this many tokens while training (long definitions cost most)")
+    p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
+    p.add_argument("--json", action="store_true", help="print one JSON summary on stdout")
+    p.set_defaults(handler=handle)
+
+
+def config_from_args(args: argparse.Namespace) -> PretrainConfig:
+    """The validated config of the options (with ``--resume``, the one saved in ``--out``).
+
+    Raises
+    ------
+    BiovizError
+    """
+    if args.resume:
+        return validate(PretrainConfig.read(args.out))
+    if not args.sources:
+        raise BiovizError("no source: give --sources (icd10, icd10cm, hpo, an .obo file or a UMLS directory)")
+    if not args.objectives:
+        raise BiovizError(f"no objective: give --objectives (any of {', '.join(OBJECTIVES)})")
+    return validate(PretrainConfig(
+        sources=args.sources, objectives=args.objectives, base=args.base, max_pairs=args.max_pairs,
+        validation_pairs=args.validation_pairs, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
+        seed=args.seed, loss=args.loss, mini_batch_size=args.mini_batch_size, save_steps=args.save_steps,
+        max_seq_length=args.max_seq_length, device=args.device, exclude_levels=args.exclude_level,
+        split_seed=args.split_seed, shots=args.shots, test_per_class=args.test_per_class,
+        zero_shot_classes=args.zero_shot_classes))
+
+
+class ProgressPrinter:
+    """Writes pretraining events to stderr, step events at most every :data:`PRINT_EVERY_S` seconds."""
+
+    def __init__(self) -> None:
+        self.last = 0.0
+
+    def __call__(self, event: dict) -> None:
+        kind = event.get("event")
+        if kind == "pairs":
+            sys.stderr.write(f"pairs: {event['train']:,} training, {event['validation']:,} validation, "
+                             f"{event['excluded']:,} excluded ({event['objectives']})\n")
+        elif kind == "start":
+            sys.stderr.write(f"pretraining {event['base']} on {event['train_pairs']:,} pairs, "
+                             f"{event['total_steps']:,} steps on {event['device']}\n")
+        elif kind == "step":
+            now = time.monotonic()
+            if now - self.last >= PRINT_EVERY_S or event["step"] == event["total_steps"]:
+                self.last = now
+                loss = f" loss={event['loss']:.4f}" if event.get("loss") is not None else ""
+                sys.stderr.write(f"step {event['step']}/{event['total_steps']}{loss} eta={event['eta_s']:.0f}s\n")
+        elif kind == "error":
+            sys.stderr.write(f"error: {event['message']}\n")
+        sys.stderr.flush()
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Validate, build pairs, pretrain; returns the exit code."""
+    printer = ProgressPrinter()
+    try:
+        config = config_from_args(args)
+        # trainer.pretrain.fit imports torch and sentence-transformers: only when a run starts.
+        from trainer.pretrain.fit import check_out_dir, pretrain
+
+        check_out_dir(args.out, args.resume)
+    except BiovizError as error:
+        printer({"event": "error", "message": str(error)})
+        return 2
+    cancel = CancelFlag()
+    previous = {sig: signal.signal(sig, lambda *_: cancel.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        # Libraries that print must not break the one-JSON stdout.
+        with contextlib.redirect_stdout(sys.stderr):
+            result = pretrain(config, args.out, callbacks=[printer], cancel=cancel, resume=args.resume)
+    except Cancelled as why:
+        printer({"event": "error", "message": str(why)})
+        return EXIT_CANCELLED
+    except BiovizError as error:
+        printer({"event": "error", "message": str(error)})
+        return 2
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if args.json:
+        sys.stdout.write(json.dumps(result, default=str) + "\n")
+    else:
+        for key in ("pairs", "excluded", "seconds", "validation"):
+            sys.stdout.write(f"{key}: {json.dumps(result[key], default=str)}\n")
+    return 0

@@ -1,0 +1,82 @@
+"""From SOURCE strings to the training and validation pairs of a pretraining run."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from bioviz.errors import BiovizError
+from bioviz.ontology.sources import load_source
+from trainer.pretrain.leakage import HeldOut, exclude
+from trainer.pretrain.pairs import Pair, check_objectives, dedupe, extract_pairs
+from trainer.pretrain.selection import hold_out_validation, stratified_sample, validation_size
+
+
+@dataclass
+class PairSet:
+    """The pairs a run trains and validates on, and how they were chosen.
+
+    Attributes
+    ----------
+    train, validation : list of Pair
+    available : dict
+        ``source -> objective -> pairs`` extracted (deduplicated, before exclusion).
+    excluded : dict
+        ``objective -> pairs`` dropped by the leakage rule; ``levels``: each level's record.
+    overlap_dropped : int
+        Training pairs dropped because they share a text or concept with a validation pair.
+    """
+
+    train: list[Pair]
+    validation: list[Pair]
+    available: dict = field(default_factory=dict)
+    excluded: dict = field(default_factory=dict)
+    overlap_dropped: int = 0
+
+    def counts(self) -> dict:
+        """Training pairs per objective, per source and per kind (definition vs description ...)."""
+        return {"objectives": dict(Counter(p.objective for p in self.train)),
+                "sources": dict(Counter(p.source for p in self.train)),
+                "kinds": dict(Counter(p.kind for p in self.train)),
+                "train": len(self.train), "validation": len(self.validation)}
+
+
+def build_pairs(sources: list[str], objectives: list[str], max_pairs: int | None = None, seed: int = 0,
+                held: list[HeldOut] = (), validation_pairs: int = 500) -> PairSet:
+    """Extract, deduplicate, drop leaks, hold out validation, then sample ``max_pairs``.
+
+    Parameters
+    ----------
+    sources : list of str
+        SOURCE strings (bundled names, OBO paths, UMLS directories, tables).
+    objectives : list of str
+    max_pairs : int, optional
+        Cap on training pairs, sampled per (source, objective) stratum.
+    seed : int
+    held : list of HeldOut
+        Levels whose held-out names must stay unseen (:func:`trainer.pretrain.leakage.held_out`).
+    validation_pairs : int
+        Size of the validation slice (at most a tenth of the pairs).
+
+    Raises
+    ------
+    BiovizError
+        Unknown objective, a source that cannot be loaded, or fewer than two training pairs.
+    """
+    objectives = check_objectives(objectives)
+    if not sources:
+        raise BiovizError("no source: give --sources (icd10, icd10cm, hpo, an .obo file or a UMLS directory)")
+    available, pool = {}, []
+    for source in dict.fromkeys(sources):
+        extracted = extract_pairs(load_source(source), source, objectives, seed)
+        available[source] = {k: len(v) for k, v in extracted.items()}
+        pool += [p for pairs in extracted.values() for p in pairs]
+    pool = dedupe(pool)  # the same pair from two sources counts once
+    pool, dropped = exclude(pool, list(held))
+    train, validation, overlap = hold_out_validation(pool, validation_size(len(pool), validation_pairs), seed)
+    train = stratified_sample(train, max_pairs, seed)
+    if len(train) < 2:
+        raise BiovizError(f"only {len(train)} training pairs from {', '.join(sources)} for "
+                          f"{', '.join(objectives)}: nothing to pretrain on")
+    excluded = {"pairs": dropped, "total": sum(dropped.values()), "levels": [h.record() for h in held]}
+    return PairSet(train, validation, available, excluded, overlap)

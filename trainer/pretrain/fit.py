@@ -1,0 +1,265 @@
+"""Train a sentence-transformer on pretraining pairs, with checkpoints, resume and progress.
+
+sentence-transformers' own :class:`SentenceTransformerTrainer` and
+:class:`MultipleNegativesRankingLoss` (InfoNCE with in-batch negatives, BioLORD §3.2), or its
+GradCache variant for large batches. Batches are drawn by sentence-transformers'
+NO_DUPLICATES sampler with the anchor's concept as one more value of each row, so no batch
+holds two texts of one concept as each other's negatives. Checkpoints go to
+``OUT/checkpoints`` every ``save_steps`` steps and when the run is interrupted; ``resume``
+continues from the last one. Importing this module imports torch (seconds): the command
+imports it only when a run starts. Every step emits a ``step`` event (loss, ETA).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+from sentence_transformers.base.sampler import NoDuplicatesBatchSampler
+
+from bioviz.errors import BiovizError
+from trainer.events import CancelFlag, Cancelled, Emit, broadcast
+from trainer.pretrain.config import CONFIG_FILE, PretrainConfig
+from trainer.pretrain.dataset import PairSet, build_pairs
+from trainer.pretrain.leakage import held_out, parse_level
+
+logger = logging.getLogger(__name__)
+
+RESULT_FILE = "pretrain.json"
+CHECKPOINTS = "checkpoints"
+
+
+def retrieval_figures(model, pairs) -> dict:
+    """How often each validation anchor finds its own positive among all validation positives.
+
+    Returns
+    -------
+    dict
+        ``accuracy`` (top-1), ``mrr`` (mean reciprocal rank) and ``pairs``; empty when no pairs.
+    """
+    if not pairs:
+        return {}
+    texts = list(dict.fromkeys(p.positive for p in pairs))
+    position = {t: i for i, t in enumerate(texts)}
+    gold = np.array([position[p.positive] for p in pairs])
+    options = dict(batch_size=128, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
+    anchors = model.encode([p.anchor for p in pairs], **options)
+    positives = model.encode(texts, **options)
+    scores = anchors @ positives.T
+    own = scores[np.arange(len(pairs)), gold]
+    ranks = 1 + (scores > own[:, None]).sum(axis=1)
+    return {"accuracy": float(np.mean(ranks == 1)), "mrr": float(np.mean(1.0 / ranks)), "pairs": len(pairs)}
+
+
+def check_out_dir(out: str | Path, resume: bool) -> None:
+    """Refuse to overwrite anything: a new run needs a new or empty directory, a resumed one its own.
+
+    Raises
+    ------
+    BiovizError
+    """
+    out = Path(out)
+    if resume:
+        if not (out / CONFIG_FILE).is_file():
+            raise BiovizError(f"{out} holds no interrupted pretraining run to resume")
+        return
+    if (out / RESULT_FILE).is_file():
+        raise BiovizError(f"{out} already holds a pretrained model; choose another --out")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise BiovizError(f"{out} exists and is not empty; choose another --out (or --resume an interrupted run)")
+
+
+def _last_checkpoint(out: Path) -> Path | None:
+    found = sorted((out / CHECKPOINTS).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
+    return found[-1] if found else None
+
+
+def _device(name: str) -> str:
+    if name != "auto":
+        return name
+    from bioviz.models.embeddings import device
+
+    return device()
+
+
+class ConceptNoDuplicatesBatchSampler(NoDuplicatesBatchSampler):
+    """NO_DUPLICATES that also compares the ``label`` column (the anchor's concept number).
+
+    sentence-transformers drops label columns from its duplicate check; keeping this one
+    makes two pairs of one concept duplicates, so they never meet in a batch (a text equal to
+    the number would only keep two rows apart needlessly, never put duplicates together).
+    """
+
+    def __init__(self, dataset, batch_size, drop_last, valid_label_columns=None, generator=None, seed=0):
+        super().__init__(dataset, batch_size, drop_last, valid_label_columns=[], generator=generator, seed=seed)
+
+
+def _columns(pairs) -> dict:
+    concept_number: dict = {}
+    labels = [concept_number.setdefault((p.source, p.concepts[0]), len(concept_number)) for p in pairs]
+    return {"anchor": [p.anchor for p in pairs], "positive": [p.positive for p in pairs], "label": labels}
+
+
+def _make_loss(c: PretrainConfig, model):
+    from sentence_transformers.sentence_transformer.losses import (CachedMultipleNegativesRankingLoss,
+                                                                    MultipleNegativesRankingLoss)
+
+    if c.loss == "cached":
+        return CachedMultipleNegativesRankingLoss(model, mini_batch_size=c.mini_batch_size)
+    return MultipleNegativesRankingLoss(model)
+
+
+def prepare(c: PretrainConfig) -> PairSet:
+    """The pairs of config ``c``, the excluded levels' held-out names left out."""
+    held = [held_out(parse_level(text), _split_spec(c)) for text in c.exclude_levels]
+    return build_pairs(c.sources, c.objectives, c.max_pairs, c.seed, held, c.validation_pairs)
+
+
+def _split_spec(c: PretrainConfig):
+    from bioviz.ontology.splits import SplitSpec
+
+    return SplitSpec(shots=c.shots, seed=c.split_seed, test_per_class=c.test_per_class,
+                     zero_shot_classes=c.zero_shot_classes)
+
+
+def pretrain(c: PretrainConfig, out: str | Path, callbacks=(), cancel: CancelFlag | None = None,
+             resume: bool = False) -> dict:
+    """Pretrain ``c.base`` on the pairs of ``c`` into the sentence-transformers directory ``out``.
+
+    Parameters
+    ----------
+    c : PretrainConfig
+        A validated config (:func:`trainer.pretrain.config.validate`).
+    out : str or Path
+        New (or empty) directory; with ``resume``, the directory of the interrupted run.
+    callbacks : iterable of callable
+        Receive ``pairs``, ``start``, ``step`` and ``done`` events.
+    cancel : CancelFlag, optional
+        When set, a checkpoint is saved and :class:`~trainer.events.Cancelled` raised.
+    resume : bool
+        Continue from the last checkpoint in ``out`` (the config is read from ``out``).
+
+    Returns
+    -------
+    dict
+        What ``pretrain.json`` holds.
+    """
+    from datasets import Dataset
+    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+    from transformers import TrainerCallback
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    from bioviz.models.embeddings import load_sentence_transformer
+
+    out = Path(out)
+    check_out_dir(out, resume)
+    emit: Emit = broadcast(callbacks)
+    cancel = cancel or CancelFlag()
+    started = time.perf_counter()
+    pairs = prepare(c)
+    pairs_s = time.perf_counter() - started
+    emit({"event": "pairs", **pairs.counts(), "excluded": pairs.excluded["total"], "seconds": pairs_s})
+    device = _device(c.device)
+    model = load_sentence_transformer(c.base, device=device)
+    out.mkdir(parents=True, exist_ok=True)
+    state_file = out / "pretrain-state.json"
+    checkpoint = _last_checkpoint(out) if resume else None
+    if checkpoint is not None and state_file.is_file():
+        before = json.loads(state_file.read_text(encoding="utf-8"))["before"]
+    else:
+        before = retrieval_figures(model, pairs.validation)
+        (out / CONFIG_FILE).write_text(json.dumps(c.to_dict(), indent=1), encoding="utf-8")
+        state_file.write_text(json.dumps({"before": before}), encoding="utf-8")
+    base_length = model.max_seq_length
+    if c.max_seq_length:
+        # Truncated while training only: the validation figures before and after, and the
+        # saved model, use the base's full length.
+        model.max_seq_length = min(c.max_seq_length, base_length)
+
+    # A last batch of one pair has no negative (its loss is 0): incomplete batches are dropped
+    # unless the pairs do not fill one batch at all.
+    drop_last = len(pairs.train) >= c.batch_size
+    steps_per_epoch = len(pairs.train) // c.batch_size if drop_last else 1
+    total_steps = steps_per_epoch * c.epochs
+    progress = {"first_step": None, "first_time": None, "losses": []}
+
+    class Reporter(TrainerCallback):
+        """Step events with an ETA paced by this process's own steps; stop (and save) on cancel."""
+
+        def on_step_end(self, args, train_state, control, **kwargs):
+            now, step = time.perf_counter(), train_state.global_step
+            if progress["first_step"] is None:
+                progress["first_step"], progress["first_time"] = step - 1, train_start
+            done_here = step - progress["first_step"]
+            pace = (now - progress["first_time"]) / max(done_here, 1)
+            emit({"event": "step", "step": step, "total_steps": total_steps, "epoch": train_state.epoch,
+                  "elapsed_s": now - started, "eta_s": pace * (total_steps - step),
+                  "loss": progress["losses"][-1] if progress["losses"] else None})
+            if cancel.is_set():
+                control.should_save = True
+                control.should_training_stop = True
+            return control
+
+        def on_log(self, args, train_state, control, logs=None, **kwargs):
+            if logs and "loss" in logs:
+                progress["losses"].append(float(logs["loss"]))
+
+    emit({"event": "start", "encoder": "pretrain", "base": c.base, "train_pairs": len(pairs.train),
+          "total_steps": total_steps, "max_epochs": c.epochs, "device": device,
+          "resumed_from_step": int(checkpoint.name.split("-")[-1]) if checkpoint else 0})
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(out / CHECKPOINTS),
+        num_train_epochs=c.epochs,
+        per_device_train_batch_size=c.batch_size,
+        learning_rate=c.lr,
+        weight_decay=c.weight_decay,
+        warmup_steps=round(c.warmup_ratio * total_steps),
+        lr_scheduler_type="linear",
+        seed=c.seed,
+        data_seed=c.seed,
+        save_strategy="steps",
+        save_steps=c.save_steps,
+        save_total_limit=1,
+        report_to="none",
+        logging_steps=max(1, min(50, total_steps // 20)),
+        disable_tqdm=True,
+        use_cpu=device == "cpu",
+        dataloader_num_workers=0,
+        dataloader_drop_last=drop_last,
+        batch_sampler=ConceptNoDuplicatesBatchSampler,
+    )
+    fit = SentenceTransformerTrainer(model=model, args=args, train_dataset=Dataset.from_dict(_columns(pairs.train)),
+                                     loss=_make_loss(c, model), callbacks=[Reporter()])
+    # The printer callback writes log dicts to stdout, which carries only the JSON summary.
+    fit.remove_callback(PrinterCallback)
+    fit.remove_callback(ProgressCallback)
+    train_start = time.perf_counter()
+    fit.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+    if cancel.is_set():
+        raise Cancelled("pretraining interrupted; continue it with --resume")
+    training_s = time.perf_counter() - train_start
+    model.eval()
+    model.max_seq_length = base_length
+    after = retrieval_figures(model, pairs.validation)
+    model.save(str(out))
+    result = {
+        "base": c.base, "config": c.to_dict(), "device": device,
+        "pairs": {**pairs.counts(), "available": pairs.available, "validation_overlap_dropped": pairs.overlap_dropped},
+        "excluded": pairs.excluded,
+        "steps": int(fit.state.global_step),
+        "resumed_from_step": int(checkpoint.name.split("-")[-1]) if checkpoint else 0,
+        "train_loss": progress["losses"],
+        "seconds": {"pairs": pairs_s, "training": training_s, "total": time.perf_counter() - started},
+        "validation": {"before": before, "after": after},
+    }
+    (out / RESULT_FILE).write_text(json.dumps(result, indent=1), encoding="utf-8")
+    # Done: the checkpoints and the resume files are no longer needed (a checkpoint is ~3x the model).
+    shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
+    for name in (CONFIG_FILE, state_file.name):
+        (out / name).unlink(missing_ok=True)
+    emit({"event": "done", "seconds": result["seconds"]["total"], "validation": result["validation"]})
+    return result

@@ -1,0 +1,123 @@
+"""The leakage rule: a level's held-out names never reach the pretraining pairs.
+
+When a pretrained model will be evaluated on a level, the split of that level (the
+trainer's :class:`~bioviz.ontology.splits.SplitSpec`: shots, seed, test names per class,
+zero-shot classes) decides which names are unseen. A pair is dropped when
+
+* any name it was built from, or either of its texts, is (after
+  :func:`~bioviz.ontology.model.normalise_name`) a validation or test name of the level, or
+  a name of a zero-shot class concept or of any concept below one (whatever the source
+  of the pair: the same name in another source is the same leak);
+* it comes from the level's own source and any concept it was built from is a zero-shot
+  class or lies below one.
+
+Training names of the level stay: the few-shot run sees them anyway. Definitions are free
+text: a definition that merely contains a held-out name as a substring is kept (only the
+names a pair was built from count).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+import networkx as nx
+
+from bioviz.errors import BiovizError
+from bioviz.ontology.level_spec import LevelSpec
+from bioviz.ontology.model import Ontology, normalise_name
+from bioviz.ontology.sources import BUNDLED
+from bioviz.ontology.splits import SplitSpec
+from trainer.pretrain.pairs import Pair
+
+
+def source_key(source: str) -> str:
+    """A SOURCE string compared by what it names (a path resolved, a bundled name as is)."""
+    return source if source in BUNDLED else str(Path(source).expanduser().resolve())
+
+
+def parse_level(text: str) -> LevelSpec:
+    """A level from ``SOURCE:ROOT:DEPTH`` (ROOT may be empty for the source's default root).
+
+    ROOT may itself hold colons (``hpo:HP:0000118:1``): the source is everything before
+    the first colon, the depth everything after the last.
+
+    Raises
+    ------
+    BiovizError
+        Not of that form, or a depth that is not a positive integer.
+    """
+    if text.count(":") < 2:
+        raise BiovizError(f"--exclude-level {text!r}: expected SOURCE:ROOT:DEPTH (ROOT may be empty, e.g. icd10::1)")
+    source, rest = text.split(":", 1)
+    root, depth = rest.rsplit(":", 1)
+    if not source or not depth.isdigit() or int(depth) < 1:
+        raise BiovizError(f"--exclude-level {text!r}: expected SOURCE:ROOT:DEPTH with a depth of at least 1")
+    return LevelSpec(source, root=root or None, depth=int(depth))
+
+
+@dataclass
+class HeldOut:
+    """What one level's split keeps unseen."""
+
+    level: LevelSpec
+    split: SplitSpec
+    names: set[str]  # normalised
+    concepts: set[str]  # zero-shot class concepts and everything below them, in the level's source
+    counts: dict
+
+    def leaks(self, pair: Pair) -> bool:
+        """Whether ``pair`` mentions a held-out name or a zero-shot concept."""
+        texts = (pair.anchor, pair.positive, *pair.names)
+        if any(normalise_name(t) in self.names for t in texts):
+            return True
+        return bool(self.concepts) and source_key(pair.source) == source_key(self.level.source) and \
+            any(c in self.concepts for c in pair.concepts)
+
+    def record(self) -> dict:
+        """The level, the split and the sizes held out, for ``pretrain.json``."""
+        return {"level": self.level.to_query(), "level_label": self.level.label,
+                "split": dataclasses.asdict(self.split), **self.counts}
+
+
+def held_out(level: LevelSpec, split: SplitSpec, ontology: Ontology | None = None) -> HeldOut:
+    """The names and concepts that ``split`` of ``level`` keeps out of training.
+
+    Parameters
+    ----------
+    level : LevelSpec
+    split : SplitSpec
+    ontology : Ontology, optional
+        The level's source, already loaded.
+    """
+    ontology = ontology if ontology is not None else level.ontology()
+    view = level.load(ontology)
+    drawn = split.make(view)
+    rows = [*drawn.validation.tolist(), *drawn.test.tolist(), *drawn.zero_shot.tolist()]
+    names = {normalise_name(view.names[r]) for r in rows}
+    taxonomy = ontology.taxonomy()[0]
+    concepts: set[str] = set()
+    for c in drawn.zero_shot_classes:
+        class_id = view.classes[c]
+        concepts |= {class_id, *nx.descendants(taxonomy, class_id)}
+    for concept_id in concepts:
+        if concept_id in ontology.concepts:
+            names |= {normalise_name(n) for n in ontology.concepts[concept_id].names}
+    counts = {"validation_names": len(drawn.validation), "test_names": len(drawn.test),
+              "zero_shot_names": len(drawn.zero_shot), "zero_shot_classes": len(drawn.zero_shot_classes),
+              "zero_shot_concepts": len(concepts), "held_out_names": len(names)}
+    return HeldOut(level, split, names, concepts, counts)
+
+
+def exclude(pairs: list[Pair], held: list[HeldOut]) -> tuple[list[Pair], dict]:
+    """``pairs`` without those that leak any level's held-out data, and the count dropped per objective."""
+    if not held:
+        return pairs, {}
+    kept, dropped = [], {}
+    for pair in pairs:
+        if any(h.leaks(pair) for h in held):
+            dropped[pair.objective] = dropped.get(pair.objective, 0) + 1
+        else:
+            kept.append(pair)
+    return kept, dropped

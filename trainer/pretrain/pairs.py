@@ -1,0 +1,202 @@
+"""Positive pairs of the pretraining objectives, built from a loaded ontology.
+
+Three objectives, each a list of :class:`Pair` (anchor text, positive text):
+
+``synonyms`` (SapBERT)
+    Two names of one concept (``Concept.names``: HPO exact/related synonyms, ICD-10-CM
+    inclusion terms, UMLS atoms), every unordered pair, at most :data:`MAX_SYNONYM_PAIRS`
+    per concept (seeded sample) so that a concept with dozens of atoms does not dominate.
+``definitions`` (BioLORD §3.1)
+    Each name of a concept paired with its definition. A concept without a definition gets
+    a generated description instead, BioLORD's template "[more generic concept] which
+    [relationship] [related concept]" restricted to IS-A: ``"<parent name> which has subtype
+    <child name>"`` when the concept has children, else ``"a kind of <parent name>"`` (names
+    drawn at random, seeded). Top concepts (no parent) and parents that are top concepts
+    (a synthetic root such as ``ICD10CM`` or HPO's ``All``) give no description.
+``hierarchy`` (HiPrBERT §3.3's closest category, distance 1)
+    One (child name, parent name) pair per IS-A edge, parents that are top concepts left out.
+
+Every pair records the concept ids and the names it was built from, so that the leakage
+rule (:mod:`trainer.pretrain.leakage`) can drop a pair by what it mentions, and so that
+batches can keep two pairs of one concept apart.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from bioviz.errors import BiovizError
+from bioviz.ontology.model import Ontology, normalise_name
+
+OBJECTIVES = ("synonyms", "definitions", "hierarchy")
+MAX_SYNONYM_PAIRS = 10  # per concept
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One positive pair.
+
+    Attributes
+    ----------
+    anchor, positive : str
+        The two texts (a name, and a name, definition, description or parent name).
+    objective : str
+        ``synonyms``, ``definitions`` or ``hierarchy``.
+    source : str
+        The SOURCE string the pair came from.
+    kind : str
+        ``synonym``, ``definition``, ``description`` or ``parent``.
+    concepts : tuple of str
+        Ids of the concepts the pair was built from (anchor's concept first).
+    names : tuple of str
+        Every concept name used in the pair (definitions are free text, not names).
+    """
+
+    anchor: str
+    positive: str
+    objective: str
+    source: str
+    kind: str
+    concepts: tuple[str, ...]
+    names: tuple[str, ...]
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """What makes two pairs the same: objective and both texts, normalised."""
+        return self.objective, normalise_name(self.anchor), normalise_name(self.positive)
+
+
+def _top_concepts(ontology: Ontology) -> set[str]:
+    graph = ontology.graph
+    return {c for c in graph.nodes if graph.in_degree(c) == 0}
+
+
+def _parents(ontology: Ontology, concept_id: str, tops: set[str]) -> list[str]:
+    """Parents that are concepts and not top concepts (a synthetic root says nothing)."""
+    return sorted(p for p in ontology.graph.predecessors(concept_id) if p in ontology.concepts and p not in tops)
+
+
+def synonym_pairs(ontology: Ontology, source: str, rng: random.Random) -> list[Pair]:
+    """SapBERT-style (name, other name) pairs of each concept with two names or more."""
+    out = []
+    for concept in ontology.concepts.values():
+        names = concept.names
+        combos = list(itertools.combinations(names, 2))
+        if len(combos) > MAX_SYNONYM_PAIRS:
+            combos = rng.sample(combos, MAX_SYNONYM_PAIRS)
+        out += [Pair(a, b, "synonyms", source, "synonym", (concept.id,), (a, b)) for a, b in combos]
+    return out
+
+
+def describe(ontology: Ontology, concept_id: str, rng: random.Random,
+             tops: set[str]) -> tuple[str, tuple, tuple] | None:
+    """A BioLORD-style description of a concept from its IS-A neighbours.
+
+    Returns
+    -------
+    (text, concept ids, names) or None
+        None when the concept has no parent below a top concept.
+    """
+    parents = _parents(ontology, concept_id, tops)
+    if not parents:
+        return None
+    parent = ontology.concepts[rng.choice(parents)]
+    generic = rng.choice(parent.names)
+    children = sorted(c for c in ontology.graph.successors(concept_id) if c in ontology.concepts)
+    if children:
+        child = ontology.concepts[rng.choice(children)]
+        specific = rng.choice(child.names)
+        return f"{generic} which has subtype {specific}", (parent.id, child.id), (generic, specific)
+    return f"a kind of {generic}", (parent.id,), (generic,)
+
+
+def definition_pairs(ontology: Ontology, source: str, rng: random.Random) -> list[Pair]:
+    """BioLORD (name, definition) pairs; a generated description where there is no definition."""
+    tops = _top_concepts(ontology)
+    out = []
+    for concept in ontology.concepts.values():
+        for name in concept.names:
+            if concept.definition:
+                out.append(Pair(name, concept.definition.strip(), "definitions", source, "definition",
+                                (concept.id,), (name,)))
+                continue
+            described = describe(ontology, concept.id, rng, tops)
+            if described is None:
+                break
+            text, related, used = described
+            out.append(Pair(name, text, "definitions", source, "description", (concept.id, *related), (name, *used)))
+    return out
+
+
+def hierarchy_pairs(ontology: Ontology, source: str, rng: random.Random) -> list[Pair]:
+    """(child name, parent name) for each IS-A edge below the top concepts."""
+    tops = _top_concepts(ontology)
+    out = []
+    for concept in ontology.concepts.values():
+        for parent_id in _parents(ontology, concept.id, tops):
+            parent = ontology.concepts[parent_id]
+            child_name, parent_name = rng.choice(concept.names), rng.choice(parent.names)
+            out.append(Pair(child_name, parent_name, "hierarchy", source, "parent", (concept.id, parent_id),
+                            (child_name, parent_name)))
+    return out
+
+
+BUILDERS = {"synonyms": synonym_pairs, "definitions": definition_pairs, "hierarchy": hierarchy_pairs}
+
+
+def check_objectives(objectives: Iterable[str]) -> list[str]:
+    """The objectives, in the order given, duplicates removed.
+
+    Raises
+    ------
+    BiovizError
+        Unknown or no objective.
+    """
+    objectives = list(dict.fromkeys(objectives))
+    unknown = [o for o in objectives if o not in OBJECTIVES]
+    if unknown:
+        raise BiovizError(f"unknown objective {unknown[0]!r}: use any of {', '.join(OBJECTIVES)}")
+    if not objectives:
+        raise BiovizError(f"no objective: use any of {', '.join(OBJECTIVES)}")
+    return objectives
+
+
+def dedupe(pairs: Iterable[Pair]) -> list[Pair]:
+    """Pairs without repeats (same objective and texts, after normalisation) and without a
+    text paired with itself; the first of each kept, order kept."""
+    seen: set = set()
+    out = []
+    for pair in pairs:
+        key = pair.key
+        if key[1] == key[2] or key in seen:
+            continue
+        seen.add(key)
+        out.append(pair)
+    return out
+
+
+def extract_pairs(ontology: Ontology, source: str, objectives: Iterable[str], seed: int = 0) -> dict[str, list[Pair]]:
+    """Deduplicated pairs of each objective from one loaded source.
+
+    Parameters
+    ----------
+    ontology : Ontology
+    source : str
+        The SOURCE string (recorded in each pair).
+    objectives : iterable of str
+    seed : int
+        Seed of the random choices (which names, which parent, which synonym pairs).
+
+    Returns
+    -------
+    dict
+        ``objective -> list of Pair``.
+    """
+    out = {}
+    for objective in check_objectives(objectives):
+        rng = random.Random(f"{seed}:{source}:{objective}")
+        out[objective] = dedupe(BUILDERS[objective](ontology, source, rng))
+    return out
