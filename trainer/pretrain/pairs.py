@@ -132,13 +132,18 @@ def definition_pairs(ontology: Ontology, source: str, rng: random.Random) -> lis
 
 
 def hierarchy_pairs(ontology: Ontology, source: str, rng: random.Random) -> list[Pair]:
-    """(child name, parent name) for each IS-A edge below the top concepts."""
+    """(child name, parent name) for each IS-A edge below the top concepts.
+
+    Preferred names on both sides: a synonym drawn at random could make two edges' pairs the
+    same text (two children sharing a synonym), and deduplication would silently lose an edge.
+    ``rng`` is unused (the builders share one signature).
+    """
     tops = _top_concepts(ontology)
     out = []
     for concept in ontology.concepts.values():
         for parent_id in _parents(ontology, concept.id, tops):
             parent = ontology.concepts[parent_id]
-            child_name, parent_name = rng.choice(concept.names), rng.choice(parent.names)
+            child_name, parent_name = concept.name, parent.name
             out.append(Pair(child_name, parent_name, "hierarchy", source, "parent", (concept.id, parent_id),
                             (child_name, parent_name)))
     return out
