@@ -126,14 +126,23 @@ class JobQueueMachine(RuleBasedStateMachine):
     def kill_runner_only(self, data):
         job = data.draw(st.sampled_from(self._with_trainer()), label="job")
         # Its trainer lives on, an orphan, until a reconcile stops it.
-        os.kill(json.loads(job.handle)["pid"], signal.SIGKILL)
+        runner = json.loads(job.handle)["pid"]
+        os.kill(runner, signal.SIGKILL)
+        wait_until(lambda: runner not in home_processes(self.home), what="the runner to die")
 
     @precondition(lambda self: self._with_trainer())
     @rule(data=st.data())
     def kill_trainer(self, data):
         job = data.draw(st.sampled_from(self._with_trainer()), label="job")
         pid = next(pid for pid, owner in trainers(self.home).items() if owner == job.id)
+        runner = json.loads(job.handle)["pid"]
         os.kill(pid, signal.SIGKILL)  # out of memory, say: the runner (if alive) records it
+        # Let a live runner record the outcome before the next rule: the rules' preconditions
+        # must see a settled queue, not race with it (hypothesis needs the same choices to
+        # lead to the same rules; under load the race made it raise FlakyStrategyDefinition).
+        wait_until(lambda: pid not in trainers(self.home) and (
+            runner not in home_processes(self.home) or self.worker.store.get(job.id).status != RUNNING),
+            what="the runner to record its trainer's death")
 
     @precondition(lambda self: self._jobs())
     @rule()
