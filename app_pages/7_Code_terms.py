@@ -10,6 +10,7 @@ import streamlit as st
 
 from bioviz.errors import BiovizError
 from bioviz.models.embeddings import load_encoder
+from bioviz.models.encoding_estimate import time_left
 from bioviz.ontology import LevelSpec
 from bioviz.search.neighbours import concept_card
 from bioviz.search.term_coding import (EXACT, MAX_K, MAX_TABLE_BYTES, MAX_TERMS, agreement, code_term_list,
@@ -74,9 +75,8 @@ def coded(terms: tuple[str, ...], specs: tuple[str, ...], fingerprints: tuple[st
     started = time.perf_counter()
 
     def progress(done: int, total: int) -> None:
-        elapsed = time.perf_counter() - started
-        rate = done / elapsed if elapsed > 0 and done else 0.0
-        eta = f", about {(total - done) / rate:,.0f} s left" if rate and done < total else ""
+        left = time_left(time.perf_counter() - started, done, total)
+        eta = f", {left}" if left else ""
         step = "Encoding" if done < len(specs) * len(terms) else "Coding"
         share = done / max(total, 1)
         bar.progress(share, text=f"{step} {len(terms):,} terms ({len(specs)} "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from bioviz.models.encoding_estimate import time_left
 from bioviz.ontology import LevelSpec, load_source
 from bioviz.ontology.levels import LevelView
 from bioviz.ontology.model import Ontology
@@ -170,10 +171,8 @@ class _StepBar:
 
     def __call__(self, done: float, total: int, message: str) -> None:
         elapsed = self._clock() - self.started
-        eta = ""
-        if 0 < done < total and elapsed > 1:
-            left = elapsed / done * (total - done)
-            eta = f" · about {left:.0f} s left" if left < 90 else f" · about {left // 60:.0f} min {left % 60:.0f} s left"
+        left = time_left(elapsed, done, total) if elapsed > 1 else ""
+        eta = f" · {left}" if left else ""
         step = min(int(done) + 1, total)
         text = f"{self.what}: step {step} of {total} · {md(message)}{eta}"
         self.slot.progress(min(done / max(total, 1), 1.0), text=text)
@@ -250,9 +249,8 @@ def neighbour_index(model: str, spec: LevelSpec):
     started = time.perf_counter()
 
     def progress(done: int, total: int) -> None:
-        elapsed = time.perf_counter() - started
-        rate = done / elapsed if elapsed > 0 and done else 0.0
-        eta = f", about {(total - done) / rate:,.0f} s left" if rate and done < total else ""
+        left = time_left(time.perf_counter() - started, done, total)
+        eta = f", {left}" if left else ""
         bar.progress(done / max(total, 1), text=f"Encoding {total:,} names with {md(model)}: {done:,} done{eta}")
 
     try:

@@ -95,6 +95,21 @@ def format_duration(seconds: float) -> str:
     return f"about {seconds / 3600:.1f} h"
 
 
+def time_left(elapsed: float, done: float, total: float) -> str:
+    """What is left of a job ``done`` of ``total`` after ``elapsed`` seconds, at its rate so far.
+
+    The one ETA wording of the progress bars; empty before the first unit or after the last.
+
+    Examples
+    --------
+    >>> time_left(10, 5, 20), time_left(10, 0, 20), time_left(10, 20, 20)
+    ('about 30 s left', '', '')
+    """
+    if not (0 < done < total) or elapsed <= 0:
+        return ""
+    return f"{format_duration(elapsed / done * (total - done))} left"
+
+
 @dataclass(frozen=True)
 class EncodingEstimate:
     """What a first use of a model on a list of names will cost.

@@ -23,10 +23,10 @@ def bar_at(seconds: float):
 def test_step_message_and_eta_from_the_time_per_step_so_far():
     bar = bar_at(30.0)
     bar(1.0, 4, "minilm: Hypernym detection")
-    assert bar.slot.shown[-1] == (0.25, "Ontology tasks: step 2 of 4 · minilm: Hypernym detection · about 1 min 30 s left")
+    assert bar.slot.shown[-1] == (0.25, "Ontology tasks: step 2 of 4 · minilm: Hypernym detection · about 2 min left")
     bar = bar_at(60.0)
     bar(0.5, 4, "run: encoding 6,500 names")
-    assert bar.slot.shown[-1][1].endswith("step 1 of 4 · run: encoding 6,500 names · about 7 min 0 s left")
+    assert bar.slot.shown[-1][1].endswith("step 1 of 4 · run: encoding 6,500 names · about 7 min left")
 
 
 def test_no_eta_before_a_second_or_when_done():
