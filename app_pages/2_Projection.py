@@ -12,6 +12,7 @@ import streamlit as st
 from bioviz.errors import BiovizError, SplitError
 from bioviz.figures import projection_pair_figure, projection_table, selected_rows, separation_figure, slug
 from bioviz.figures.movement import MAX_ARROWS, movement_figure
+from bioviz.figures.point_cloud import choose_renderer, pack_point_cloud, selected_view_rows
 from bioviz.figures.theme import part_colours
 from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.views.movement import DEFAULT_K, arrow_rows, movers_table, part_summary
@@ -20,6 +21,7 @@ from bioviz.models.runs import is_run_dir, run_mtime
 from bioviz.views.separation import MEASURES
 from ui import cache, compare, state
 from ui.markdown import md
+from ui.point_cloud import point_cloud_chart
 
 view = state.current_view()
 model_a, model_b = state.chosen_models()
@@ -28,11 +30,13 @@ fmt = compare.image_format()
 DEFAULTS = {"method": "umap", "dims": 2, "nn": 15, "md": 0.1, "cap": 10_000, "shots": DEFAULT_SPLIT.shots,
             "measure": "map", "hl": [], "map": False, "mv_class": "", "mv_n": 150}
 # The widgets' bounds, also the bounds of a link's values.
-BOUNDS = {"nn": (2, 100), "md": (0.0, 0.99), "cap": (10, 200_000), "shots": (1, 500), "mv_n": (10, MAX_ARROWS)}
+# The cap goes to millions: above 100k points the point-cloud renderer draws (plotly below).
+BOUNDS = {"nn": (2, 100), "md": (0.0, 0.99), "cap": (10, 5_000_000), "shots": (1, 500), "mv_n": (10, MAX_ARROWS)}
 LIST_KEYS = ("hl",)  # lists of class ids: comma-separated in the URL
 state.page_params(DEFAULTS, choices={"method": ["umap", "pca"], "dims": [2, 3], "measure": list(MEASURES)},
                   bounds=BOUNDS, casts={"hl": lambda text: [c for c in text.split(",") if c.strip()]})
 SELECTED = "_projection_selected"  # view rows picked with box/lasso, kept across reruns
+CLOUD_SEQ = "_projection_cloud_seq"  # the point-cloud component's last selection answer already taken
 
 
 def run_markers() -> tuple:
@@ -68,7 +72,8 @@ cols[2].slider("n_neighbors", *BOUNDS["nn"], key="nn", disabled=st.session_state
 cols[3].slider("min_dist", *BOUNDS["md"], step=0.01, key="md", disabled=st.session_state["method"] == "pca",
                help="UMAP minimum distance: smaller packs clusters tighter")
 cols[4].number_input("Point cap", *BOUNDS["cap"], step=1_000, key="cap",
-                     help="Larger views are sampled per class so every class stays visible")
+                     help="Larger views are sampled per class so every class stays visible. Above 100,000 "
+                          "points a point-cloud renderer draws instead of plotly (millions stay interactive)")
 cols[5].number_input("Shots", *BOUNDS["shots"], key="shots", disabled=marks is not None,
                      help=f"Markers show {md(marks.describe())}" if marks is not None else
                      f"Split used to mark train / validation / test names (seed {DEFAULT_SPLIT.seed}, no zero-shot classes)")
@@ -125,12 +130,37 @@ highlight_classes = list(st.session_state["hl"])
 labelled_map = bool(st.session_state["map"]) and params.n_components == 2
 
 
+def draw_cloud(pair, title: str, name: str, why: str, preview: bool) -> None:
+    """The two panels through the point-cloud component; its selection becomes the page's selection."""
+    caption = f"{pair.params.caption()} · Procrustes disparity {pair.disparity:.3f}"
+    key = cache.digest("cloud", state.selection(), label_a, label_b, pair.rows, pair.coords_a, pair.coords_b,
+                       title, caption, ",".join(highlight_classes))
+    cloud = cache.figure(key, lambda: pack_point_cloud(view, pair.rows, pair.coords_a, pair.coords_b, label_a,
+                                                       label_b, title, caption, highlight_classes or None, name))
+    st.caption(f"Renderer: {why}. Drag to pan, scroll to zoom (both panels move together); click a point, or "
+               "shift + drag a box, to select names in both panels; Esc or a click on empty space clears. "
+               "Split markers and the labelled map are drawn by the plotly renderer only.")
+    answer = point_cloud_chart(cloud, key="projection_cloud_preview" if preview else "projection_cloud")
+    if not preview and answer and answer.get("seq") != st.session_state.get(CLOUD_SEQ):
+        st.session_state[CLOUD_SEQ] = answer.get("seq")
+        st.session_state[SELECTED] = selected_view_rows(answer, cloud)
+
+
 def draw(pair, preview: bool = False) -> None:
     """The two aligned panels, with their caption, exports and (for the final figure) selection."""
     caption = (f"{pair.params.caption()} · Procrustes disparity {pair.disparity:.3f}<br>{marks_caption}"
                + (" · contours: half of each class's names, its name at its density peak" if labelled_map else ""))
     title = (f"{pair.params.method.upper()} · {label_a} vs {label_b} · {view.title}"
              + (" · preview while UMAP computes" if preview else ""))
+    renderer, why = choose_renderer(len(pair.rows))
+    if renderer == "point cloud" and pair.params.n_components == 2:
+        name = slug(pair.params.method, label_a, "vs", label_b, view.source.split()[0], f"d{view.depth}")
+        draw_cloud(pair, title, name, why, preview)
+        return
+    if renderer == "point cloud":
+        why = f"{len(pair.rows):,} points per panel in 3-D: drawn with plotly (the point-cloud renderer is 2-D)"
+    if not preview:
+        st.caption(f"Renderer: {why}.")
     key = cache.digest(state.selection(), label_a, label_b, pair.rows, pair.coords_a, pair.coords_b, parts,
                        highlight, caption, title, ",".join(highlight_classes), labelled_map)
     fig = cache.figure(key, lambda: projection_pair_figure(
@@ -167,11 +197,14 @@ pair = align_pair(rows, coords_a, coords_b, params)
 with figure_slot.container():
     draw(pair)
 
+highlight = st.session_state.get(SELECTED, highlight)  # the point-cloud component answers while drawing
 if len(highlight):
     picked = projection_table(view, highlight, np.zeros((len(highlight), 0)), np.zeros((len(highlight), 0)), parts)
     head, clear = st.columns([5, 1])
     head.markdown(f"**{len(highlight):,} selected names**")
-    if clear.button("Clear selection"):
+    # The point-cloud component keeps its own selection (Esc clears it there).
+    in_cloud = choose_renderer(len(pair.rows))[0] == "point cloud" and params.n_components == 2
+    if not in_cloud and clear.button("Clear selection"):
         st.session_state[SELECTED] = np.zeros(0, dtype=np.int64)
         st.rerun()
     st.dataframe(picked, hide_index=True, width="stretch", height=240)

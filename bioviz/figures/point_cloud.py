@@ -28,12 +28,15 @@ POINT_CLOUD_ABOVE = 100_000  # more points than this: the point-cloud renderer; 
 SHUFFLE_SEED = 0
 
 
-def choose_renderer(n_points: int, above: int = POINT_CLOUD_ABOVE) -> tuple[str, str]:
+def choose_renderer(n_points: int, above: int | None = None) -> tuple[str, str]:
     """``("plotly" | "point cloud", why)`` for a projection of ``n_points`` points per panel.
+
+    ``above`` defaults to ``POINT_CLOUD_ABOVE`` (read at call time).
 
     >>> choose_renderer(20_000)[0], choose_renderer(200_000)[0]
     ('plotly', 'point cloud')
     """
+    above = POINT_CLOUD_ABOVE if above is None else above
     if n_points > above:
         return "point cloud", (f"{n_points:,} points per panel: drawn by the point-cloud renderer (binary arrays, "
                                f"drawn in the browser; plotly is used up to {above:,} points)")
