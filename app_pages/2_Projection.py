@@ -141,6 +141,10 @@ def draw_cloud(pair, title: str, name: str, why: str, preview: bool) -> None:
                "shift + drag a box, to select names in both panels; Esc or a click on empty space clears. "
                "Split markers and the labelled map are drawn by the plotly renderer only.")
     answer = point_cloud_chart(cloud, key="projection_cloud_preview" if preview else "projection_cloud")
+    if not preview:
+        st.download_button(f"Download numbers (CSV, {len(pair.rows):,} rows)",
+                           lambda: projection_table(view, pair.rows, pair.coords_a, pair.coords_b, parts).to_csv(
+                               index=False), f"{name}.csv", "text/csv", key=f"csv-{name}-cloud", on_click="ignore")
     if not preview and answer and answer.get("seq") != st.session_state.get(CLOUD_SEQ):
         st.session_state[CLOUD_SEQ] = answer.get("seq")
         st.session_state[SELECTED] = selected_view_rows(answer, cloud)

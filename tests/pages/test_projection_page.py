@@ -223,3 +223,58 @@ def test_the_same_model_on_both_sides_gives_distinct_movers_columns(app):
     movers = at.dataframe[1].value
     assert list(movers.columns[5:7]) == ["p@10 minilm (baseline)", "p@10 minilm (compared)"]
     assert (movers["change"] == 0).all() and (movers["kept"] == 1).all()  # nothing moved
+
+
+def cloud_payload(at):
+    """The point-cloud component's arguments: JSON settings and the binary arrays as bytes."""
+    (element,) = at.get("component_instance")
+    proto = element.proto
+    assert proto.component_name == "ui.point_cloud.point_cloud"
+    return json.loads(proto.json_args), {arg.key: arg.bytes for arg in proto.special_args}
+
+
+@pytest.fixture
+def cloud_app(app, monkeypatch):
+    """The page with the point-cloud renderer taking over above 50 points (the test level has 70)."""
+    import bioviz.figures.point_cloud as point_cloud
+
+    monkeypatch.setattr(point_cloud, "POINT_CLOUD_ABOVE", 50)
+    app.query_params["method"] = "pca"
+    return app
+
+
+def test_above_the_threshold_the_point_cloud_component_gets_binary_arrays(cloud_app):
+    at = cloud_app.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert len(charts(at)) == 2  # no plotly projection: what training moved and the separation remain
+    settings, binary = cloud_payload(at)
+    n = settings["points"]
+    assert n == 70 and settings["title"].startswith("PCA · minilm vs char-tfidf") and "views_table" in settings["title"]
+    assert settings["panel_titles"] == ["minilm", "char-tfidf"]
+    assert len(binary["positions_a"]) == len(binary["positions_b"]) == 8 * n and len(binary["classes"]) == n
+    offsets = np.frombuffer(binary["name_offsets"], dtype="<u4")
+    names = [binary["names"][a:b].decode() for a, b in zip(offsets[:-1], offsets[1:])]
+    # the numbers behind the panels and behind what training moved
+    assert [b.label for b in at.get("download_button")].count("Download numbers (CSV, 70 rows)") == 2
+    assert len(set(names)) == 70 and np.isfinite(np.frombuffer(binary["positions_a"], dtype="<f4")).all()
+    assert any("Renderer: 70 points per panel: drawn by the point-cloud renderer" in c.value for c in at.caption)
+
+
+def test_a_selection_made_in_the_point_cloud_is_listed(cloud_app):
+    at = cloud_app.run()
+    _, binary = cloud_payload(at)
+    offsets = np.frombuffer(binary["name_offsets"], dtype="<u4")
+    picked = {binary["names"][offsets[i]:offsets[i + 1]].decode() for i in (0, 5, 9)}
+    at.session_state["projection_cloud"] = {"points": [0, 5, 9], "seq": 1}  # what the browser answers
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("3 selected names" in m.value for m in at.markdown)
+    assert set(at.dataframe[0].value["name"]) == picked
+    assert not [b for b in at.button if b.label == "Clear selection"]  # Esc clears it in the component
+
+
+def test_the_plotly_path_says_which_renderer_and_why(app):
+    app.query_params.update({"method": "pca", "cap": "40"})
+    at = app.run()
+    assert not at.exception and not at.get("component_instance")
+    assert any("Renderer: 40 points per panel: drawn with plotly" in c.value for c in at.caption)
