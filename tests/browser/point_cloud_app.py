@@ -18,4 +18,4 @@ cloud = pack_point_cloud(view, np.arange(n), coords, coords[:, ::-1] * 0.8, "mod
                          f"UMAP · model A vs model B · synthetic, {n:,} points", "synthetic clusters")
 value = point_cloud_chart(cloud, key="cloud")
 rows = selected_view_rows(value, cloud)
-st.markdown(f"selected rows: {','.join(map(str, rows[:20]))} ({len(rows)})")
+st.markdown(f"selected {len(rows)}: " + ", ".join(view.names[r] for r in rows[:5]))
