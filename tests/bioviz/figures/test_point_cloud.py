@@ -102,3 +102,13 @@ def test_the_renderer_is_chosen_by_point_count(monkeypatch):
     assert renderer == "point cloud" and "100,001 points per panel" in why
     monkeypatch.setattr(point_cloud, "POINT_CLOUD_ABOVE", 10)
     assert choose_renderer(11)[0] == "point cloud"
+
+
+def test_names_that_are_not_ascii_keep_their_utf8_byte_offsets(sample):
+    view, rows, coords_a, coords_b = sample
+    names = list(view.names)
+    names[rows[0]] = "Sjögren syndrome – ß"
+    names[rows[1]] = "淋巴瘤"
+    view = dataclasses.replace(view, names=names)
+    cloud = pack_point_cloud(view, rows, coords_a, coords_b, "a", "b", "t")
+    assert unpack(cloud)[3] == [names[r] for r in cloud.order]
