@@ -36,7 +36,7 @@ LIST_KEYS = ("hl",)  # lists of class ids: comma-separated in the URL
 state.page_params(DEFAULTS, choices={"method": ["umap", "pca"], "dims": [2, 3], "measure": list(MEASURES)},
                   bounds=BOUNDS, casts={"hl": lambda text: [c for c in text.split(",") if c.strip()]})
 SELECTED = "_projection_selected"  # view rows picked with box/lasso, kept across reruns
-CLOUD_SEQ = "_projection_cloud_seq"  # the point-cloud component's last selection answer already taken
+CLOUD_SEQ = "_projection_cloud_answer"  # id of the point-cloud component's last answer already taken
 
 
 def run_markers() -> tuple:
@@ -145,8 +145,8 @@ def draw_cloud(pair, title: str, name: str, why: str, preview: bool) -> None:
         st.download_button(f"Download numbers (CSV, {len(pair.rows):,} rows)",
                            lambda: projection_table(view, pair.rows, pair.coords_a, pair.coords_b, parts).to_csv(
                                index=False), f"{name}.csv", "text/csv", key=f"csv-{name}-cloud", on_click="ignore")
-    if not preview and answer and answer.get("seq") != st.session_state.get(CLOUD_SEQ):
-        st.session_state[CLOUD_SEQ] = answer.get("seq")
+    if not preview and answer and answer.get("id") != st.session_state.get(CLOUD_SEQ):
+        st.session_state[CLOUD_SEQ] = answer.get("id")
         st.session_state[SELECTED] = selected_view_rows(answer, cloud)
 
 

@@ -162,7 +162,8 @@ PLOTLY_FPS = """async (seconds) => {
   while ((performance.now() - start) / 1000 < seconds) {
     const t = (performance.now() - start) / 1000, k = Math.exp(0.6 * Math.sin(t * 1.3));
     const dx = Math.sin(t * 2) * (x[1] - x[0]) * 0.1, dy = Math.cos(t * 2) * (y[1] - y[0]) * 0.1;
-    const cx = (x[0] + x[1]) / 2 + dx, cy = (y[0] + y[1]) / 2 + dy, hx = (x[1] - x[0]) / 2 / k, hy = (y[1] - y[0]) / 2 / k;
+    const cx = (x[0] + x[1]) / 2 + dx, cy = (y[0] + y[1]) / 2 + dy;
+    const hx = (x[1] - x[0]) / 2 / k, hy = (y[1] - y[0]) / 2 / k;
     await Plotly.relayout(gd, {'xaxis.range': [cx - hx, cx + hx], 'yaxis.range': [cy - hy, cy + hy],
                                'xaxis2.range': [cx - hx, cx + hx], 'yaxis2.range': [cy - hy, cy + hy]});
     await new Promise(requestAnimationFrame);

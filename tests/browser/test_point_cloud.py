@@ -44,6 +44,12 @@ def open_cloud(browser, url, n):
     return page, frame
 
 
+def name_at(frame, index: int) -> str:
+    """The name the frame holds for packed point ``index`` (decoded from the UTF-8 blob)."""
+    return frame.evaluate("i => { const s = window.pointCloud.state; "
+                          "return new TextDecoder().decode(s.names.subarray(s.offsets[i], s.offsets[i + 1])); }", index)
+
+
 def selected_line(page):
     page.wait_for_function("[...document.querySelectorAll('[data-testid=stMarkdown]')]"
                            ".some(e => /selected [1-9]/.test(e.innerText))", timeout=30_000)
@@ -64,11 +70,7 @@ def test_a_few_thousand_points_are_drawn_in_two_panels_and_a_click_comes_back(br
     canvas = frame.evaluate("document.getElementById('panel-a').getBoundingClientRect().toJSON()")
     page.mouse.click(iframe["x"] + canvas["x"] + pixel % width, iframe["y"] + canvas["y"] + pixel // width)
     found = selected_line(page)
-    assert found.group(1) == "1" and found.group(2).strip() == frame.evaluate(f"window.pointCloud.state.names && "
-                                                                              f"new TextDecoder().decode(window.pointCloud"
-                                                                              f".state.names.subarray(window.pointCloud"
-                                                                              f".state.offsets[{index}], window.pointCloud"
-                                                                              f".state.offsets[{index + 1}]))")
+    assert found.group(1) == "1" and found.group(2).strip() == name_at(frame, index)
     # The same point is ringed in the compared panel: its pick buffer now holds it on several pixels.
     assert frame.evaluate(f"window.pointCloud.state.pick.b.filter(i => i === {index}).length") > 4
     assert not page_problems(page)

@@ -249,7 +249,8 @@ def test_above_the_threshold_the_point_cloud_component_gets_binary_arrays(cloud_
     assert len(charts(at)) == 2  # no plotly projection: what training moved and the separation remain
     settings, binary = cloud_payload(at)
     n = settings["points"]
-    assert n == 70 and settings["title"].startswith("PCA · minilm vs char-tfidf") and "views_table" in settings["title"]
+    assert n == 70 and settings["title"].startswith("PCA · minilm vs char-tfidf")
+    assert "views_table" in settings["title"]
     assert settings["panel_titles"] == ["minilm", "char-tfidf"]
     assert len(binary["positions_a"]) == len(binary["positions_b"]) == 8 * n and len(binary["classes"]) == n
     offsets = np.frombuffer(binary["name_offsets"], dtype="<u4")
@@ -265,7 +266,7 @@ def test_a_selection_made_in_the_point_cloud_is_listed(cloud_app):
     _, binary = cloud_payload(at)
     offsets = np.frombuffer(binary["name_offsets"], dtype="<u4")
     picked = {binary["names"][offsets[i]:offsets[i + 1]].decode() for i in (0, 5, 9)}
-    at.session_state["projection_cloud"] = {"points": [0, 5, 9], "seq": 1}  # what the browser answers
+    at.session_state["projection_cloud"] = {"points": [0, 5, 9], "seq": 1, "id": "frame:1"}  # what the browser answers
     at.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any("3 selected names" in m.value for m in at.markdown)

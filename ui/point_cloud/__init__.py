@@ -22,9 +22,9 @@ _component = components.declare_component("point_cloud", path=str(FRONTEND))
 
 
 def point_cloud_chart(cloud: PointCloud, key: str, height: int = PANEL_HEIGHT, on_change=None) -> dict | None:
-    """Draw ``cloud``; returns the component's last answer, ``{"points": [...], "seq": n}`` or None.
+    """Draw ``cloud``; returns the component's last answer or None.
 
-    ``points`` are positions in the packed order (see
-    :func:`bioviz.figures.point_cloud.selected_view_rows`).
+    The answer is ``{"points": [...], "seq": n, "id": "<frame>:<n>"}``; ``points`` are positions
+    in the packed order (:func:`bioviz.figures.point_cloud.selected_view_rows` maps them to rows).
     """
     return _component(**cloud.args(), height=height, key=key, default=None, on_change=on_change)

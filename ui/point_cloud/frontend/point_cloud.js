@@ -24,6 +24,7 @@
   const el = (id) => document.getElementById(id);
   const stage = el("stage"), brush = el("brush"), tooltip = el("tooltip");
   const canvases = {a: el("panel-a"), b: el("panel-b")};
+  const FRAME = Math.random().toString(36).slice(2);
 
   const S = {
     dataId: null, n: 0, pos: {a: null, b: null}, classes: null, names: null, offsets: null, classLabels: [],
@@ -241,7 +242,13 @@
     fullDraw();
     S.seq += 1;
     // Positions in the payload; Python maps them back to the level's rows.
-    post("streamlit:setComponentValue", {value: {points: Array.from(S.selected), seq: S.seq}, dataType: "json"});
+    answer();
+  }
+
+  function answer() {
+    // `id` tells Python a new answer from the one it already took (a reloaded frame counts again from 1).
+    post("streamlit:setComponentValue", {value: {points: Array.from(S.selected), seq: S.seq, id: FRAME + ":" + S.seq},
+                                         dataType: "json"});
   }
 
   function onClick(panel, x, y, additive) {
@@ -318,7 +325,9 @@
       const height = args.height || 560;
       const fresh = args.data_id !== S.dataId;
       const resized = width !== S.width || height !== S.height;
+      const hadSelection = S.selected.length > 0;
       if (fresh) load(args, arrived);
+      if (fresh && hadSelection) { S.seq += 1; answer(); }  // new points: the old selection is gone
       if (resized) {
         S.width = width; S.height = height;
         for (const panel of ["a", "b"]) { canvases[panel].width = width; canvases[panel].height = height; }
