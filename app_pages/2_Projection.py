@@ -138,8 +138,8 @@ def draw_cloud(pair, title: str, name: str, why: str, preview: bool) -> None:
     cloud = cache.figure(key, lambda: pack_point_cloud(view, pair.rows, pair.coords_a, pair.coords_b, label_a,
                                                        label_b, title, caption, highlight_classes or None, name))
     st.caption(f"Renderer: {why}. Drag to pan, scroll to zoom (both panels move together); click a point, or "
-               "shift + drag a box, to select names in both panels; Esc or a click on empty space clears. "
-               "Split markers and the labelled map are drawn by the plotly renderer only.")
+               "shift + drag a box, or alt + drag a lasso, to select names in both panels; Esc or a click on "
+               "empty space clears. Split markers and the labelled map are drawn by the plotly renderer only.")
     answer = point_cloud_chart(cloud, key="projection_cloud_preview" if preview else "projection_cloud")
     if not preview:
         st.download_button(f"Download numbers (CSV, {len(pair.rows):,} rows)",

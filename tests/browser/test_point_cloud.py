@@ -95,6 +95,31 @@ def test_a_box_selected_with_shift_drag_returns_the_same_count(browser, cloud_ur
     page.close()
 
 
+def test_a_lasso_drawn_with_alt_drag_selects_the_points_inside_it(browser, cloud_url):
+    page, frame = open_cloud(browser, cloud_url, 3000)
+    iframe = page.locator("iframe").bounding_box()
+    canvas = frame.evaluate("document.getElementById('panel-a').getBoundingClientRect().toJSON()")
+    x, y = iframe["x"] + canvas["x"] + canvas["width"] / 2, iframe["y"] + canvas["y"] + canvas["height"] / 2
+    page.keyboard.down("Alt")
+    page.mouse.move(x - 100, y + 60)
+    page.mouse.down()
+    for px, py in ((x, y - 120), (x + 100, y + 60), (x - 100, y + 60)):  # a triangle
+        page.mouse.move(px, py, steps=8)
+    page.mouse.up()
+    page.keyboard.up("Alt")
+    chosen = frame.evaluate("window.pointCloud.state.selected.length")
+    # Fewer than the triangle's bounding box holds: the lasso, not its box, decides.
+    box = frame.evaluate("""(() => { const s = window.pointCloud.state, v = s.view, p = s.pos.a; let n = 0;
+        const r = document.getElementById('panel-a').getBoundingClientRect();
+        for (let i = 0; i < s.n; i++) {
+          const x = (p[2 * i] - v.cx) * v.scale + s.width / 2, y = s.height / 2 - (p[2 * i + 1] - v.cy) * v.scale;
+          if (Math.abs(x - r.width / 2) < 100 && y > r.height / 2 - 120 && y < r.height / 2 + 60) n++;
+        } return n; })()""")
+    assert 1 < chosen < box
+    assert selected_line(page).group(1) == str(chosen)
+    page.close()
+
+
 def test_200k_points_per_panel_are_drawn_without_error(browser, cloud_url):
     page, frame = open_cloud(browser, cloud_url, 200_000)
     metrics = frame.evaluate("window.pointCloud.metrics")

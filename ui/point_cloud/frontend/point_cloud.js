@@ -22,7 +22,7 @@
   const WHITE = 0xffffffff;
   const decoder = new TextDecoder();
   const el = (id) => document.getElementById(id);
-  const stage = el("stage"), brush = el("brush"), tooltip = el("tooltip");
+  const stage = el("stage"), brush = el("brush"), tooltip = el("tooltip"), lasso = el("lasso");
   const canvases = {a: el("panel-a"), b: el("panel-b")};
   const FRAME = Math.random().toString(36).slice(2);
 
@@ -153,7 +153,8 @@
     requestFrame();
   }
 
-  // --- input: drag pans, wheel zooms about the cursor, click picks, shift + drag selects a box ---
+  // --- input: drag pans, wheel zooms about the cursor, click picks, shift + drag selects a box,
+  // alt + drag a lasso ---
   let drag = null;
   function local(event, canvas) {
     const r = canvas.getBoundingClientRect();
@@ -169,15 +170,20 @@
       if (!S.view) return;
       canvas.setPointerCapture(event.pointerId);
       const [x, y] = local(event, canvas);
-      drag = {panel: panel, x0: x, y0: y, x: x, y: y, box: event.shiftKey, view: Object.assign({}, S.view),
-              moved: false};
+      drag = {panel: panel, x0: x, y0: y, x: x, y: y, box: event.shiftKey && !event.altKey, lasso: event.altKey,
+              path: [[x, y]], view: Object.assign({}, S.view), moved: false};
     });
     canvas.addEventListener("pointermove", (event) => {
       const [x, y] = local(event, canvas);
       if (!drag) { hover(panel, x, y); return; }
       drag.moved = drag.moved || Math.abs(x - drag.x0) + Math.abs(y - drag.y0) > 3;
       drag.x = x; drag.y = y;
-      if (drag.box) {
+      if (drag.lasso) {
+        drag.path.push([x, y]);
+        const left = canvas.offsetLeft;
+        lasso.style.display = "block";
+        lasso.firstElementChild.setAttribute("points", drag.path.map(([px, py]) => `${left + px},${py}`).join(" "));
+      } else if (drag.box) {
         const left = canvas.offsetLeft;
         Object.assign(brush.style, {display: "block", left: left + Math.min(drag.x0, x) + "px",
                                     top: Math.min(drag.y0, y) + "px", width: Math.abs(x - drag.x0) + "px",
@@ -191,7 +197,9 @@
       if (!drag) return;
       const d = drag; drag = null;
       brush.style.display = "none";
-      if (d.box && d.moved) selectBox(panel, d.x0, d.y0, d.x, d.y);
+      lasso.style.display = "none";
+      if (d.lasso && d.moved) selectLasso(panel, d.path);
+      else if (d.box && d.moved) selectBox(panel, d.x0, d.y0, d.x, d.y);
       else if (!d.moved) onClick(panel, d.x, d.y, event.ctrlKey || event.metaKey);
     });
     canvas.addEventListener("pointerleave", () => { tooltip.style.display = "none"; });
@@ -266,6 +274,24 @@
     for (let i = 0; i < S.n; i++) {
       const x = pos[2 * i], y = pos[2 * i + 1];
       if (x >= lx && x <= hx && y >= ly && y <= hy) hits.push(i);
+    }
+    select(hits);
+  }
+  function selectLasso(panel, path) {
+    // The lasso filled into a mask the size of the panel; a point is in when its pixel is.
+    const mask = document.createElement("canvas");
+    mask.width = S.width; mask.height = S.height;
+    const g = mask.getContext("2d");
+    g.beginPath();
+    path.forEach(([x, y], k) => (k ? g.lineTo(x, y) : g.moveTo(x, y)));
+    g.closePath();
+    g.fill();
+    const alpha = g.getImageData(0, 0, S.width, S.height).data;
+    const v = S.view, pos = S.pos[panel], hits = [];
+    const hx = S.width / 2 - v.cx * v.scale, hy = S.height / 2 + v.cy * v.scale;
+    for (let i = 0; i < S.n; i++) {
+      const x = (pos[2 * i] * v.scale + hx) | 0, y = (hy - pos[2 * i + 1] * v.scale) | 0;
+      if (x >= 0 && y >= 0 && x < S.width && y < S.height && alpha[4 * (y * S.width + x) + 3] > 127) hits.push(i);
     }
     select(hits);
   }
@@ -409,7 +435,8 @@
     });
   }
 
-  window.pointCloud = {metrics: metrics, state: S, select: select, selectBox: selectBox, pickAt: pickAt,
+  window.pointCloud = {metrics: metrics, state: S, select: select, selectBox: selectBox,
+                       selectLasso: selectLasso, pickAt: pickAt,
                        exportPng: exportPng, measureFps: measureFps, setView: setView};
 
   window.addEventListener("message", (event) => {
