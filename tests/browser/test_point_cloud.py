@@ -73,6 +73,11 @@ def test_a_few_thousand_points_are_drawn_in_two_panels_and_a_click_comes_back(br
     assert found.group(1) == "1" and found.group(2).strip() == name_at(frame, index)
     # The same point is ringed in the compared panel: its pick buffer now holds it on several pixels.
     assert frame.evaluate(f"window.pointCloud.state.pick.b.filter(i => i === {index}).length") > 4
+    with page.expect_download() as download:  # the PNG button: title, both panels, legend, caption at 2x
+        frame.click("#png")
+    assert download.value.suggested_filename == "projection.png"
+    png = download.value.path().read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(png[16:20], "big") > 2 * 2 * canvas["width"] - 40
     assert not page_problems(page)
     page.close()
 
