@@ -183,7 +183,8 @@ def few_shot_form() -> None:
             # The selection's source passed the path policy with the view; a typed base model
             # (a path) must lie in a model folder too: the trainer itself accepts any path.
             config = {**state.selection().to_config(), "shots": shots, "encoder": encoder,
-                      "base": shared_model(base).spec, "init": init, **{k: v for k, v in values.items() if v is not None}}
+                      "base": shared_model(base).spec, "init": init,
+                      **{k: v for k, v in values.items() if v is not None}}
             with st.spinner("Checking the configuration…"):
                 job = Worker().submit(config, device=device)
             st.session_state[SELECTED] = job.id

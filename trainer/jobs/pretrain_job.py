@@ -98,8 +98,10 @@ def job_config(values: dict) -> dict:
     if settings.get("base"):
         settings["base"] = _absolute(settings["base"])
     config = validate(PretrainConfig(**settings))
-    for level in config.exclude_levels:
-        parse_level(level)
+    for i, level in enumerate(config.exclude_levels):
+        parse_level(level)  # a malformed level is refused here, in one line
+        source, rest = level.split(":", 1)
+        config.exclude_levels[i] = f"{_absolute(source)}:{rest}"
     out = {"kind": PRETRAIN_KIND, **{k: v for k, v in config.to_dict().items() if k != "device"}}
     if values.get("resume_from"):
         out["resume_from"] = str(values["resume_from"])
