@@ -200,9 +200,13 @@ show_ci = st.toggle("Show intervals", value=True, key="_eval_show_ci")
 shown_table = result_tables.display_table(values, lows, highs, show_ci=show_ci)
 # Results whose data a model saw while it was pretrained (bioviz.evaluation.overlap): marked, and said why.
 computed_on = stored["request"]
-benchmarks_used = [load_benchmark(spec) for spec in computed_on[3]]
-marks = overlap.result_marks(results, computed_on[0], SplitSpec(*computed_on[4]),
-                             {bench.label: list(bench.terms) for bench in benchmarks_used})
+try:
+    benchmarks_used = [load_benchmark(spec) for spec in computed_on[3]]
+    marks = overlap.result_marks(results, computed_on[0], SplitSpec(*computed_on[4]),
+                                 {bench.label: list(bench.terms) for bench in benchmarks_used})
+except BiovizError as error:  # an uploaded benchmark removed since: the figures stay, unmarked, and it is said
+    st.warning(md(f"cannot tell which results overlapped pretraining: {error}"))
+    marks = {}
 task_label = lambda task: TASK_LABELS.get(task, task)  # noqa: E731 - the table's column words
 st.dataframe(overlap.mark_table(shown_table, marks, task_label), width="stretch")
 if marks:

@@ -87,8 +87,8 @@ def test_pretraining_killed_and_resumed_from_the_page_becomes_a_model_every_pick
     at.number_input(key="pretrain_shots").set_value(1)
     at.selectbox(key="train_device").set_value("cpu")
     at.number_input(key="pretrain_batch_size").set_value(2)
-    at.number_input(key="pretrain_epochs").set_value(3)
-    at.number_input(key="pretrain_save_steps").set_value(2)
+    at.number_input(key="pretrain_epochs").set_value(2)
+    at.number_input(key="pretrain_save_steps").set_value(5)
     at.number_input(key="pretrain_max_seq_length").set_value(16).run()
     launch(at)
     worker = Worker()
@@ -108,14 +108,14 @@ def test_pretraining_killed_and_resumed_from_the_page_becomes_a_model_every_pick
     done = wait_for(worker, resumed.id, lambda j: j.finished)
     assert done.status == SUCCEEDED, done.error
     record = json.loads((Path(done.run_dir) / PRETRAIN_FILE).read_text())
-    assert record["resumed_from_step"] >= 2 and record["steps"] == record["pairs"]["train"] // 2 * 3
+    assert record["resumed_from_step"] >= 5 and record["steps"] == record["pairs"]["train"] // 2 * 2
     assert record["excluded"]["levels"][0]["split"]["shots"] == 1
     assert (Path(done.run_dir) / TERMS_FILE).is_file() and not work_dir(resumed.config_path).exists()
     label = read_run(done.run_dir).label
     assert label.startswith(f"pretrained minilm: synonyms+definitions+hierarchy, {record['pairs']['train']} pairs (")
     at.run()
-    assert table(at)[0]["status"] == SUCCEEDED and table(at)[0]["progress"] == f"step {record['steps']}/" \
-        f"{record['steps']}" + table(at)[0]["progress"].split(f"{record['steps']}/{record['steps']}")[1]
+    assert table(at)[0]["status"] == SUCCEEDED
+    assert table(at)[0]["progress"].startswith(f"step {record['steps']}/{record['steps']} · loss ")
     assert any(m.label == "Validation MRR" for m in at.metric)
     at.radio(key="train_mode").set_value("Few-shot run on this level").run()
     assert f"run {label}" in at.selectbox(key="train_base").options  # the base of a later few-shot run

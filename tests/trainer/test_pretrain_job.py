@@ -31,8 +31,12 @@ def pretrain_values(data_dir, **changes):
             "max_pairs": 2000, **changes}
 
 
-def test_the_kind_is_the_one_the_library_lists_as_pretrained():
+def test_the_kind_is_the_one_the_library_lists_as_pretrained_and_every_objective_is_explained():
+    from trainer.job_options import OBJECTIVE_SUMMARIES
+    from trainer.pretrain.pairs import OBJECTIVES
+
     assert pretrain_job.PRETRAIN_KIND == runs.PRETRAIN_KIND
+    assert tuple(OBJECTIVE_SUMMARIES) == tuple(OBJECTIVES)
 
 
 def test_a_pretrain_job_is_validated_and_runs_the_pretrain_module(queue_only, data_dir, tmp_path, monkeypatch):
