@@ -17,6 +17,7 @@ from bioviz.evaluation.run_list import run_row, stored_results_rows
 from bioviz.evaluation.store import read_run_evaluations
 from bioviz.evaluation.tables import results_table
 from bioviz.figures import base_weight_choice, baseline_vs_trained, export_config, training_curves
+from bioviz.figures.pretraining import pretraining_curve
 from bioviz.models.runs import NAME_MAX, distinct_labels, is_run_dir, list_runs, read_run, set_run_name
 from bioviz.ontology.splits import DEFAULT_SHOTS
 from trainer.base_mix import describe as describe_base_mix
@@ -256,6 +257,13 @@ def show_pretraining(job) -> None:
             cols[3].metric("Validation MRR", f"{after['mrr']:.3f}", f"{after['mrr'] - before['mrr']:+.3f}",
                            help=f"Each of {after.get('pairs')} held-out pairs' anchor retrieving its own positive "
                                 "among all validation positives, after vs before pretraining")
+    config = job.config
+    caption = (f"batch {config.get('batch_size')} · lr {config.get('lr'):g} · {config.get('epochs')} epoch(s) · "
+               f"seed {config.get('seed')}" if isinstance(config.get("lr"), (int, float)) else None)
+    st.plotly_chart(pretraining_curve(read_progress(job.progress_path),
+                                      f"Pretraining loss · {job_run_label(job)} · {describe_config(config)}", caption),
+                    width="stretch", config=export_config(f"pretraining-loss-{job.id}"),
+                    key=f"train_pretraining_{job.id}")
     with st.expander("Log", expanded=job.status not in (SUCCEEDED, QUEUED)):
         st.code(tail(job.log_path, 60) or "(empty)", language=None)
 

@@ -13,7 +13,7 @@ import streamlit as st
 from bioviz.errors import BiovizError
 from bioviz.ontology.level_spec import LevelSpec
 from bioviz.ontology.splits import DEFAULT_SPLIT
-from bioviz.server_paths import shared_model
+from bioviz.server_paths import shared_model, shared_source
 from trainer.job_options import OBJECTIVE_SUMMARIES
 from trainer.jobs.progress import describe_config
 from trainer.jobs.queue import Worker
@@ -142,8 +142,9 @@ def pretrain_form(runs_by_label: dict[str, str], device: str, can_submit: bool):
     if not st.button("Launch pretraining", type="primary", disabled=not (sources and objectives and can_submit)):
         return None
     try:
-        # A base typed as a path must lie in a model folder (the command itself accepts any path).
-        config = {"kind": "pretrain", "sources": sources, "objectives": objectives, "max_pairs": max_pairs,
+        # Paths pass the server's policy (data folders, model folders): the command itself accepts any path.
+        config = {"kind": "pretrain", "sources": [shared_source(s) for s in sources], "objectives": objectives,
+                  "max_pairs": max_pairs,
                   "base": shared_model(base).spec, "seed": seed, "epochs": epochs, "batch_size": batch_size,
                   "lr": lr, "save_steps": save_steps, "max_seq_length": max_seq or None,
                   "exclude_levels": [exclude] if keep_out else []}

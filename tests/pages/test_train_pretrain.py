@@ -70,6 +70,17 @@ def test_a_level_the_option_cannot_name_is_not_kept_out(tmp_home, data_dir, open
     assert Worker().store.list()[0].config["exclude_levels"] == []
 
 
+def test_a_source_outside_the_servers_data_folders_is_refused_in_one_line(tmp_home, data_dir, open_app,
+                                                                          monkeypatch):
+    monkeypatch.setenv("BIOVIZ_JOB_SLOTS", "cpu=0,cuda=0")
+    at = pretrain_page(open_app, data_dir)
+    at.session_state["pretrain_sources"] = ["hpo", "/usr/share/private.obo"]  # a source chosen earlier, say
+    at.run()
+    next(b for b in at.button if b.label == "Launch pretraining").click().run()
+    assert not at.exception and len(at.error) == 1 and "\n" not in at.error[0].value
+    assert Worker().store.list() == []
+
+
 def checkpoint_written(work: Path) -> bool:
     for state in (work / "checkpoints").glob("checkpoint-*/" + TRAINER_STATE):
         try:
