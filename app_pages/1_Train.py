@@ -49,8 +49,8 @@ SHORT_CLASSES_SHOWN = 8  # classes named in the "fewer names than asked for" lin
 # again, so the choice is kept under a key no widget owns and the widget is set from it.
 SELECTED = "train_selected_job"
 # Form widgets whose values survive a visit to another page (see ui.state.restore_form).
-FORM_KEYS = ("train_mode", "train_all_names", "train_shots", "train_encoder", "train_start", "train_base", "train_init",
-             "train_base_other", "train_device")
+FORM_KEYS = ("train_mode", "train_all_names", "train_shots", "train_encoder", "train_start", "train_base",
+             "train_init", "train_base_other", "train_device")
 FORM_PREFIXES = ("train_hp_",)
 
 state.restore_form("train")
@@ -72,6 +72,43 @@ st.radio("What to train", MODES, key="train_mode", horizontal=True,
          help="A few-shot run trains on a few names per class of the level selected in the sidebar; "
               "pretraining turns a base model into a biomedical one on whole ontologies (synonyms, "
               "definitions, hierarchy) and gives a model every page can use, and few-shot runs can start from.")
+
+
+def _bounds(option, kind) -> dict:
+    """``min_value`` / ``max_value`` of a number widget from the option's inclusive bounds."""
+    bounds = {}
+    if option.min is not None and not option.min_exclusive:
+        bounds["min_value"] = kind(option.min)
+    if option.max is not None and not option.max_exclusive:
+        bounds["max_value"] = kind(option.max)
+    return bounds
+
+
+def option_widget(option, default, key: str):
+    """The widget of one hyperparameter, chosen from its metadata; returns the value it gives.
+
+    Its label is the option's human title; its help says what it does and the config field
+    it sets (the name ``--config`` files and the command line use). The default goes into the
+    session before the widget is drawn, never as the widget's own default as well.
+    """
+    label, help_text = option.title, f"{option.help_text} (config field `{option.name}`)"
+    if option.menu:
+        # An "auto" value is resolved per encoder in the defaults shown; a field whose None
+        # means "decided by the trainer" offers that word (e.g. base_weight: auto).
+        choices = [*([option.none] if option.none else []), *(c for c in option.menu if c != "auto")]
+        st.session_state.setdefault(key, option.none if default is None else default)
+        choice = st.selectbox(label, choices, key=key, help=help_text)
+        return None if choice == option.none else choice
+    if option.kind is bool:
+        st.session_state.setdefault(key, bool(default))
+        return st.checkbox(label, key=key, help=help_text)
+    if option.kind is float:
+        st.session_state.setdefault(key, float(default))
+        return st.number_input(label, key=key, help=help_text, format="%g", **_bounds(option, float))
+    if default is None:  # optional integer (split_seed): empty = derived from another field
+        return st.number_input(label, value=None, step=1, key=key, help=help_text, **_bounds(option, int))
+    st.session_state.setdefault(key, int(default))
+    return int(st.number_input(label, step=1, key=key, help=help_text, **_bounds(option, int)))
 
 
 def few_shot_form() -> None:
@@ -108,44 +145,6 @@ def few_shot_form() -> None:
         device = st.selectbox("Device", DEVICE_CHOICES, key="train_device",
                               help=f"auto = a GPU when present, else the CPU ({gpus} CUDA devices here)")
         can_submit = show_executor()  # this machine, or the Ray cluster (one error line when unreachable)
-
-
-    def _bounds(option, kind) -> dict:
-        """``min_value`` / ``max_value`` of a number widget from the option's inclusive bounds."""
-        bounds = {}
-        if option.min is not None and not option.min_exclusive:
-            bounds["min_value"] = kind(option.min)
-        if option.max is not None and not option.max_exclusive:
-            bounds["max_value"] = kind(option.max)
-        return bounds
-
-
-    def option_widget(option, default, key: str):
-        """The widget of one hyperparameter, chosen from its metadata; returns the value it gives.
-
-        Its label is the option's human title; its help says what it does and the config field
-        it sets (the name ``--config`` files and the command line use). The default goes into the
-        session before the widget is drawn, never as the widget's own default as well.
-        """
-        label, help_text = option.title, f"{option.help_text} (config field `{option.name}`)"
-        if option.menu:
-            # An "auto" value is resolved per encoder in the defaults shown; a field whose None
-            # means "decided by the trainer" offers that word (e.g. base_weight: auto).
-            choices = [*([option.none] if option.none else []), *(c for c in option.menu if c != "auto")]
-            st.session_state.setdefault(key, option.none if default is None else default)
-            choice = st.selectbox(label, choices, key=key, help=help_text)
-            return None if choice == option.none else choice
-        if option.kind is bool:
-            st.session_state.setdefault(key, bool(default))
-            return st.checkbox(label, key=key, help=help_text)
-        if option.kind is float:
-            st.session_state.setdefault(key, float(default))
-            return st.number_input(label, key=key, help=help_text, format="%g", **_bounds(option, float))
-        if default is None:  # optional integer (split_seed): empty = derived from another field
-            return st.number_input(label, value=None, step=1, key=key, help=help_text, **_bounds(option, int))
-        st.session_state.setdefault(key, int(default))
-        return int(st.number_input(label, step=1, key=key, help=help_text, **_bounds(option, int)))
-
 
     defaults = encoder_defaults(encoder)
     values: dict = {}
@@ -260,10 +259,9 @@ def show_pretraining(job) -> None:
     config = job.config
     caption = (f"batch {config.get('batch_size')} · lr {config.get('lr'):g} · {config.get('epochs')} epoch(s) · "
                f"seed {config.get('seed')}" if isinstance(config.get("lr"), (int, float)) else None)
-    st.plotly_chart(pretraining_curve(read_progress(job.progress_path),
-                                      f"Pretraining loss · {job_run_label(job)} · {describe_config(config)}", caption),
-                    width="stretch", config=export_config(f"pretraining-loss-{job.id}"),
-                    key=f"train_pretraining_{job.id}")
+    title = f"Pretraining loss · {job_run_label(job)} · {describe_config(config)}"
+    st.plotly_chart(pretraining_curve(read_progress(job.progress_path), title, caption), width="stretch",
+                    config=export_config(f"pretraining-loss-{job.id}"), key=f"train_pretraining_{job.id}")
     with st.expander("Log", expanded=job.status not in (SUCCEEDED, QUEUED)):
         st.code(tail(job.log_path, 60) or "(empty)", language=None)
 
