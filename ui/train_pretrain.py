@@ -53,7 +53,9 @@ def _defaults() -> None:
     s.setdefault("pretrain_all_pairs", False)
     s.setdefault("pretrain_max_pairs", DEFAULT_MAX_PAIRS)
     s.setdefault("pretrain_exclude", True)
-    for key, value in (("pretrain_shots", DEFAULT_SPLIT.shots), ("pretrain_split_seed", DEFAULT_SPLIT.seed),
+    # The split starts as the few-shot form's (its shots), so a run launched next on this level matches.
+    shots = s.get("train_shots") if isinstance(s.get("train_shots"), int) else DEFAULT_SPLIT.shots
+    for key, value in (("pretrain_shots", shots), ("pretrain_split_seed", DEFAULT_SPLIT.seed),
                        ("pretrain_tpc", DEFAULT_SPLIT.test_per_class), ("pretrain_zero", 0.0),
                        ("pretrain_seed", PretrainConfig.seed), ("pretrain_epochs", PretrainConfig.epochs),
                        ("pretrain_batch_size", PretrainConfig.batch_size), ("pretrain_lr", PretrainConfig.lr),

@@ -22,6 +22,7 @@ import hashlib
 import json
 import logging
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from bioviz.models.runs import is_run_dir, read_run
@@ -91,15 +92,25 @@ def _read_json(path: Path):
         return None
 
 
+@lru_cache(maxsize=16)
+def _terms(file: str, modified: float) -> frozenset | None:
+    """The hash set of a ``pretrain-terms.json`` (cached by path and mtime: a page reads it on every rerun)."""
+    terms = _read_json(Path(file))
+    hashes = terms.get("hashes") if isinstance(terms, dict) else None
+    return frozenset(map(str, hashes)) if isinstance(hashes, list) else None
+
+
 def read_pretraining(path: str | Path) -> Pretraining | None:
     """The pretraining recorded in model directory ``path``; None when it holds no readable ``pretrain.json``."""
     path = Path(path)
     record = _read_json(path / PRETRAIN_FILE)
     if not isinstance(record, dict):
         return None
-    terms = _read_json(path / TERMS_FILE)
-    hashes = terms.get("hashes") if isinstance(terms, dict) else None
-    return Pretraining(path, record, frozenset(map(str, hashes)) if isinstance(hashes, list) else None)
+    try:
+        modified = (path / TERMS_FILE).stat().st_mtime
+    except OSError:
+        return Pretraining(path, record, None)
+    return Pretraining(path, record, _terms(str(path / TERMS_FILE), modified))
 
 
 def pretraining_of(model: str) -> Pretraining | None:
