@@ -17,6 +17,7 @@ from bioviz.evaluation.run import TASK_LABELS, TASKS, EvalSettings
 from bioviz.evaluation.splits import choose_split
 from bioviz.evaluation.tables import results_table
 from bioviz.figures import cross_level_heatmap, metric_bars, slug
+from bioviz.models.runs import model_labels
 from bioviz.ontology import DEFAULT_SPLIT, SplitSpec
 from bioviz.uploads import store_upload
 from ui import cache, compare, state
@@ -249,6 +250,10 @@ if cross:
     compare.show_figure(fig, f"{name}-cross-level", image_format, key="cross-level")
     for depth, reason in cross["skipped"].items():
         st.caption(f"level {depth} skipped: {md(reason)}")
+    crossed = overlap.cross_level_reasons(list(computed_on[1]), model_labels(computed_on[1]), computed_on[0],
+                                          computed_on[6], SplitSpec(*computed_on[4]))
+    if crossed:
+        st.caption(md("  \n".join(crossed)))
 
 per_class = {r["model"]: r["per_class"] for r in results if r["task"] == "ranking" and r.get("per_class")}
 if per_class:

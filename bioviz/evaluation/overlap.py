@@ -235,6 +235,31 @@ def result_marks(results: list[dict], level: LevelSpec | None, split: SplitSpec 
     return marks
 
 
+def cross_level_reasons(models: list[str], labels: list[str], level: LevelSpec, depths, split: SplitSpec
+                        ) -> list[str]:
+    """One line per model whose pretraining did not keep some of ``depths`` (levels under ``level``'s root) out.
+
+    Parameters
+    ----------
+    models, labels : list of str
+        MODEL strings and their labels, in the same order.
+    level : LevelSpec
+        The selected level (its source and root; its depth is replaced by each of ``depths``).
+    depths : iterable of int
+    split : SplitSpec
+    """
+    lines = []
+    for model, label in zip(models, labels):
+        pretraining = pretraining_of(model)
+        if pretraining is None:
+            continue
+        overlapping = [d for d in depths if level_reason(pretraining, level.replace(depth=int(d)), split)]
+        if overlapping:
+            lines.append(f"{MARK} {label} in the cross-level table, level(s) {', '.join(map(str, overlapping))}: "
+                         f"pretrained on {pretraining.sources_text} without keeping those levels' held-out names out.")
+    return lines
+
+
 def mark_table(table, marks: dict[tuple[str, str], str], task_label) -> object:
     """A display table (models x ``task · metric`` strings) with :data:`MARK` after each marked figure.
 

@@ -144,7 +144,8 @@ def test_results_whose_data_overlapped_pretraining_are_marked_and_explained(tmp_
                                                                             open_app):
     run = pretrained_run(tmp_home, data_dir, split_shots=2)  # pretrained with another split of this level kept out
     query = {"source": str(data_dir / "mini.obo"), "depth": "1", "eval_boot": "20", "eval_own": "0",
-             "eval_shots": "1", "eval_tasks": "ranking", "eval_bench": "mayosrs", "eval_models": f"minilm|{run}"}
+             "eval_shots": "1", "eval_tasks": "ranking", "eval_bench": "mayosrs", "eval_models": f"minilm|{run}",
+             "eval_cross": "1"}
     at = open_app(PAGE, query, timeout=120).run()
     run_button(at).click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
@@ -157,6 +158,8 @@ def test_results_whose_data_overlapped_pretraining_are_marked_and_explained(tmp_
     caption = next(c.value for c in at.caption if "Not a held-out figure" in c.value)
     assert "without keeping this level's held-out names out (split 1 shots, seed 0)" in caption
     assert "on MayoSRS: 1 of its" in caption and "terms are texts of the pretraining pairs (hpo)" in caption
+    crossed = [c.value for c in at.caption if "in the cross-level table" in c.value]
+    assert len(crossed) == 1 and "level(s) 1: pretrained on hpo" in crossed[0]
 
 
 def test_a_level_kept_out_of_pretraining_under_the_same_split_is_not_marked(tmp_home, fake_eval_models, data_dir,
