@@ -17,6 +17,7 @@ from bioviz.evaluation.run_list import run_row, stored_results_rows
 from bioviz.evaluation.store import read_run_evaluations
 from bioviz.evaluation.tables import results_table
 from bioviz.figures import base_weight_choice, baseline_vs_trained, export_config, training_curves
+from bioviz.figures.pretraining import pretraining_curve
 from bioviz.models.runs import NAME_MAX, distinct_labels, is_run_dir, list_runs, read_run, set_run_name
 from bioviz.ontology.splits import DEFAULT_SHOTS
 from trainer.base_mix import describe as describe_base_mix
@@ -25,12 +26,14 @@ from trainer.job_options import ENCODER_SUMMARIES, encoder_defaults, estimate_si
 from trainer.jobs.progress import (
     describe_config, eta_text, job_row, job_run_label, progress_stage, queue_position, read_progress, tail,
 )
+from trainer.jobs.pretrain_job import is_pretrain, resumable
 from trainer.jobs.queue import DEVICE_CHOICES, Worker, gpu_count
 from trainer.jobs.store import ACTIVE, CANCELLED, QUEUED, RUNNING, STARTING, SUCCEEDED
 from ui import state
 from ui.executor_info import show_executor
 from ui.markdown import md, md_code
 from ui.train_jobs import page_out_of_date, poll_interval
+from ui.train_pretrain import KEYS as PRETRAIN_KEYS, pretrain_form
 from ui.train_tables import score_columns
 
 NEIGHBOURS_PAGE = "app_pages/4_Neighbours.py"
@@ -46,8 +49,8 @@ SHORT_CLASSES_SHOWN = 8  # classes named in the "fewer names than asked for" lin
 # again, so the choice is kept under a key no widget owns and the widget is set from it.
 SELECTED = "train_selected_job"
 # Form widgets whose values survive a visit to another page (see ui.state.restore_form).
-FORM_KEYS = ("train_all_names", "train_shots", "train_encoder", "train_start", "train_base", "train_init",
-             "train_base_other", "train_device")
+FORM_KEYS = ("train_mode", "train_all_names", "train_shots", "train_encoder", "train_start", "train_base",
+             "train_init", "train_base_other", "train_device")
 FORM_PREFIXES = ("train_hp_",)
 
 state.restore_form("train")
@@ -64,38 +67,11 @@ st.caption("Launch a training run on the selected ontology level; it runs in the
            "explore the other pages. Jobs wait in a queue (one per GPU, one on the CPU).")
 
 # -- the form ----------------------------------------------------------------------------
-helps = field_help()
-left, middle, right = st.columns(3)
-with left:
-    all_names = st.toggle("Train on all names", key="train_all_names", help=helps["shots"])
-    shots = None if all_names else int(st.number_input("Shots per class", min_value=1, max_value=1000,
-                                                       key="train_shots", help=helps["shots"]))
-    encoder = st.selectbox("Encoder", ENCODERS, key="train_encoder",
-                           help="\n".join(f"- **{e}**: {text}" for e, text in ENCODER_SUMMARIES.items()))
-    st.caption(ENCODER_SUMMARIES.get(encoder, ""))
-with middle:
-    runs = list_runs()
-    start = st.radio("Start from", ["Base model", "Earlier run (continual learning)"], key="train_start",
-                     horizontal=True, help=helps["init"], disabled=not runs)
-    init = None
-    labels = distinct_labels(runs)
-    if start.startswith("Earlier") and runs:
-        by_label = {labels[r.path]: str(r.path) for r in runs}
-        state.forget_stale_choice("train_init", by_label)
-        init = by_label[st.selectbox("Earlier run", list(by_label), key="train_init", help=helps["init"])]
-        base = encoder_defaults(encoder)["base"]
-    else:
-        base_choices = {"minilm (bundled)": "minilm", **{f"run {labels[r.path]}": str(r.path) for r in runs}}
-        state.forget_stale_choice("train_base", [*base_choices, "other…"])
-        base_label = st.selectbox("Base model", [*base_choices, "other…"], key="train_base", help=helps["base"])
-        base = base_choices.get(base_label) or st.text_input(
-            "Sentence-transformers directory or hub id", key="train_base_other",
-            placeholder="FremyCompany/BioLORD-2023").strip()
-with right:
-    gpus = gpu_count()
-    device = st.selectbox("Device", DEVICE_CHOICES, key="train_device",
-                          help=f"auto = a GPU when present, else the CPU ({gpus} CUDA devices here)")
-    can_submit = show_executor()  # this machine, or the Ray cluster (one error line when unreachable)
+MODES = ("Few-shot run on this level", "Pretrain a base model")
+st.radio("What to train", MODES, key="train_mode", horizontal=True,
+         help="A few-shot run trains on a few names per class of the level selected in the sidebar; "
+              "pretraining turns a base model into a biomedical one on whole ontologies (synonyms, "
+              "definitions, hierarchy) and gives a model every page can use, and few-shot runs can start from.")
 
 
 def _bounds(option, kind) -> dict:
@@ -135,51 +111,109 @@ def option_widget(option, default, key: str):
     return int(st.number_input(label, step=1, key=key, help=help_text, **_bounds(option, int)))
 
 
-defaults = encoder_defaults(encoder)
-values: dict = {}
-with st.expander("Hyperparameters (the papers' defaults for this encoder; base weight auto: chosen on validation)"):
-    columns = st.columns(4)
-    shown = [o for o in hyperparameters(encoder) if o.name != "shots"]
-    for i, option in enumerate(shown):
-        key = f"train_hp_{encoder}_{option.name}" if option.per_encoder else f"train_hp_{option.name}"
-        with columns[i % 4]:
-            values[option.name] = option_widget(option, defaults.get(option.name, option.default), key)
+def few_shot_form() -> None:
+    """The few-shot form: shots, encoder, start, device, the hyperparameters, the split estimate, Launch."""
+    helps = field_help()
+    left, middle, right = st.columns(3)
+    with left:
+        all_names = st.toggle("Train on all names", key="train_all_names", help=helps["shots"])
+        shots = None if all_names else int(st.number_input("Shots per class", min_value=1, max_value=1000,
+                                                           key="train_shots", help=helps["shots"]))
+        encoder = st.selectbox("Encoder", ENCODERS, key="train_encoder",
+                               help="\n".join(f"- **{e}**: {text}" for e, text in ENCODER_SUMMARIES.items()))
+        st.caption(ENCODER_SUMMARIES.get(encoder, ""))
+    with middle:
+        runs = list_runs()
+        start = st.radio("Start from", ["Base model", "Earlier run (continual learning)"], key="train_start",
+                         horizontal=True, help=helps["init"], disabled=not runs)
+        init = None
+        labels = distinct_labels(runs)
+        if start.startswith("Earlier") and runs:
+            by_label = {labels[r.path]: str(r.path) for r in runs}
+            state.forget_stale_choice("train_init", by_label)
+            init = by_label[st.selectbox("Earlier run", list(by_label), key="train_init", help=helps["init"])]
+            base = encoder_defaults(encoder)["base"]
+        else:
+            base_choices = {"minilm (bundled)": "minilm", **{f"run {labels[r.path]}": str(r.path) for r in runs}}
+            state.forget_stale_choice("train_base", [*base_choices, "other…"])
+            base_label = st.selectbox("Base model", [*base_choices, "other…"], key="train_base", help=helps["base"])
+            base = base_choices.get(base_label) or st.text_input(
+                "Sentence-transformers directory or hub id", key="train_base_other",
+                placeholder="FremyCompany/BioLORD-2023").strip()
+    with right:
+        gpus = gpu_count()
+        device = st.selectbox("Device", DEVICE_CHOICES, key="train_device",
+                              help=f"auto = a GPU when present, else the CPU ({gpus} CUDA devices here)")
+        can_submit = show_executor()  # this machine, or the Ray cluster (one error line when unreachable)
 
-state.keep_form("train", FORM_KEYS, FORM_PREFIXES)
+    defaults = encoder_defaults(encoder)
+    values: dict = {}
+    with st.expander("Hyperparameters (the papers' defaults for this encoder; base weight auto: chosen on validation)"):
+        columns = st.columns(4)
+        shown = [o for o in hyperparameters(encoder) if o.name != "shots"]
+        for i, option in enumerate(shown):
+            key = f"train_hp_{encoder}_{option.name}" if option.per_encoder else f"train_hp_{option.name}"
+            with columns[i % 4]:
+                values[option.name] = option_widget(option, defaults.get(option.name, option.default), key)
 
-if view is not None:
-    # The split the job will draw (its seed: split_seed, else seed), as the trainer derives it.
-    split = TrainConfig(source=state.selection().source, shots=shots, **values).split
-    try:
-        sizes = estimate_sizes(view, split)
-        cols = st.columns(5)
-        cols[0].metric("Classes trained on", f"{sizes['classes']:,}")
-        cols[1].metric("Training names", f"{sizes['train']:,}")
-        cols[2].metric("Validation names", f"{sizes['validation']:,}")
-        cols[3].metric("Test names", f"{sizes['test']:,}")
-        cols[4].metric("Zero-shot names", f"{sizes['zero_shot']:,}")
-        if short := sizes["short_class_names"]:
-            named = ", ".join(f"{name} ({n} names)" for name, n in short[:SHORT_CLASSES_SHOWN])
-            more = f" and {len(short) - SHORT_CLASSES_SHOWN} more" if len(short) > SHORT_CLASSES_SHOWN else ""
-            which = "1 class has" if len(short) == 1 else f"{len(short)} classes have"
-            gives = "gives what it has" if len(short) == 1 else "give what they have"
-            st.caption(md(f"{which} fewer names than asked for and {gives}: {named}{more}."))
-    except BiovizError as error:
-        st.error(md(error))
+    state.keep_form("train", FORM_KEYS, FORM_PREFIXES)
 
-if st.button("Launch training", type="primary", disabled=view is None or not base or not can_submit):
-    try:
-        # The selection's source passed the path policy with the view; a typed base model
-        # (a path) must lie in a model folder too: the trainer itself accepts any path.
-        config = {**state.selection().to_config(), "shots": shots, "encoder": encoder,
-                  "base": shared_model(base).spec, "init": init, **{k: v for k, v in values.items() if v is not None}}
-        with st.spinner("Checking the configuration…"):
-            job = Worker().submit(config, device=device)
+    if view is not None:
+        # The split the job will draw (its seed: split_seed, else seed), as the trainer derives it.
+        split = TrainConfig(source=state.selection().source, shots=shots, **values).split
+        try:
+            sizes = estimate_sizes(view, split)
+            cols = st.columns(5)
+            cols[0].metric("Classes trained on", f"{sizes['classes']:,}")
+            cols[1].metric("Training names", f"{sizes['train']:,}")
+            cols[2].metric("Validation names", f"{sizes['validation']:,}")
+            cols[3].metric("Test names", f"{sizes['test']:,}")
+            cols[4].metric("Zero-shot names", f"{sizes['zero_shot']:,}")
+            if short := sizes["short_class_names"]:
+                named = ", ".join(f"{name} ({n} names)" for name, n in short[:SHORT_CLASSES_SHOWN])
+                more = f" and {len(short) - SHORT_CLASSES_SHOWN} more" if len(short) > SHORT_CLASSES_SHOWN else ""
+                which = "1 class has" if len(short) == 1 else f"{len(short)} classes have"
+                gives = "gives what it has" if len(short) == 1 else "give what they have"
+                st.caption(md(f"{which} fewer names than asked for and {gives}: {named}{more}."))
+        except BiovizError as error:
+            st.error(md(error))
+
+    if st.button("Launch training", type="primary", disabled=view is None or not base or not can_submit):
+        try:
+            # The selection's source passed the path policy with the view; a typed base model
+            # (a path) must lie in a model folder too: the trainer itself accepts any path.
+            config = {**state.selection().to_config(), "shots": shots, "encoder": encoder,
+                      "base": shared_model(base).spec, "init": init,
+                      **{k: v for k, v in values.items() if v is not None}}
+            with st.spinner("Checking the configuration…"):
+                job = Worker().submit(config, device=device)
+            st.session_state[SELECTED] = job.id
+            st.success(md(f"Job {job.id} {'started' if job.status in (STARTING, RUNNING) else 'queued'}: "
+                          f"{describe_config(job.config)}"))
+        except BiovizError as error:
+            st.error(md(error))
+
+
+def pretraining_form() -> None:
+    """The "Pretrain a base model" form (ui.train_pretrain), with the device and the executor beside it."""
+    runs = list_runs()
+    labels = distinct_labels(runs)
+    left, right = st.columns(2)
+    with left:
+        device = st.selectbox("Device", DEVICE_CHOICES, key="train_device",
+                              help=f"auto = a GPU when present, else the CPU ({gpu_count()} CUDA devices here)")
+    with right:
+        can_submit = show_executor()
+    job = pretrain_form({labels[r.path]: str(r.path) for r in runs}, device, can_submit)
+    if job is not None:
         st.session_state[SELECTED] = job.id
-        st.success(md(f"Job {job.id} {'started' if job.status in (STARTING, RUNNING) else 'queued'}: "
-                      f"{describe_config(job.config)}"))
-    except BiovizError as error:
-        st.error(md(error))
+    state.keep_form("train", ("train_mode", "train_device", *PRETRAIN_KEYS))
+
+
+if st.session_state["train_mode"] == MODES[1]:
+    pretraining_form()
+else:
+    few_shot_form()
 
 
 # -- the jobs ----------------------------------------------------------------------------
@@ -196,6 +230,40 @@ def _delete(job_id: str) -> None:
         st.session_state.pop(SELECTED, None)
     except BiovizError as error:
         st.session_state["train_message"] = str(error)
+
+
+def _resume(job_id: str) -> None:
+    try:
+        st.session_state[SELECTED] = Worker().resume(job_id).id
+    except BiovizError as error:
+        st.session_state["train_message"] = str(error)
+
+
+def show_pretraining(job) -> None:
+    """A pretraining job's figures: its pairs and loss while it trains, validation before and after once done."""
+    p = job.progress or {}
+    cols = st.columns(4)
+    if p.get("pairs") is not None:
+        cols[0].metric("Training pairs", f"{p['pairs']:,}")
+    if p.get("total_steps"):
+        cols[1].metric("Steps", f"{p.get('step', 0):,}/{p['total_steps']:,}")
+    if isinstance(p.get("loss"), (int, float)):
+        cols[2].metric("Loss", f"{p['loss']:.3f}")
+    if job.status == SUCCEEDED and is_run_dir(job.run_dir):
+        validation = read_run(job.run_dir).metrics.get("validation") or {}
+        before, after = validation.get("before") or {}, validation.get("after") or {}
+        if isinstance(after.get("mrr"), (int, float)) and isinstance(before.get("mrr"), (int, float)):
+            cols[3].metric("Validation MRR", f"{after['mrr']:.3f}", f"{after['mrr'] - before['mrr']:+.3f}",
+                           help=f"Each of {after.get('pairs')} held-out pairs' anchor retrieving its own positive "
+                                "among all validation positives, after vs before pretraining")
+    config = job.config
+    caption = (f"batch {config.get('batch_size')} · lr {config.get('lr'):g} · {config.get('epochs')} epoch(s) · "
+               f"seed {config.get('seed')}" if isinstance(config.get("lr"), (int, float)) else None)
+    title = f"Pretraining loss · {job_run_label(job)} · {describe_config(config)}"
+    st.plotly_chart(pretraining_curve(read_progress(job.progress_path), title, caption), width="stretch",
+                    config=export_config(f"pretraining-loss-{job.id}"), key=f"train_pretraining_{job.id}")
+    with st.expander("Log", expanded=job.status not in (SUCCEEDED, QUEUED)):
+        st.code(tail(job.log_path, 60) or "(empty)", language=None)
 
 
 def _select() -> None:
@@ -227,6 +295,9 @@ def show_job(job, jobs) -> None:
     else:
         actions[0].button("Delete", key=f"train_delete_{job.id}", on_click=_delete, args=(job.id,))
         actions[1].checkbox("with its run", key="train_delete_run", help="also delete the trained run directory")
+    if is_pretrain(job.config) and job.finished and job.status != SUCCEEDED and resumable(job.config_path):
+        actions[3].button("Resume", key=f"train_resume_{job.id}", on_click=_resume, args=(job.id,),
+                          help="Continue this pretraining from its last checkpoint, as a new job")
     if job.status == SUCCEEDED and is_run_dir(job.run_dir) and NEIGHBOURS_FILE.exists():
         if actions[2].button("Open in views", type="primary", key=f"train_open_{job.id}",
                              help="Compare this run with its base model on the other pages"):
@@ -234,6 +305,9 @@ def show_job(job, jobs) -> None:
             st.session_state["model_a"] = job.config.get("init") or job.config.get("base", "minilm")
             st.switch_page(NEIGHBOURS_PAGE)
 
+    if is_pretrain(job.config):
+        show_pretraining(job)
+        return
     title = f"Training curves · {label} · {describe_config(job.config)}"
     caption = " · ".join(f"{OPTIONS[k].title.lower()} {job.config[k]:g}" for k in CURVE_CAPTION_FIELDS
                          if isinstance(job.config.get(k), (int, float)) and not isinstance(job.config[k], bool))

@@ -7,6 +7,7 @@ from dataclasses import astuple
 import pandas as pd
 import streamlit as st
 
+from bioviz.evaluation import overlap
 from bioviz.evaluation import tables as result_tables
 from bioviz.evaluation.benchmarks import BUNDLED as BUNDLED_BENCHMARKS
 from bioviz.evaluation.benchmarks import MAX_BYTES as MAX_BENCHMARK_BYTES
@@ -16,7 +17,8 @@ from bioviz.evaluation.run import TASK_LABELS, TASKS, EvalSettings
 from bioviz.evaluation.splits import choose_split
 from bioviz.evaluation.tables import results_table
 from bioviz.figures import cross_level_heatmap, metric_bars, slug
-from bioviz.ontology import DEFAULT_SPLIT
+from bioviz.models.runs import model_labels
+from bioviz.ontology import DEFAULT_SPLIT, SplitSpec
 from bioviz.uploads import store_upload
 from ui import cache, compare, state
 from ui.markdown import md
@@ -196,7 +198,23 @@ caption = (f"split {split_spec.shots} shots, seed {split_spec.seed}{zero_shot} Â
 st.subheader("Results")
 values, lows, highs = result_tables.wide_tables(rows)
 show_ci = st.toggle("Show intervals", value=True, key="_eval_show_ci")
-st.dataframe(result_tables.display_table(values, lows, highs, show_ci=show_ci), width="stretch")
+shown_table = result_tables.display_table(values, lows, highs, show_ci=show_ci)
+# Results whose data a model saw while it was pretrained (bioviz.evaluation.overlap): marked, and said why.
+computed_on = stored["request"]
+try:
+    benchmarks_used = [load_benchmark(spec) for spec in computed_on[3]]
+    marks = overlap.result_marks(results, computed_on[0], SplitSpec(*computed_on[4]),
+                                 {bench.label: list(bench.terms) for bench in benchmarks_used})
+except BiovizError as error:  # an uploaded benchmark removed since: the figures stay, unmarked, and it is said
+    st.warning(md(f"cannot tell which results overlapped pretraining: {error}"))
+    marks = {}
+task_label = lambda task: TASK_LABELS.get(task, task)  # noqa: E731 - the table's column words
+st.dataframe(overlap.mark_table(shown_table, marks, task_label), width="stretch")
+if marks:
+    st.caption(md(f"{overlap.MARK} Not a held-out figure: the model (or the base it was trained on) was pretrained "
+                  "on data that overlaps this evaluation. Pretrain with this level kept out (Train page, *Keep the "
+                  "evaluation level's held-out names out*, same split) for a held-out figure.  \n"
+                  + overlap.marks_caption(marks, task_label)))
 sizes = pd.DataFrame([{"model": r["model"], "task": TASK_LABELS.get(r["task"], r["task"]), **r["sizes"]}
                       for r in results])
 with st.expander("Sample sizes"):
@@ -232,6 +250,10 @@ if cross:
     compare.show_figure(fig, f"{name}-cross-level", image_format, key="cross-level")
     for depth, reason in cross["skipped"].items():
         st.caption(f"level {depth} skipped: {md(reason)}")
+    crossed = overlap.cross_level_reasons(list(computed_on[1]), model_labels(computed_on[1]), computed_on[0],
+                                          computed_on[6], SplitSpec(*computed_on[4]))
+    if crossed:
+        st.caption(md("  \n".join(crossed)))
 
 per_class = {r["model"]: r["per_class"] for r in results if r["task"] == "ranking" and r.get("per_class")}
 if per_class:

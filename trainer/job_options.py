@@ -87,3 +87,13 @@ def estimate_sizes(view: LevelView, split: SplitSpec) -> dict:
     sizes["short_class_names"] = sorted(((name_of.get(c, c), n) for c, n in drawn.short_classes.items()),
                                         key=lambda pair: (pair[1], pair[0]))
     return sizes
+
+# What each pretraining objective teaches, one sentence each (docs/pretraining.md): the Train page's help.
+OBJECTIVE_SUMMARIES = {
+    "synonyms": "Pulls the names of one concept together (HPO synonyms, ICD-10-CM inclusion terms, UMLS atoms), "
+                "as SapBERT does: names that mean the same become neighbours.",
+    "definitions": "Pulls each name towards its concept's definition, or a description from its IS-A parents "
+                   "(BioLORD): names land near what they mean, not near names that merely look alike.",
+    "hierarchy": "Pulls each concept's names towards its parent's (HiPrBERT's closest category): kinds of a "
+                 "thing gather near it, so neighbours follow the ontology's tree.",
+}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from bioviz.evaluation.store import is_result, read_run_evaluations
 from bioviz.evaluation.tables import results_table
-from bioviz.models.runs import RunInfo, level_label, shots_text
+from bioviz.models.runs import PRETRAIN_KIND, RunInfo, level_label, shots_text
 
 
 def _stored_level_text(view: dict) -> str:
@@ -61,6 +61,12 @@ def run_row(run: RunInfo) -> dict:
     under ``damaged`` (None for a sound run) and nothing it cannot know.
     """
     c = run.config
+    if c.get("kind") == PRETRAIN_KIND:  # a pretrained base model: no level, no shots, its sources instead
+        sources = c.get("sources") if isinstance(c.get("sources"), list) else []
+        c = {**c, "input_label": c.get("base")}
+        trained_on = "pretraining on " + (", ".join(Path(str(s)).name for s in sources) or "?")
+    else:
+        trained_on = level_label(c)
     shots = c.get("shots", "?")
     mix = run.metrics.get("base_mix")
     init = c.get("init")
@@ -68,8 +74,8 @@ def run_row(run: RunInfo) -> dict:
         "name": None if run.damaged else run.name,
         "run": run.run_id,
         "encoder": None if run.damaged else _cell(c.get("encoder", "?")),
-        "trained on": None if run.damaged else level_label(c),
-        "shots": None if run.damaged else "all" if "shots" in c and shots is None else _cell(shots),
+        "trained on": None if run.damaged else trained_on,
+        "shots": None if run.damaged or c.get("kind") == PRETRAIN_KIND else "all" if "shots" in c and shots is None else _cell(shots),
         "base": None if run.damaged else Path(str(init)).name + " (init)" if init
         else _cell(c.get("input_label") or c.get("base", "?")),
         "created (UTC)": _created(run),

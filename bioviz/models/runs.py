@@ -36,6 +36,8 @@ NAME_MAX = 80  # characters of a run name: room for a readable phrase, short eno
 _JOB_ID = re.compile(r"^\d{8}-\d{6}-(?P<short>[0-9a-z]{2,8})$")
 # Readable names of the bundled sources (other sources are named by their file)
 SOURCE_NAMES = {"icd10": "ICD-10", "icd10cm": "ICD-10-CM", "hpo": "HPO"}
+# run.json config "kind" of a pretrained base model published by a pretrain job (trainer.jobs.pretrain_job)
+PRETRAIN_KIND = "pretrain"
 # LevelView.stats() fields that identify the level a run was trained on
 LEVEL_KEYS = ("source", "root", "depth", "mode", "classes", "names")
 
@@ -250,6 +252,33 @@ def _source_name(source) -> str:
     return path.stem or text
 
 
+def pairs_text(count) -> str:
+    """``20k``, ``1.5k``, ``640``; ``all`` when no cap (None).
+
+    >>> pairs_text(20000), pairs_text(1500), pairs_text(640), pairs_text(None)
+    ('20k', '1.5k', '640', 'all')
+    """
+    if not isinstance(count, int) or isinstance(count, bool):
+        return "all"
+    return f"{count / 1000:.3g}k" if count >= 1000 else str(count)
+
+
+def pretrained_run_name(config: dict) -> str:
+    """The name of a pretrained base model (``python -m trainer pretrain`` as a job): base, objectives, pairs.
+
+    The pairs are those it trained on (``train_pairs``) once known, else the cap asked for.
+
+    >>> pretrained_run_name({"kind": "pretrain", "base": "minilm", "objectives": ["synonyms", "hierarchy"],
+    ...                      "max_pairs": 20000})
+    'pretrained minilm: synonyms+hierarchy, 20k pairs'
+    """
+    base = str(config.get("base") or "?")
+    base = Path(base).name if "/" in base and Path(base).is_absolute() else base
+    objectives = config.get("objectives") if isinstance(config.get("objectives"), list) else []
+    pairs = config.get("train_pairs", config.get("max_pairs"))
+    return f"pretrained {base}: {'+'.join(map(str, objectives)) or '?'}, {pairs_text(pairs)} pairs"
+
+
 def default_run_name(config: dict) -> str:
     """A readable name from what a run trained: encoder, level, shots.
 
@@ -262,6 +291,8 @@ def default_run_name(config: dict) -> str:
     'run · ? · ?'
     """
     config = config if isinstance(config, dict) else {}
+    if config.get("kind") == PRETRAIN_KIND:
+        return pretrained_run_name(config)
     encoder = str(config.get("encoder") or "run")
     if config.get("finetune") is True:
         encoder += " fine-tuned"

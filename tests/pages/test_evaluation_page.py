@@ -6,6 +6,8 @@ this process), so the test checks the page's flow, not a model's figures.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from bioviz.evaluation import run as evaluation
@@ -120,3 +122,53 @@ def test_the_baseline_comes_first_in_the_pair_colours_and_progress_has_steps(app
     files = [json.loads(c.proto.config)["toImageButtonOptions"]["filename"] for c in at.get("plotly_chart")]
     assert files[0].startswith("evaluation-tri-minilm-tri-char-tfidf-mini-d1-")  # a slug: no spaces or dots
     assert all(" " not in f and "·" not in f for f in files)
+
+
+def pretrained_run(home, data_dir, split_shots: int, terms=("antalgic gait",)):
+    """A pretrained model as a pretrain job publishes it (records only: the fake models load no weights)."""
+    from bioviz.evaluation.overlap import PRETRAIN_FILE, TERMS_FILE, term_hash
+
+    run = home / "runs" / "20261123-010203-abcd"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"run_id": run.name, "config": {
+        "kind": "pretrain", "encoder": "pretrain", "finetune": True, "base": "minilm", "sources": ["hpo"],
+        "objectives": ["synonyms"], "max_pairs": 20000, "train_pairs": 20000}}))
+    (run / PRETRAIN_FILE).write_text(json.dumps({"config": {"sources": ["hpo"]}, "excluded": {"levels": [
+        {"level": {"source": str(data_dir / "mini.obo"), "depth": "1"},
+         "split": {"shots": split_shots, "seed": 0, "test_per_class": 1, "zero_shot_classes": 0}}]}}))
+    (run / TERMS_FILE).write_text(json.dumps({"hashes": [term_hash(t) for t in terms]}))
+    return run
+
+
+def test_results_whose_data_overlapped_pretraining_are_marked_and_explained(tmp_home, fake_eval_models, data_dir,
+                                                                            open_app):
+    run = pretrained_run(tmp_home, data_dir, split_shots=2)  # pretrained with another split of this level kept out
+    query = {"source": str(data_dir / "mini.obo"), "depth": "1", "eval_boot": "20", "eval_own": "0",
+             "eval_shots": "1", "eval_tasks": "ranking", "eval_bench": "mayosrs", "eval_models": f"minilm|{run}",
+             "eval_cross": "1"}
+    at = open_app(PAGE, query, timeout=120).run()
+    run_button(at).click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    table = at.dataframe[0].value
+    pretrained = f"tri-{run}"
+    assert table.loc[pretrained, "Semantic similarity ranking · mAP"].endswith(" †")
+    assert not table.loc["tri-minilm", "Semantic similarity ranking · mAP"].endswith("†")
+    # "antalgic gait" is a MayoSRS term and one of its pretraining texts
+    assert table.loc[pretrained, "MayoSRS · Spearman"].endswith(" †")
+    caption = next(c.value for c in at.caption if "Not a held-out figure" in c.value)
+    assert "without keeping this level's held-out names out (split 1 shots, seed 0)" in caption
+    assert "on MayoSRS: 1 of its" in caption and "terms are texts of the pretraining pairs (hpo)" in caption
+    crossed = [c.value for c in at.caption if "in the cross-level table" in c.value]
+    assert len(crossed) == 1 and "level(s) 1: pretrained on hpo" in crossed[0]
+
+
+def test_a_level_kept_out_of_pretraining_under_the_same_split_is_not_marked(tmp_home, fake_eval_models, data_dir,
+                                                                           open_app):
+    run = pretrained_run(tmp_home, data_dir, split_shots=1, terms=())
+    query = {"source": str(data_dir / "mini.obo"), "depth": "1", "eval_boot": "20", "eval_own": "0",
+             "eval_shots": "1", "eval_tasks": "ranking", "eval_bench": "mayosrs", "eval_models": str(run)}
+    at = open_app(PAGE, query, timeout=120).run()
+    run_button(at).click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert not any(str(cell).endswith("†") for cell in at.dataframe[0].value.to_numpy().ravel())
+    assert not any("Not a held-out figure" in c.value for c in at.caption)

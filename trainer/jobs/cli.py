@@ -1,4 +1,4 @@
-"""``python -m trainer jobs submit|list|status|cancel|logs|delete``: the job queue from a shell.
+"""``python -m trainer jobs submit|list|status|cancel|resume|logs|delete``: the job queue from a shell.
 
 ``jobs submit`` takes the same options as ``train``, ``--config FILE`` included (minus
 ``--out`` and ``--progress-file``, which the queue chooses) and prints the job id; the job runs in the background and a run
@@ -73,6 +73,15 @@ def _cancel(args: argparse.Namespace) -> int:
         _print_json(job.as_dict())
     else:
         sys.stdout.write(f"{job.id}: {job.status}\n")
+    return 0
+
+
+def _resume(args: argparse.Namespace) -> int:
+    job = Worker().resume(args.job_id)
+    if args.json:
+        _print_json(job.as_dict())
+    else:
+        sys.stdout.write(job.id + "\n")
     return 0
 
 
@@ -151,6 +160,12 @@ def register(subparsers) -> None:
     cancel.add_argument("--grace", type=float, default=10.0, help="seconds before SIGTERM becomes SIGKILL")
     cancel.add_argument("--json", action="store_true", help="print one JSON object")
     cancel.set_defaults(handler=_guard(_cancel))
+
+    resume = sub.add_parser("resume", help="continue an interrupted pretraining job from its checkpoint "
+                                           "(a new job); prints its id")
+    resume.add_argument("job_id")
+    resume.add_argument("--json", action="store_true", help="print the new job as one JSON object")
+    resume.set_defaults(handler=_guard(_resume))
 
     delete = sub.add_parser("delete", help="forget a job (cancelling it first), its log and progress")
     delete.add_argument("job_id")

@@ -21,9 +21,12 @@ from trainer.jobs.store import QUEUED, RUNNING, STARTING, SUCCEEDED, Job
 _NUMBER = (int, float)
 _FIELD_TYPES = {"epoch": int, "max_epochs": int, "val_metric": _NUMBER, "elapsed_s": _NUMBER, "eta_s": _NUMBER,
                 "val_name": str, "device": str, "losses": dict, "val_mAP": _NUMBER, "best_epoch": int,
-                "stop_by": int, "eta_stop_s": _NUMBER}
+                "stop_by": int, "eta_stop_s": _NUMBER, "step": int, "total_steps": int, "loss": _NUMBER,
+                "train": int}
 # Fields where None means "not measured (yet)"; val_mAP may also be NaN (no validation names).
-_MAY_BE_NONE = ("val_metric", "val_mAP", "eta_s", "eta_stop_s")
+_MAY_BE_NONE = ("val_metric", "val_mAP", "eta_s", "eta_stop_s", "loss")
+# A pretraining job's step event (trainer.pretrain.fit): steps instead of epochs.
+_STEP_FIELDS = ("step", "total_steps", "loss", "elapsed_s", "eta_s")
 _EPOCH_FIELDS = ("epoch", "max_epochs", "losses", "val_metric", "val_name", "val_mAP", "elapsed_s", "eta_s",
                  "best_epoch", "stop_by", "eta_stop_s")
 
@@ -80,7 +83,14 @@ def summarise_progress(events: list[dict]) -> dict:
             if (counts := _count(event)) is not None:
                 summary["embedding"] = counts
                 summary["eta_s"] = event.get("eta_s") if _valid("eta_s", event.get("eta_s")) else None
+        elif kind == "pairs":  # a pretraining job has drawn its pairs
+            if _valid("train", event.get("train")):
+                summary["pairs"] = event["train"]
+        elif kind == "step":
+            summary.update({k: event[k] for k in _STEP_FIELDS if k in event and _valid(k, event[k])})
         elif kind == "start":
+            if _valid("total_steps", event.get("total_steps")):  # pretraining: its progress is in steps
+                summary.update({"total_steps": event["total_steps"], "step": event.get("resumed_from_step") or 0})
             summary.update({k: event[k] for k in ("max_epochs", "device") if k in event and _valid(k, event[k])})
             summary["epoch"] = 0
             summary["eta_s"] = None  # the embedding's estimate no longer holds
@@ -132,6 +142,10 @@ def describe_config(config: dict) -> str:
     from bioviz.models.runs import shots_text
     from bioviz.ontology.level_spec import LevelSpec
     from bioviz.ontology.splits import DEFAULT_SHOTS
+    from trainer.jobs.pretrain_job import describe, is_pretrain
+
+    if is_pretrain(config):
+        return describe(config)
 
     level = LevelSpec.from_config(config).label  # a field left out means the TrainConfig default
     start = f"init {Path(str(config['init'])).name}" if config.get("init") else f"base {config.get('base', 'minilm')}"
@@ -161,6 +175,14 @@ def progress_stage(job: Job) -> tuple[str, float]:
         return f"choosing the base weight {done}/{total}", done / max(total, 1)
     if job.status == STARTING:
         return "starting", 0.0
+    if p.get("total_steps"):  # a pretraining job
+        step, most = p.get("step", 0), p["total_steps"]
+        if job.finished and job.status != SUCCEEDED:
+            return f"{job.status} at step {step}/{most}", step / most
+        loss = f" · loss {p['loss']:.3f}" if isinstance(p.get("loss"), (int, float)) else ""
+        return f"step {step}/{most}{loss}", 1.0 if job.status == SUCCEEDED else step / most
+    if p.get("pairs") is not None and running:
+        return f"{p['pairs']:,} pairs drawn: loading the base model", 0.0
     if p.get("max_epochs"):
         epoch, most = p.get("epoch", 0), p["max_epochs"]
         if job.finished:

@@ -269,8 +269,10 @@ class Worker:
         # Paths are the submitter's: the runner and its trainer run elsewhere (PROJECT_ROOT).
         # (trainer.data brings torch and scipy: imported here, not by every runner.)
         from trainer.data import absolute_paths
+        from trainer.jobs.pretrain_job import is_pretrain
 
-        config = absolute_paths(config)
+        if not is_pretrain(config):  # a pretrain job's paths are made absolute by its own validation
+            config = absolute_paths(config)
         if validate:
             config = validate_config(config)
         job = self.store.create(config, requested_device=device, executor=self.executor.name, module=self.module)
@@ -455,6 +457,30 @@ class Worker:
         self.reconcile()  # the freed slot goes to the next queued job
         return self.store.get(job_id)
 
+    def resume(self, job_id: str, device: str | None = None) -> Job:
+        """Queue a new job that continues the interrupted pretraining of job ``job_id`` from its checkpoint.
+
+        The new job takes the old one's work directory (checkpoints included) when it starts
+        (:mod:`trainer.jobs.pretrain_job`); the old job stays in the list as it ended.
+
+        Raises
+        ------
+        JobError
+            Not a pretrain job, not finished, succeeded, or nothing left to resume.
+        """
+        from trainer.jobs.pretrain_job import is_pretrain, resumable, work_dir
+
+        job = self.store.get(job_id)
+        if not is_pretrain(job.config):
+            raise JobError(f"job {job_id} is not a pretraining job: only those resume from a checkpoint")
+        if not job.finished or job.status == SUCCEEDED:
+            raise JobError(f"job {job_id} is {job.status}: only an interrupted, cancelled or failed job resumes")
+        if not resumable(job.config_path):
+            raise JobError(f"job {job_id} left no pretraining run to resume (it stopped before training began, "
+                           "or it was resumed already)")
+        config = {**job.config, "resume_from": str(work_dir(job.config_path))}
+        return self.submit(config, device=device or job.requested_device)
+
     def delete(self, job_id: str, remove_run: bool = False) -> None:
         """Forget a job: cancel it if active, remove its log and progress, optionally its run.
 
@@ -505,6 +531,10 @@ def validate_config(config: dict) -> dict:
     """
     # The trainer's configuration and data checks bring scipy and the ontology stack: only
     # a submit needs them, not every job's runner (module docstring).
+    from trainer.jobs.pretrain_job import is_pretrain, job_config
+
+    if is_pretrain(config):
+        return job_config(config)
     from trainer.config import TrainConfig, validate
     from trainer.data import check_feasible
 

@@ -310,7 +310,11 @@ class RayExecutor(LocalProcessExecutor):
                      if key.startswith(_FORWARDED_PREFIXES) and key not in _NOT_FORWARDED}
         forwarded[JOB_ID_ENV] = job.id
         gpu = (job.device or "cpu") != "cpu"
-        payload = {"job": job.id, "module": job.module, "config": config, "files": files,
+        from trainer.jobs.pretrain_job import MODULE as PRETRAIN_MODULE, is_pretrain
+
+        # A pretrain job's checkpoints stay in the worker's scratch: on Ray, Resume starts it over.
+        module = PRETRAIN_MODULE if is_pretrain(config) else job.module
+        payload = {"job": job.id, "module": module, "config": config, "files": files,
                    "device": "cuda" if gpu else "cpu", "env": forwarded}
         task = ray.remote(train_task).options(
             num_returns="streaming", num_cpus=1, num_gpus=1 if gpu else 0, max_retries=0, retry_exceptions=False,

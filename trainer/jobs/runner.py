@@ -38,8 +38,12 @@ def train_command(job: Job) -> list[str]:
     The device is the slot the job got (``cpu`` or one GPU made visible as ``cuda``), which
     overrides whatever the file says (options override ``--config``).
     """
+    from trainer.jobs.pretrain_job import MODULE as PRETRAIN_MODULE, is_pretrain
+
     device = "cpu" if (job.device or "cpu") == "cpu" else "cuda"
-    return python_command("-m", job.module, "train", "--config", job.config_path, "--out", job.run_dir,
+    # A pretrain job runs trainer.jobs.pretrain_job with the trainer's command line shape.
+    module = PRETRAIN_MODULE if is_pretrain(job.config) else job.module
+    return python_command("-m", module, "train", "--config", job.config_path, "--out", job.run_dir,
                           "--json", "--progress-file", job.progress_path, "--device", device)
 
 

@@ -131,6 +131,10 @@ def handle(args: argparse.Namespace) -> int:
         # Libraries that print must not break the one-JSON stdout.
         with contextlib.redirect_stdout(sys.stderr):
             result = pretrain(config, args.out, callbacks=[printer], cancel=cancel, resume=args.resume)
+            # Which texts it trained on (hashed), for the Evaluation page's overlap mark.
+            from trainer.pretrain.terms import write_pair_terms
+
+            write_pair_terms(config, args.out)
     except Cancelled as why:
         printer({"event": "error", "message": str(why)})
         return EXIT_CANCELLED
