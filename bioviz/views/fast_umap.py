@@ -15,22 +15,48 @@ on a loaded 2-core machine). :func:`enable_numba_cache` switches on numba's on-d
 them (umap-learn marks only a few ``cache=True``), so the compiled code is written once per
 install and loaded by later processes; :func:`start_warm_up` compiles (or loads) it in a
 background thread, so an app that calls it at start pays nothing when the first UMAP is asked for.
+
+Large views (issue 16): :func:`landmark_layout` fits umap-learn on a sample of landmark points
+(class-stratified by the caller) and places every other point at the membership-weighted mean
+of its nearest landmarks' coordinates (faiss search; the weights umap-learn's own ``transform``
+starts from), reporting progress through the landmark fit's epochs and the placement's chunks.
+:func:`umap_method` says which path a view of ``n`` points takes (part of the projection cache
+key): cuML's UMAP when cuML and a CUDA device are present (:func:`cuml_layout`), landmarks above
+:data:`LANDMARK_THRESHOLD` points, plain umap-learn below.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import logging
 import threading
 import time
 import warnings
 
+from typing import Callable
+
 import numpy as np
+
+from bioviz.models.encoding_estimate import time_left
 
 logger = logging.getLogger(__name__)
 
 # Beyond this many points an IVF index replaces the exact search: exact costs n^2 * dim
 # multiply-adds (20k points: 17 s on this loaded 2-core machine, so 100k would take minutes)
 EXACT_MAX = 50_000
+# Views above this many points take the landmark path (:func:`landmark_layout`); chosen from
+# benchmarks/bench_umap.py (docs/scale.md "UMAP"): below it plain umap-learn takes well under a minute
+LANDMARK_THRESHOLD = 50_000
+# Landmarks fitted by umap-learn: chosen by trustworthiness on a validation sample (docs/scale.md)
+LANDMARKS = 20_000
+PLACE_K = 15  # nearest landmarks that place a point (umap-learn's n_neighbors)
+PLACE_CHUNK = 16_384  # points placed per faiss search (one progress step each)
+# Up to this many landmarks, the placement's search is exact; beyond, an IVF index
+PLACE_EXACT_MAX = 5_000
+# Share of the progress bar per step of the landmark path (measured proportions at 100k-1M points)
+_STEP_SHARE = {"graph": 0.15, "epochs": 0.45, "place": 0.40}
+_EPOCH_PROGRESS = "bioviz_epoch_progress"  # tqdm_kwds key our hook on umap-learn's epoch loop takes out
 # umap-learn's modules and those of pynndescent (its NN-descent search, most of it not cache=True)
 _UMAP_MODULES = ("umap.umap_", "umap.layouts", "umap.utils", "umap.spectral", "umap.distances", "umap.sparse",
                  "pynndescent.pynndescent_", "pynndescent.utils", "pynndescent.rp_trees", "pynndescent.graph_utils",
@@ -114,8 +140,6 @@ def enable_numba_cache() -> None:
     global _cache_enabled
     if _cache_enabled:
         return
-    import importlib
-
     from numba.core.dispatcher import Dispatcher
 
     enabled = 0
@@ -212,3 +236,217 @@ def start_warm_up() -> threading.Thread:
             _warm_up = threading.Thread(target=run, name="umap-warm-up", daemon=True)
             _warm_up.start()
         return _warm_up
+
+
+Progress = Callable[[int, int, str], None]
+
+
+def _install_epoch_hook() -> None:
+    """Let ``tqdm_kwds`` carry a per-epoch callback into umap-learn's layout loop (once per process).
+
+    umap-learn's optimisation loops iterate ``tqdm(range(n_epochs), **tqdm_kwds)`` and offer no
+    other hook. The wrapper takes :data:`_EPOCH_PROGRESS` out of the keywords (tqdm refuses
+    unknown ones) and calls it after every epoch; without it, it is tqdm itself. Stateless, so
+    layouts running in other threads (the background warm-up) are unaffected.
+    """
+    import umap.layouts as layouts
+
+    original = layouts.tqdm
+    if getattr(original, "_bioviz_epoch_hook", False):
+        return
+
+    def epochs(iterable, *args, **kwargs):
+        report = kwargs.pop(_EPOCH_PROGRESS, None)
+        bar = original(iterable, *args, **kwargs)
+        if report is None:
+            return bar
+        return _reporting(bar, len(iterable), report)
+
+    epochs._bioviz_epoch_hook = True
+    layouts.tqdm = epochs
+
+
+def _reporting(bar, total: int, report: Callable[[int, int], None]):
+    done = 0
+    for item in bar:
+        yield item
+        done += 1
+        report(done, total)  # after the epoch's work (the loop asks for the next item)
+
+
+def plain_layout(vectors: np.ndarray, n_neighbors: int, n_components: int, min_dist: float, seed: int,
+                on_epoch: Callable[[int, int], None] | None = None) -> np.ndarray:
+    """umap-learn as the Projection page has always called it (cosine, PCA initialisation, fixed seed).
+
+    ``on_epoch(done, n_epochs)`` is called after every optimisation epoch when given.
+    ``n_neighbors`` shrinks to ``n - 1`` for tiny inputs.
+    """
+    enable_numba_cache()
+    _install_epoch_hook()
+    import umap
+
+    n = len(vectors)
+    reducer = umap.UMAP(n_neighbors=min(n_neighbors, n - 1), n_components=n_components, min_dist=min_dist,
+                        metric="cosine", init="pca" if n > n_components + 1 else "random", random_state=seed,
+                        n_jobs=1, tqdm_kwds={_EPOCH_PROGRESS: on_epoch} if on_epoch else None)
+    return np.asarray(reducer.fit_transform(vectors), dtype=np.float32)
+
+
+def place_points(vectors: np.ndarray, landmarks: np.ndarray, coords: np.ndarray, k: int = PLACE_K,
+                 chunk: int = PLACE_CHUNK, exact_max: int = PLACE_EXACT_MAX,
+                 on_chunk: Callable[[int, int], None] | None = None) -> np.ndarray:
+    """Coordinates of ``vectors`` from their ``k`` nearest ``landmarks`` (cosine) laid out at ``coords``.
+
+    Each point goes to the weighted mean of its nearest landmarks' coordinates, with umap-learn's
+    fuzzy membership weights (``smooth_knn_dist``, local connectivity 0, as ``UMAP.transform``
+    uses for new points): the nearest landmarks weigh most, far ones almost nothing.
+
+    Parameters
+    ----------
+    vectors : numpy.ndarray
+        ``(m, dim)`` points to place.
+    landmarks : numpy.ndarray
+        ``(L, dim)`` landmark vectors.
+    coords : numpy.ndarray
+        ``(L, n_components)`` their layout.
+    k : int
+        Landmarks per point (at most ``L``).
+    chunk : int
+        Points searched at a time; ``on_chunk(done, total)`` after each.
+    exact_max : int
+        Up to this many landmarks the search is exact, beyond it an IVF index (:func:`knn_graph`).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(m, n_components)`` float32.
+    """
+    from umap.umap_ import smooth_knn_dist
+
+    k = min(k, len(landmarks))
+    index = _index(_unit_rows(landmarks), exact_max)
+    coords = np.asarray(coords, dtype=np.float64)
+    placed = np.empty((len(vectors), coords.shape[1]), dtype=np.float32)
+    for start in range(0, len(vectors), chunk):
+        part = _unit_rows(vectors[start:start + chunk])
+        scores, indices = index.search(part, k)
+        found = indices >= 0  # an IVF search may come back short; missing neighbours weigh nothing
+        distances = np.where(found, np.maximum(0.0, 1.0 - scores), np.inf).astype(np.float32)
+        sigmas, rhos = smooth_knn_dist(np.where(found, distances, 2.0).astype(np.float32), float(k),
+                                       local_connectivity=0.0)
+        weights = np.exp(-np.maximum(0.0, distances - rhos[:, None]) / sigmas[:, None]) * found
+        weights /= np.maximum(weights.sum(axis=1, keepdims=True), 1e-12)
+        placed[start:start + len(part)] = np.einsum("ik,ikc->ic", weights, coords[np.where(found, indices, 0)])
+        if on_chunk is not None:
+            on_chunk(min(start + chunk, len(vectors)), len(vectors))
+    return placed
+
+
+def landmark_layout(vectors: np.ndarray, landmark_rows: np.ndarray, n_neighbors: int = 15, n_components: int = 2,
+                    min_dist: float = 0.1, seed: int = 0, place_k: int = PLACE_K,
+                    progress: Progress | None = None) -> np.ndarray:
+    """UMAP (cosine) of many points: umap-learn on the landmarks, every other point placed from them.
+
+    Parameters
+    ----------
+    vectors : numpy.ndarray
+        ``(n, dim)``.
+    landmark_rows : numpy.ndarray
+        Rows of ``vectors`` laid out by umap-learn (e.g. a class-stratified sample).
+    n_neighbors, n_components, min_dist, seed
+        As in ``umap.UMAP`` (the landmarks' fit); the same seed gives the same layout.
+    place_k : int
+        Nearest landmarks that place each other point (:func:`place_points`).
+    progress : callable, optional
+        ``progress(done, total, message)`` through the steps (neighbour graph, layout epochs,
+        placement in chunks); ``done`` never goes back and ends at ``total``; the message
+        carries the time left.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n, n_components)`` float32; the landmarks keep their umap-learn coordinates.
+    """
+    vectors = np.asarray(vectors, dtype=np.float32)
+    landmark_rows = np.asarray(landmark_rows, dtype=np.int64)
+    n, total = len(vectors), 1000
+    started = time.perf_counter()
+    shown = [0]
+
+    def report(done: float, message: str) -> None:
+        if progress is None:
+            return
+        done = max(shown[0], min(total, int(done)))  # monotone, never past the end
+        shown[0] = done
+        left = time_left(time.perf_counter() - started, done, total)
+        progress(done, total, f"{message} · {left}" if left else message)
+
+    start_epochs = _STEP_SHARE["graph"] * total
+    report(0, f"neighbour graph of {len(landmark_rows):,} landmarks")
+    on_epoch = (lambda done, epochs: report(start_epochs + _STEP_SHARE["epochs"] * total * done / epochs,
+                                            f"layout of {len(landmark_rows):,} landmarks: epoch {done} of {epochs}"))
+    fitted = plain_layout(vectors[landmark_rows], n_neighbors, n_components, min_dist, seed, on_epoch)
+    fit_s = time.perf_counter() - started
+    coords = np.empty((n, n_components), dtype=np.float32)
+    coords[landmark_rows] = fitted
+    rest = np.setdiff1d(np.arange(n), landmark_rows)
+    start_place = (_STEP_SHARE["graph"] + _STEP_SHARE["epochs"]) * total
+    report(start_place, f"placing {len(rest):,} points")
+    on_chunk = (lambda done, of: report(start_place + _STEP_SHARE["place"] * total * done / of,
+                                        f"placing points: {done:,} of {of:,}"))
+    if len(rest):
+        coords[rest] = place_points(vectors[rest], vectors[landmark_rows], fitted, k=place_k, on_chunk=on_chunk)
+    logger.info("landmark UMAP of %d points: %d landmarks fitted in %.1fs, %d placed in %.1fs", n,
+                len(landmark_rows), fit_s, len(rest), time.perf_counter() - started - fit_s)
+    report(total, f"UMAP of {n:,} points done")
+    return coords
+
+
+def _cuda_device() -> bool:
+    """Whether a CUDA device is usable (numba's check: False without a driver)."""
+    try:
+        from numba import cuda
+
+        return bool(cuda.is_available())
+    except Exception:  # noqa: BLE001 - any failure to reach a driver means no GPU
+        return False
+
+
+def cuml_available() -> bool:
+    """True when cuML imports and a CUDA device is present (then :func:`cuml_layout` is used)."""
+    try:
+        importlib.import_module("cuml.manifold")
+    except ImportError:
+        return False
+    return _cuda_device()
+
+
+def cuml_layout(vectors: np.ndarray, n_neighbors: int = 15, n_components: int = 2, min_dist: float = 0.1,
+                seed: int = 0) -> np.ndarray:
+    """UMAP (cosine) of ``vectors`` by cuML on the GPU; the same settings as the CPU paths."""
+    from cuml.manifold import UMAP
+
+    vectors = np.asarray(vectors, dtype=np.float32)
+    reducer = UMAP(n_neighbors=min(n_neighbors, len(vectors) - 1), n_components=n_components, min_dist=min_dist,
+                   metric="cosine", random_state=seed, output_type="numpy")
+    return np.asarray(reducer.fit_transform(vectors), dtype=np.float32)
+
+
+@functools.cache
+def _cuml_present() -> bool:
+    return cuml_available()
+
+
+def umap_method(n_points: int) -> dict:
+    """Which UMAP path a view of ``n_points`` takes, with the settings that shape its result.
+
+    ``{"name": "cuml"}`` when cuML and a GPU are present, ``{"name": "landmarks", "landmarks":
+    ..., "place_k": ...}`` above :data:`LANDMARK_THRESHOLD` points, else ``{"name": "plain"}``. Part
+    of the projection cache key: coordinates of one path are never read back for another. Whether
+    cuML is present is looked up once per process.
+    """
+    if _cuml_present():
+        return {"name": "cuml"}
+    if n_points > LANDMARK_THRESHOLD:
+        return {"name": "landmarks", "landmarks": LANDMARKS, "place_k": PLACE_K}
+    return {"name": "plain"}
