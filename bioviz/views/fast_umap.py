@@ -1,28 +1,26 @@
-"""UMAP of large levels: a faiss k-nearest-neighbour graph handed to umap-learn, numba compiled once.
-
-umap-learn spends much of a large layout in its own approximate neighbour search
-(NN-descent, pynndescent). :func:`knn_graph` builds the same graph with faiss instead: an
-exact inner-product search for up to :data:`EXACT_MAX` points (brute force is exact and, with
-BLAS, fast at that size), an inverted-file index (IVF, many lists probed) beyond. The graph
-goes to umap-learn through ``precomputed_knn`` (:func:`umap_layout`), which then skips its
-search and only lays the graph out. Measured on this 2-core CPU (docs/scale.md), umap-learn's
-time goes to the layout's epochs, not to NN-descent, so the faiss graph does not make it
-faster: the Projection page keeps plain umap-learn and uses only the compilation cache below;
-:func:`umap_layout` is for an exact neighbour graph, or for machines where the search dominates.
-
-Compilation: umap-learn compiles its numba functions on first use in every process (10-40 s
-on a loaded 2-core machine). :func:`enable_numba_cache` switches on numba's on-disk cache for
-them (umap-learn marks only a few ``cache=True``), so the compiled code is written once per
-install and loaded by later processes; :func:`start_warm_up` compiles (or loads) it in a
-background thread, so an app that calls it at start pays nothing when the first UMAP is asked for.
+"""UMAP of large levels: landmarks laid out by umap-learn, the rest placed by faiss; numba compiled once.
 
 Large views (issue 16): :func:`landmark_layout` fits umap-learn on a sample of landmark points
 (class-stratified by the caller) and places every other point at the membership-weighted mean
 of its nearest landmarks' coordinates (faiss search; the weights umap-learn's own ``transform``
 starts from), reporting progress through the landmark fit's epochs and the placement's chunks.
+On this 2-core CPU umap-learn's time goes to the layout's epochs, which grow with the points
+laid out: fitting a fixed number of landmarks bounds them (docs/scale.md "UMAP").
 :func:`umap_method` says which path a view of ``n`` points takes (part of the projection cache
 key): cuML's UMAP when cuML and a CUDA device are present (:func:`cuml_layout`), landmarks above
-:data:`LANDMARK_THRESHOLD` points, plain umap-learn below.
+:data:`LANDMARK_THRESHOLD` points, plain umap-learn (:func:`plain_layout`) below.
+
+:func:`knn_graph` / :func:`umap_layout`: the same graph umap-learn's NN-descent builds, by faiss
+(exact up to :data:`EXACT_MAX` points, IVF beyond), handed over as ``precomputed_knn``. Measured
+here it is not faster (the epochs dominate, not the search); it is for an exact neighbour graph,
+or for machines where the search dominates.
+
+Compilation: umap-learn compiles its numba functions on first use in every process (10-40 s
+on a loaded 2-core machine). :func:`enable_numba_cache` switches on numba's on-disk cache for
+them (umap-learn marks only a few ``cache=True``), so the compiled code is written once per
+install and loaded by later processes; :func:`start_warm_up` compiles (or loads) it in a
+background thread (the app starts it: :mod:`bioviz.models.warmup`), so the first UMAP asked for
+finds it compiled.
 """
 
 from __future__ import annotations
@@ -201,7 +199,7 @@ def warm_up(points: int = 4200) -> float:
 
     Runs the Projection page's plain umap-learn path (cosine, PCA initialisation, fixed seed)
     on ``points`` random points: above umap-learn's exact-search size (4,096) so that its
-    NN-descent code is compiled too; and the faiss path of :func:`umap_layout` on a few.
+    NN-descent code is compiled too; then the landmark path's placement (:func:`place_points`).
     """
     enable_numba_cache()
     import umap
@@ -209,9 +207,9 @@ def warm_up(points: int = 4200) -> float:
     started = time.perf_counter()
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(points, 16)).astype(np.float32)
-    umap.UMAP(n_neighbors=15, metric="cosine", init="pca", random_state=0, n_jobs=1,
-              n_epochs=10).fit_transform(vectors)  # a few epochs compile the layout as well as 500
-    umap_layout(vectors[:300], n_neighbors=10, seed=0)
+    coords = umap.UMAP(n_neighbors=15, metric="cosine", init="pca", random_state=0, n_jobs=1,
+                       n_epochs=10).fit_transform(vectors)  # a few epochs compile the layout as well as 500
+    place_points(vectors[300:600], vectors[:300], coords[:300])
     seconds = time.perf_counter() - started
     logger.info("UMAP warm-up in %.1fs", seconds)
     return seconds
