@@ -79,9 +79,10 @@ def _index(vectors: np.ndarray, exact_max: int):
         index = faiss.IndexFlatIP(dim)
         index.add(vectors)
         return index
-    # about 4*sqrt(n) lists, trained on a sample of 40 points per list (faiss asks for 39), a
-    # sixteenth of them probed: each query scans about 6% of the rows
-    lists = int(4 * np.sqrt(n))
+    # about 4*sqrt(n) lists (fewer for small n: faiss asks for 39 training points per list),
+    # trained on a sample of 40 points per list, a sixteenth of them probed: each query scans
+    # about 6% of the rows
+    lists = max(1, min(int(4 * np.sqrt(n)), n // 39))
     quantizer = faiss.IndexFlatIP(dim)
     index = faiss.IndexIVFFlat(quantizer, dim, lists, faiss.METRIC_INNER_PRODUCT)
     rng = np.random.default_rng(0)
