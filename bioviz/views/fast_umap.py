@@ -52,8 +52,14 @@ PLACE_K = 15  # nearest landmarks that place a point (umap-learn's n_neighbors)
 PLACE_CHUNK = 16_384  # points placed per faiss search (one progress step each)
 # Up to this many landmarks, the placement's search is exact; beyond, an IVF index
 PLACE_EXACT_MAX = 5_000
-# Share of the progress bar per step of the landmark path (measured proportions at 100k-1M points)
-_STEP_SHARE = {"graph": 0.15, "epochs": 0.45, "place": 0.40}
+# The placement's IVF index probes 1/64 of its lists: 4x faster than 1/16 and the same 15
+# nearest landmarks (recall 1.0 on 2,000 checked points, 20k landmarks; docs/scale.md)
+PLACE_PROBE_DIVISOR = 64
+# Seconds per unit of each step of the landmark path, measured on this 2-core machine (load
+# average 11-14): per landmark for the neighbour graph, per landmark and epoch for the layout,
+# per placed point. Only their ratios matter: they share out the progress bar, so that the
+# time left it shows holds from the first step on (1M points: most of it is the placement).
+_COST = {"graph": 5.5e-4, "epoch": 6.75e-6, "place": 1.3e-4}
 _EPOCH_PROGRESS = "bioviz_epoch_progress"  # tqdm_kwds key our hook on umap-learn's epoch loop takes out
 # umap-learn's modules and those of pynndescent (its NN-descent search, most of it not cache=True)
 _UMAP_MODULES = ("umap.umap_", "umap.layouts", "umap.utils", "umap.spectral", "umap.distances", "umap.sparse",
@@ -70,8 +76,8 @@ def _unit_rows(vectors: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(vectors / np.where(norms > 0, norms, 1.0), dtype=np.float32)
 
 
-def _index(vectors: np.ndarray, exact_max: int):
-    """A faiss inner-product index over unit ``vectors``: flat (exact) or IVF."""
+def _index(vectors: np.ndarray, exact_max: int, probe_divisor: int = 16):
+    """A faiss inner-product index over unit ``vectors``: flat (exact) or IVF (1/``probe_divisor`` of lists probed)."""
     import faiss  # imported here: only projections of large levels need it
 
     n, dim = vectors.shape
@@ -80,15 +86,15 @@ def _index(vectors: np.ndarray, exact_max: int):
         index.add(vectors)
         return index
     # about 4*sqrt(n) lists (fewer for small n: faiss asks for 39 training points per list),
-    # trained on a sample of 40 points per list, a sixteenth of them probed: each query scans
-    # about 6% of the rows
+    # trained on a sample of 40 points per list; a sixteenth of them probed by default: each
+    # query scans about 6% of the rows
     lists = max(1, min(int(4 * np.sqrt(n)), n // 39))
     quantizer = faiss.IndexFlatIP(dim)
     index = faiss.IndexIVFFlat(quantizer, dim, lists, faiss.METRIC_INNER_PRODUCT)
     rng = np.random.default_rng(0)
     index.train(vectors[rng.choice(n, size=min(n, 40 * lists), replace=False)])
     index.add(vectors)
-    index.nprobe = max(1, lists // 16)
+    index.nprobe = max(1, lists // probe_divisor)
     return index
 
 
@@ -323,7 +329,7 @@ def place_points(vectors: np.ndarray, landmarks: np.ndarray, coords: np.ndarray,
     from umap.umap_ import smooth_knn_dist
 
     k = min(k, len(landmarks))
-    index = _index(_unit_rows(landmarks), exact_max)
+    index = _index(_unit_rows(landmarks), exact_max, PLACE_PROBE_DIVISOR)
     coords = np.asarray(coords, dtype=np.float64)
     placed = np.empty((len(vectors), coords.shape[1]), dtype=np.float32)
     for start in range(0, len(vectors), chunk):
@@ -339,6 +345,15 @@ def place_points(vectors: np.ndarray, landmarks: np.ndarray, coords: np.ndarray,
         if on_chunk is not None:
             on_chunk(min(start + chunk, len(vectors)), len(vectors))
     return placed
+
+
+def _step_shares(landmarks: int, placed: int) -> dict[str, float]:
+    """Each step's share of the landmark path's expected time (:data:`_COST`)."""
+    epochs = 500 if landmarks <= 10_000 else 200  # umap-learn's default epochs for that many points
+    seconds = {"graph": _COST["graph"] * landmarks, "epochs": _COST["epoch"] * landmarks * epochs,
+               "place": _COST["place"] * placed}
+    whole = sum(seconds.values())
+    return {step: value / whole for step, value in seconds.items()}
 
 
 def landmark_layout(vectors: np.ndarray, landmark_rows: np.ndarray, n_neighbors: int = 15, n_components: int = 2,
@@ -371,6 +386,7 @@ def landmark_layout(vectors: np.ndarray, landmark_rows: np.ndarray, n_neighbors:
     n, total = len(vectors), 1000
     started = time.perf_counter()
     shown = [0]
+    share = _step_shares(len(landmark_rows), n - len(np.unique(landmark_rows)))
 
     def report(done: float, message: str) -> None:
         if progress is None:
@@ -380,18 +396,18 @@ def landmark_layout(vectors: np.ndarray, landmark_rows: np.ndarray, n_neighbors:
         left = time_left(time.perf_counter() - started, done, total)
         progress(done, total, f"{message} · {left}" if left else message)
 
-    start_epochs = _STEP_SHARE["graph"] * total
+    start_epochs = share["graph"] * total
     report(0, f"neighbour graph of {len(landmark_rows):,} landmarks")
-    on_epoch = (lambda done, epochs: report(start_epochs + _STEP_SHARE["epochs"] * total * done / epochs,
+    on_epoch = (lambda done, epochs: report(start_epochs + share["epochs"] * total * done / epochs,
                                             f"layout of {len(landmark_rows):,} landmarks: epoch {done} of {epochs}"))
     fitted = plain_layout(vectors[landmark_rows], n_neighbors, n_components, min_dist, seed, on_epoch)
     fit_s = time.perf_counter() - started
     coords = np.empty((n, n_components), dtype=np.float32)
     coords[landmark_rows] = fitted
     rest = np.setdiff1d(np.arange(n), landmark_rows)
-    start_place = (_STEP_SHARE["graph"] + _STEP_SHARE["epochs"]) * total
+    start_place = (share["graph"] + share["epochs"]) * total
     report(start_place, f"placing {len(rest):,} points")
-    on_chunk = (lambda done, of: report(start_place + _STEP_SHARE["place"] * total * done / of,
+    on_chunk = (lambda done, of: report(start_place + share["place"] * total * done / of,
                                         f"placing points: {done:,} of {of:,}"))
     if len(rest):
         coords[rest] = place_points(vectors[rest], vectors[landmark_rows], fitted, k=place_k, on_chunk=on_chunk)
