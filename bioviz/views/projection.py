@@ -262,7 +262,7 @@ def project(space: Space, params: ProjectionParams, rows: np.ndarray | None = No
         coords = _large_umap(vectors, labels, params, method, progress)  # reports its own steps
     else:
         if progress is not None:
-            progress(0, 1, f"UMAP of {len(rows):,} names")
+            progress(0, 1, "cuML on the GPU" if method["name"] == "cuml" else "umap-learn")
         coords = (umap_coordinates(vectors, params) if method["name"] == "plain"
                   else _large_umap(vectors, None, params, method, None))
         if progress is not None:

@@ -126,3 +126,18 @@ def test_cuml_is_used_when_present_with_a_gpu(tmp_home, fake_cuml, monkeypatch):
 def test_no_cuml_means_the_cpu_paths():
     fast_umap._cuml_present.cache_clear()
     assert fast_umap.cuml_available() is False  # not installed here
+
+
+def test_a_pair_of_large_views_fills_the_bar_in_order(tmp_home, low_threshold):
+    from bioviz.views.projection import project_pair
+
+    space_a, labels = clustered_space(n_per_class=60)
+    space_b = Space(space_a.names, space_a.vectors[:, ::-1].copy(), "reversed")
+    calls = []
+    pair = project_pair(space_a, space_b, labels, ProjectionParams(method="umap", n_neighbors=8),
+                        progress=lambda fraction, message: calls.append((fraction, message)))
+    fractions = [f for f, _ in calls]
+    assert pair.coords_a.shape == pair.coords_b.shape == (240, 2)
+    assert fractions == sorted(fractions) and fractions[0] == 0.0 and fractions[-1] == 1.0
+    assert any("toy: layout of 120 landmarks: epoch" in m for _, m in calls)
+    assert any("reversed: placing points" in m for _, m in calls)
