@@ -69,7 +69,7 @@ def projection(model: str, spec: LevelSpec, params: tuple):
 
     settings = ProjectionParams(*params)
     rows = stratified_sample(view(spec).labels, settings.max_points, settings.seed)
-    return rows, project(view_space(model, spec), settings, rows)
+    return rows, project(view_space(model, spec), settings, rows, labels=view(spec).labels)  # landmarks per class
 
 
 @st.cache_data(max_entries=8, show_spinner=False)

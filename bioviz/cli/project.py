@@ -3,6 +3,8 @@
 Computes the 2-D projection of a level the Projection page shows (the same class-stratified
 point cap, settings and disk cache under ``BIOVIZ_HOME/projections``), or reads it back from
 that cache, and reports how many points, how long it took and whether it came from the cache.
+A view above ``bioviz.views.fast_umap.LANDMARK_THRESHOLD`` points takes the landmark UMAP path,
+with a progress bar and the time left on stderr (``--quiet`` turns it off).
 """
 
 from __future__ import annotations
@@ -46,7 +48,10 @@ def run(args) -> dict:
     rows = stratified_sample(view.labels, params.max_points, params.seed)
     cached = cache_path(space, rows, params).exists()
     projected = time.perf_counter()
-    coords = project(space, params, rows)
+    with progress_bar(f"{params.method} of {len(rows):,} names", unit="step", disable=args.quiet) as step:
+        # the landmark path of a large view reports its steps (with the time left) on stderr
+        coords = project(space, params, rows, labels=view.labels,
+                         progress=lambda done, total, message: step(done, total))
     return {"source": view.source, "level": view.title, "model": space.model_id, "method": params.method,
             "names": len(view.names), "points": int(len(coords)), "n_components": int(coords.shape[1]),
             "from_cache": cached, "seconds": round(time.perf_counter() - started, 3),

@@ -21,7 +21,10 @@ dies). Nothing is encoded for a level whose vectors are all cached. Killing the 
 any moment is safe: names are encoded and stored in chunks, each stored in one transaction
 of the cache, and the next warm-up continues with the names still missing.
 
-``BIOVIZ_WARMUP=0`` turns it off (the tests do).
+The same start also compiles umap-learn's numba code in a background thread of the server
+(:func:`start_umap_warm_up`), so the first UMAP layout does not pay 10-40 s of compilation.
+
+``BIOVIZ_WARMUP=0`` turns both off (the tests do).
 """
 
 from __future__ import annotations
@@ -236,15 +239,29 @@ def warm_up(levels=DEFAULT_LEVELS, model: str = DEFAULT_MODEL, chunk: int = CHUN
         lock.release()
 
 
+def start_umap_warm_up() -> None:
+    """Compile umap-learn's numba code in a background thread of this process (the server's).
+
+    The Projection page lays UMAP out in the server's own process, so the compiled code must
+    be there, not in the encoding warm-up's process: a thread (numba's compiler releases the
+    interpreter lock in LLVM) that also fills numba's on-disk cache for later servers
+    (:func:`bioviz.views.fast_umap.start_warm_up`; it logs its failures, never raises).
+    """
+    from bioviz.views.fast_umap import start_warm_up
+
+    start_warm_up()
+
+
 def start_background(levels=DEFAULT_LEVELS, model: str = DEFAULT_MODEL) -> subprocess.Popen | None:
     """Start :func:`warm_up` in its own process (``python -m bioviz.models.warmup``); None when turned off.
 
     The process writes its log to ``BIOVIZ_HOME/warmup.log``, runs at a lower CPU priority
     and stops when the calling process (the server) has exited. A second warm-up for the
-    same ``BIOVIZ_HOME`` exits at once (the lock).
+    same ``BIOVIZ_HOME`` exits at once (the lock). Also starts :func:`start_umap_warm_up`.
     """
     if not enabled():
         return None
+    start_umap_warm_up()
     args = [sys.executable, "-m", "bioviz.models.warmup", "--model", model, "--parent", str(os.getpid()),
             "--levels", json.dumps([spec.to_config() for spec in levels])]
     root = Path(__file__).resolve().parents[2]  # the bioviz package importable in the child, wherever it runs

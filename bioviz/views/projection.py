@@ -32,6 +32,7 @@ logger = logging.getLogger(__name__)
 
 CACHE_SCHEMA = 1  # bump when the way coordinates are computed changes
 METHODS = ("pca", "umap")
+Progress = Callable[[int, int, str], None]  # progress(done, total, message)
 
 
 @dataclass(frozen=True)
@@ -158,8 +159,12 @@ def _rows_fingerprint(rows: np.ndarray) -> str:
 
 def cache_path(space: Space, rows: np.ndarray, params: ProjectionParams) -> Path:
     """Where the coordinates of ``space[rows]`` under ``params`` are cached."""
-    payload = json.dumps({"schema": CACHE_SCHEMA, "space": space_fingerprint(space),
-                          "rows": _rows_fingerprint(rows), "params": asdict(params)}, sort_keys=True)
+    key = {"schema": CACHE_SCHEMA, "space": space_fingerprint(space), "rows": _rows_fingerprint(rows),
+           "params": asdict(params)}
+    method = umap_method(params, len(rows))
+    if method is not None and method["name"] != "plain":  # plain umap-learn keeps the keys it always had
+        key["umap_method"] = method
+    payload = json.dumps(key, sort_keys=True)
     # the folder is created by the first write (bioviz.cache_files), which a full disk may refuse
     return home() / "projections" / f"{hashlib.sha256(payload.encode()).hexdigest()[:24]}.npz"
 
@@ -177,36 +182,50 @@ def pca_coordinates(vectors: np.ndarray, n_components: int = 2, seed: int = 0) -
 
 
 def umap_coordinates(vectors: np.ndarray, params: ProjectionParams) -> np.ndarray:
-    """UMAP (cosine metric) of ``vectors`` under ``params``; PCA when there are too few points.
+    """UMAP (cosine metric) of ``vectors`` under ``params`` by plain umap-learn; PCA when there are too few points.
 
     UMAP needs more points than neighbours; for tiny inputs the neighbourhood is shrunk,
     and below 5 points PCA is returned (a layout of 4 points has no neighbourhoods).
     """
     vectors = np.asarray(vectors, dtype=np.float32)
-    n = len(vectors)
-    if n < 5:
+    if len(vectors) < 5:
         return pca_coordinates(vectors, params.n_components, params.seed)
-    from bioviz.views.fast_umap import enable_numba_cache
+    from bioviz.views.fast_umap import plain_layout
 
-    enable_numba_cache()  # issue 16: umap-learn's compiled code cached on disk, once per install
-    import umap  # imported here: numba compilation makes the import slow
-
-    reducer = umap.UMAP(
-        n_neighbors=min(params.n_neighbors, n - 1),
-        n_components=params.n_components,
-        min_dist=params.min_dist,
-        metric="cosine",
-        # PCA initialisation: faster than spectral on large views, never fails on
-        # disconnected neighbour graphs, and keeps the layout close to the PCA preview.
-        init="pca" if n > params.n_components + 1 else "random",
-        random_state=params.seed,
-        n_jobs=1,  # a fixed seed makes umap-learn single-threaded anyway; saying so silences its warning
-    )
-    return np.asarray(reducer.fit_transform(vectors), dtype=np.float32)
+    # PCA initialisation (plain_layout): faster than spectral on large views, never fails on
+    # disconnected neighbour graphs, and keeps the layout close to the PCA preview.
+    return plain_layout(vectors, params.n_neighbors, params.n_components, params.min_dist, params.seed)
 
 
-def project(space: Space, params: ProjectionParams, rows: np.ndarray | None = None, use_cache: bool = True) -> np.ndarray:
+def umap_method(params: ProjectionParams, n_points: int) -> dict | None:
+    """The UMAP path (:func:`bioviz.views.fast_umap.umap_method`) ``params`` take for ``n_points``; None for PCA."""
+    if params.method != "umap":
+        return None
+    from bioviz.views.fast_umap import umap_method as choose
+
+    return choose(n_points)
+
+
+def _large_umap(vectors: np.ndarray, labels: np.ndarray | None, params: ProjectionParams, method: dict,
+                progress: Progress | None) -> np.ndarray:
+    """The cuML or landmark path of :func:`project` (``method`` from :func:`umap_method`)."""
+    from bioviz.views import fast_umap
+
+    if method["name"] == "cuml":
+        return fast_umap.cuml_layout(vectors, params.n_neighbors, params.n_components, params.min_dist, params.seed)
+    # landmarks stratified by class like the point cap, so every class is laid out by umap-learn itself
+    strata = np.zeros(len(vectors), dtype=np.int64) if labels is None else labels
+    landmarks = stratified_sample(strata, method["landmarks"], params.seed)
+    return fast_umap.landmark_layout(vectors, landmarks, params.n_neighbors, params.n_components, params.min_dist,
+                                     params.seed, place_k=method["place_k"], progress=progress)
+
+
+def project(space: Space, params: ProjectionParams, rows: np.ndarray | None = None, use_cache: bool = True,
+            labels: np.ndarray | None = None, progress: Progress | None = None) -> np.ndarray:
     """Coordinates of ``space`` (or of ``space[rows]``) under ``params``, through the disk cache.
+
+    UMAP of a view above :data:`bioviz.views.fast_umap.LANDMARK_THRESHOLD` points takes the
+    landmark path (or cuML's on a GPU): see :func:`umap_method`.
 
     Parameters
     ----------
@@ -216,6 +235,11 @@ def project(space: Space, params: ProjectionParams, rows: np.ndarray | None = No
         Row indices to project (all rows when omitted).
     use_cache : bool
         Read and write ``BIOVIZ_HOME/projections``.
+    labels : numpy.ndarray, optional
+        Class of every row of ``space``: the landmark path samples its landmarks per class.
+    progress : callable, optional
+        ``progress(done, total, message)`` while the layout computes (the message says the time
+        left on the landmark path); called with ``done == total`` at the end.
 
     Returns
     -------
@@ -230,10 +254,19 @@ def project(space: Space, params: ProjectionParams, rows: np.ndarray | None = No
             return coords
     started = time.perf_counter()
     vectors = space.vectors[rows]
-    if params.method == "pca":
+    method = umap_method(params, len(rows))
+    if method is None:
         coords = pca_coordinates(vectors, params.n_components, params.seed)
+    elif method["name"] == "landmarks":
+        labels = None if labels is None else np.asarray(labels)[rows]
+        coords = _large_umap(vectors, labels, params, method, progress)  # reports its own steps
     else:
-        coords = umap_coordinates(vectors, params)
+        if progress is not None:
+            progress(0, 1, "cuML on the GPU" if method["name"] == "cuml" else "umap-learn")
+        coords = (umap_coordinates(vectors, params) if method["name"] == "plain"
+                  else _large_umap(vectors, None, params, method, None))
+        if progress is not None:
+            progress(1, 1, "done")
     logger.info("%s of %d names (%s) in %.1fs", params.method, len(rows), space.model_id, time.perf_counter() - started)
     if path is not None:
         write_cache(path, lambda handle: np.savez(handle, coords=coords), suffix=".npz")
@@ -321,7 +354,7 @@ def project_pair(
         Class index per row (for the stratified point cap).
     params : ProjectionParams
     progress : callable, optional
-        ``progress(fraction, message)`` before each projection.
+        ``progress(fraction, message)`` before each projection and through its steps (fractions never go back).
     use_cache : bool
         Use the on-disk coordinate cache.
 
@@ -339,10 +372,15 @@ def project_pair(
     rows = stratified_sample(labels, params.max_points, params.seed)
     report = progress or (lambda fraction, message: None)
     what = "UMAP" if params.method == "umap" else "PCA"
-    report(0.0, f"{what} of {len(rows):,} names · {space_a.model_id}")
-    coords_a = project(space_a, params, rows, use_cache)
-    report(0.5, f"{what} of {len(rows):,} names · {space_b.model_id}")
-    coords_b = project(space_b, params, rows, use_cache)
+    coords = []
+    for index, space in enumerate((space_a, space_b)):
+        title = f"{what} of {len(rows):,} names · {space.model_id}"
+        report(index / 2, title)
+        # the landmark path reports its steps: each space fills its half of the bar
+        step = (lambda done, total, message, index=index, title=title:
+                report((index + done / total) / 2, f"{title}: {message}"))
+        coords.append(project(space, params, rows, use_cache, labels=labels, progress=step))
+    coords_a, coords_b = coords
     report(1.0, "aligned")
     return align_pair(rows, coords_a, coords_b, params, time.perf_counter() - started)
 

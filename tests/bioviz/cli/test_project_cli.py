@@ -45,3 +45,22 @@ def test_project_caps_points_per_class_with_pca(capsys, data_dir, tmp_home):
 def test_bad_settings_are_one_line_errors(capsys, data_dir, tmp_home):
     code, out, err = run_cli(capsys, "project", str(data_dir / "mini.obo"), "--max-points", "3", "--json")
     assert code == 2 and not out and err.startswith("error: ") and err.count("\n") == 1
+
+
+def test_a_large_view_takes_the_landmark_path_with_progress_on_stderr(capsys, data_dir, tmp_home, monkeypatch):
+    from bioviz.views import fast_umap
+
+    monkeypatch.setattr(fast_umap, "LANDMARK_THRESHOLD", 5)  # mini.obo's level counts as large
+    monkeypatch.setattr(fast_umap, "LANDMARKS", 8)
+    monkeypatch.setattr(fast_umap, "_cuml_present", lambda: False)
+    argv = ["project", str(data_dir / "mini.obo"), "--model", "char-tfidf", "--depth", "1", "--method", "umap",
+            "--n-neighbors", "4", "--json"]
+    code, out, err = run_cli(capsys, *argv)
+    result = json.loads(out)
+    assert code == 0 and result["from_cache"] is False and result["points"] == result["names"] > 8
+    assert "umap of" in err and "1000/1000" in err  # the landmark path's steps, drawn with tqdm's time left
+    code, out, _ = run_cli(capsys, *argv)
+    assert code == 0 and json.loads(out)["from_cache"] is True
+    monkeypatch.setattr(fast_umap, "LANDMARK_THRESHOLD", 10_000)  # plain umap-learn: not the landmark layout
+    code, out, _ = run_cli(capsys, *argv + ["--quiet"])
+    assert code == 0 and json.loads(out)["from_cache"] is False
