@@ -64,12 +64,24 @@ def projection(model: str, spec: LevelSpec, params: tuple):
 
     The rows are the class-stratified sample for the point cap; coordinates also live in
     the disk cache (``BIOVIZ_HOME/projections``), so a new session reads them back at once.
+    While a layout computes, a bar follows its own steps (neighbour graph, epochs, placement)
+    with the time left; it is emptied afterwards (Streamlit replays it, empty, on a hit).
     """
     from bioviz.views.projection import ProjectionParams, project, stratified_sample
 
     settings = ProjectionParams(*params)
     rows = stratified_sample(view(spec).labels, settings.max_points, settings.seed)
-    return rows, project(view_space(model, spec), settings, rows, labels=view(spec).labels)  # landmarks per class
+    slot = st.empty()
+
+    def follow(done: int, total: int, message: str) -> None:
+        if done < total:
+            slot.progress(min(done / max(total, 1), 1.0), text=f"Layout of {len(rows):,} names: {md(message)}")
+
+    try:
+        return rows, project(view_space(model, spec), settings, rows, labels=view(spec).labels,  # landmarks per class
+                             progress=follow)
+    finally:
+        slot.empty()
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
