@@ -117,23 +117,23 @@ def prefill_vectors(source: Path, depths, models, seed: int = 0) -> dict:
     """
     import numpy as np
 
-    from bioviz.models.embeddings import embed, load_encoder
+    from bioviz.models.embeddings import load_encoder, model_dimension
     from bioviz.models.vector_cache import VectorCache
     from bioviz.ontology import LevelSpec, load_source
 
     spec_of = {depth: LevelSpec.from_query({"source": str(source), "depth": str(depth)}, default_source="icd10")
                for depth in depths}
     ontology = load_source(str(source))
+    views = {depth: spec.load(ontology) for depth, spec in spec_of.items()}
     cache = VectorCache()
     written = {}
     for model in models:
         encoder = load_encoder(model)
-        dim = embed(["dimension probe"], model).vectors.shape[1]  # not encoder.dim: that loads the weights too
-        for depth, spec in spec_of.items():
-            view = spec.load(ontology)
+        dim = model_dimension(model)  # from the model's files: no weights loaded
+        for depth, view in views.items():
             rng = np.random.default_rng([seed, depth, dim])
-            centres = rng.standard_normal((len(view.classes), dim)).astype(np.float32)
-            vectors = centres[view.labels] + 1.5 * rng.standard_normal((len(view.names), dim)).astype(np.float32)
+            centres = rng.standard_normal((len(view.classes), dim), dtype=np.float32)
+            vectors = centres[view.labels] + 1.5 * rng.standard_normal((len(view.names), dim), dtype=np.float32)
             vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
             cache.put_block(encoder.fingerprint, view.names, vectors)
             written[f"{model}@{depth}"] = len(view.names)
