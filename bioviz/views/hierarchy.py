@@ -130,9 +130,10 @@ def level_tree(ontology: Ontology, view: LevelView) -> Tree:
     return Tree(pd.DataFrame(rows), view.root, view.depth)
 
 
-# The most nodes a drawing holds: the figure fits a label to every node in Python and the
-# browser lays out every node it is sent (11,000 nodes took 21 s to build and 2.6 MB of JSON).
-MAX_DRAWN_NODES = 2_000
+# The most nodes a drawing holds: the figure measures every node's label (PIL, a few ms per
+# node) and the browser lays out every node it is sent (11,056 nodes of a 200k-name level at
+# depth 7 took 21 s to build, 2.6 MB of JSON; 783 nodes 1.3-5 s on the loaded machine).
+MAX_DRAWN_NODES = 1_000
 # What the Hierarchy page sends to the browser at most: rows of a node's names table, options
 # of the Node picker without a search (the shallowest nodes), options of the Mention picker.
 MAX_LISTED_NAMES = 1_000
@@ -155,7 +156,7 @@ class DrawnPart:
     opened : str
         The node the drawing opens at.
     levels : int
-        Levels under the opened node that were kept (counting the opened node's own).
+        Levels from the opened node that were kept (counting the opened node's own).
     total : int
         Nodes of the whole tree.
     """
@@ -178,9 +179,9 @@ def drawn_part(tree: Tree, focus: str | None, levels: int, max_nodes: int | None
     A tree with at most ``max_nodes`` nodes is drawn whole (the figure's ``maxdepth`` shows
     ``levels`` of it at once and a click goes deeper). A larger one keeps the path from the
     root to the opened node (``focus``, or its parent when ``focus`` is a leaf, as the figure
-    opens it) and the opened node's descendants ``levels`` levels deep, one level fewer while
-    they are too many (down to its children); children beyond the cap are left out, the
-    smallest first.
+    opens it) and the opened node's descendants ``levels`` levels deep (deeper while they fit,
+    so a click can still open them), one level fewer while they are too many (down to its
+    children); children beyond the cap are left out, the smallest first.
 
     Raises
     ------
@@ -201,10 +202,13 @@ def drawn_part(tree: Tree, focus: str | None, levels: int, max_nodes: int | None
     path = [opened]
     while parent_of[path[-1]]:
         path.append(parent_of[path[-1]])
-    by_level = [[opened]]
-    while len(by_level) < levels and (below := [c for n in by_level[-1] for c in children.get(n, [])]):
-        by_level.append(below)
     room = max_nodes - len(path) + 1  # the opened node is on the path
+    by_level = [[opened]]
+    while below := [c for n in by_level[-1] for c in children.get(n, [])]:
+        # ``levels`` levels are shown at once; deeper ones are kept while they fit, for a click to open
+        if len(by_level) >= levels and sum(map(len, by_level)) + len(below) > room:
+            break
+        by_level.append(below)
     while len(by_level) > 2 and sum(map(len, by_level)) > room:
         by_level.pop()
     if len(by_level) > 1 and 1 + len(by_level[1]) > room:
