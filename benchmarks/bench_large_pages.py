@@ -65,12 +65,12 @@ def main(argv=None) -> list[dict]:
         page, query = PAGES[name]
         at, first = open_page(page, {**base, **query}, args.timeout)
         started = time.perf_counter()
-        if name == "Code terms":  # the page codes only when asked: 200 of the level's names, coded
+        if name == "Code terms":  # the page codes only when asked: the 15 distinct TERMS
             at.text_area(key="ct_text").set_value("\n".join(at.session_state["_bench_names"]))
             at.button[0].click()
         at.run()
         rerun = time.perf_counter() - started
-        row = {"page": name, "first_s": round(first, 2), "rerun_s": round(rerun, 2),  # Code terms: coding 150 terms
+        row = {"page": name, "first_s": round(first, 2), "rerun_s": round(rerun, 2),  # Code terms: coding the 15 distinct TERMS
                "errors": [e.value[:200] for e in at.error], "exceptions": [e.message[:200] for e in at.exception],
                "load": round(os.getloadavg()[0], 1)}
         results.append(row)
