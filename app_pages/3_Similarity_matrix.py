@@ -6,8 +6,9 @@ import streamlit as st
 
 from bioviz.errors import BiovizError
 from bioviz.figures import similarity_figures, slug
-from bioviz.views.similarity import (ORDERS, class_terms, compare_terms, concept_family_terms, example_sets,
-                                     find_concept, load_example, parse_terms, with_class_groups)
+from bioviz.views.similarity import (MAX_CLASS_OPTIONS, ORDERS, class_terms, compare_terms, concept_family_terms,
+                                     example_sets, find_classes, find_concept, load_example, parse_terms,
+                                     with_class_groups)
 from ui import cache, compare, state
 from ui.markdown import md
 
@@ -44,10 +45,22 @@ with right:
     elif source == "typed":
         st.text_area("Terms, one per line (a blank line starts a new group)", key="terms", height=180)
     elif source == "class" and view is not None:
-        if st.session_state["cls"] not in view.classes:
+        class_label = dict(zip(view.classes, view.class_labels))  # not classes.index per option: n² on 50k classes
+        if st.session_state["cls"] not in class_label:
             st.session_state["cls"] = view.classes[0]
-        st.selectbox("Class", view.classes, key="cls",
-                     format_func=lambda c: f"{c} · {view.class_labels[view.classes.index(c)]}")
+        options = view.classes
+        if len(view.classes) > MAX_CLASS_OPTIONS:
+            # Too many to send to the browser as one list: a search narrows them on the server.
+            found = st.text_input("Find a class (id or name)", key="_cls_find", placeholder="e.g. neoplasm")
+            options = find_classes(view, found)
+            st.caption(f"{len(view.classes):,} classes: the list shows {len(options):,} "
+                       f"{'matching' if found.strip() else 'first'} ones (at most {MAX_CLASS_OPTIONS:,}); "
+                       "type to find others.")
+            if found.strip() and options and st.session_state["cls"] not in options:
+                st.session_state["cls"] = options[0]  # a search opens its first match
+            if st.session_state["cls"] not in options:
+                options = [st.session_state["cls"], *options]
+        st.selectbox("Class", options, key="cls", format_func=lambda c: f"{c} · {class_label[c]}")
         st.slider("Names (a seeded sample when the class has more)", *BOUNDS["limit"], key="limit")
     elif source == "concept":
         st.text_input("Concept id or name", key="concept", placeholder="e.g. I21 or myocardial infarction")

@@ -10,7 +10,8 @@ import streamlit as st
 from bioviz.errors import BiovizError
 from bioviz.figures import hierarchy_figure, hypernym_ranking_figure, slug
 from bioviz.figures.hierarchy import KINDS
-from bioviz.views.hierarchy import hypernym_candidates, hypernym_ranking, nearest, node_scores, search_nodes
+from bioviz.views.hierarchy import (MAX_DRAWN_NODES, MAX_LISTED_NAMES, MAX_MENTIONS, MAX_NODE_OPTIONS, drawn_part,
+                                    hypernym_candidates, hypernym_ranking, nearest, node_scores, search_nodes)
 from bioviz.ontology import DEFAULT_SPLIT
 from ui import cache, compare, state
 from ui.markdown import md
@@ -57,7 +58,9 @@ with cols[3]:
         st.caption("No node matches.")
     if hits and st.session_state["node"] not in hits:
         st.session_state["node"] = hits[0]
-    options = hits or node_ids
+    # A deep level's tree has tens of thousands of nodes: the picker offers the first ones (the
+    # shallowest: parents come before children) and "Find a node" reaches the others.
+    options = hits or node_ids[:MAX_NODE_OPTIONS]
     if st.session_state["node"] not in options:
         options = [st.session_state["node"], *options]
     st.selectbox("Node", options, key="node", format_func=lambda n: f"{n} · {labels[n]}")
@@ -71,20 +74,25 @@ def on_row() -> None:
     """
     event = st.session_state.get("node_table")
     rows = event.selection.rows if event else []
-    if rows:
-        st.session_state["node"] = node_ids[rows[0]]
+    shown = st.session_state.get("_node_table_ids", node_ids)  # the table lists the drawn nodes
+    if rows and rows[0] < len(shown):
+        st.session_state["node"] = shown[rows[0]]
         st.session_state["_find"] = ""
 
 
 state.sync_url(**compare.url_values(["kind", "colour", "levels", "node"]))
 
+SEPARATION_NAMES = 5_000  # both measures compare every pair of names: a class-stratified sample of the level
 try:
     space_a = cache.view_space(model_a, level)
     space_b = cache.view_space(model_b, level)
     label_a, label_b = compare.model_label(model_a, space_a), compare.model_label(model_b, space_b)
     values, sep = None, None
     if st.session_state["colour"] != "none":
-        sep = cache.separation(model_a, model_b, level, st.session_state["colour"], 5_000, 0)
+        sample = min(SEPARATION_NAMES, len(view.names))
+        with st.spinner(f"Scoring each class under both models ({COLOURS[st.session_state['colour']]} on a "
+                        f"{sample:,}-name sample)…"):
+            sep = cache.separation(model_a, model_b, level, st.session_state["colour"], SEPARATION_NAMES, 0)
         values = node_scores(tree, sep.table["gain"].to_numpy(), view.class_sizes())
 except BiovizError as error:
     st.error(md(error))
@@ -96,13 +104,24 @@ title = f"Hierarchy · {label_b} vs {label_a} · {view.title}"
 caption = (f"{len(tree)} nodes · size = names · colour = {COLOURS[st.session_state['colour']]}"
            + (f" ({label_b} − {label_a}, {sep.sample_size:,}-name sample)" if sep else "")
            + " · concepts with several parents drawn under the first")
-fig = hierarchy_figure(tree, values, st.session_state["kind"], title, caption, value_label,
+part = drawn_part(tree, node, int(st.session_state["levels"]))
+if part.cut:
+    caption += f" · {len(part.tree):,} of {len(tree):,} nodes drawn"
+drawn_values = values[part.rows] if values is not None else None
+fig = hierarchy_figure(part.tree, drawn_values, st.session_state["kind"], title, caption, value_label,
                        focus=node if node != tree.root else None, max_depth=int(st.session_state["levels"]))
-frame = tree.nodes.assign(value=values if values is not None else np.nan)
+frame = part.tree.nodes.assign(value=drawn_values if drawn_values is not None else np.nan)
+st.session_state["_node_table_ids"] = list(frame["id"])
+if part.cut:
+    st.caption(f"The tree has {len(tree):,} nodes, more than a drawing holds and stays responsive "
+               f"({MAX_DRAWN_NODES:,}): drawn are the path to **{md(labels[part.opened])}** and {part.levels} levels "
+               "from it. Open a node in the table or find one to draw its part of the tree.")
 figure_col, table_col = st.columns([3, 1])
 with figure_col:
-    compare.show_figure(fig, slug("hierarchy", label_a, "vs", label_b, view.source.split()[0],
-                                  f"d{view.depth}"), fmt, frame, key="hierarchy_chart")
+    # The CSV holds every node of the tree, drawn or not; built only when asked for.
+    compare.show_figure(fig, slug("hierarchy", label_a, "vs", label_b, view.source.split()[0], f"d{view.depth}"),
+                        fmt, lambda: tree.nodes.assign(value=values if values is not None else np.nan),
+                        key="hierarchy_chart", rows=len(tree))
 with table_col:
     st.markdown("**Nodes** (click a row to open it)")
     st.dataframe(frame[["id", "label", "names", "value"]].rename(columns={"value": "gain"}).round(3),
@@ -124,10 +143,14 @@ model_names = ((label_a, label_b) if label_a != label_b
 names_col, near_col = st.columns([1, 2])
 with names_col:
     st.markdown("**Names under this node**")
-    names = pd.DataFrame({"name": [view.names[r] for r in name_rows],
-                          "concept": [view.name_concepts[r] for r in name_rows],
-                          "class": [view.classes[view.labels[r]] for r in name_rows]})
+    listed = name_rows[:MAX_LISTED_NAMES]  # a table of every name under the root would stall the browser
+    names = pd.DataFrame({"name": [view.names[r] for r in listed],
+                          "concept": [view.name_concepts[r] for r in listed],
+                          "class": [view.classes[view.labels[r]] for r in listed]})
     st.dataframe(names, hide_index=True, width="stretch", height=300)
+    if len(name_rows) > len(listed):
+        st.caption(f"The first {len(listed):,} of {len(name_rows):,} names (in the level's order); open a "
+                   "node further down to list its names.")
 with near_col:
     st.markdown(f"**Nearest names to “{md(labels[node])}”** (✓ = under this node)")
     under = set(name_rows.tolist())
@@ -148,9 +171,11 @@ if not len(name_rows):
     st.info("No names under this node.")
     st.stop()
 split = DEFAULT_SPLIT.make(view)
-test_rows = [r for r in split.test.tolist() if r in under]
-mention_options = [view.names[r] for r in (test_rows or name_rows[:1].tolist())]
-mention_options += [view.names[r] for r in name_rows[:300] if view.names[r] not in mention_options]
+# At most MAX_MENTIONS options: a deep level holds a test name per class, tens of thousands under the root.
+test_rows = [r for r in split.test.tolist() if r in under][:MAX_MENTIONS]
+mention_options = list(dict.fromkeys(view.names[r] for r in (test_rows or name_rows[:1].tolist())))
+mention_options = list(dict.fromkeys([*mention_options, *(view.names[r] for r in name_rows[:MAX_MENTIONS])]))
+mention_options = mention_options[:MAX_MENTIONS]
 if st.session_state["mention"] not in mention_options:
     st.session_state["mention"] = mention_options[0]
 st.selectbox("Mention (held-out test names of this node first)", mention_options, key="mention")

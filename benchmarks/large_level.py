@@ -16,6 +16,14 @@ its SHA-256 is printed with the counts.
     python benchmarks/large_level.py --out .bioviz/large_level.tsv            # ~1,000,000 names
     python -m bioviz levels .bioviz/large_level.tsv --json                    # the levels it offers
     python -m bioviz embed .bioviz/large_level.tsv --depth 2 --backend onnx-int8 --json
+
+A smaller level for tests and CI is the same construction with a lower target (``--names 200000``:
+every real name, plus one variant for the first names). ``--prefill MODEL ...`` then stores
+seeded random vectors for every name of the level at ``--depth`` in the vector cache of
+``BIOVIZ_HOME`` (a whole-level block per model, as the pages read them), so the pages can be
+opened on the level without encoding it: for measuring the pages, where encoding is not the point.
+
+    python benchmarks/large_level.py --names 200000 --out .bioviz/large200k.tsv --prefill minilm char-tfidf --depth 1 3
 """
 
 from __future__ import annotations
@@ -93,12 +101,56 @@ def build(target: int, out: Path) -> dict:
             "variants_per_name": per_name, "sha256": digest.hexdigest()}
 
 
+def prefill_vectors(source: Path, depths, models, seed: int = 0) -> dict:
+    """Store seeded random unit vectors for every name of ``source``'s levels at ``depths`` under ``models``.
+
+    Each class gets a random centre and its names scatter around it (so the per-class
+    measures have something to find); one whole-level block per (model, depth) goes into the
+    vector cache of ``BIOVIZ_HOME`` (:meth:`~bioviz.models.vector_cache.VectorCache.put_block`),
+    which is what the pages read for a level. Names outside these levels (queries, hypernym
+    names) are still encoded by the real model when a page needs them.
+
+    Returns
+    -------
+    dict
+        ``{"<model>@<depth>": names}`` for each block written.
+    """
+    import numpy as np
+
+    from bioviz.models.embeddings import load_encoder, model_dimension
+    from bioviz.models.vector_cache import VectorCache
+    from bioviz.ontology import LevelSpec, load_source
+
+    spec_of = {depth: LevelSpec.from_query({"source": str(source), "depth": str(depth)}, default_source="icd10")
+               for depth in depths}
+    ontology = load_source(str(source))
+    views = {depth: spec.load(ontology) for depth, spec in spec_of.items()}
+    cache = VectorCache()
+    written = {}
+    for model in models:
+        encoder = load_encoder(model)
+        dim = model_dimension(model)  # from the model's files: no weights loaded
+        for depth, view in views.items():
+            rng = np.random.default_rng([seed, depth, dim])
+            centres = rng.standard_normal((len(view.classes), dim), dtype=np.float32)
+            vectors = centres[view.labels] + 1.5 * rng.standard_normal((len(view.names), dim), dtype=np.float32)
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            cache.put_block(encoder.fingerprint, view.names, vectors)
+            written[f"{model}@{depth}"] = len(view.names)
+    return written
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--names", type=int, default=1_000_000, help="names to reach (real ones plus variants)")
     parser.add_argument("--out", default=".bioviz/large_level.tsv")
+    parser.add_argument("--prefill", nargs="*", default=[], metavar="MODEL",
+                        help="store random vectors of the level's names for these models (no encoding)")
+    parser.add_argument("--depth", nargs="*", type=int, default=[1], help="levels whose names --prefill covers")
     args = parser.parse_args(argv)
     result = build(args.names, Path(args.out))
+    if args.prefill:
+        result["prefilled"] = prefill_vectors(Path(args.out), args.depth, args.prefill)
     print(json.dumps(result, indent=2))
     return result
 

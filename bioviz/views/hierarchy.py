@@ -130,6 +130,96 @@ def level_tree(ontology: Ontology, view: LevelView) -> Tree:
     return Tree(pd.DataFrame(rows), view.root, view.depth)
 
 
+# The most nodes a drawing holds: the figure measures every node's label (PIL, a few ms per
+# node) and the browser lays out every node it is sent (11,056 nodes of a 200k-name level at
+# depth 7 took 21 s to build, 2.6 MB of JSON; 783 nodes 1.3-5 s on the loaded machine).
+MAX_DRAWN_NODES = 1_000
+# What the Hierarchy page sends to the browser at most: rows of a node's names table, options
+# of the Node picker without a search (the shallowest nodes), options of the Mention picker.
+MAX_LISTED_NAMES = 1_000
+MAX_NODE_OPTIONS = 1_000
+MAX_MENTIONS = 300
+
+
+@dataclass(frozen=True)
+class DrawnPart:
+    """The part of a large tree that is drawn at once.
+
+    Attributes
+    ----------
+    tree : Tree
+        The drawn nodes (the whole tree when it is small enough): the path from the root to
+        the opened node, then the opened node's descendants ``levels`` levels deep (the
+        opened node's level counted), parents before children as in the whole tree.
+    rows : numpy.ndarray
+        Positions of the drawn nodes in the whole tree's ``nodes``.
+    opened : str
+        The node the drawing opens at.
+    levels : int
+        Levels from the opened node that were kept (counting the opened node's own).
+    total : int
+        Nodes of the whole tree.
+    """
+
+    tree: Tree
+    rows: np.ndarray
+    opened: str
+    levels: int
+    total: int
+
+    @property
+    def cut(self) -> bool:
+        """Whether nodes were left out."""
+        return len(self.tree) < self.total
+
+
+def drawn_part(tree: Tree, focus: str | None, levels: int, max_nodes: int | None = None) -> DrawnPart:
+    """At most ``max_nodes`` nodes of ``tree`` to draw, opened at ``focus``.
+
+    A tree with at most ``max_nodes`` nodes is drawn whole (the figure's ``maxdepth`` shows
+    ``levels`` of it at once and a click goes deeper). A larger one keeps the path from the
+    root to the opened node (``focus``, or its parent when ``focus`` is a leaf, as the figure
+    opens it) and the opened node's descendants ``levels`` levels deep (deeper while they fit,
+    so a click can still open them), one level fewer while they are too many (down to its
+    children); children beyond the cap are left out, the smallest first.
+
+    Raises
+    ------
+    UnknownConceptError
+        If ``focus`` is not in the tree.
+    """
+    max_nodes = MAX_DRAWN_NODES if max_nodes is None else max_nodes
+    ids = list(tree.nodes["id"])
+    focus = focus or tree.root
+    if focus not in tree._class_index:
+        raise UnknownConceptError(f"{focus!r} is not in the drawn subtree under {tree.root}")
+    parent_of = dict(zip(ids, tree.nodes["parent"]))
+    children = tree._children
+    opened = focus if focus == tree.root or children.get(focus) else parent_of[focus]
+    levels = max(2, int(levels))  # the figure shows the opened node and its children at least
+    if len(ids) <= max_nodes:
+        return DrawnPart(tree, np.arange(len(ids)), opened, levels, len(ids))
+    path = [opened]
+    while parent_of[path[-1]]:
+        path.append(parent_of[path[-1]])
+    room = max_nodes - len(path) + 1  # the opened node is on the path
+    by_level = [[opened]]
+    while below := [c for n in by_level[-1] for c in children.get(n, [])]:
+        # ``levels`` levels are shown at once; deeper ones are kept while they fit, for a click to open
+        if len(by_level) >= levels and sum(map(len, by_level)) + len(below) > room:
+            break
+        by_level.append(below)
+    while len(by_level) > 2 and sum(map(len, by_level)) > room:
+        by_level.pop()
+    if len(by_level) > 1 and 1 + len(by_level[1]) > room:
+        size = dict(zip(ids, tree.nodes["names"]))
+        by_level[1] = sorted(by_level[1], key=lambda n: (-size[n], n))[: max(0, room - 1)]
+    keep = set(path) | {n for level in by_level for n in level}
+    rows = np.asarray([i for i, n in enumerate(ids) if n in keep], dtype=np.int64)
+    part = Tree(tree.nodes.iloc[rows].reset_index(drop=True), tree.root, tree.depth)
+    return DrawnPart(part, rows, opened, len(by_level), len(ids))
+
+
 def node_scores(tree: Tree, class_scores: np.ndarray, class_sizes: np.ndarray) -> np.ndarray:
     """A value per tree node from per-class values (e.g. per-class mAP gain).
 

@@ -114,6 +114,26 @@ def class_terms(view: LevelView, class_id: str, limit: int = 25, seed: int = 0) 
     return TermList(deduped, grouped, f"class {class_id} ({view.class_labels[index]})")
 
 
+# The most classes a class picker lists at once: a deep level of a large ontology has tens of
+# thousands, and a selectbox sends every option to the browser.
+MAX_CLASS_OPTIONS = 1_000
+
+
+def find_classes(view: LevelView, text: str = "", limit: int | None = None) -> list[str]:
+    """Up to ``limit`` (default :data:`MAX_CLASS_OPTIONS`) class ids of ``view`` matching ``text``.
+
+    A class matches when ``text`` (case-insensitive) is in its id or label; an exact id comes
+    first, then the level's order. Empty ``text``: the level's first classes.
+    """
+    limit = MAX_CLASS_OPTIONS if limit is None else limit
+    needle = text.strip().casefold()
+    if not needle:
+        return list(view.classes[:limit])
+    hits = [c for c, label in zip(view.classes, view.class_labels) if needle in c.casefold() or needle in label.casefold()]
+    hits.sort(key=lambda c: c.casefold() != needle)  # stable: the level's order otherwise
+    return hits[:limit]
+
+
 def concept_family_terms(ontology: Ontology, concept_id: str, max_siblings: int = 8) -> TermList:
     """A concept's names (preferred + synonyms), then its siblings' names, grouped by concept.
 

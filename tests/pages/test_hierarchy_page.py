@@ -94,3 +94,32 @@ def test_a_single_selected_class_opens_among_its_siblings(app, kind):
     assert trace["type"] == kind and trace["level"] == "C2"  # drawn from its parent
     assert {"C2", "C21", "C22"} <= set(trace["ids"])  # with its sibling: not one flat shape
     assert at.subheader[0].value == "cardiac arrhythmia (C22)" and param(at, "node") == "C22"
+
+
+def test_a_large_tree_sends_the_browser_a_bounded_part(app, monkeypatch):
+    """Issue 16: a deep level of a large ontology has tens of thousands of nodes and names under its root.
+
+    The caps are lowered here to this small tree's size; the page draws a part, lists a part
+    and says so, and a row picked in the (bounded) node table still opens that node.
+    """
+    from bioviz.views import hierarchy
+
+    monkeypatch.setattr(hierarchy, "MAX_DRAWN_NODES", 6)
+    monkeypatch.setattr(hierarchy, "MAX_LISTED_NAMES", 7)
+    monkeypatch.setattr(hierarchy, "MAX_NODE_OPTIONS", 3)
+    monkeypatch.setattr(hierarchy, "MAX_MENTIONS", 2)
+    at = app.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    trace = charts(at)[0]["data"][0]
+    assert list(trace["ids"]) == ["R", "C1", "C2", "C3", "C4"]  # root and children: the grandchildren do not fit
+    captions = " ".join(c.value for c in at.caption)
+    assert "5 of 13 nodes drawn" in json.dumps(charts(at)[0]["layout"])
+    assert "The tree has 13 nodes" in captions and "The first 7 of 50 names" in captions
+    nodes, names, _ = (table.value for table in at.dataframe)
+    assert list(nodes["id"]) == ["R", "C1", "C2", "C3", "C4"] and len(names) == 7
+    assert len(at.selectbox(key="node").options) == 3 and len(at.selectbox(key="mention").options) == 2
+    # A class deep down (found by name) opens among its siblings, with the path from the root
+    at.text_input(key="_find").set_value("arrhythmia").run()
+    assert not at.exception and at.subheader[0].value == "cardiac arrhythmia (C22)"
+    assert list(charts(at)[0]["data"][0]["ids"]) == ["R", "C2", "C21", "C22"]
+    assert list(at.dataframe[0].value["id"]) == ["R", "C2", "C21", "C22"]

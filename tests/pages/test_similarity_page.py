@@ -80,3 +80,18 @@ def test_concept_with_siblings_and_bad_input_errors(app):
     at.radio(key="from").set_value("typed").run()
     at.text_area(key="terms").set_value("only one term").run()
     assert not at.exception and "at least two terms" in at.error[0].value
+
+
+def test_a_level_with_many_classes_lists_a_bounded_number_and_finds_the_others(app, monkeypatch):
+    """Issue 16: a deep level has tens of thousands of classes; the picker sends at most MAX_CLASS_OPTIONS."""
+    from bioviz.views import similarity
+
+    monkeypatch.setattr(similarity, "MAX_CLASS_OPTIONS", 2)  # this level has 4 classes
+    app.query_params.update({"from": "class", "limit": "6"})
+    at = app.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.selectbox(key="cls").options == ["C1 · infection", "C2 · cardiovascular disease"]
+    assert any("4 classes: the list shows 2 first ones" in c.value for c in at.caption)
+    at.text_input(key="_cls_find").set_value("injur").run()
+    assert not at.exception and at.selectbox(key="cls").value == "C3"
+    assert at.selectbox(key="cls").options == ["C3 · injury"]

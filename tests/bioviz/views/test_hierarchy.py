@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from bioviz.errors import BiovizError, UnknownConceptError
-from bioviz.views.hierarchy import (hypernym_candidates, hypernym_ranking, level_tree, nearest, node_scores, search_nodes)
+from bioviz.views.hierarchy import (drawn_part, hypernym_candidates, hypernym_ranking, level_tree, nearest, node_scores, search_nodes)
 from bioviz.ontology import level_view, load_source, synonym_view
 
 
@@ -72,3 +72,30 @@ def test_hypernym_ranking_marks_correct_class_and_appends_first_hit(onto):
     assert frame["rank"].iloc[-1] == len(names) - int((classes == c1).sum()) + 1
     top = hypernym_ranking(np.array([0.0, 1.0]), hyp, names, classes, c1, view, k=2)
     assert len(top) == 2 and top["correct"].all() and set(top["class"]) == {"C1"}
+
+
+def test_a_small_tree_is_drawn_whole(onto):
+    tree = level_tree(onto, level_view(onto, 2))
+    part = drawn_part(tree, None, 3, max_nodes=len(tree))
+    assert part.tree is tree and not part.cut and list(part.rows) == list(range(len(tree))) and part.opened == "R"
+
+
+def test_a_large_tree_is_drawn_a_part_at_a_time(onto):
+    tree = level_tree(onto, level_view(onto, 2))  # 13 nodes: R, 4 children, 8 grandchildren
+    part = drawn_part(tree, "R", 3, max_nodes=6)
+    assert part.cut and part.total == 13 and part.levels == 2  # the grandchildren do not fit: one level less
+    assert list(part.tree.nodes["id"]) == ["R", "C1", "C2", "C3", "C4"]
+    assert list(part.rows) == [0, 1, 2, 3, 4] and part.tree.root == "R"
+    # A leaf opens at its parent, with the path from the root (the figure's path bar)
+    leaf = drawn_part(tree, "C11", 3, max_nodes=6)
+    assert leaf.opened == "C1" and list(leaf.tree.nodes["id"]) == ["R", "C1", "C11", "C12"]
+    ids = list(tree.nodes["id"])
+    assert [ids[r] for r in leaf.rows] == ["R", "C1", "C11", "C12"]
+    # More children than fit: the largest are kept
+    narrow = drawn_part(tree, "R", 2, max_nodes=3)
+    sizes = dict(zip(tree.nodes["id"], tree.nodes["names"]))
+    kept = list(narrow.tree.nodes["id"])[1:]
+    assert len(narrow.tree) == 3 and min(sizes[c] for c in kept) >= max(
+        sizes[c] for c in ("C1", "C2", "C3", "C4") if c not in kept)
+    with pytest.raises(UnknownConceptError):
+        drawn_part(tree, "nowhere", 2)

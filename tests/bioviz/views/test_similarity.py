@@ -89,3 +89,17 @@ def test_with_class_groups_regroups_by_the_view_class(onto):
     regrouped = with_class_groups(terms, view)
     assert regrouped.terms == terms.terms and regrouped.origin == "typed"
     assert regrouped.groups == (view.classes[view.class_of(view.names[0])], "")
+
+
+def test_find_classes_lists_a_bounded_number_exact_id_first(onto):
+    from bioviz.ontology import level_view
+    from bioviz.views.similarity import find_classes
+
+    view = level_view(onto, 2)  # classes C11, C12, C21, C22, C31, ...
+    assert find_classes(view, "", limit=3) == view.classes[:3]
+    assert find_classes(view, "  FRACTURE ") == ["C31"]  # by label, any case
+    assert find_classes(view, "c2") == ["C21", "C22"]
+    assert find_classes(view, "c21") == ["C21"]
+    assert find_classes(view, "disease", limit=1) == [c for c, label in zip(view.classes, view.class_labels)
+                                                      if "disease" in label][:1]
+    assert find_classes(view, "no such class") == []
