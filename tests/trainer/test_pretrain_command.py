@@ -139,7 +139,8 @@ def test_pretraining_with_sibling_negatives_records_them(data_dir, tmp_home, tmp
                  "--validation-pairs", "0", "--hard-negatives", "siblings", "--max-seq-length", "16"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["config"]["hard_negatives"] == "siblings"
-    assert summary["pairs"]["hard_negatives"]["synonyms"] > 0 and "definitions" not in summary["pairs"]["hard_negatives"]
+    negatives = summary["pairs"]["hard_negatives"]
+    assert negatives["synonyms"] > 0 and "definitions" not in negatives
     triples = sum(summary["pairs"]["hard_negatives"].values())
     # each batch comes from the triples or the plain pairs; on this tiny ontology every concept is
     # some pair's negative, so the concept rule may leave a dataset a batch short
