@@ -60,6 +60,8 @@ def main() -> int:
     parser.add_argument("--base", default="minilm")
     parser.add_argument("--max-seq-length", type=int, default=None, help="tokens per text while training")
     parser.add_argument("--exclude-level", action="append", default=[])
+    parser.add_argument("--hard-negatives", nargs="+", default=["none"], choices=["none", "siblings"],
+                        help="run each objective set with each of these (side by side)")
     parser.add_argument("--out-dir", default="/tmp/bench-pretrain")
     parser.add_argument("--keep", action="store_true", help="keep the pretrained models")
     parser.add_argument("--json", help="write every run's figures to this file")
@@ -80,18 +82,21 @@ def main() -> int:
     base["seconds"] = round(time.perf_counter() - started, 1)
     print(json.dumps(base), flush=True)
     rows = [base]
-    for objective_set in args.sets:
-        out = Path(args.out_dir) / objective_set.replace("+", "_")
+    for objective_set, negatives in [(s, n) for s in args.sets for n in args.hard_negatives]:
+        out = Path(args.out_dir) / f"{objective_set.replace('+', '_')}-{negatives}"
         shutil.rmtree(out, ignore_errors=True)
         config = validate(PretrainConfig(sources=args.sources, objectives=objective_set.split("+"), base=args.base,
                                          max_pairs=args.max_pairs, validation_pairs=args.validation_pairs,
                                          batch_size=args.batch_size, epochs=args.epochs, save_steps=10**9,
-                                         exclude_levels=args.exclude_level, max_seq_length=args.max_seq_length))
+                                         exclude_levels=args.exclude_level, max_seq_length=args.max_seq_length,
+                                         hard_negatives=negatives))
         result = pretrain(config, out, callbacks=[ProgressPrinter()])
         from trainer.pretrain.fit import prepare
 
         seen = {normalise_name(t) for p in prepare(config).train for t in (p.anchor, p.positive)}
-        row = {"set": objective_set, "pairs": result["pairs"]["objectives"], "kinds": result["pairs"]["kinds"],
+        row = {"set": objective_set if negatives == "none" else f"{objective_set} (sibling negatives)",
+               "hard_negatives": result["pairs"].get("hard_negatives", {}),
+               "pairs": result["pairs"]["objectives"], "kinds": result["pairs"]["kinds"],
                "excluded": result["excluded"]["total"], "steps": result["steps"], "device": result["device"],
                "training_s": round(result["seconds"]["training"], 1),
                "max_seq_length": args.max_seq_length, "sources": args.sources, "validation": result["validation"],

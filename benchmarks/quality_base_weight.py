@@ -13,7 +13,13 @@ Usage::
 
     BIOVIZ_HOME=/tmp/q python benchmarks/quality_base_weight.py --source hpo --root HP:0000118 \
         --depth 1 --encoders dan hierarchical --seeds 0 1 2 3 4 --workers 2 \
-        [--retention 0.8 0.85 0.9] [--set identity_start=true]
+        [--retention 0.8 0.85 0.9] [--set identity_start=true] [--rows hpo.json]
+    python benchmarks/quality_base_weight.py --derive hpo.json icd10.json
+
+``--derive`` applies the validation-only rule of ``trainer.base_mix.derive_min_retention``
+(per run, the retention at the knee of its validation mAP/retention curve; the median over
+runs, rounded to 0.05) to the rows saved with ``--rows``: it reads only each run's
+validation candidates, never the test or benchmark columns.
 """
 
 from __future__ import annotations
@@ -98,8 +104,26 @@ def summarise(seeds: list[dict], retentions) -> dict:
             "per_weight": per_weight, "per_threshold": per_threshold}
 
 
+def derive(paths) -> dict:
+    """The validation-only min_retention over every run saved in ``paths`` (``--rows`` files)."""
+    from trainer.base_mix import derive_min_retention
+
+    rows = [row for path in paths for row in json.loads(Path(path).read_text(encoding="utf-8"))]
+    # Only the validation columns reach the rule.
+    runs = [[{k: c[k] for k in ("weight", "val_mAP", "val_retention")} for c in row["weights"]] for row in rows]
+    result = derive_min_retention(runs)
+    result["runs"] = [{"level": row.get("level"), "encoder": row["encoder"], "seed": row["seed"], "knee": knee}
+                      for row, knee in zip(rows, result.pop("knees"))]
+    return result
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--derive", nargs="+", metavar="ROWS_JSON", help="apply the threshold rule to saved rows")
+    parser.add_argument("--rows", help="save every run's rows (for --derive)")
+    if "--derive" in (argv if argv is not None else sys.argv[1:]):
+        print(json.dumps(derive(parser.parse_known_args(argv)[0].derive)))
+        return 0
     add_level_options(parser, ["dan"])
     parser.add_argument("--retention", nargs="+", type=float, default=[0.8, 0.85, 0.9],
                         help="min_retention thresholds to report the validation choice for")
@@ -112,6 +136,9 @@ def main(argv=None) -> int:
                          "encoder": encoder, "base": args.base, "seed": seed, **fixed, "base_weight": None},
               "threads": args.threads} for encoder in args.encoders for seed in args.seeds]
     rows = run_tasks(_task, tasks, args.workers)
+    level = f"{args.source}:{args.root or ''}:{args.depth}"
+    if args.rows:
+        Path(args.rows).write_text(json.dumps([{**r, "level": level} for r in rows]), encoding="utf-8")
     for encoder in args.encoders:
         mine = sorted((r for r in rows if r["encoder"] == encoder), key=lambda r: r["seed"])
         print(json.dumps({"summary": {"encoder": encoder, "source": args.source, "root": args.root,

@@ -111,6 +111,61 @@ def decide(candidates: list[dict], min_retention: float) -> tuple[float, str]:
     return max(keeping, key=lambda c: (c["val_mAP"], c["weight"]))["weight"], "validation"
 
 
+RETENTION_GRID = 0.05  # the derived min_retention is rounded to this step
+
+
+def knee(candidates: list[dict]) -> dict | None:
+    """The candidate weight at the knee of one run's validation trade-off.
+
+    Over the weights of one trained head, validation mAP falls and validation retention rises
+    as ``w`` grows. Each figure is rescaled to [0, 1] over the candidates (0 the worst weight,
+    1 the best), and the knee is the weight with the largest sum: the point of the curve
+    closest, in that scale, to a weight that would lose neither (ties: the larger weight).
+    Only validation figures enter; None when fewer than two candidates carry both.
+    """
+    usable = [c for c in candidates if c.get("val_mAP") is not None and c.get("val_retention") is not None]
+    if len(usable) < 2:
+        return None
+
+    def scaled(key: str) -> dict:
+        values = [c[key] for c in usable]
+        low, high = min(values), max(values)
+        return {id(c): (c[key] - low) / (high - low) if high > low else 1.0 for c in usable}
+
+    gain, kept = scaled("val_mAP"), scaled("val_retention")
+    return max(usable, key=lambda c: (round(gain[id(c)] + kept[id(c)], 9), c["weight"]))
+
+
+def derive_min_retention(runs: list[list[dict]], grid: float = RETENTION_GRID) -> dict:
+    """The ``min_retention`` a validation-only rule gives, from the candidates of several runs.
+
+    Rule: per run (a head type, a level, a split seed), the validation retention at its knee
+    (:func:`knee`); the threshold is the median of those retentions over the runs, rounded to
+    ``grid``. Nothing but each run's own validation split is seen: no test name, no benchmark.
+
+    Parameters
+    ----------
+    runs : list of list of dict
+        Each run's ``candidates`` (``weight``, ``val_mAP``, ``val_retention``), as
+        :func:`choose_base_weight` records them.
+    grid : float
+
+    Returns
+    -------
+    dict
+        ``min_retention`` (None when no run has a knee), ``knees`` (per run: weight and
+        retention at its knee, or None) and ``median`` (unrounded).
+    """
+    knees = [knee(candidates) for candidates in runs]
+    retentions = sorted(k["val_retention"] for k in knees if k is not None)
+    if not retentions:
+        return {"min_retention": None, "median": None, "knees": [None] * len(runs)}
+    median = float(np.median(retentions))
+    return {"min_retention": round(round(median / grid) * grid, 4), "median": median,
+            "knees": [None if k is None else {"weight": k["weight"], "val_retention": k["val_retention"]}
+                      for k in knees]}
+
+
 def _finite(value) -> float | None:
     value = float(value)
     return value if math.isfinite(value) else None

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bioviz.evaluation.metrics import CrossClassRetention
-from trainer.base_mix import BASE_WEIGHTS, choose_base_weight, head_scale, mix
+from trainer.base_mix import BASE_WEIGHTS, choose_base_weight, derive_min_retention, head_scale, knee, mix
 
 
 def _split(seed=0, per_class=6, classes=4, dim=10):
@@ -81,3 +81,34 @@ def test_without_a_measurable_retention_the_head_is_kept():
     record = choose_base_weight(outputs, inputs, labels, 20, lambda v: float("nan"), 0.85)
     assert record["weight"] == 0.0 and record["chosen_by"].startswith("retention not measurable")
     assert len(record["candidates"]) == len(BASE_WEIGHTS)
+
+
+def _curve(maps, retentions):
+    return [{"weight": round(0.1 * i, 1), "val_mAP": m, "val_retention": r}
+            for i, (m, r) in enumerate(zip(maps, retentions))]
+
+
+def test_the_knee_is_the_weight_closest_to_losing_neither_figure():
+    # mAP holds up to w = 0.3 then falls; retention climbs fast up to 0.3 then slowly
+    run = _curve([0.80, 0.79, 0.78, 0.77, 0.60, 0.45, 0.40], [0.50, 0.70, 0.82, 0.90, 0.93, 0.96, 1.0])
+    assert knee(run)["weight"] == 0.3
+    # a run whose head costs nothing (mAP flat): the largest weight keeps most and loses nothing
+    assert knee(_curve([0.5, 0.5, 0.5], [0.6, 0.8, 1.0]))["weight"] == 0.2
+    assert knee(_curve([0.5], [0.6])) is None
+    assert knee([{"weight": 0.0, "val_mAP": None, "val_retention": 0.5},
+                 {"weight": 1.0, "val_mAP": 0.4, "val_retention": None}]) is None
+
+
+def test_derived_min_retention_is_the_median_knee_retention_rounded_from_validation_only():
+    runs = [_curve([0.8, 0.78, 0.5], [0.6, 0.83, 1.0]),   # knee 0.1, retention 0.83
+            _curve([0.7, 0.69, 0.4], [0.7, 0.88, 1.0]),   # knee 0.1, retention 0.88
+            _curve([0.9, 0.89, 0.3], [0.5, 0.91, 1.0]),   # knee 0.1, retention 0.91
+            [{"weight": 0.0, "val_mAP": None, "val_retention": None}]]  # no validation figures
+    derived = derive_min_retention(runs)
+    assert derived["median"] == pytest.approx(0.88) and derived["min_retention"] == 0.9
+    assert derived["knees"][:3] == [{"weight": 0.1, "val_retention": r} for r in (0.83, 0.88, 0.91)]
+    assert derived["knees"][3] is None
+    # columns the rule must not see (test mAP, benchmark changes) change nothing
+    noisy = [[{**c, "test_mAP": 1 - c["weight"], "mayosrs_change": c["weight"]} for c in run] for run in runs]
+    assert derive_min_retention(noisy) == derived
+    assert derive_min_retention([[]])["min_retention"] is None

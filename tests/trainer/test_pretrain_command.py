@@ -93,16 +93,57 @@ def test_no_source_a_full_output_and_nothing_to_resume_are_refused(data_dir, tmp
 def test_no_batch_holds_two_pairs_of_one_concept():
     from datasets import Dataset
 
-    from trainer.pretrain.fit import ConceptNoDuplicatesBatchSampler, NoDuplicatesBatchSampler
+    from trainer.pretrain.fit import CONCEPT_SLOTS, ConceptNoDuplicatesBatchSampler, NoDuplicatesBatchSampler
 
     # 12 concepts with 4 pairs each and all texts distinct: only the concept keeps them apart.
-    labels = [i % 12 for i in range(48)]
+    concepts = [i % 12 for i in range(48)]
+    labels = [[c] + [-1 - (i * CONCEPT_SLOTS + k) for k in range(1, CONCEPT_SLOTS)] for i, c in enumerate(concepts)]
     dataset = Dataset.from_dict({"anchor": [f"a{i}" for i in range(48)], "positive": [f"p{i}" for i in range(48)],
                                  "label": labels})
     # The trainer names its label columns, which sentence-transformers' own sampler leaves out of the check.
     kwargs = dict(batch_size=8, drop_last=False, valid_label_columns=["label", "score"], seed=0)
     batches = list(ConceptNoDuplicatesBatchSampler(dataset, **kwargs))
     assert sorted(i for b in batches for i in b) == list(range(48))
-    assert all(len({labels[i] for i in batch}) == len(batch) for batch in batches)
+    assert all(len({concepts[i] for i in batch}) == len(batch) for batch in batches)
     plain = list(NoDuplicatesBatchSampler(dataset, **kwargs))
-    assert not all(len({labels[i] for i in batch}) == len(batch) for batch in plain)
+    assert not all(len({concepts[i] for i in batch}) == len(batch) for batch in plain)
+
+
+def test_a_hard_negative_never_shares_a_batch_with_its_concept_as_an_anchor():
+    from trainer.pretrain.fit import ConceptNoDuplicatesBatchSampler, training_datasets
+    from trainer.pretrain.pairs import Pair
+
+    # 24 concepts: the triple of concept i has concept i+1's name as its negative, with a text of
+    # its own (only the concept can keep row i+1's anchor out of row i's batch).
+    pairs = [Pair(f"a{i}", f"p{i}", "synonyms", "s", "synonym", (f"C{i}",), (), negative=f"n{i}",
+                  negative_concept=f"C{(i + 1) % 24}") for i in range(24)]
+    columns = training_datasets(pairs, batch_size=4)
+    assert list(columns) == ["triples"] and columns["triples"]["negative"] == [f"n{i}" for i in range(24)]
+    from datasets import Dataset
+
+    batches = list(ConceptNoDuplicatesBatchSampler(Dataset.from_dict(columns["triples"]), batch_size=4,
+                                                   drop_last=False, valid_label_columns=["label"], seed=0))
+    assert sorted(i for b in batches for i in b) == list(range(24))
+    for batch in batches:
+        anchors = {pairs[i].concepts[0] for i in batch}
+        assert not anchors & {pairs[i].negative_concept for i in batch}
+    # fewer triples than a batch train as plain pairs (no third column)
+    assert list(training_datasets(pairs[:3], batch_size=4)) == ["pairs"]
+    assert "negative" not in training_datasets(pairs[:3], batch_size=4)["pairs"]
+
+
+def test_pretraining_with_sibling_negatives_records_them(data_dir, tmp_home, tmp_path, capsys):
+    out = tmp_path / "pretrained"
+    assert main(["pretrain", "--sources", str(data_dir / "mini.obo"), "--objectives", "synonyms", "hierarchy",
+                 "definitions", "--batch-size", "4", "--device", "cpu", "--out", str(out), "--json",
+                 "--validation-pairs", "0", "--hard-negatives", "siblings", "--max-seq-length", "16"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["config"]["hard_negatives"] == "siblings"
+    negatives = summary["pairs"]["hard_negatives"]
+    assert negatives["synonyms"] > 0 and "definitions" not in negatives
+    triples = sum(summary["pairs"]["hard_negatives"].values())
+    # each batch comes from the triples or the plain pairs; on this tiny ontology every concept is
+    # some pair's negative, so the concept rule may leave a dataset a batch short
+    assert 0 < summary["steps"] <= triples // 4 + (summary["pairs"]["train"] - triples) // 4
+    assert main(_args(data_dir, tmp_path / "bad", "--hard-negatives", "cousins")) == 2
+    assert "unknown --hard-negatives 'cousins'" in capsys.readouterr().err

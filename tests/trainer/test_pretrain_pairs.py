@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
+import networkx as nx
 import pytest
 from hypothesis import given, strategies as st
 
@@ -12,8 +14,9 @@ from bioviz.ontology import load_source
 from bioviz.ontology.level_spec import LevelSpec
 from bioviz.ontology.model import normalise_name
 from bioviz.ontology.splits import SplitSpec
-from trainer.pretrain.dataset import build_pairs
+from trainer.pretrain.dataset import build_pairs, negatives_allowed
 from trainer.pretrain.leakage import held_out, parse_level
+from trainer.pretrain.negatives import add_negatives
 from trainer.pretrain.pairs import Pair, dedupe, extract_pairs
 from trainer.pretrain.selection import hold_out_validation, quotas, stratified_sample
 
@@ -168,3 +171,55 @@ def test_unknown_objective_and_missing_source_are_one_line(mini, tmp_path):
                     "is_a: X:1\n", encoding="utf-8")
     with pytest.raises(BiovizError, match="only 0 training pairs .* nothing to pretrain on"):
         build_pairs([str(bare)], ["synonyms"])
+
+
+def _concept_names(ontology, concept_id):
+    return {normalise_name(n) for n in ontology.concepts[concept_id].names}
+
+
+def test_sibling_negatives_are_siblings_never_the_anchor_concept_and_seeded(mini):
+    source, ontology = mini
+    extracted = extract_pairs(ontology, source, OBJECTIVES)
+    pairs = [p for objective in OBJECTIVES for p in extracted[objective]]
+    with_negatives = add_negatives(pairs, {source: ontology}, "siblings", seed=0)
+    assert [dataclasses.replace(p, negative=None, negative_concept=None) for p in with_negatives] == pairs
+    graph = ontology.graph
+    given = [p for p in with_negatives if p.negative is not None]
+    assert {p.objective for p in given} == {"synonyms", "hierarchy"}  # definitions get none
+    for pair in given:
+        negative = pair.negative_concept
+        assert pair.negative == ontology.concepts[negative].name
+        anchor = pair.concepts[0]
+        # a sibling of the anchor (synonyms) or of the parent (hierarchy): they share a parent
+        of = anchor if pair.objective == "synonyms" else pair.concepts[1]
+        assert set(graph.predecessors(negative)) & set(graph.predecessors(of)) and negative != of
+        assert negative != anchor and not _concept_names(ontology, negative) & _concept_names(ontology, anchor)
+        assert normalise_name(pair.negative) not in {normalise_name(pair.anchor), normalise_name(pair.positive)}
+        if pair.objective == "hierarchy":
+            assert negative not in nx.ancestors(graph, anchor)  # never one of the anchor's own parents
+    # AF is under arrhythmia and heart disease: lung disease is heart disease's sibling but
+    # cardiopulmonary syndrome's own parent, so that pair has no negative rather than a false one
+    cardio = next(p for p in with_negatives if p.objective == "hierarchy"
+                  and p.anchor == "cardiopulmonary syndrome" and p.positive == "heart disease")
+    assert cardio.negative is None
+    # seeded per pair: the same negative whatever the order or the company of the pair
+    assert add_negatives(pairs[::-1], {source: ontology}, "siblings", seed=0) == with_negatives[::-1]
+    assert add_negatives(pairs[:3], {source: ontology}, "siblings", seed=0) == with_negatives[:3]
+    assert add_negatives(pairs, {source: ontology}, "none") == pairs
+
+
+def test_negatives_obey_the_leakage_rule_and_the_validation_slice(mini):
+    source, ontology = mini
+    split = SplitSpec(shots=1, seed=0, test_per_class=1)
+    held = held_out(LevelSpec(source, depth=1), split, ontology)
+    free = build_pairs([source], OBJECTIVES, validation_pairs=0, hard_negatives="siblings")
+    assert any(normalise_name(p.negative) in held.names for p in free.train if p.negative)  # it would leak
+    kept = build_pairs([source], OBJECTIVES, held=[held], validation_pairs=0, hard_negatives="siblings")
+    negatives = [p.negative for p in kept.train if p.negative is not None]
+    assert negatives and not {normalise_name(n) for n in negatives} & held.names
+    assert sum(kept.counts()["hard_negatives"].values()) == len(negatives)
+    allowed = negatives_allowed([], [Pair("asthma", "reactive airway disease", "synonyms", source, "synonym",
+                                          ("MINI:0000022",), ())])
+    assert not allowed("Asthma", "MINI:0000099", source)  # a validation text
+    assert not allowed("anything", "MINI:0000022", source)  # a validation anchor concept
+    assert allowed("pneumonia", "MINI:0000021", source)

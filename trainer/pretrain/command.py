@@ -63,6 +63,8 @@ def register(subparsers) -> None:
                    help="truncate texts to this many tokens while training (long definitions cost most)")
     p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
     p.add_argument("--json", action="store_true", help="print one JSON summary on stdout")
+    p.add_argument("--hard-negatives", default="none", metavar="none|siblings",
+                   help="siblings: a sibling concept's name as a hard negative of synonym and hierarchy pairs")
     p.set_defaults(handler=handle)
 
 
@@ -85,7 +87,7 @@ def config_from_args(args: argparse.Namespace) -> PretrainConfig:
         seed=args.seed, loss=args.loss, mini_batch_size=args.mini_batch_size, save_steps=args.save_steps,
         max_seq_length=args.max_seq_length, device=args.device, exclude_levels=args.exclude_level,
         split_seed=args.split_seed, shots=args.shots, test_per_class=args.test_per_class,
-        zero_shot_classes=args.zero_shot_classes))
+        zero_shot_classes=args.zero_shot_classes, hard_negatives=args.hard_negatives))
 
 
 class ProgressPrinter:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from bioviz.errors import BiovizError
 from bioviz.ontology.splits import DEFAULT_SHOTS, DEFAULT_SPLIT_SEED
+from trainer.pretrain.negatives import HARD_NEGATIVES
 from trainer.pretrain.pairs import check_objectives
 
 LOSSES = ("mnrl", "cached")
@@ -45,6 +46,7 @@ class PretrainConfig:
     shots: int | None = DEFAULT_SHOTS
     test_per_class: int = 1
     zero_shot_classes: float = 0
+    hard_negatives: str = "none"  # "siblings": a sibling's name as a third column (trainer.pretrain.negatives)
 
     def to_dict(self) -> dict:
         """Plain dict (``pretrain-config.json``, ``pretrain.json``)."""
@@ -86,6 +88,8 @@ def validate(c: PretrainConfig) -> PretrainConfig:
         (c.max_seq_length is None or c.max_seq_length >= 8,
          f"--max-seq-length must be at least 8 tokens (got {c.max_seq_length})"),
         (c.device in ("auto", "cpu", "cuda"), f"unknown device {c.device!r}: use auto, cpu or cuda"),
+        (c.hard_negatives in HARD_NEGATIVES,
+         f"unknown --hard-negatives {c.hard_negatives!r}: use {' or '.join(HARD_NEGATIVES)}"),
     ]
     for ok, message in checks:
         if not ok:

@@ -6,8 +6,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from bioviz.errors import BiovizError
+from bioviz.ontology.model import normalise_name
 from bioviz.ontology.sources import load_source
-from trainer.pretrain.leakage import HeldOut, exclude
+from trainer.pretrain.leakage import HeldOut, exclude, source_key
+from trainer.pretrain.negatives import add_negatives
 from trainer.pretrain.pairs import Pair, check_objectives, dedupe, extract_pairs
 from trainer.pretrain.selection import hold_out_validation, stratified_sample, validation_size
 
@@ -38,12 +40,30 @@ class PairSet:
         return {"objectives": dict(Counter(p.objective for p in self.train)),
                 "sources": dict(Counter(p.source for p in self.train)),
                 "kinds": dict(Counter(p.kind for p in self.train)),
+                "hard_negatives": dict(Counter(p.objective for p in self.train if p.negative is not None)),
                 "train": len(self.train), "validation": len(self.validation)}
 
 
+def negatives_allowed(held: list[HeldOut], validation: list[Pair]):
+    """``allowed(text, concept_id, source)``: a negative is training data, so the leakage rule and the
+    validation slice's texts and anchor concepts bind it as they bind the pairs."""
+    banned = {normalise_name(t) for p in validation for t in (p.anchor, p.positive)}
+    for h in held:
+        banned |= h.names
+    validation_concepts = {(p.source, p.concepts[0]) for p in validation}
+    zero_shot = [(source_key(h.level.source), h.concepts) for h in held if h.concepts]
+
+    def allowed(text: str, concept_id: str, source: str) -> bool:
+        if normalise_name(text) in banned or (source, concept_id) in validation_concepts:
+            return False
+        return not any(key == source_key(source) and concept_id in concepts for key, concepts in zero_shot)
+
+    return allowed
+
+
 def build_pairs(sources: list[str], objectives: list[str], max_pairs: int | None = None, seed: int = 0,
-                held: list[HeldOut] = (), validation_pairs: int = 500) -> PairSet:
-    """Extract, deduplicate, drop leaks, hold out validation, then sample ``max_pairs``.
+                held: list[HeldOut] = (), validation_pairs: int = 500, hard_negatives: str = "none") -> PairSet:
+    """Extract, deduplicate, drop leaks, hold out validation, sample ``max_pairs``, add hard negatives.
 
     Parameters
     ----------
@@ -57,6 +77,9 @@ def build_pairs(sources: list[str], objectives: list[str], max_pairs: int | None
         Levels whose held-out names must stay unseen (:func:`trainer.pretrain.leakage.held_out`).
     validation_pairs : int
         Size of the validation slice (at most a tenth of the pairs).
+    hard_negatives : str
+        ``siblings``: each training synonym/hierarchy pair gets a sibling concept's name as a
+        hard negative where one exists (:mod:`trainer.pretrain.negatives`); ``none``.
 
     Raises
     ------
@@ -66,15 +89,18 @@ def build_pairs(sources: list[str], objectives: list[str], max_pairs: int | None
     objectives = check_objectives(objectives)
     if not sources:
         raise BiovizError("no source: give --sources (icd10, icd10cm, hpo, an .obo file or a UMLS directory)")
-    available, pool = {}, []
+    available, pool, ontologies = {}, [], {}
     for source in dict.fromkeys(sources):
-        extracted = extract_pairs(load_source(source), source, objectives, seed)
+        ontologies[source] = load_source(source)
+        extracted = extract_pairs(ontologies[source], source, objectives, seed)
         available[source] = {k: len(v) for k, v in extracted.items()}
         pool += [p for pairs in extracted.values() for p in pairs]
     pool = dedupe(pool)  # the same pair from two sources counts once
     pool, dropped = exclude(pool, list(held))
     train, validation, overlap = hold_out_validation(pool, validation_size(len(pool), validation_pairs), seed)
     train = stratified_sample(train, max_pairs, seed)
+    if hard_negatives != "none":
+        train = add_negatives(train, ontologies, hard_negatives, seed, negatives_allowed(list(held), validation))
     if len(train) < 2:
         raise BiovizError(f"only {len(train)} training pairs from {', '.join(sources)} for "
                           f"{', '.join(objectives)}: nothing to pretrain on")

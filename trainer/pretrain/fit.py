@@ -12,6 +12,7 @@ imports it only when a run starts. Every step emits a ``step`` event (loss, ETA)
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import shutil
@@ -86,22 +87,76 @@ def _device(name: str) -> str:
     return device()
 
 
-class ConceptNoDuplicatesBatchSampler(NoDuplicatesBatchSampler):
-    """NO_DUPLICATES that also compares the ``label`` column (the anchor's concept number).
+CONCEPT_SLOTS = 4  # concept keys per row: a pair's concepts (at most 3, a description's) and its negative's
+CONCEPT_MARK = "\x1fconcept:"  # prefix of a concept key among a row's values (no name holds it)
 
-    sentence-transformers drops label columns from its duplicate check; keeping this one
-    makes two pairs of one concept duplicates, so they never meet in a batch (a text equal to
-    the number would only keep two rows apart needlessly, never put duplicates together).
+
+class _ConceptRows:
+    """Rows as the duplicate check sees them: the texts plus one value per concept key of ``label``."""
+
+    def __init__(self, dataset) -> None:
+        self.dataset = dataset
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, index: int) -> dict:
+        row = dict(self.dataset[index])
+        keys = row.pop("label", [])
+        row.update({f"concept{i}": f"{CONCEPT_MARK}{k}" for i, k in enumerate(keys) if k >= 0})
+        return row
+
+
+class ConceptNoDuplicatesBatchSampler(NoDuplicatesBatchSampler):
+    """NO_DUPLICATES that also compares the concepts in the ``label`` column.
+
+    ``label`` holds :data:`CONCEPT_SLOTS` numbers per row: every concept the pair was built
+    from and its hard negative's concept (``-1 - k`` fills unused slots, unique to its row and
+    slot). sentence-transformers drops label columns from its duplicate check; here each
+    concept number becomes one value of the row, so two rows sharing any concept never meet
+    in a batch: no text of one concept is another row's in-batch negative (a false
+    negative), and a row's hard negative is never another row's anchor concept.
     """
 
     def __init__(self, dataset, batch_size, drop_last, valid_label_columns=None, generator=None, seed=0):
         super().__init__(dataset, batch_size, drop_last, valid_label_columns=[], generator=generator, seed=seed)
+        self.dataset = _ConceptRows(self.dataset)
 
 
-def _columns(pairs) -> dict:
-    concept_number: dict = {}
-    labels = [concept_number.setdefault((p.source, p.concepts[0]), len(concept_number)) for p in pairs]
-    return {"anchor": [p.anchor for p in pairs], "positive": [p.positive for p in pairs], "label": labels}
+def _concept_keys(pairs) -> list[list[int]]:
+    """Each pair's concept numbers (:data:`CONCEPT_SLOTS` per row, see the sampler)."""
+    number: dict = {}
+    rows = []
+    for position, pair in enumerate(pairs):
+        concepts = [*pair.concepts, *([pair.negative_concept] if pair.negative is not None else [])]
+        keys = [number.setdefault((pair.source, c), len(number)) for c in dict.fromkeys(concepts)][:CONCEPT_SLOTS]
+        rows.append(keys + [-1 - (position * CONCEPT_SLOTS + i) for i in range(len(keys), CONCEPT_SLOTS)])
+    return rows
+
+
+def _columns(pairs, keys) -> dict:
+    columns = {"anchor": [p.anchor for p in pairs], "positive": [p.positive for p in pairs]}
+    if pairs and pairs[0].negative is not None:
+        columns["negative"] = [p.negative for p in pairs]
+    return {**columns, "label": keys}
+
+
+def training_datasets(pairs, batch_size: int) -> dict:
+    """``name -> columns``: triples (pairs with a hard negative) and plain pairs apart, since the
+    columns of one dataset are fixed; the trainer draws each batch from one of them. Fewer
+    triples than a batch train as plain pairs (a short dataset would give no batch at all)."""
+    keys = _concept_keys(pairs)
+    triples = [i for i, p in enumerate(pairs) if p.negative is not None]
+    if len(triples) < batch_size:
+        plain = [p if p.negative is None else dataclasses.replace(p, negative=None, negative_concept=None)
+                 for p in pairs]
+        return {"pairs": _columns(plain, _concept_keys(plain))}
+    chosen = set(triples)
+    plain = [i for i in range(len(pairs)) if i not in chosen]
+    out = {"triples": _columns([pairs[i] for i in triples], [keys[i] for i in triples])}
+    if plain:
+        out["pairs"] = _columns([pairs[i] for i in plain], [keys[i] for i in plain])
+    return out
 
 
 def _make_loss(c: PretrainConfig, model):
@@ -116,7 +171,7 @@ def _make_loss(c: PretrainConfig, model):
 def prepare(c: PretrainConfig) -> PairSet:
     """The pairs of config ``c``, the excluded levels' held-out names left out."""
     held = [held_out(parse_level(text), _split_spec(c)) for text in c.exclude_levels]
-    return build_pairs(c.sources, c.objectives, c.max_pairs, c.seed, held, c.validation_pairs)
+    return build_pairs(c.sources, c.objectives, c.max_pairs, c.seed, held, c.validation_pairs, c.hard_negatives)
 
 
 def _split_spec(c: PretrainConfig):
@@ -148,7 +203,7 @@ def pretrain(c: PretrainConfig, out: str | Path, callbacks=(), cancel: CancelFla
     dict
         What ``pretrain.json`` holds.
     """
-    from datasets import Dataset
+    from datasets import Dataset, DatasetDict
     from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
     from transformers import TrainerCallback
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
@@ -183,7 +238,8 @@ def pretrain(c: PretrainConfig, out: str | Path, callbacks=(), cancel: CancelFla
     # A last batch of one pair has no negative (its loss is 0): incomplete batches are dropped
     # unless the pairs do not fill one batch at all.
     drop_last = len(pairs.train) >= c.batch_size
-    steps_per_epoch = len(pairs.train) // c.batch_size if drop_last else 1
+    datasets = training_datasets(pairs.train, c.batch_size)
+    steps_per_epoch = sum(len(d["anchor"]) // c.batch_size for d in datasets.values()) if drop_last else 1
     total_steps = steps_per_epoch * c.epochs
     progress = {"first_step": None, "first_time": None, "losses": []}
 
@@ -232,7 +288,10 @@ def pretrain(c: PretrainConfig, out: str | Path, callbacks=(), cancel: CancelFla
         dataloader_drop_last=drop_last,
         batch_sampler=ConceptNoDuplicatesBatchSampler,
     )
-    fit = SentenceTransformerTrainer(model=model, args=args, train_dataset=Dataset.from_dict(_columns(pairs.train)),
+    train_data = {name: Dataset.from_dict(columns) for name, columns in datasets.items()}
+    # One dataset: as is; triples and pairs: a DatasetDict, each batch drawn from one of them.
+    train_dataset = next(iter(train_data.values())) if len(train_data) == 1 else DatasetDict(train_data)
+    fit = SentenceTransformerTrainer(model=model, args=args, train_dataset=train_dataset,
                                      loss=_make_loss(c, model), callbacks=[Reporter()])
     # The printer callback writes log dicts to stdout, which carries only the JSON summary.
     fit.remove_callback(PrinterCallback)

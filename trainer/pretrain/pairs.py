@@ -53,6 +53,11 @@ class Pair:
         Ids of the concepts the pair was built from (anchor's concept first).
     names : tuple of str
         Every concept name used in the pair (definitions are free text, not names).
+    negative : str, optional
+        A hard negative for the anchor (the name of a sibling concept,
+        :mod:`trainer.pretrain.negatives`); None for a plain pair.
+    negative_concept : str, optional
+        The concept the negative names.
     """
 
     anchor: str
@@ -62,6 +67,8 @@ class Pair:
     kind: str
     concepts: tuple[str, ...]
     names: tuple[str, ...]
+    negative: str | None = None
+    negative_concept: str | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
