@@ -87,10 +87,27 @@ def test_approximate_kinds_find_most_true_neighbours(kind):
     assert approx.kind == kind
 
 
-def test_auto_switches_to_hnsw_above_the_threshold():
+def test_auto_switches_to_ivf_above_the_threshold():
     space = space_of(np.random.default_rng(2).standard_normal((200, 8)))
     assert NeighbourIndex(space).kind == "exact"
-    assert NeighbourIndex(space, approximate_above=100).kind == "hnsw"
+    assert NeighbourIndex(space, approximate_above=100).kind == "ivf"
+
+
+@pytest.mark.parametrize("kind", ["ivf", "hnsw"])
+def test_approximate_kinds_rank_by_exact_float32_scores_with_high_recall(kind):
+    # clustered names, as a level's are: the default settings find nearly all true neighbours
+    rng = np.random.default_rng(4)
+    centres = l2_normalise(rng.standard_normal((200, 32)))
+    space = space_of(centres[rng.integers(0, 200, 4000)] + 0.15 * rng.standard_normal((4000, 32)))
+    approx, flat = NeighbourIndex(space, kind=kind), NeighbourIndex(space, kind="flat")
+    queries = l2_normalise(space.vectors[:100] + 0.05 * rng.standard_normal((100, 32)))
+    got, want = approx.search(queries, k=10), flat.search(queries, k=10)
+    assert np.mean([len({h.row for h in g} & {h.row for h in w}) / 10 for g, w in zip(got, want)]) >= 0.98
+    for query, hits in zip(queries, got):
+        scores = [h.score for h in hits]
+        assert scores == sorted(scores, reverse=True)
+        # the float32 score of the row, not its float16 code's (off by ~1e-4)
+        np.testing.assert_allclose(scores, space.vectors[[h.row for h in hits]] @ query, rtol=0, atol=1e-6)
 
 
 def test_from_view_carries_concepts_and_classes(data_dir, tmp_home):
