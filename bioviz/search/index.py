@@ -246,6 +246,18 @@ class NeighbourIndex:
     def __len__(self) -> int:
         return len(self.space)
 
+    @property
+    def code_bytes_per_row(self) -> int:
+        """Bytes the faiss index keeps per row for its vectors (2·dim for float16 codes, 4·dim for float32).
+
+        The graph (HNSW) and list ids (IVF) come on top; the Space's own float32 vectors are
+        not counted (a memory-mapped block shares them with the page cache).
+        """
+        import faiss  # imported here, as in __init__
+
+        storage = getattr(self.index, "storage", None)  # HNSW keeps its codes in a storage index
+        return int(faiss.downcast_index(storage).code_size if storage is not None else self.index.code_size)
+
     def subset(self, rows, **kwargs) -> NeighbourIndex:
         """A new index over some rows only (e.g. a split's training names), metadata kept."""
         rows = np.asarray(rows, dtype=np.int64)

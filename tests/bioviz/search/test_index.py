@@ -94,13 +94,14 @@ def test_auto_switches_to_ivf_above_the_threshold():
 
 
 @pytest.mark.parametrize("kind", ["ivf", "hnsw"])
-def test_approximate_kinds_rank_by_exact_float32_scores_with_high_recall(kind):
+def test_approximate_kinds_keep_float16_codes_and_rank_by_exact_float32_scores(kind):
     # clustered names, as a level's are: the default settings find nearly all true neighbours
     rng = np.random.default_rng(4)
     centres = l2_normalise(rng.standard_normal((200, 32)))
     space = space_of(centres[rng.integers(0, 200, 4000)] + 0.15 * rng.standard_normal((4000, 32)))
     approx, flat = NeighbourIndex(space, kind=kind), NeighbourIndex(space, kind="flat")
     queries = l2_normalise(space.vectors[:100] + 0.05 * rng.standard_normal((100, 32)))
+    assert approx.code_bytes_per_row == 2 * 32  # float16 codes: half the bytes of a float32 copy
     got, want = approx.search(queries, k=10), flat.search(queries, k=10)
     assert np.mean([len({h.row for h in g} & {h.row for h in w}) / 10 for g, w in zip(got, want)]) >= 0.98
     for query, hits in zip(queries, got):
