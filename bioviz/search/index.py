@@ -162,6 +162,7 @@ class NeighbourIndex:
         self.classes = _as_list(classes, n, "classes")
         self.class_labels = _as_list(class_labels, n, "class labels")
         self.kind = ("ivf" if n > approximate_above else "exact") if kind == "auto" else kind
+        self.approximate_above = approximate_above
         self.from_disk = False
         dim = space.dim or 1
         approximate = self.kind in ("hnsw", "ivf")
@@ -195,7 +196,7 @@ class NeighbourIndex:
         # query's norm) of its float32 score; 1e-4 covers float32 summation in both scans.
         self._fp16_error = (2.0 ** -11 * 1.001 + np.sqrt(dim) * 2.0 ** -24) if self.kind == "exact" else 0.0
         self.index = index
-        self._class_rows: dict[str, tuple[np.ndarray, object]] = {}
+        self._class_rows: dict[str, tuple[np.ndarray, object]] = {}  # class -> (rows, index or selector)
         self._rows_by_name: dict[str, list[int]] | None = None
         self._lock = threading.Lock()
 
@@ -279,7 +280,13 @@ class NeighbourIndex:
         return list(self._rows_by_name.get(normalise_name(text), []))
 
     def _class_index(self, class_id: str):
-        """Exact index over one class's rows (built once)."""
+        """``(rows, searcher)`` of one class (built once).
+
+        A class of up to ``approximate_above`` rows gets an exact index over a copy of its
+        rows. A larger class of an approximate index is searched in that index with a bitmap
+        of its rows (``searcher`` is the bitmap selector): a copy of half a million rows would
+        cost 1.5 GB per model.
+        """
         import faiss  # imported here, as in __init__
 
         if self.classes is None:
@@ -289,10 +296,26 @@ class NeighbourIndex:
                 rows = np.array([i for i, c in enumerate(self.classes) if c == class_id], dtype=np.int64)
                 if not len(rows):
                     raise BiovizError(f"unknown class {class_id!r}: no indexed name belongs to it")
-                index = faiss.IndexFlatIP(self.vectors.shape[1])
-                index.add(self.vectors[rows])
-                self._class_rows[class_id] = (rows, index)
+                if self.kind in ("ivf", "hnsw") and len(rows) > self.approximate_above:
+                    mask = np.zeros(len(self.vectors), dtype=bool)
+                    mask[rows] = True
+                    bitmap = np.packbits(mask, bitorder="little")  # faiss reads bit i of byte i // 8
+                    selector = faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bitmap))
+                    selector.bitmap_array = bitmap  # faiss only points at the bits: keep them alive
+                    self._class_rows[class_id] = (rows, selector)
+                else:
+                    index = faiss.IndexFlatIP(self.vectors.shape[1])
+                    index.add(np.ascontiguousarray(self.vectors[rows]))
+                    self._class_rows[class_id] = (rows, index)
             return self._class_rows[class_id]
+
+    def _search_parameters(self, selector):
+        """faiss search parameters restricting the approximate index to ``selector``'s rows."""
+        import faiss  # imported here, as in __init__
+
+        if self.kind == "ivf":
+            return faiss.SearchParametersIVF(sel=selector, nprobe=self.index.nprobe)
+        return faiss.SearchParametersHNSW(sel=selector, efSearch=self.index.hnsw.efSearch)
 
     def _hit(self, rank: int, row: int, score: float) -> Neighbour:
         return Neighbour(
@@ -334,11 +357,15 @@ class NeighbourIndex:
         if k < 1:
             raise BiovizError(f"k must be at least 1 (got {k})")
         exclude = {int(r) for r in exclude_rows} if exclude_rows is not None else set()
+        params = None
         if restrict_class is not None:
             rows, index = self._class_index(restrict_class)
+            size = len(rows)
+            if not hasattr(index, "ntotal"):  # a bitmap of the class's rows in the approximate index
+                rows, index, params = None, self.index, self._search_parameters(index)
         else:
-            rows, index = None, self.index
-        fetch = min(k + len(exclude), index.ntotal)
+            rows, index, size = None, self.index, self.index.ntotal
+        fetch = min(k + len(exclude), size)
         results: list[list[Neighbour]] = []
         if fetch == 0:
             results = [[] for _ in range(len(queries))]
@@ -346,7 +373,7 @@ class NeighbourIndex:
             if rows is None and self.kind == "exact":
                 scores, ids = self._exact_search(queries, fetch)
             elif rows is None and self.kind in ("ivf", "hnsw"):
-                scores, ids = self._rescored_search(queries, fetch)
+                scores, ids = self._rescored_search(queries, fetch, params)
             else:
                 scores, ids = index.search(queries, fetch)
             for q_scores, q_ids in zip(scores, ids):
@@ -387,10 +414,13 @@ class NeighbourIndex:
             scores[q, :len(order)], ids[q, :len(order)] = exact[order], found[order]
         return scores, ids
 
-    def _rescored_search(self, queries: np.ndarray, fetch: int) -> tuple[np.ndarray, np.ndarray]:
-        """Approximate top-``fetch``: candidates from the float16 index, ranked by float32 scores."""
+    def _rescored_search(self, queries: np.ndarray, fetch: int, params=None) -> tuple[np.ndarray, np.ndarray]:
+        """Approximate top-``fetch``: candidates from the float16 index, ranked by float32 scores.
+
+        ``params``: faiss search parameters (a class's rows only).
+        """
         wide = min(self.index.ntotal, fetch + _EXACT_PAD)
-        _, candidates = self.index.search(queries, wide)
+        _, candidates = self.index.search(queries, wide, params=params)
         scores = np.full((len(queries), fetch), -np.inf, dtype=np.float32)
         ids = np.full((len(queries), fetch), -1, dtype=np.int64)
         for q, (query, found) in enumerate(zip(queries, candidates)):
