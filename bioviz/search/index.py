@@ -44,7 +44,7 @@ KINDS = ("auto", "exact", "flat", "hnsw", "ivf")
 _EXACT_PAD = 32
 # IVF settings chosen on a validation query set at 1M x 384 (docs/scale.md): lists probed per
 # query, and training rows per list (faiss warns below 39; more costs build time, not recall).
-IVF_NPROBE = 32
+IVF_NPROBE = 16
 IVF_TRAIN_PER_LIST = 50
 # Approximate indexes of at least this many rows are stored on disk (their build takes minutes).
 PERSIST_ABOVE = 100_000
