@@ -265,11 +265,19 @@ def neighbour_index(model: str, spec: LevelSpec):
         eta = f", {left}" if left else ""
         bar.progress(done / max(total, 1), text=f"Encoding {total:,} names with {md(model)}: {done:,} done{eta}")
 
+    def indexing(done: int, total: int) -> None:
+        # Above 250k names the approximate index is built (minutes at 1M) or read from disk.
+        left = time_left(time.perf_counter() - built, done, total) if done else ""
+        eta = f", {left}" if left else ""
+        bar.progress(done / max(total, 1), text=f"Indexing {total:,} names for search: {done:,} added{eta}")
+
     try:
         space, stats = level_space(v, model, progress=progress)
+        built = time.perf_counter()
+        index = NeighbourIndex.from_view(space, v, progress=indexing)
     finally:
         bar.empty()
-    return NeighbourIndex.from_view(space, v), stats
+    return index, stats
 
 
 @st.cache_data(max_entries=256, show_spinner=False)

@@ -9,7 +9,11 @@ to the size of the cache.
 
 A request for many names at once (a whole level) is also stored as one *block*: a ``.npy``
 file under ``embeddings/blocks`` named by the fingerprint and a hash of the exact text list,
-so reopening that level is one file read instead of a lookup per name.
+so reopening that level is one file read instead of a lookup per name. Blocks are opened
+memory-mapped (read-only): a million 384-dimensional float32 rows (1.5 GB) open in
+milliseconds instead of seconds, the pages are read on first touch and shared through the
+page cache by every process (and every Space) that maps the same block, and no second copy
+is made. They stay float32, so a block gives exactly the vectors the database gives.
 
 Each model's number of vectors is kept in the ``models`` table, updated by every write in
 the same transaction, so :meth:`VectorCache.stats` (shown by a page on every rerun) reads a
@@ -291,12 +295,17 @@ class VectorCache:
     def get_block(self, model: str, texts) -> np.ndarray | None:
         """Vectors of exactly this list of texts (order included), if stored as a block.
 
-        A block that cannot be read, or does not hold one float32 row per text, is set aside.
+        The array is memory-mapped read-only (see the module docstring): writing to it raises;
+        copy it first to change it. Blocks are only ever replaced by a rename, never rewritten
+        in place, so the mapping stays valid even when the file is set aside or cleared.
+        A block that cannot be read (cut short, a damaged header), or does not hold one
+        float32 row per text, is set aside.
         """
         texts = list(texts)
 
         def read(path: Path) -> np.ndarray:
-            block = np.load(path, allow_pickle=False)
+            # mmap_mode checks the header and that the file holds all the rows it declares
+            block = np.load(path, mmap_mode="r", allow_pickle=False)
             if block.ndim != 2 or len(block) != len(texts) or block.dtype != np.float32:
                 raise ValueError(f"a {block.dtype} block of shape {block.shape} for {len(texts)} texts")
             return block

@@ -2,6 +2,7 @@
 
 import multiprocessing
 import sqlite3
+from pathlib import Path
 
 import numpy as np
 
@@ -106,6 +107,23 @@ def test_blocks_store_a_whole_text_list_and_are_cleared_with_their_model(tmp_hom
     assert cache.get_block("fp-a", texts) is None and cache.get_block("fp-b", texts) is not None
     cache.clear()
     assert cache.get_block("fp-b", texts) is None
+
+
+def test_blocks_are_read_memory_mapped_and_read_only(tmp_home):
+    cache = VectorCache()
+    texts = [f"name {i}" for i in range(40)]
+    data = vectors(40, dim=16)
+    path = cache.put_block("fp", texts, data)
+    block = cache.get_block("fp", texts)
+    assert isinstance(block, np.memmap) and Path(block.filename) == path.resolve()  # no copy in memory
+    np.testing.assert_array_equal(block, data)
+    assert block.dtype == np.float32 and not block.flags.writeable
+    cache.clear()  # a mapped block stays readable after its file is removed
+    np.testing.assert_array_equal(block, data)
+    path = cache.put_block("fp", texts, data)
+    path.write_bytes(path.read_bytes()[:-16 * 4])  # the header declares 40 rows, the file holds 39
+    assert cache.get_block("fp", texts) is None  # mapping checks the length: set aside, not a short array
+    assert not path.exists() and len(list(path.parent.glob(f"{path.name}.corrupt-*"))) == 1
 
 
 def test_cached_names_are_counted_without_reading_vectors(tmp_home):

@@ -87,10 +87,48 @@ def test_approximate_kinds_find_most_true_neighbours(kind):
     assert approx.kind == kind
 
 
-def test_auto_switches_to_hnsw_above_the_threshold():
+@pytest.mark.parametrize("kind", ["ivf", "hnsw"])
+def test_a_large_class_is_searched_in_the_approximate_index_without_a_copy(kind):
+    rng = np.random.default_rng(6)
+    centres = l2_normalise(rng.standard_normal((100, 16)))
+    space = space_of(centres[rng.integers(0, 100, 3000)] + 0.2 * rng.standard_normal((3000, 16)))
+    classes = ["big" if i % 3 else "small" for i in range(3000)]
+    approx = NeighbourIndex(space, classes=classes, kind=kind, approximate_above=1500)
+    flat = NeighbourIndex(space, classes=classes, kind="flat")
+    queries = space.vectors[:40]
+    for name in ("big", "small"):
+        got = approx.search(queries, k=10, restrict_class=name, exclude_rows=[0])
+        want = flat.search(queries, k=10, restrict_class=name, exclude_rows=[0])
+        assert all(h.class_id == name and h.row != 0 for hits in got for h in hits)
+        assert all(len(hits) == 10 for hits in got)
+        assert np.mean([len({h.row for h in g} & {h.row for h in w}) / 10 for g, w in zip(got, want)]) >= 0.95
+    rows, searcher = approx._class_rows["big"]
+    assert len(rows) == 2000 and not hasattr(searcher, "ntotal")  # a bitmap selector, not a copied index
+    assert hasattr(approx._class_rows["small"][1], "ntotal")  # 1,000 rows: an exact copy
+
+
+def test_auto_switches_to_ivf_above_the_threshold():
     space = space_of(np.random.default_rng(2).standard_normal((200, 8)))
     assert NeighbourIndex(space).kind == "exact"
-    assert NeighbourIndex(space, approximate_above=100).kind == "hnsw"
+    assert NeighbourIndex(space, approximate_above=100).kind == "ivf"
+
+
+@pytest.mark.parametrize("kind", ["ivf", "hnsw"])
+def test_approximate_kinds_keep_float16_codes_and_rank_by_exact_float32_scores(kind):
+    # clustered names, as a level's are: the default settings find nearly all true neighbours
+    rng = np.random.default_rng(4)
+    centres = l2_normalise(rng.standard_normal((200, 32)))
+    space = space_of(centres[rng.integers(0, 200, 4000)] + 0.15 * rng.standard_normal((4000, 32)))
+    approx, flat = NeighbourIndex(space, kind=kind), NeighbourIndex(space, kind="flat")
+    queries = l2_normalise(space.vectors[:100] + 0.05 * rng.standard_normal((100, 32)))
+    assert approx.code_bytes_per_row == 2 * 32  # float16 codes: half the bytes of a float32 copy
+    got, want = approx.search(queries, k=10), flat.search(queries, k=10)
+    assert np.mean([len({h.row for h in g} & {h.row for h in w}) / 10 for g, w in zip(got, want)]) >= 0.98
+    for query, hits in zip(queries, got):
+        scores = [h.score for h in hits]
+        assert scores == sorted(scores, reverse=True)
+        # the float32 score of the row, not its float16 code's (off by ~1e-4)
+        np.testing.assert_allclose(scores, space.vectors[[h.row for h in hits]] @ query, rtol=0, atol=1e-6)
 
 
 def test_from_view_carries_concepts_and_classes(data_dir, tmp_home):
