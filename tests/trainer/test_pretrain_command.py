@@ -31,7 +31,8 @@ def test_pretrain_writes_a_model_bioviz_loads_and_records_what_it_excluded(data_
     assert saved["excluded"]["total"] > 0
     assert saved["excluded"]["levels"][0]["split"]["shots"] == 1
     assert saved["validation"]["before"]["pairs"] == saved["validation"]["after"]["pairs"] > 0
-    assert saved["steps"] == saved["pairs"]["train"] // 4
+    # full batches of 4 only; a batch the no-duplicate-concept sampler cannot fill is not a step
+    assert 0 < saved["steps"] <= saved["pairs"]["train"] // 4
     assert not (out / CHECKPOINTS).exists() and not (out / CONFIG_FILE).exists()
     names = ["heart attack", "myocardial infarction"]
     pretrained, base = load_encoder(str(out)).encode(names), load_encoder("minilm").encode(names)
