@@ -69,7 +69,8 @@ class Objective(ABC):
         self.train_rows, self.val_rows = data.split.train, data.split.validation
         self.labels = data.view.labels
         self.train_index = torch.from_numpy(self.train_rows)
-        self.base = torch.from_numpy(data.vectors)
+        # A level's vectors may be a read-only memory-mapped block: torch needs them writable (copied then).
+        self.base = torch.from_numpy(np.require(data.vectors, requirements="W"))
         self.inputs = self.base
 
     @cached_property

@@ -226,7 +226,8 @@ def _run_torch(steps, x: np.ndarray) -> np.ndarray:
     from torch.nn import functional
 
     with torch.inference_mode():
-        t = torch.from_numpy(x)
+        # A memory-mapped block is read-only; torch wants writable memory, so copy this one chunk.
+        t = torch.from_numpy(x if x.flags.writeable else x.copy())
         for step in steps:
             if step == "normalize":
                 t = functional.normalize(t, p=2, dim=1)
