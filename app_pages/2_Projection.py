@@ -197,6 +197,8 @@ with figure_slot.container():
     if progress:
         progress.progress(0.5, text=f"{method_label} · {md(label_b)}")
     _, coords_b = cache.projection(model_b, level, astuple(params))
+    if progress:
+        progress.empty()  # the slot is redrawn below, but a bar left in it would read as work still running
 pair = align_pair(rows, coords_a, coords_b, params)
 with figure_slot.container():
     draw(pair)
