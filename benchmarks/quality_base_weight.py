@@ -53,7 +53,7 @@ def score_weights(config) -> dict:
     head = result.head.head if isinstance(result.head, BaseMix) else result.head  # the head as trained
     choice = result.metrics["base_mix"]  # every candidate's validation figures, and the scale
     scale = choice["scale"]
-    outputs = encode_in_chunks(head, torch.from_numpy(data.vectors)).numpy()
+    outputs = encode_in_chunks(head, torch.from_numpy(np.require(data.vectors, requirements="W"))).numpy()
     benchmarks = {name: load_benchmark(name) for name in BENCHMARKS}
     base = {name: embed(b.terms, config.input_model).vectors for name, b in benchmarks.items()}
     head_out = {name: encode_in_chunks(head, torch.from_numpy(v)).numpy() for name, v in base.items()}
