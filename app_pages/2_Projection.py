@@ -191,14 +191,9 @@ with figure_slot.container():
         rows, pca_a = cache.projection(model_a, level, astuple(preview))
         _, pca_b = cache.projection(model_b, level, astuple(preview))
         draw(align_pair(rows, pca_a, pca_b, preview), preview=True)
-    progress = st.progress(0.0, text=f"{method_label} of {min(len(view.names), params.max_points):,} names · "
-                                       f"{md(label_a)}") if umap_pending else None
-    rows, coords_a = cache.projection(model_a, level, astuple(params))
-    if progress:
-        progress.progress(0.5, text=f"{method_label} · {md(label_b)}")
-    _, coords_b = cache.projection(model_b, level, astuple(params))
-    if progress:
-        progress.empty()  # the slot is redrawn below, but a bar left in it would read as work still running
+    # Each layout shows its own bar (its steps and the time left) while it computes.
+    rows, coords_a = cache.projection(model_a, level, astuple(params), _label=f"{method_label} · {label_a}")
+    _, coords_b = cache.projection(model_b, level, astuple(params), _label=f"{method_label} · {label_b}")
 pair = align_pair(rows, coords_a, coords_b, params)
 with figure_slot.container():
     draw(pair)

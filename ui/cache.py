@@ -59,13 +59,14 @@ def term_space(model: str, terms: tuple):
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def projection(model: str, spec: LevelSpec, params: tuple):
+def projection(model: str, spec: LevelSpec, params: tuple, _label: str = "Layout"):
     """``(rows, coords)``: the selected view under ``model`` projected with ``ProjectionParams(*params)``.
 
     The rows are the class-stratified sample for the point cap; coordinates also live in
     the disk cache (``BIOVIZ_HOME/projections``), so a new session reads them back at once.
-    While a layout computes, a bar follows its own steps (neighbour graph, epochs, placement)
-    with the time left; it is emptied afterwards (Streamlit replays it, empty, on a hit).
+    While a layout computes, a bar named ``_label`` (not part of the key) follows its own steps
+    (neighbour graph, epochs, placement) with the time left; it is emptied afterwards
+    (Streamlit replays it, empty, on a hit).
     """
     from bioviz.views.projection import ProjectionParams, project, stratified_sample
 
@@ -75,7 +76,7 @@ def projection(model: str, spec: LevelSpec, params: tuple):
 
     def follow(done: int, total: int, message: str) -> None:
         if done < total:
-            slot.progress(min(done / max(total, 1), 1.0), text=f"Layout of {len(rows):,} names: {md(message)}")
+            slot.progress(min(done / max(total, 1), 1.0), text=f"{md(_label)} of {len(rows):,} names: {md(message)}")
 
     try:
         return rows, project(view_space(model, spec), settings, rows, labels=view(spec).labels,  # landmarks per class
