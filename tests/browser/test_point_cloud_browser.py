@@ -44,6 +44,19 @@ def open_cloud(browser, url, n):
     return page, frame
 
 
+def panel_origin(page, frame, panel: str) -> tuple[float, float, dict]:
+    """Page coordinates of panel ``a`` or ``b``'s top-left corner, and the panel's box inside the frame."""
+    iframe = page.locator("iframe").bounding_box()
+    canvas = frame.evaluate(f"document.getElementById('panel-{panel}').getBoundingClientRect().toJSON()")
+    return iframe["x"] + canvas["x"], iframe["y"] + canvas["y"], canvas
+
+
+def panel_centre(page, frame, panel: str) -> tuple[float, float]:
+    """Page coordinates of the centre of panel ``a`` or ``b``."""
+    x, y, canvas = panel_origin(page, frame, panel)
+    return x + canvas["width"] / 2, y + canvas["height"] / 2
+
+
 def name_at(frame, index: int) -> str:
     """The name the frame holds for packed point ``index`` (decoded from the UTF-8 blob)."""
     return frame.evaluate("i => { const s = window.pointCloud.state; "
@@ -66,9 +79,8 @@ def test_a_few_thousand_points_are_drawn_in_two_panels_and_a_click_comes_back(br
     pixel, width = frame.evaluate("""(() => { const p = window.pointCloud.state.pick.a;
         for (let k = 0; k < p.length; k += 101) if (p[k] >= 0) return [k, window.pointCloud.state.width]; })()""")
     index = frame.evaluate(f"window.pointCloud.state.pick.a[{pixel}]")
-    iframe = page.locator("iframe").bounding_box()
-    canvas = frame.evaluate("document.getElementById('panel-a').getBoundingClientRect().toJSON()")
-    page.mouse.click(iframe["x"] + canvas["x"] + pixel % width, iframe["y"] + canvas["y"] + pixel // width)
+    left, top, canvas = panel_origin(page, frame, "a")
+    page.mouse.click(left + pixel % width, top + pixel // width)
     found = selected_line(page)
     assert found.group(1) == "1" and found.group(2).strip() == name_at(frame, index)
     # The same point is ringed in the compared panel: its pick buffer now holds it on several pixels.
@@ -84,9 +96,7 @@ def test_a_few_thousand_points_are_drawn_in_two_panels_and_a_click_comes_back(br
 
 def test_a_box_selected_with_shift_drag_returns_the_same_count(browser, cloud_url):
     page, frame = open_cloud(browser, cloud_url, 3000)
-    iframe = page.locator("iframe").bounding_box()
-    canvas = frame.evaluate("document.getElementById('panel-b').getBoundingClientRect().toJSON()")
-    x, y = iframe["x"] + canvas["x"] + canvas["width"] / 2, iframe["y"] + canvas["y"] + canvas["height"] / 2
+    x, y = panel_centre(page, frame, "b")
     page.keyboard.down("Shift")
     page.mouse.move(x - 80, y - 80)
     page.mouse.down()
@@ -102,9 +112,7 @@ def test_a_box_selected_with_shift_drag_returns_the_same_count(browser, cloud_ur
 
 def test_a_lasso_drawn_with_alt_drag_selects_the_points_inside_it(browser, cloud_url):
     page, frame = open_cloud(browser, cloud_url, 3000)
-    iframe = page.locator("iframe").bounding_box()
-    canvas = frame.evaluate("document.getElementById('panel-a').getBoundingClientRect().toJSON()")
-    x, y = iframe["x"] + canvas["x"] + canvas["width"] / 2, iframe["y"] + canvas["y"] + canvas["height"] / 2
+    x, y = panel_centre(page, frame, "a")
     page.keyboard.down("Alt")
     page.mouse.move(x - 100, y + 60)
     page.mouse.down()
