@@ -12,6 +12,7 @@ modules can all import it without importing each other.
 
 from __future__ import annotations
 
+import signal
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -148,3 +149,26 @@ class TrainResult:
     per_epoch_s: list[float]
     device: str
     metrics: dict = field(default_factory=dict)
+
+
+def cancel_on_signals() -> tuple[CancelFlag, Callable[[], None]]:
+    """A :class:`CancelFlag` that SIGTERM and SIGINT set, and the function that puts the old handlers back.
+
+    After a cancel, ``restore()`` leaves the handlers in place until the process exits: the job
+    runner forwards its own SIGTERM, which may land after the first one was handled, and the
+    default action would turn a clean exit 130 into death by SIGTERM.
+
+    Returns
+    -------
+    (CancelFlag, callable)
+        Call the second in a ``finally``.
+    """
+    cancel = CancelFlag()
+    previous = {sig: signal.signal(sig, lambda *_: cancel.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    def restore() -> None:
+        if not cancel.is_set():
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    return cancel, restore

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import signal
 import sys
 import time
 from pathlib import Path
@@ -22,7 +21,7 @@ from pathlib import Path
 from bioviz.errors import BiovizError
 from trainer.config import OPTIONS, TrainConfig, read_config, validate
 from trainer.data import check_models
-from trainer.events import CancelFlag, Cancelled
+from trainer.events import Cancelled, cancel_on_signals
 from trainer.options import Option
 
 EXIT_CANCELLED = 130
@@ -139,8 +138,7 @@ def handle(args: argparse.Namespace) -> int:
     except BiovizError as error:
         writer({"event": "error", "message": str(error)})
         return 2
-    cancel = CancelFlag()
-    previous = {sig: signal.signal(sig, lambda *_: cancel.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    cancel, restore_signals = cancel_on_signals()
     try:
         # Libraries that print (progress bars, trainer logs) must not break the one-JSON stdout.
         with contextlib.redirect_stdout(sys.stderr):
@@ -155,12 +153,7 @@ def handle(args: argparse.Namespace) -> int:
         writer({"event": "error", "message": f"{type(error).__name__}: {error}"})
         raise
     finally:
-        # After a cancel, keep swallowing signals until the process exits: the job runner
-        # forwards its own SIGTERM, which may land after the first one was handled, and
-        # the default action would turn a clean exit 130 into death by SIGTERM.
-        if not cancel.is_set():
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        restore_signals()  # kept after a cancel: see cancel_on_signals
     if args.json:
         sys.stdout.write(json.dumps(summary, default=str) + "\n")
     else:

@@ -31,7 +31,6 @@ import datetime as dt
 import json
 import os
 import shutil
-import signal
 import sys
 from pathlib import Path
 
@@ -219,14 +218,13 @@ def run(config_file: str | Path, out: str | Path, progress_file: str | Path, dev
     130 stopped by SIGTERM (a checkpoint is kept for *Resume*).
     """
     from bioviz.evaluation.overlap import PRETRAIN_FILE, TERMS_FILE
-    from trainer.events import CancelFlag, Cancelled
+    from trainer.events import Cancelled, cancel_on_signals
     from trainer.pretrain.command import EXIT_CANCELLED, ProgressPrinter
     from trainer.pretrain.config import PretrainConfig, validate
 
     out, work = Path(out), work_dir(config_file)
     progress, printer = ProgressFile(progress_file), ProgressPrinter()
-    cancel = CancelFlag()
-    previous = {sig: signal.signal(sig, lambda *_: cancel.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    cancel, restore_signals = cancel_on_signals()
     try:
         values = json.loads(Path(config_file).read_text(encoding="utf-8"))
         resuming = adopt(values.get("resume_from"), work)
@@ -261,8 +259,7 @@ def run(config_file: str | Path, out: str | Path, progress_file: str | Path, dev
             report({"event": "error", "message": str(error)})
         return 2
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        restore_signals()  # kept after a cancel: see cancel_on_signals
     progress({"event": "done", "run_dir": str(out), "summary": {"validation": result.get("validation")}})
     return 0
 

@@ -14,13 +14,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import signal
 import sys
 import time
 
 from bioviz.errors import BiovizError
 from bioviz.ontology.splits import DEFAULT_SHOTS, DEFAULT_SPLIT_SEED
-from trainer.events import CancelFlag, Cancelled
+from trainer.events import Cancelled, cancel_on_signals
 from trainer.pretrain.config import LOSSES, PretrainConfig, validate
 from trainer.pretrain.pairs import OBJECTIVES
 
@@ -127,8 +126,7 @@ def handle(args: argparse.Namespace) -> int:
     except BiovizError as error:
         printer({"event": "error", "message": str(error)})
         return 2
-    cancel = CancelFlag()
-    previous = {sig: signal.signal(sig, lambda *_: cancel.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    cancel, restore_signals = cancel_on_signals()
     try:
         # Libraries that print must not break the one-JSON stdout.
         with contextlib.redirect_stdout(sys.stderr):
@@ -144,8 +142,7 @@ def handle(args: argparse.Namespace) -> int:
         printer({"event": "error", "message": str(error)})
         return 2
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        restore_signals()  # kept after a cancel: see cancel_on_signals
     if args.json:
         sys.stdout.write(json.dumps(result, default=str) + "\n")
     else:
