@@ -42,10 +42,16 @@ def register(subparsers) -> None:
                    help="training pairs sampled per source and objective in equal shares (all: every pair)")
     p.add_argument("--validation-pairs", type=int, default=500, help="held-out validation pairs")
     p.add_argument("--base", default="minilm", help="MODEL to start from (sentence-transformers)")
-    p.add_argument("--out", required=True, help="output directory (new or empty; with --resume, the interrupted run)")
+    p.add_argument("--out", help="output directory (new or empty; with --resume, the interrupted run)")
+    p.add_argument("--save-pairs", metavar="FILE",
+                   help="build the pairs (sources, objectives, exclusions, sampling), write them to FILE and stop")
+    p.add_argument("--pairs", metavar="FILE",
+                   help="train on a --save-pairs file (built elsewhere); --sources/--objectives then pick a part of it")
     p.add_argument("--resume", action="store_true", help="continue the interrupted run in --out (its own settings)")
     p.add_argument("--exclude-level", action="append", default=[], metavar="SOURCE:ROOT:DEPTH",
                    help="keep this level's validation/test/zero-shot names out of the pairs (repeatable)")
+    p.add_argument("--exclude-names", metavar="FILE",
+                   help="keep these names (UTF-8, one per line) out of every pair, e.g. a protocol's queries")
     p.add_argument("--split-seed", type=int, default=DEFAULT_SPLIT_SEED, help="seed of the excluded levels' split")
     p.add_argument("--shots", type=_optional_int, default=DEFAULT_SHOTS, help="shots of the excluded levels' split")
     p.add_argument("--test-per-class", type=int, default=1, help="test names per class of that split")
@@ -76,9 +82,11 @@ def config_from_args(args: argparse.Namespace) -> PretrainConfig:
     """
     if args.resume:
         return validate(PretrainConfig.read(args.out))
-    if not args.sources:
+    if args.pairs and args.save_pairs:
+        raise BiovizError("give --pairs (train on a pair file) or --save-pairs (write one), not both")
+    if not args.pairs and not args.sources:
         raise BiovizError("no source: give --sources (icd10, icd10cm, hpo, an .obo file or a UMLS directory)")
-    if not args.objectives:
+    if not args.pairs and not args.objectives:
         raise BiovizError(f"no objective: give --objectives (any of {', '.join(OBJECTIVES)})")
     return validate(PretrainConfig(
         sources=args.sources, objectives=args.objectives, base=args.base, max_pairs=args.max_pairs,
@@ -86,7 +94,8 @@ def config_from_args(args: argparse.Namespace) -> PretrainConfig:
         seed=args.seed, loss=args.loss, mini_batch_size=args.mini_batch_size, save_steps=args.save_steps,
         max_seq_length=args.max_seq_length, device=args.device, exclude_levels=args.exclude_level,
         split_seed=args.split_seed, shots=args.shots, test_per_class=args.test_per_class,
-        zero_shot_classes=args.zero_shot_classes, hard_negatives=args.hard_negatives))
+        zero_shot_classes=args.zero_shot_classes, hard_negatives=args.hard_negatives, pairs_file=args.pairs,
+        exclude_names=args.exclude_names))
 
 
 class ProgressPrinter:
@@ -114,11 +123,37 @@ class ProgressPrinter:
         sys.stderr.flush()
 
 
+def save_pairs(config: PretrainConfig, path: str, printer) -> int:
+    """Build the pairs of ``config`` and write them to ``path`` (``--save-pairs``); returns 0.
+
+    Raises
+    ------
+    BiovizError
+    """
+    from trainer.pretrain.fit import prepare
+    from trainer.pretrain.pairs_file import save_pairset
+
+    started = time.perf_counter()
+    pairs = prepare(config)
+    printer({"event": "pairs", **pairs.counts(), "excluded": pairs.excluded.get("total", 0),
+             "seconds": time.perf_counter() - started})
+    settings = {k: v for k, v in config.to_dict().items()
+                if k in ("sources", "objectives", "max_pairs", "validation_pairs", "seed", "exclude_levels", "exclude_names",
+                         "split_seed", "shots", "test_per_class", "zero_shot_classes", "hard_negatives")}
+    save_pairset(pairs, path, settings)
+    sys.stdout.write(json.dumps({"pairs_file": str(path), **pairs.counts()}) + "\n")
+    return 0
+
+
 def handle(args: argparse.Namespace) -> int:
     """Validate, build pairs, pretrain; returns the exit code."""
     printer = ProgressPrinter()
     try:
         config = config_from_args(args)
+        if args.save_pairs:
+            return save_pairs(config, args.save_pairs, printer)
+        if not args.out:
+            raise BiovizError("no --out: give the directory to write the pretrained model to")
         # trainer.pretrain.fit imports torch and sentence-transformers: only when a run starts.
         from trainer.pretrain.fit import check_out_dir, pretrain
 

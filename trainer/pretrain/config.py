@@ -47,6 +47,10 @@ class PretrainConfig:
     test_per_class: int = 1
     zero_shot_classes: float = 0
     hard_negatives: str = "none"  # "siblings": a sibling's name as a third column (trainer.pretrain.negatives)
+    # Train on pairs prepared elsewhere (trainer.pretrain.pairs_file); sources and objectives then
+    # choose a part of the file (empty: all of it).
+    pairs_file: str | None = None
+    exclude_names: str | None = None  # a file of names kept out of every pair (trainer.pretrain.leakage.held_out_names)
 
     def to_dict(self) -> dict:
         """Plain dict (``pretrain-config.json``, ``pretrain.json``)."""
@@ -75,9 +79,29 @@ def validate(c: PretrainConfig) -> PretrainConfig:
     ------
     BiovizError
     """
+    if c.pairs_file:
+        return _validate_with_pairs_file(c)
     c.objectives = check_objectives(c.objectives)
-    checks = [
+    return _check_settings(c, [
         (bool(c.sources), "no source: give --sources (icd10, icd10cm, hpo, an .obo file or a UMLS directory)"),
+    ])
+
+
+def _validate_with_pairs_file(c: PretrainConfig) -> PretrainConfig:
+    # The pair file was built with its own exclusions and negatives: adding either needs the
+    # ontologies, which a machine training on a pair file need not have.
+    c.objectives = check_objectives(c.objectives) if c.objectives else []
+    c.sources = list(c.sources or [])
+    return _check_settings(c, [
+        (not c.exclude_levels and not c.exclude_names, "--exclude-level/--exclude-names do not apply to --pairs: the pair file's own exclusions do "
+                               "(give it to the --save-pairs run)"),
+        (c.hard_negatives == "none", "--hard-negatives does not apply to --pairs: give it to the --save-pairs run"),
+    ])
+
+
+def _check_settings(c: PretrainConfig, checks: list) -> PretrainConfig:
+    checks = [
+        *checks,
         (c.max_pairs is None or c.max_pairs >= 2, f"--max-pairs must be at least 2 (got {c.max_pairs})"),
         (c.batch_size >= 2, f"--batch-size must be at least 2: in-batch negatives need a batch (got {c.batch_size})"),
         (c.epochs >= 1, f"--epochs must be at least 1 (got {c.epochs})"),

@@ -104,5 +104,7 @@ def build_pairs(sources: list[str], objectives: list[str], max_pairs: int | None
     if len(train) < 2:
         raise BiovizError(f"only {len(train)} training pairs from {', '.join(sources)} for "
                           f"{', '.join(objectives)}: nothing to pretrain on")
-    excluded = {"pairs": dropped, "total": sum(dropped.values()), "levels": [h.record() for h in held]}
+    excluded = {"pairs": dropped, "total": sum(dropped.values()),
+                "levels": [h.record() for h in held if isinstance(h, HeldOut)],
+                "names": [h.record() for h in held if not isinstance(h, HeldOut)]}
     return PairSet(train, validation, available, excluded, overlap)

@@ -26,7 +26,7 @@ from bioviz.errors import BiovizError
 from trainer.events import CancelFlag, Cancelled, Emit, broadcast
 from trainer.pretrain.config import CONFIG_FILE, PretrainConfig
 from trainer.pretrain.dataset import PairSet, build_pairs
-from trainer.pretrain.leakage import held_out, parse_level
+from trainer.pretrain.leakage import held_out, held_out_names, parse_level
 
 logger = logging.getLogger(__name__)
 
@@ -169,8 +169,21 @@ def _make_loss(c: PretrainConfig, model):
 
 
 def prepare(c: PretrainConfig) -> PairSet:
-    """The pairs of config ``c``, the excluded levels' held-out names left out."""
+    """The pairs of config ``c``, the excluded levels' held-out names left out.
+
+    With ``c.pairs_file``, the pairs prepared elsewhere (:mod:`trainer.pretrain.pairs_file`):
+    the part of them ``c.objectives`` and ``c.sources`` name, sampled to ``c.max_pairs``.
+    """
+    if c.pairs_file:
+        from trainer.pretrain.pairs_file import load_pairset, subset
+        from trainer.pretrain.selection import stratified_sample
+
+        pairs = subset(load_pairset(c.pairs_file)[0], c.objectives, c.sources)
+        pairs.train = stratified_sample(pairs.train, c.max_pairs, c.seed)
+        return pairs
     held = [held_out(parse_level(text), _split_spec(c)) for text in c.exclude_levels]
+    if c.exclude_names:
+        held.append(held_out_names(c.exclude_names))
     return build_pairs(c.sources, c.objectives, c.max_pairs, c.seed, held, c.validation_pairs, c.hard_negatives)
 
 
@@ -217,7 +230,7 @@ def pretrain(c: PretrainConfig, out: str | Path, callbacks=(), cancel: CancelFla
     started = time.perf_counter()
     pairs = prepare(c)
     pairs_s = time.perf_counter() - started
-    emit({"event": "pairs", **pairs.counts(), "excluded": pairs.excluded["total"], "seconds": pairs_s})
+    emit({"event": "pairs", **pairs.counts(), "excluded": pairs.excluded.get("total", 0), "seconds": pairs_s})
     device = _device(c.device)
     model = load_sentence_transformer(c.base, device=device)
     out.mkdir(parents=True, exist_ok=True)

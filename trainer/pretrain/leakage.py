@@ -110,6 +110,51 @@ def held_out(level: LevelSpec, split: SplitSpec, ontology: Ontology | None = Non
     return HeldOut(level, split, names, concepts, counts)
 
 
+@dataclass
+class HeldOutNames:
+    """Names kept out of every pair whatever level they belong to (``--exclude-names FILE``).
+
+    For protocols that are not a level's split: the queries of ICD-10-CM's leaf-to-parent
+    mapping, a hospital's own test terms. Only names count; no concept is held out.
+    """
+
+    label: str
+    names: set[str]  # normalised
+    concepts: frozenset = frozenset()
+
+    def leaks(self, pair: Pair) -> bool:
+        """Whether ``pair`` mentions one of the names."""
+        return any(normalise_name(t) in self.names for t in (pair.anchor, pair.positive, *pair.names))
+
+    def record(self) -> dict:
+        """What was held out, for ``pretrain.json`` (``excluded.names``)."""
+        return {"names_from": self.label, "held_out_names": len(self.names)}
+
+
+MAX_NAMES_FILE_BYTES = 64 * 1024 * 1024
+
+
+def held_out_names(path: str | Path) -> HeldOutNames:
+    """The names of a UTF-8 text file, one per line (blank lines skipped), to keep out of every pair.
+
+    Raises
+    ------
+    BiovizError
+        Missing, too large, or not UTF-8 text.
+    """
+    path = Path(path)
+    try:
+        if path.stat().st_size > MAX_NAMES_FILE_BYTES:
+            raise BiovizError(f"--exclude-names {path}: larger than {MAX_NAMES_FILE_BYTES // 2**20} MiB")
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BiovizError(f"--exclude-names {path}: no such file") from None
+    except (OSError, UnicodeDecodeError):
+        raise BiovizError(f"--exclude-names {path}: not a UTF-8 text file of names, one per line") from None
+    names = {normalise_name(line) for line in text.splitlines() if line.strip()}
+    return HeldOutNames(path.name, names)
+
+
 def exclude(pairs: list[Pair], held: list[HeldOut]) -> tuple[list[Pair], dict]:
     """``pairs`` without those that leak any level's held-out data, and the count dropped per objective."""
     if not held:

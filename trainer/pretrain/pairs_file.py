@@ -1,0 +1,127 @@
+"""A prepared pair set on disk: build the pairs where the sources are, train where the GPU is.
+
+Building the pairs needs the ontologies (the bundled packages, an OBO file, a licensed UMLS
+release) and, for the leakage rule, the levels to evaluate on; training needs only the pairs
+and a base model. ``python -m trainer pretrain ... --save-pairs FILE`` writes the first
+half's result, ``--pairs FILE`` trains on it on another machine (a GPU node with no UMLS
+licence, a cluster worker). The file is gzip-compressed JSON, parsed and checked field by
+field (never unpickled): a damaged or foreign file is refused with one line.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+from pathlib import Path
+
+from bioviz.errors import BiovizError
+from bioviz.paths import write_bytes_atomic
+from trainer.pretrain.dataset import PairSet
+from trainer.pretrain.pairs import OBJECTIVES, Pair
+
+FORMAT = "bioviz-pretrain-pairs"
+VERSION = 1
+_TEXT_FIELDS = ("anchor", "positive", "objective", "source", "kind")
+
+
+def _row(pair: Pair) -> list:
+    # Rows are lists, not dicts: a third of the size for 300k pairs.
+    return [pair.anchor, pair.positive, pair.objective, pair.source, pair.kind, list(pair.concepts),
+            list(pair.names), pair.negative, pair.negative_concept]
+
+
+def _pair(row, where: str) -> Pair:
+    if not isinstance(row, list) or len(row) != 9:
+        raise BiovizError(f"{where}: not a pair row")
+    anchor, positive, objective, source, kind, concepts, names, negative, negative_concept = row
+    texts_ok = all(isinstance(v, str) for v in (anchor, positive, objective, source, kind))
+    lists_ok = all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in (concepts, names))
+    optional_ok = all(v is None or isinstance(v, str) for v in (negative, negative_concept))
+    if not (texts_ok and lists_ok and optional_ok) or objective not in OBJECTIVES:
+        raise BiovizError(f"{where}: not a pair row")
+    return Pair(anchor, positive, objective, source, kind, tuple(concepts), tuple(names), negative,
+                negative_concept)
+
+
+def save_pairset(pairs: PairSet, path: str | Path, settings: dict) -> Path:
+    """Write ``pairs`` (and the settings that made them) to ``path``, atomically.
+
+    Parameters
+    ----------
+    pairs : PairSet
+    path : str or Path
+        The file to write (conventionally ``*.pairs.json.gz``).
+    settings : dict
+        What the pairs were built from (sources, objectives, exclusions, seed ...), kept in
+        the file and in every run trained on it.
+    """
+    document = {"format": FORMAT, "version": VERSION, "settings": settings,
+                "available": pairs.available, "excluded": pairs.excluded,
+                "overlap_dropped": pairs.overlap_dropped,
+                "train": [_row(p) for p in pairs.train], "validation": [_row(p) for p in pairs.validation]}
+    data = gzip.compress(json.dumps(document, ensure_ascii=False).encode("utf-8"), compresslevel=6, mtime=0)
+    path = Path(path)
+    write_bytes_atomic(path, data)
+    return path
+
+
+def load_pairset(path: str | Path) -> tuple[PairSet, dict]:
+    """The pair set in ``path`` and the settings it was built with.
+
+    Raises
+    ------
+    BiovizError
+        The file is missing, not a gzip JSON pair file of this format, or holds a bad row.
+    """
+    path = Path(path)
+    try:
+        document = json.loads(gzip.decompress(path.read_bytes()).decode("utf-8"))
+    except FileNotFoundError:
+        raise BiovizError(f"no pair file at {path}") from None
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError):
+        raise BiovizError(f"{path} is not a pair file (expected gzip JSON written by --save-pairs)") from None
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise BiovizError(f"{path} is not a pair file (expected gzip JSON written by --save-pairs)")
+    if document.get("version") != VERSION:
+        raise BiovizError(f"{path} is a pair file of version {document.get('version')!r}; "
+                          f"this bioviz reads version {VERSION}")
+    try:
+        train = [_pair(row, f"{path}: training pair {i + 1}") for i, row in enumerate(document["train"])]
+        validation = [_pair(row, f"{path}: validation pair {i + 1}")
+                      for i, row in enumerate(document["validation"])]
+    except (KeyError, TypeError):
+        raise BiovizError(f"{path} is not a complete pair file") from None
+    pairs = PairSet(train, validation, dict(document.get("available") or {}), dict(document.get("excluded") or {}),
+                    int(document.get("overlap_dropped") or 0))
+    return pairs, dict(document.get("settings") or {})
+
+
+def subset(pairs: PairSet, objectives=None, sources=None) -> PairSet:
+    """The pairs of some objectives and sources only, training and validation alike.
+
+    A validation slice drawn over every objective stays apart from every training pair, so
+    the slice of a subset is a valid validation set for that subset.
+
+    Raises
+    ------
+    BiovizError
+        An objective or source the file does not hold, or fewer than two training pairs left.
+    """
+    held_objectives = {p.objective for p in pairs.train}
+    held_sources = {p.source for p in pairs.train}
+    for wanted, held, what in ((objectives, held_objectives, "objective"), (sources, held_sources, "source")):
+        missing = sorted(set(wanted or ()) - held)
+        if missing:
+            raise BiovizError(f"the pair file holds no {what} {', '.join(missing)} "
+                              f"(it holds {', '.join(sorted(held))})")
+
+    def keep(p: Pair) -> bool:
+        return (not objectives or p.objective in objectives) and (not sources or p.source in sources)
+
+    train = [p for p in pairs.train if keep(p)]
+    if len(train) < 2:
+        raise BiovizError(f"only {len(train)} training pairs in that part of the pair file: nothing to pretrain on")
+    available = {s: {o: n for o, n in per.items() if not objectives or o in objectives}
+                 for s, per in pairs.available.items() if not sources or s in sources}
+    return PairSet(train, [p for p in pairs.validation if keep(p)], available, pairs.excluded, pairs.overlap_dropped)
