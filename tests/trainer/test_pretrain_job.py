@@ -31,6 +31,19 @@ def pretrain_values(data_dir, **changes):
             "max_pairs": 2000, **changes}
 
 
+def test_a_pretrain_job_from_a_pair_file_keeps_its_absolute_path_and_says_so(queue_only, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "all.pairs.json.gz").write_bytes(b"")  # read when the job runs, not on submit
+    job = queue_only.submit({"kind": "pretrain", "pairs_file": "all.pairs.json.gz", "max_pairs": None}, device="cpu")
+    saved = json.loads(open(job.config_path).read())
+    assert saved["pairs_file"] == str(tmp_path / "all.pairs.json.gz") and saved["sources"] == []
+    assert pretrain_job.describe(job.config) == ("pretrain on pair file all.pairs.json.gz · every objective · "
+                                                 "all pairs · base minilm")
+    with pytest.raises(BiovizError, match="do not apply to --pairs"):
+        queue_only.submit({"kind": "pretrain", "pairs_file": "all.pairs.json.gz", "exclude_levels": ["hpo::1"]},
+                          device="cpu")
+
+
 def test_the_kind_is_the_one_the_library_lists_as_pretrained_and_every_objective_is_explained():
     from trainer.job_options import OBJECTIVE_SUMMARIES
     from trainer.pretrain.pairs import OBJECTIVES

@@ -94,8 +94,10 @@ def job_config(values: dict) -> dict:
         if source not in BUNDLED and not Path(source).exists():
             raise BiovizError(f"unknown source {source!r}: use one of {', '.join(BUNDLED)}, an .obo file or a "
                               "UMLS directory")
-    if settings.get("base"):
-        settings["base"] = _absolute(settings["base"])
+    for key in ("base", "pairs_file", "exclude_names"):
+        if settings.get(key):
+            settings[key] = _absolute(settings[key])
+    settings.setdefault("objectives", [])  # none given: every objective of a pair file, else refused in one line
     config = validate(PretrainConfig(**settings))
     for i, level in enumerate(config.exclude_levels):
         parse_level(level)  # a malformed level is refused here, in one line
@@ -111,8 +113,11 @@ def describe(config: dict) -> str:
     """``pretrain on hpo, mini.obo · synonyms+hierarchy · 20k pairs · base minilm`` for tables and titles."""
     from bioviz.models.runs import pairs_text
 
-    sources = ", ".join(Path(str(s)).name for s in config.get("sources") or []) or "?"
-    objectives = "+".join(config.get("objectives") or []) or "?"
+    sources = ", ".join(Path(str(s)).name for s in config.get("sources") or [])
+    if config.get("pairs_file"):
+        sources = f"pair file {Path(str(config['pairs_file'])).name}" + (f" ({sources})" if sources else "")
+    objectives = "+".join(config.get("objectives") or []) or ("every objective" if config.get("pairs_file") else "?")
+    sources = sources or "?"
     resumed = " · resumed" if config.get("resume_from") else ""
     return (f"pretrain on {sources} · {objectives} · {pairs_text(config.get('max_pairs'))} pairs · "
             f"base {Path(str(config.get('base', 'minilm'))).name}{resumed}")
