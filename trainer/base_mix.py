@@ -172,7 +172,7 @@ def _finite(value) -> float | None:
 
 
 def describe(record: dict | None) -> str:
-    """One line for a run's figures, e.g. ``"base weight 0.4 (chosen on validation, retention >= 0.85)"``."""
+    """One line for a run's figures, e.g. ``"base weight 0.4 (chosen on validation, retention >= 0.9)"``."""
     if not record:
         return ""
     text = f"base weight {record['weight']:g}"

@@ -85,7 +85,7 @@ class TrainConfig:
                                        "which keeps the base model's order between classes; auto: chosen on "
                                        "validation", encoders=HEADS, min=0, max=1,
                                        offered=BASE_WEIGHTS, none="auto", label="Base weight w")
-    min_retention: float = option(0.85, "auto base_weight keeps at least this validation retention of the base's "
+    min_retention: float = option(0.9, "auto base_weight keeps at least this validation retention of the base's "
                                   "cross-class order", encoders=HEADS, min=0, max=1, label="Minimum retention")
     synonym_dropout: float = option(0.5, "names left out of each prototype mean", encoders=("cca",), min=0, max=1,
                                     max_exclusive=True, label="Synonym dropout")
