@@ -14,7 +14,8 @@ from pathlib import Path
 
 from bioviz.evaluation.overlap import PRETRAIN_FILE, TERMS_FILE
 from bioviz.models.runs import read_run
-from tests.pages.test_train import table, wait_for
+from tests.pages.test_train import table
+from tests.support.polling import wait_for
 from trainer.jobs.pretrain_job import TRAINER_STATE, work_dir
 from trainer.jobs.queue import Worker
 from trainer.jobs.store import INTERRUPTED, QUEUED, SUCCEEDED
