@@ -12,4 +12,5 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
     || echo "warning: could not install chromium; browser tests will be skipped" >&2
 fi
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-exec .venv/bin/python -m pytest "$@"
+# --durations: the slowest tests listed at the end of every CI log, to keep the suite near its time budget
+exec .venv/bin/python -m pytest --durations=25 "$@"

@@ -52,6 +52,51 @@ def shared_home(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("shared-home")
 
 
+class _DefaultCorpus(list):
+    """char-tfidf's default corpus, marked so that only its fit is memoised (other fits run as written)."""
+
+    key = ""
+
+
+_char_tfidf_defaults: dict[str, tuple[_DefaultCorpus, object]] = {}  # corpus_key() -> (corpus, its fit or None)
+
+
+@pytest.fixture(autouse=True)
+def char_tfidf_fitted_once_per_session(monkeypatch):
+    """char-tfidf's default model is fitted once per test session, not once per BIOVIZ_HOME.
+
+    Fitting it on every name of ICD-10 and HPO takes 30-90 s on the 2-core CI machine, and
+    each test on a fresh home (``tmp_home``) that touched the model paid it again. The default
+    corpus and its fit are memoised in this process; everything else runs as in the app:
+    ``load_default`` still reads the home's stored fit, sets a damaged one aside, refits and
+    writes the file (what the state tests check), so only minutes of identical refits go.
+    Fits of other corpora (``char_tfidf.fit`` called by a test) are not memoised.
+    """
+    from bioviz.models import char_tfidf
+
+    fit, default_corpus = char_tfidf.fit, char_tfidf.default_corpus
+
+    def default_corpus_once():
+        key = char_tfidf.corpus_key()
+        if key not in _char_tfidf_defaults:
+            corpus = _DefaultCorpus(default_corpus())
+            corpus.key = key
+            _char_tfidf_defaults[key] = (corpus, None)
+        return _char_tfidf_defaults[key][0]
+
+    def fit_default_once(corpus, settings=None):
+        if not isinstance(corpus, _DefaultCorpus) or settings is not None:
+            return fit(corpus, settings)
+        corpus_again, model = _char_tfidf_defaults[corpus.key]
+        if model is None:
+            model = fit(corpus)
+            _char_tfidf_defaults[corpus.key] = (corpus_again, model)
+        return model
+
+    monkeypatch.setattr(char_tfidf, "fit", fit_default_once)
+    monkeypatch.setattr(char_tfidf, "default_corpus", default_corpus_once)
+
+
 class _TrigramModel:
     """A tiny deterministic stand-in for an evaluated model: hashed character trigrams.
 

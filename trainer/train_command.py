@@ -12,19 +12,17 @@ codes: 0 done, 2 bad input (refused before any training), 130 cancelled by SIGTE
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 import time
 from pathlib import Path
 
 from bioviz.errors import BiovizError
+from trainer.cli_common import add_json_option, print_summary, refuse, run_cancellable
 from trainer.config import OPTIONS, TrainConfig, read_config, validate
 from trainer.data import check_models
-from trainer.events import Cancelled, cancel_on_signals
 from trainer.options import Option
 
-EXIT_CANCELLED = 130
 NONE_WORDS = ("none", "all", "null")  # spell None for any optional option (plus its own word, e.g. auto)
 
 
@@ -73,7 +71,7 @@ def register(subparsers) -> None:
                                    description=__doc__.split("\n\n")[0])
     add_config_options(parser)
     parser.add_argument("--out", required=True, help="run directory to create (must not exist or be empty)")
-    parser.add_argument("--json", action="store_true", help="print one JSON summary on stdout")
+    add_json_option(parser)
     parser.add_argument("--progress-file", help="append JSON-lines progress events to this file")
     parser.set_defaults(handler=handle)
 
@@ -136,27 +134,10 @@ def handle(args: argparse.Namespace) -> int:
         check_models(config)
         check_out_dir(args.out)
     except BiovizError as error:
-        writer({"event": "error", "message": str(error)})
-        return 2
-    cancel, restore_signals = cancel_on_signals()
-    try:
-        # Libraries that print (progress bars, trainer logs) must not break the one-JSON stdout.
-        with contextlib.redirect_stdout(sys.stderr):
-            summary = train_run(config, args.out, callbacks=[writer], cancel=cancel, validated=True)
-    except Cancelled:
-        writer({"event": "error", "message": "cancelled", "cancelled": True})
-        return EXIT_CANCELLED
-    except BiovizError as error:
-        writer({"event": "error", "message": str(error)})
-        return 2
-    except Exception as error:  # a bug: record it for the job page, keep the traceback
-        writer({"event": "error", "message": f"{type(error).__name__}: {error}"})
-        raise
-    finally:
-        restore_signals()  # kept after a cancel: see cancel_on_signals
-    if args.json:
-        sys.stdout.write(json.dumps(summary, default=str) + "\n")
-    else:
-        for key, value in summary.items():
-            sys.stdout.write(f"{key}: {value}\n")
-    return 0
+        return refuse(writer, error)
+    code, summary = run_cancellable(
+        lambda cancel: train_run(config, args.out, callbacks=[writer], cancel=cancel, validated=True),
+        writer, cancelled_message="cancelled")
+    if code == 0:
+        print_summary(summary, args.json)
+    return code

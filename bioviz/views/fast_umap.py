@@ -10,11 +10,6 @@ laid out: fitting a fixed number of landmarks bounds them (docs/scale.md "UMAP")
 key): cuML's UMAP when cuML and a CUDA device are present (:func:`cuml_layout`), landmarks above
 :data:`LANDMARK_THRESHOLD` points, plain umap-learn (:func:`plain_layout`) below.
 
-:func:`knn_graph` / :func:`umap_layout`: the same graph umap-learn's NN-descent builds, by faiss
-(exact up to :data:`EXACT_MAX` points, IVF beyond), handed over as ``precomputed_knn``. Measured
-here it is not faster (the epochs dominate, not the search); it is for an exact neighbour graph,
-or for machines where the search dominates.
-
 Compilation: umap-learn compiles its numba functions on first use in every process (10-40 s
 on a loaded 2-core machine). :func:`enable_numba_cache` switches on numba's on-disk cache for
 them (umap-learn marks only a few ``cache=True``), so the compiled code is written once per
@@ -30,7 +25,6 @@ import importlib
 import logging
 import threading
 import time
-import warnings
 
 from typing import Callable
 
@@ -40,9 +34,6 @@ from bioviz.models.encoding_estimate import time_left
 
 logger = logging.getLogger(__name__)
 
-# Beyond this many points an IVF index replaces the exact search: exact costs n^2 * dim
-# multiply-adds (20k points: 17 s on this loaded 2-core machine, so 100k would take minutes)
-EXACT_MAX = 50_000
 # Views above this many points take the landmark path (:func:`landmark_layout`); chosen from
 # benchmarks/bench_umap.py (docs/scale.md "UMAP"): below it plain umap-learn takes well under a minute
 LANDMARK_THRESHOLD = 50_000
@@ -76,7 +67,7 @@ def _unit_rows(vectors: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(vectors / np.where(norms > 0, norms, 1.0), dtype=np.float32)
 
 
-def _index(vectors: np.ndarray, exact_max: int, probe_divisor: int = 16):
+def _index(vectors: np.ndarray, exact_max: int, probe_divisor: int):
     """A faiss inner-product index over unit ``vectors``: flat (exact) or IVF (1/``probe_divisor`` of lists probed)."""
     import faiss  # imported here: only projections of large levels need it
 
@@ -86,8 +77,7 @@ def _index(vectors: np.ndarray, exact_max: int, probe_divisor: int = 16):
         index.add(vectors)
         return index
     # about 4*sqrt(n) lists (fewer for small n: faiss asks for 39 training points per list),
-    # trained on a sample of 40 points per list; a sixteenth of them probed by default: each
-    # query scans about 6% of the rows
+    # trained on a sample of 40 points per list; 1/probe_divisor of them probed
     lists = max(1, min(int(4 * np.sqrt(n)), n // 39))
     quantizer = faiss.IndexFlatIP(dim)
     index = faiss.IndexIVFFlat(quantizer, dim, lists, faiss.METRIC_INNER_PRODUCT)
@@ -96,43 +86,6 @@ def _index(vectors: np.ndarray, exact_max: int, probe_divisor: int = 16):
     index.add(vectors)
     index.nprobe = max(1, lists // probe_divisor)
     return index
-
-
-def knn_graph(vectors: np.ndarray, k: int, exact_max: int = EXACT_MAX) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` nearest neighbours of every row under cosine distance, each row first in its own list.
-
-    Parameters
-    ----------
-    vectors : numpy.ndarray
-        ``(n, dim)``; rows are normalised here (cosine).
-    k : int
-        Neighbours per row, the row itself included (umap-learn's convention).
-    exact_max : int
-        Up to this many rows the search is exact; beyond, an IVF index (approximate).
-
-    Returns
-    -------
-    (indices, distances)
-        ``(n, k)`` int64 row indices, nearest first, and float32 cosine distances (1 - cosine,
-        0 for the row itself). Rows with fewer than ``k`` others get ``-1`` and ``inf``.
-    """
-    vectors = _unit_rows(vectors)
-    n = len(vectors)
-    index = _index(vectors, exact_max)
-    scores, indices = index.search(vectors, k)
-    indices = indices.astype(np.int64)
-    distances = np.maximum(0.0, 1.0 - scores).astype(np.float32)
-    distances[indices < 0] = np.inf
-    # umap-learn expects each row to be its own nearest neighbour; an exact duplicate (or an
-    # approximate search) can put another row first, or miss the row itself
-    rows = np.arange(n)
-    for row in np.flatnonzero(indices[:, 0] != rows):
-        others = indices[row] != row
-        keep_i, keep_d = indices[row][others][: k - 1], distances[row][others][: k - 1]
-        indices[row] = np.concatenate([[row], keep_i])
-        distances[row] = np.concatenate([[0.0], keep_d])
-    distances[:, 0] = 0.0
-    return indices, distances
 
 
 def enable_numba_cache() -> None:
@@ -163,42 +116,6 @@ def enable_numba_cache() -> None:
                     logger.debug("numba cache not enabled for %s: %s", value.py_func.__name__, error)
     _cache_enabled = True
     logger.info("numba on-disk cache enabled for %d umap-learn functions", enabled)
-
-
-def umap_layout(vectors: np.ndarray, n_neighbors: int = 15, n_components: int = 2, min_dist: float = 0.1,
-                seed: int = 0, init: str = "pca", exact_max: int = EXACT_MAX) -> np.ndarray:
-    """UMAP (cosine) of ``vectors`` laid out from a faiss neighbour graph.
-
-    The same settings as a plain ``umap.UMAP(metric="cosine")`` call; only the neighbour
-    search differs (exact up to ``exact_max`` points, where NN-descent is approximate).
-
-    Parameters
-    ----------
-    vectors : numpy.ndarray
-        ``(n, dim)`` with ``n > n_neighbors``.
-    n_neighbors, n_components, min_dist, seed, init
-        As in ``umap.UMAP``.
-    exact_max : int
-        See :func:`knn_graph`.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(n, n_components)`` float32.
-    """
-    enable_numba_cache()
-    import umap  # imported here: importing umap-learn costs seconds
-
-    vectors = np.asarray(vectors, dtype=np.float32)
-    started = time.perf_counter()
-    indices, distances = knn_graph(vectors, n_neighbors, exact_max)
-    logger.info("faiss %d-NN graph of %d points in %.1fs", n_neighbors, len(vectors), time.perf_counter() - started)
-    reducer = umap.UMAP(n_neighbors=n_neighbors, n_components=n_components, min_dist=min_dist, metric="cosine",
-                        init=init, random_state=seed, n_jobs=1, precomputed_knn=(indices, distances))
-    with warnings.catch_warnings():
-        # "no NNDescent object: transform unavailable" - bioviz never transforms new points
-        warnings.filterwarnings("ignore", message=".*knn_search_index.*")
-        return np.asarray(reducer.fit_transform(vectors), dtype=np.float32)
 
 
 def warm_up(points: int = 4200) -> float:
@@ -319,7 +236,7 @@ def place_points(vectors: np.ndarray, landmarks: np.ndarray, coords: np.ndarray,
     chunk : int
         Points searched at a time; ``on_chunk(done, total)`` after each.
     exact_max : int
-        Up to this many landmarks the search is exact, beyond it an IVF index (:func:`knn_graph`).
+        Up to this many landmarks the search is exact, beyond it an IVF index (:func:`_index`).
 
     Returns
     -------

@@ -1,4 +1,4 @@
-"""Helpers of the cluster tests: free ports, stopping the head's process group, waiting on jobs."""
+"""Helpers of the cluster tests: free ports, stopping the head's process group, a job's processes."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ import socket
 import subprocess
 import time
 from pathlib import Path
-
-from trainer.jobs.queue import Worker
 
 def free_port() -> int:
     """A TCP port nothing listens on at the moment (on 127.0.0.1)."""
@@ -33,19 +31,6 @@ def stop_group(process: subprocess.Popen, grace_s: float = 30.0) -> None:
                 return
             process.poll()
             time.sleep(0.2)
-
-
-def wait_for(worker: Worker, job_id: str, predicate, timeout: float = 400.0):
-    """Reconcile until ``predicate(job)`` holds (the timeout only guards against a hang)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        worker.reconcile()
-        job = worker.store.get(job_id)
-        if predicate(job):
-            return job
-        assert time.monotonic() < deadline, f"job {job_id} stuck in {job.status}: {job.error}\n" + (
-            Path(job.log_path).read_text()[-3000:] if Path(job.log_path).exists() else "")
-        time.sleep(0.2)
 
 
 def processes_of_job(job_id: str) -> list[int]:

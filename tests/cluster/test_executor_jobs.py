@@ -17,12 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from cluster_support import job_processes_end, processes_of_job, wait_for
+from cluster_support import job_processes_end, processes_of_job
 
 from bioviz.models.runs import is_run_dir
 from trainer.jobs.progress import read_progress
 from trainer.jobs.queue import Worker
 from trainer.jobs.store import CANCELLED, INTERRUPTED, RUNNING, SUCCEEDED
+
+from tests.support.polling import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(600)

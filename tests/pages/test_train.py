@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -14,21 +13,11 @@ from bioviz.models.runs import read_run
 from trainer.jobs.store import QUEUED, RUNNING, SUCCEEDED
 from trainer.jobs.queue import Worker
 
+from tests.support.polling import wait_for
+
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = "app_pages/1_Train.py"
 STANDIN = "tests.trainer.standin_trainer"
-
-
-def wait_for(worker: Worker, job_id: str, predicate, timeout: float = 300.0):
-    """Reconcile until ``predicate(job)`` holds (the timeout only guards against a hang)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        worker.reconcile()
-        job = worker.store.get(job_id)
-        if predicate(job):
-            return job
-        assert time.monotonic() < deadline, f"job {job_id} stuck in {job.status}: {job.error}"
-        time.sleep(0.1)
 
 
 def train_page_from_app(data_dir) -> AppTest:

@@ -8,7 +8,8 @@ import json
 import streamlit
 from streamlit.runtime.forward_msg_queue import ForwardMsgQueue
 
-from tests.pages.test_train import PAGE, STANDIN, table, wait_for
+from tests.pages.test_train import PAGE, STANDIN, table
+from tests.support.polling import wait_for
 from trainer.jobs.queue import Worker
 from trainer.jobs.store import RUNNING, SUCCEEDED
 from ui.train_jobs import POLL_S, newly_finished, page_out_of_date, poll_interval

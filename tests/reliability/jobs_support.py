@@ -23,6 +23,8 @@ from trainer.jobs.progress import read_progress
 from trainer.jobs.queue import Worker
 from trainer.jobs.store import FINISHED, QUEUED, RUNNING, STARTING, SUCCEEDED, Job
 
+from tests.support.polling import wait_until
+
 STANDIN = "tests.trainer.standin_trainer"
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -107,18 +109,6 @@ def jobs_home(tmp_home, monkeypatch):
 def new_worker(slots: int = 1) -> Worker:
     """A Worker over the current BIOVIZ_HOME running the stand-in trainer."""
     return Worker(module=STANDIN, slots={"cpu": slots, "cuda": 0})
-
-
-def wait_until(predicate, timeout: float = 30.0, step: float = 0.05, what: str = "condition"):
-    """Poll ``predicate()`` until it returns something truthy; return it."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(step)
 
 
 def settle(worker: Worker, timeout: float = 30.0) -> list[Job]:

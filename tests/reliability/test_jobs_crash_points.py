@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import pytest
 from jobs_support import (  # noqa: F401
-    STANDIN, invariant_problems, jobs_home, leftovers, new_worker, run_python, settle, starts, trainers, wait_until,
+    STANDIN, invariant_problems, jobs_home, leftovers, new_worker, run_python, settle, starts, trainers,
 )
+from tests.support.polling import wait_until
 
 from trainer.crash_points import CRASH_ENV, CRASH_EXIT_CODE
 from trainer.jobs.store import CANCELLED, FAILED, INTERRUPTED, RUNNING, SUCCEEDED

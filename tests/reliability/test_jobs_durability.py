@@ -22,7 +22,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from jobs_support import ROOT, invariant_problems, jobs_home, new_worker, settle, wait_until  # noqa: F401
+from jobs_support import ROOT, invariant_problems, jobs_home, new_worker, settle  # noqa: F401
+from tests.support.polling import wait_until
 
 from bioviz.paths import write_text_atomic
 from trainer.crash_points import CRASH_ENV, CRASH_EXIT_CODE

@@ -13,7 +13,8 @@ import os
 import signal
 from pathlib import Path
 
-from jobs_support import invariant_problems, jobs_home, new_worker, settle, trainers, wait_until  # noqa: F401
+from jobs_support import invariant_problems, jobs_home, new_worker, settle, trainers  # noqa: F401
+from tests.support.polling import wait_until
 
 from trainer.jobs.store import INTERRUPTED, QUEUED, RUNNING, SUCCEEDED
 

@@ -30,7 +30,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
-from jobs_support import home_processes, invariant_problems, kill_everything, trainers, wait_until
+from jobs_support import home_processes, invariant_problems, kill_everything, trainers
+from tests.support.polling import wait_until
 
 from trainer.jobs.executor import LocalProcessExecutor
 from trainer.jobs.progress import read_progress

@@ -24,20 +24,9 @@ from trainer.jobs.store import (
     CANCELLED, FAILED, INTERRUPTED, QUEUED, RUNNING, STARTING, SUCCEEDED, JobError, JobStore,
 )
 
+from tests.support.polling import wait_for, wait_until
+
 STANDIN = "tests.trainer.standin_trainer"
-
-
-def wait_for(worker: Worker, job_id: str, predicate, timeout: float = 60.0):
-    """Reconcile until ``predicate(job)`` holds (the timeout only guards against a hang)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        worker.reconcile()
-        job = worker.store.get(job_id)
-        if predicate(job):
-            return job
-        if time.monotonic() > deadline:
-            raise AssertionError(f"job {job_id} stuck in {job.status}: {job.error} / {job.progress}")
-        time.sleep(0.1)
 
 
 def finished(job):
@@ -162,10 +151,7 @@ def test_cancel_without_waiting_returns_at_once_and_the_runner_records_the_end(w
     assert worker.cancel(job.id, wait=False).status == CANCELLED
     ended = wait_for(worker, job.id, lambda j: j.exit_code is not None)
     assert ended.status == CANCELLED and ended.exit_code == 130
-    deadline = time.monotonic() + 30
-    while leftovers(ended) and time.monotonic() < deadline:  # the runner tidies up after recording
-        time.sleep(0.1)
-    assert leftovers(ended) == []
+    wait_until(lambda: not leftovers(ended), what="the runner to tidy up after recording")
 
 
 def test_trainer_ignoring_sigterm_is_killed_after_the_grace_period(worker, tmp_path):
@@ -222,9 +208,7 @@ def test_concurrency_limit_queues_the_second_job(worker, tmp_path):
     gate.touch()
     assert wait_for(worker, first.id, finished).status == SUCCEEDED
     # nobody needs to look: the first job's runner starts the second one itself
-    deadline = time.monotonic() + 60
-    while worker.store.get(second.id).status == QUEUED and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_until(lambda: worker.store.get(second.id).status != QUEUED, 60, what="the second job to start")
     assert worker.store.get(second.id).status in (STARTING, RUNNING, SUCCEEDED)
     assert wait_for(worker, second.id, finished).status == SUCCEEDED
 

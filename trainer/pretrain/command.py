@@ -12,18 +12,16 @@ is kept: run again with ``--out DIR --resume``).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import sys
 import time
 
 from bioviz.errors import BiovizError
 from bioviz.ontology.splits import DEFAULT_SHOTS, DEFAULT_SPLIT_SEED
-from trainer.events import Cancelled, cancel_on_signals
+# EXIT_CANCELLED is imported from here by trainer.jobs.pretrain_job
+from trainer.cli_common import EXIT_CANCELLED, add_json_option, print_summary, refuse, run_cancellable  # noqa: F401
 from trainer.pretrain.config import LOSSES, PretrainConfig, validate
 from trainer.pretrain.pairs import OBJECTIVES
 
-EXIT_CANCELLED = 130
 PRINT_EVERY_S = 5.0  # step progress on stderr at most this often
 
 
@@ -67,7 +65,7 @@ def register(subparsers) -> None:
     p.add_argument("--max-seq-length", type=int, default=None,
                    help="truncate texts to this many tokens while training (long definitions cost most)")
     p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
-    p.add_argument("--json", action="store_true", help="print one JSON summary on stdout")
+    add_json_option(p)
     p.add_argument("--hard-negatives", default="none", metavar="none|siblings",
                    help="siblings: a sibling concept's name as a hard negative of synonym and hierarchy pairs")
     p.set_defaults(handler=handle)
@@ -159,28 +157,17 @@ def handle(args: argparse.Namespace) -> int:
 
         check_out_dir(args.out, args.resume)
     except BiovizError as error:
-        printer({"event": "error", "message": str(error)})
-        return 2
-    cancel, restore_signals = cancel_on_signals()
-    try:
-        # Libraries that print must not break the one-JSON stdout.
-        with contextlib.redirect_stdout(sys.stderr):
-            result = pretrain(config, args.out, callbacks=[printer], cancel=cancel, resume=args.resume)
-            # Which texts it trained on (hashed), for the Evaluation page's overlap mark.
-            from trainer.pretrain.terms import write_pair_terms
+        return refuse(printer, error)
 
-            write_pair_terms(config, args.out)
-    except Cancelled as why:
-        printer({"event": "error", "message": str(why)})
-        return EXIT_CANCELLED
-    except BiovizError as error:
-        printer({"event": "error", "message": str(error)})
-        return 2
-    finally:
-        restore_signals()  # kept after a cancel: see cancel_on_signals
-    if args.json:
-        sys.stdout.write(json.dumps(result, default=str) + "\n")
-    else:
-        for key in ("pairs", "excluded", "seconds", "validation"):
-            sys.stdout.write(f"{key}: {json.dumps(result[key], default=str)}\n")
-    return 0
+    def work(cancel):
+        result = pretrain(config, args.out, callbacks=[printer], cancel=cancel, resume=args.resume)
+        # Which texts it trained on (hashed), for the Evaluation page's overlap mark.
+        from trainer.pretrain.terms import write_pair_terms
+
+        write_pair_terms(config, args.out)
+        return result
+
+    code, result = run_cancellable(work, printer)
+    if code == 0:
+        print_summary(result, args.json, keys=("pairs", "excluded", "seconds", "validation"))
+    return code

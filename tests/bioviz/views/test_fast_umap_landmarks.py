@@ -61,6 +61,21 @@ def test_placed_points_land_among_their_own_landmarks():
     assert np.abs(placed - expected).max() < 3
 
 
+
+def test_placement_through_the_ivf_index_lands_where_the_exact_search_does():
+    """Above ``exact_max`` landmarks the placement searches an IVF index (1/64 of its lists probed)."""
+    rng = np.random.default_rng(2)
+    centres, spots = rng.normal(size=(6, 16)) * 3, np.arange(12.0).reshape(6, 2) * 10
+    landmarks = l2_normalise(np.repeat(centres, 400, axis=0) + rng.normal(size=(2400, 16)))
+    layout = np.repeat(spots, 400, axis=0) + rng.normal(size=(2400, 2))
+    points = l2_normalise(np.repeat(centres, 50, axis=0) + rng.normal(size=(300, 16)))
+    exact = fast_umap.place_points(points, landmarks, layout, k=10)
+    approximate = fast_umap.place_points(points, landmarks, layout, k=10, exact_max=1000)
+    assert approximate.shape == exact.shape and np.isfinite(approximate).all()
+    assert np.abs(approximate - np.repeat(spots, 50, axis=0)).max() < 3
+    assert np.abs(approximate - exact).max() < 2
+
+
 def test_the_cache_key_tells_the_methods_apart(tmp_home, low_threshold, monkeypatch):
     import hashlib
     import json
