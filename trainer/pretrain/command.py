@@ -12,6 +12,7 @@ is kept: run again with ``--out DIR --resume``).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 
@@ -136,8 +137,9 @@ def save_pairs(config: PretrainConfig, path: str, printer) -> int:
     printer({"event": "pairs", **pairs.counts(), "excluded": pairs.excluded.get("total", 0),
              "seconds": time.perf_counter() - started})
     settings = {k: v for k, v in config.to_dict().items()
-                if k in ("sources", "objectives", "max_pairs", "validation_pairs", "seed", "exclude_levels", "exclude_names",
-                         "split_seed", "shots", "test_per_class", "zero_shot_classes", "hard_negatives")}
+                if k in ("sources", "objectives", "max_pairs", "validation_pairs", "seed", "exclude_levels",
+                         "exclude_names", "split_seed", "shots", "test_per_class", "zero_shot_classes",
+                         "hard_negatives")}
     save_pairset(pairs, path, settings)
     sys.stdout.write(json.dumps({"pairs_file": str(path), **pairs.counts()}) + "\n")
     return 0
