@@ -96,4 +96,6 @@ OBJECTIVE_SUMMARIES = {
                    "(BioLORD): names land near what they mean, not near names that merely look alike.",
     "hierarchy": "Pulls each concept's names towards its parent's (HiPrBERT's closest category): kinds of a "
                  "thing gather near it, so neighbours follow the ontology's tree.",
+    "distances": "Orders the tree's distances (HiPrBERT): a sibling nearer than the parent, both nearer than "
+                 "unrelated terms, with the paper's multi-similarity loss.",
 }

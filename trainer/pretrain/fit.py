@@ -141,10 +141,23 @@ def _columns(pairs, keys) -> dict:
     return {**columns, "label": keys}
 
 
+ORDERED = "distances"  # the objective (and dataset) trained with HiPrBERT's loss, not InfoNCE
+
+
 def training_datasets(pairs, batch_size: int) -> dict:
-    """``name -> columns``: triples (pairs with a hard negative) and plain pairs apart, since the
-    columns of one dataset are fixed; the trainer draws each batch from one of them. Fewer
-    triples than a batch train as plain pairs (a short dataset would give no batch at all)."""
+    """``name -> columns``: triples (pairs with a hard negative), plain pairs and HiPrBERT's
+    ordered rows apart, since the columns of one dataset are fixed and the ordered rows have
+    a loss of their own; the trainer draws each batch from one of them. Fewer triples than a
+    batch train as plain pairs (a short dataset would give no batch at all)."""
+    ordered = [p for p in pairs if p.objective == ORDERED]
+    others = [p for p in pairs if p.objective != ORDERED]
+    out = _contrastive_datasets(others, batch_size) if others else {}
+    if ordered:
+        out[ORDERED] = _columns(ordered, _concept_keys(ordered))
+    return out
+
+
+def _contrastive_datasets(pairs, batch_size: int) -> dict:
     keys = _concept_keys(pairs)
     triples = [i for i, p in enumerate(pairs) if p.negative is not None]
     if len(triples) < batch_size:
@@ -159,13 +172,19 @@ def training_datasets(pairs, batch_size: int) -> dict:
     return out
 
 
-def _make_loss(c: PretrainConfig, model):
+def _make_loss(c: PretrainConfig, model, datasets):
+    """One loss, or ``dataset name -> loss`` when the batches come from several datasets."""
     from sentence_transformers.sentence_transformer.losses import (CachedMultipleNegativesRankingLoss,
                                                                     MultipleNegativesRankingLoss)
 
+    from trainer.pretrain.ordered_loss import OrderedDistanceLoss
+
     if c.loss == "cached":
-        return CachedMultipleNegativesRankingLoss(model, mini_batch_size=c.mini_batch_size)
-    return MultipleNegativesRankingLoss(model)
+        contrastive = CachedMultipleNegativesRankingLoss(model, mini_batch_size=c.mini_batch_size)
+    else:
+        contrastive = MultipleNegativesRankingLoss(model)
+    losses = {name: OrderedDistanceLoss(model) if name == ORDERED else contrastive for name in datasets}
+    return next(iter(losses.values())) if len(losses) == 1 else losses
 
 
 def prepare(c: PretrainConfig) -> PairSet:
@@ -305,7 +324,7 @@ def pretrain(c: PretrainConfig, out: str | Path, callbacks=(), cancel: CancelFla
     # One dataset: as is; triples and pairs: a DatasetDict, each batch drawn from one of them.
     train_dataset = next(iter(train_data.values())) if len(train_data) == 1 else DatasetDict(train_data)
     fit = SentenceTransformerTrainer(model=model, args=args, train_dataset=train_dataset,
-                                     loss=_make_loss(c, model), callbacks=[Reporter()])
+                                     loss=_make_loss(c, model, datasets), callbacks=[Reporter()])
     # The printer callback writes log dicts to stdout, which carries only the JSON summary.
     fit.remove_callback(PrinterCallback)
     fit.remove_callback(ProgressCallback)

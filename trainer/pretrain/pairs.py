@@ -1,6 +1,6 @@
 """Positive pairs of the pretraining objectives, built from a loaded ontology.
 
-Three objectives, each a list of :class:`Pair` (anchor text, positive text):
+Four objectives, each a list of :class:`Pair` (anchor text, positive text):
 
 ``synonyms`` (SapBERT)
     Two names of one concept (``Concept.names``: HPO exact/related synonyms, ICD-10-CM
@@ -15,6 +15,9 @@ Three objectives, each a list of :class:`Pair` (anchor text, positive text):
     (a synthetic root such as ``ICD10CM`` or HPO's ``All``) give no description.
 ``hierarchy`` (HiPrBERT §3.3's closest category, distance 1)
     One (child name, parent name) pair per IS-A edge, parents that are top concepts left out.
+``distances`` (HiPrBERT §3.3-3.5's ordered categories)
+    (name, sibling's name, parent's name) rows trained with HiPrBERT's multi-similarity loss
+    (:mod:`trainer.pretrain.ordered_loss`): sibling nearer than parent, both nearer than the rest.
 
 Every pair records the concept ids and the names it was built from, so that the leakage
 rule (:mod:`trainer.pretrain.leakage`) can drop a pair by what it mentions, and so that
@@ -31,7 +34,7 @@ from dataclasses import dataclass
 from bioviz.errors import BiovizError
 from bioviz.ontology.model import Ontology, normalise_name
 
-OBJECTIVES = ("synonyms", "definitions", "hierarchy")
+OBJECTIVES = ("synonyms", "definitions", "hierarchy", "distances")
 MAX_SYNONYM_PAIRS = 10  # per concept
 
 
@@ -156,7 +159,33 @@ def hierarchy_pairs(ontology: Ontology, source: str, rng: random.Random) -> list
     return out
 
 
-BUILDERS = {"synonyms": synonym_pairs, "definitions": definition_pairs, "hierarchy": hierarchy_pairs}
+def distance_rows(ontology: Ontology, source: str, rng: random.Random) -> list[Pair]:
+    """HiPrBERT's ordered categories: (name, a sibling's name, the parent's name) per concept.
+
+    ``positive`` is the sibling (distance 1: same parent) and ``negative`` the parent
+    (distance 2: parent and child); :class:`trainer.pretrain.ordered_loss.OrderedDistanceLoss`
+    asks the sibling to be nearer than the parent and both nearer than everything else. One
+    row per (concept, parent) below the top concepts whose parent has another child; the
+    sibling is drawn at random (seeded). Preferred names, as in :func:`hierarchy_pairs`.
+    """
+    tops = _top_concepts(ontology)
+    out = []
+    for concept in ontology.concepts.values():
+        for parent_id in _parents(ontology, concept.id, tops):
+            siblings = sorted(c for c in ontology.graph.successors(parent_id)
+                              if c != concept.id and c in ontology.concepts
+                              and ontology.concepts[c].name != concept.name)
+            if not siblings:
+                continue
+            sibling, parent = ontology.concepts[rng.choice(siblings)], ontology.concepts[parent_id]
+            out.append(Pair(concept.name, sibling.name, "distances", source, "sibling-parent",
+                            (concept.id, sibling.id, parent_id), (concept.name, sibling.name, parent.name),
+                            negative=parent.name, negative_concept=parent_id))
+    return out
+
+
+BUILDERS = {"synonyms": synonym_pairs, "definitions": definition_pairs, "hierarchy": hierarchy_pairs,
+            "distances": distance_rows}
 
 
 def check_objectives(objectives: Iterable[str]) -> list[str]:
