@@ -9,10 +9,12 @@ import pytest
 
 from bioviz.errors import BiovizError
 from bioviz.ontology.model import normalise_name
+from bioviz.evaluation.overlap import TERMS_FILE
 from trainer.cli import main
 from trainer.pretrain.config import PretrainConfig, validate
 from trainer.pretrain.fit import RESULT_FILE, prepare
 from trainer.pretrain.pairs_file import load_pairset, save_pairset, subset
+from trainer.pretrain.terms import pair_terms
 
 
 def _save(data_dir, path, *extra):
@@ -44,7 +46,10 @@ def test_training_on_a_part_of_a_pair_file_needs_no_source(data_dir, tmp_home, t
     result = json.loads((out / RESULT_FILE).read_text())
     assert set(result["pairs"]["objectives"]) == {"synonyms"}
     assert result["config"]["pairs_file"] == str(path)
-    assert result["pairs"]["train"] == sum(p.objective == "synonyms" for p in load_pairset(path)[0].train)
+    trained = [p for p in load_pairset(path)[0].train if p.objective == "synonyms"]
+    assert result["pairs"]["train"] == len(trained)
+    # the overlap mark's hashes come from the pairs the run trained on, written before pretrain.json
+    assert json.loads((out / TERMS_FILE).read_text())["hashes"] == pair_terms(trained)
 
 
 def test_excluded_names_reach_no_pair(data_dir, tmp_path, capsys):

@@ -8,7 +8,8 @@ from bioviz.evaluation import overlap
 from bioviz.ontology.model import normalise_name
 from trainer.pretrain.config import PretrainConfig, validate
 from trainer.pretrain.pairs import Pair
-from trainer.pretrain.terms import pair_terms, write_pair_terms
+from trainer.pretrain.fit import prepare
+from trainer.pretrain.terms import pair_terms, write_terms
 
 
 def test_every_text_of_a_pair_and_the_names_it_was_built_from_are_recorded_normalised():
@@ -21,12 +22,11 @@ def test_every_text_of_a_pair_and_the_names_it_was_built_from_are_recorded_norma
 def test_the_file_holds_the_training_pairs_texts_and_the_rule_finds_them(data_dir, tmp_home, tmp_path):
     config = validate(PretrainConfig(sources=[str(data_dir / "mini.obo")], objectives=["synonyms"], batch_size=2,
                                      validation_pairs=0))
-    write_pair_terms(config, tmp_path)
+    pairs = prepare(config).train
+    write_terms(pairs, tmp_path)
     (tmp_path / overlap.PRETRAIN_FILE).write_text(json.dumps({"config": {"sources": ["mini.obo"]}}))
     found = overlap.read_pretraining(tmp_path)
-    from trainer.pretrain.fit import prepare
-
-    texts = {t for p in prepare(config).train for t in (p.anchor, p.positive)}
+    texts = {t for p in pairs for t in (p.anchor, p.positive)}
     assert json.loads((tmp_path / overlap.TERMS_FILE).read_text())["texts"] == len(found.terms) >= len(texts) > 0
     assert overlap.terms_seen(found, texts) == len({normalise_name(t) for t in texts})
     assert overlap.terms_seen(found, ["no such term anywhere"]) == 0

@@ -21,13 +21,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from trainer.cli_common import EXIT_CANCELLED
+
 logger = logging.getLogger(__name__)
 
 # Set in every job process's environment (trainer.jobs.queue.job_env): how a process group
 # is recognised as a job's own once its leader is gone and its number may have been reused.
 JOB_ID_ENV = "BIOVIZ_JOB_ID"
-# Exit code of a trainer stopped by SIGTERM between batches (128 + SIGINT, by convention).
-CANCEL_EXIT_CODE = 130
+# Exit code of a trainer stopped by SIGTERM between batches: the trainer commands' own (trainer.cli_common).
+CANCEL_EXIT_CODE = EXIT_CANCELLED
 # Seconds a cancelled trainer gets to stop cleanly before it is killed (it stops between
 # batches, then the interpreter tears torch down: seconds on a busy machine).
 CANCEL_GRACE_S = 30.0

@@ -10,7 +10,8 @@ same command line as the trainer (``train --config FILE --out RUN --json --progr
    cancelled job keeps its checkpoints;
 2. writes each pretraining event (pairs, start, step with loss and ETA, done, error) to the
    job's progress file, for the job table;
-3. records the texts it trained on (``pretrain-terms.json``, :mod:`trainer.pretrain.terms`);
+3. has the texts it trained on recorded (``pretrain-terms.json``, written by the pretraining
+   itself, :mod:`trainer.pretrain.terms`);
 4. publishes the model: writes ``run.json`` (``kind: pretrain``, so the model is a run every
    model picker lists, named ``pretrained minilm: synonyms+hierarchy, 20k pairs``) and renames
    the work directory to ``runs/<id>`` in one step.
@@ -224,7 +225,8 @@ def run(config_file: str | Path, out: str | Path, progress_file: str | Path, dev
     """
     from bioviz.evaluation.overlap import PRETRAIN_FILE, TERMS_FILE
     from trainer.events import Cancelled, cancel_on_signals
-    from trainer.pretrain.command import EXIT_CANCELLED, ProgressPrinter
+    from trainer.cli_common import EXIT_CANCELLED
+    from trainer.pretrain.command import ProgressPrinter
     from trainer.pretrain.config import PretrainConfig, validate
 
     out, work = Path(out), work_dir(config_file)
@@ -251,10 +253,11 @@ def run(config_file: str | Path, out: str | Path, progress_file: str | Path, dev
             with contextlib.redirect_stdout(sys.stderr):
                 pretrain(config, work, callbacks=[printer, progress], cancel=cancel, resume=resume)
         result = json.loads((work / PRETRAIN_FILE).read_text(encoding="utf-8"))
-        if not (work / TERMS_FILE).is_file():
-            from trainer.pretrain.terms import write_pair_terms
+        if not (work / TERMS_FILE).is_file():  # trained before pretrain() wrote it itself: draw the pairs again
+            from trainer.pretrain.fit import prepare
+            from trainer.pretrain.terms import write_terms
 
-            write_pair_terms(PretrainConfig(**result["config"]), work)
+            write_terms(prepare(PretrainConfig(**result["config"])).train, work)
         publish(work, out, result)
     except Cancelled as why:
         sys.stderr.write(f"{why}\n")  # the job says cancelled (exit code); no error event

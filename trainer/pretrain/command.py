@@ -18,8 +18,7 @@ import time
 
 from bioviz.errors import BiovizError
 from bioviz.ontology.splits import DEFAULT_SHOTS, DEFAULT_SPLIT_SEED
-# EXIT_CANCELLED is imported from here by trainer.jobs.pretrain_job
-from trainer.cli_common import EXIT_CANCELLED, add_json_option, print_summary, refuse, run_cancellable  # noqa: F401
+from trainer.cli_common import add_json_option, print_summary, refuse, run_cancellable
 from trainer.pretrain.config import LOSSES, PretrainConfig, validate
 from trainer.pretrain.pairs import OBJECTIVES
 
@@ -162,12 +161,7 @@ def handle(args: argparse.Namespace) -> int:
         return refuse(printer, error)
 
     def work(cancel):
-        result = pretrain(config, args.out, callbacks=[printer], cancel=cancel, resume=args.resume)
-        # Which texts it trained on (hashed), for the Evaluation page's overlap mark.
-        from trainer.pretrain.terms import write_pair_terms
-
-        write_pair_terms(config, args.out)
-        return result
+        return pretrain(config, args.out, callbacks=[printer], cancel=cancel, resume=args.resume)
 
     code, result = run_cancellable(work, printer)
     if code == 0:

@@ -27,6 +27,7 @@ from trainer.events import CancelFlag, Cancelled, Emit, broadcast
 from trainer.pretrain.config import CONFIG_FILE, PretrainConfig
 from trainer.pretrain.dataset import PairSet, build_pairs
 from trainer.pretrain.leakage import held_out, held_out_names, parse_level
+from trainer.pretrain.terms import write_terms
 
 logger = logging.getLogger(__name__)
 
@@ -347,6 +348,10 @@ def pretrain(c: PretrainConfig, out: str | Path, callbacks=(), cancel: CancelFla
         "seconds": {"pairs": pairs_s, "training": training_s, "total": time.perf_counter() - started},
         "validation": {"before": before, "after": after},
     }
+    # Which texts it trained on (hashed), for the Evaluation page's overlap mark: from the pairs
+    # in hand, before pretrain.json marks the run finished (drawing them again costs as much
+    # as building them: most of a minute for the bundled ontologies).
+    write_terms(pairs.train, out)
     (out / RESULT_FILE).write_text(json.dumps(result, indent=1), encoding="utf-8")
     # Done: the checkpoints and the resume files are no longer needed (a checkpoint is ~3x the model).
     shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)

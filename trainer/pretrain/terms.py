@@ -21,20 +21,19 @@ def pair_terms(pairs) -> list[str]:
     return sorted({term_hash(text) for p in pairs for text in (p.anchor, p.positive, *p.names)})
 
 
-def write_pair_terms(config, out: str | Path) -> Path:
-    """Write ``OUT/pretrain-terms.json`` for the training pairs of ``config`` (drawn again: they are seeded).
+def write_terms(pairs, out: str | Path) -> Path:
+    """Write ``OUT/pretrain-terms.json`` for the training ``pairs`` (what :func:`pair_terms` hashes).
 
     Parameters
     ----------
-    config : trainer.pretrain.config.PretrainConfig
-        The run's config (the pairs are deterministic given it).
+    pairs : list of Pair
+        The pairs the run trained on.
     out : str or Path
         The pretrained model directory.
     """
-    from trainer.pretrain.fit import prepare
-
-    hashes = pair_terms(prepare(config).train)
+    hashes = pair_terms(pairs)
     path = Path(out) / TERMS_FILE
     write_text_atomic(path, json.dumps({"hash": "blake2b-64 of bioviz.ontology.model.normalise_name(text)",
                                         "texts": len(hashes), "hashes": hashes}))
     return path
+
