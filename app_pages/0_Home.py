@@ -11,6 +11,7 @@ from bioviz.ontology import DEFAULT_SPLIT, SplitSpec
 from bioviz.uploads import MAX_UPLOAD_BYTES, store_upload
 from ui import state
 from ui.markdown import md
+from ui.metric_row import metric_row
 
 
 def use_upload() -> None:
@@ -95,13 +96,10 @@ if view is None:
 stats = view.stats()
 per_class = stats["names_per_class"]
 st.subheader(md(view.title))
-cols = st.columns(6)
-cols[0].metric("Classes", f"{stats['classes']:,}")
-cols[1].metric("Names", f"{stats['names']:,}")
-cols[2].metric("Hypernym names", f"{stats['hypernym_names']:,}")
-cols[3].metric("Ambiguous dropped", f"{stats['ambiguous_dropped']:,}")
-cols[4].metric("Names / class (min–max)", f"{per_class['min']:,}–{per_class['max']:,}")
-cols[5].metric("Mean ± stdev", f"{per_class['mean']:.0f} ± {per_class['stdev']:.0f}")
+metric_row([("Classes", f"{stats['classes']:,}"), ("Names", f"{stats['names']:,}"),
+            ("Hypernym names", f"{stats['hypernym_names']:,}"), ("Ambiguous dropped", f"{stats['ambiguous_dropped']:,}"),
+            ("Names / class (min–max)", f"{per_class['min']:,}–{per_class['max']:,}"),
+            ("Mean ± stdev", f"{per_class['mean']:.0f} ± {per_class['stdev']:.0f}")])
 notes = []
 if stats["removed_cycles"]:
     notes.append(f"{stats['removed_cycles']} cyclic edges removed")

@@ -32,6 +32,7 @@ from trainer.jobs.store import ACTIVE, CANCELLED, QUEUED, RUNNING, STARTING, SUC
 from ui import state
 from ui.executor_info import show_executor
 from ui.markdown import md, md_code
+from ui.metric_row import metric_row
 from ui.train_jobs import page_out_of_date, poll_interval
 from ui.train_pretrain import KEYS as PRETRAIN_KEYS, pretrain_form
 from ui.train_tables import score_columns
@@ -163,12 +164,9 @@ def few_shot_form() -> None:
         split = TrainConfig(source=state.selection().source, shots=shots, **values).split
         try:
             sizes = estimate_sizes(view, split)
-            cols = st.columns(5)
-            cols[0].metric("Classes trained on", f"{sizes['classes']:,}")
-            cols[1].metric("Training names", f"{sizes['train']:,}")
-            cols[2].metric("Validation names", f"{sizes['validation']:,}")
-            cols[3].metric("Test names", f"{sizes['test']:,}")
-            cols[4].metric("Zero-shot names", f"{sizes['zero_shot']:,}")
+            metric_row([("Classes trained on", f"{sizes['classes']:,}"), ("Training names", f"{sizes['train']:,}"),
+                        ("Validation names", f"{sizes['validation']:,}"), ("Test names", f"{sizes['test']:,}"),
+                        ("Zero-shot names", f"{sizes['zero_shot']:,}")])
             if short := sizes["short_class_names"]:
                 named = ", ".join(f"{name} ({n} names)" for name, n in short[:SHORT_CLASSES_SHOWN])
                 more = f" and {len(short) - SHORT_CLASSES_SHOWN} more" if len(short) > SHORT_CLASSES_SHOWN else ""

@@ -17,6 +17,7 @@ from bioviz.search.term_coding import (EXACT, MAX_K, MAX_TABLE_BYTES, MAX_TERMS,
                                        export_frame, read_term_table, terms_from_column, terms_from_text)
 from ui import cache, state
 from ui.markdown import md, md_code
+from ui.metric_row import metric_row
 
 RESULT = "_ct_result"  # the last coding of this session: shown again on every rerun until the next one
 TERM_COLUMN = re.compile(r"term|name|text|label|diagnos|descr|condition|phenotype|problem|symptom", re.I)
@@ -147,13 +148,13 @@ if result["models"] != tuple(models) or result["level"] != state.selection() or 
             "the list for the current selection.")
 st.subheader(f"{' vs '.join(md(label) for label in labels)} · {md(result['title'])}")
 summary = agreement(frame)
-cells = st.columns(4 if two else 2)
-cells[0].metric("Terms", f"{summary['terms']:,}")
-cells[1].metric("Exact code or name", f"{summary['exact']:,}", help="Terms that are an ontology code or name")
+figures = [("Terms", f"{summary['terms']:,}"),
+           ("Exact code or name", f"{summary['exact']:,}", {"help": "Terms that are an ontology code or name"})]
 if two:
-    cells[2].metric("Same top-1 concept", f"{summary['same_top1']:,} of {summary['terms']:,}")
-    cells[3].metric(f"Mean overlap of the top {result['k']}", f"{summary['mean_overlap']:.2f}",
-                    help="Concepts both models put in their top k, averaged over the terms")
+    figures += [("Same top-1 concept", f"{summary['same_top1']:,} of {summary['terms']:,}"),
+                (f"Mean overlap of the top {result['k']}", f"{summary['mean_overlap']:.2f}",
+                 {"help": "Concepts both models put in their top k, averaged over the terms"})]
+metric_row(figures)
 
 shown = frame
 disagreeing = two and st.toggle("Only terms where the models' top-1 concepts differ", key="ct_disagree")
