@@ -75,6 +75,10 @@ def test_excluded_names_reach_no_pair(data_dir, tmp_path, capsys):
     (gzip.compress(b'{"format": "bioviz-pretrain-pairs", "version": 1, "train": [["a"]], "validation": []}'),
      "training pair 1: not a pair row"),
     (gzip.compress(b'{"format": "bioviz-pretrain-pairs", "version": 1, "train": []}'), "not a complete pair file"),
+    (gzip.compress(b'{"format": "bioviz-pretrain-pairs", "version": 1, "train": [], "validation": [], '
+                   b'"available": [1, 2]}'), "not a complete pair file"),
+    (gzip.compress(b'{"format": "bioviz-pretrain-pairs", "version": 1, "train": [], "validation": [], '
+                   b'"overlap_dropped": "many"}'), "not a complete pair file"),
 ])
 def test_a_damaged_or_foreign_pair_file_is_one_line_and_trains_nothing(content, reason, tmp_home, tmp_path, capsys):
     path = tmp_path / "bad.pairs.json.gz"

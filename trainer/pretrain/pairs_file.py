@@ -90,11 +90,16 @@ def load_pairset(path: str | Path) -> tuple[PairSet, dict]:
         train = [_pair(row, f"{path}: training pair {i + 1}") for i, row in enumerate(document["train"])]
         validation = [_pair(row, f"{path}: validation pair {i + 1}")
                       for i, row in enumerate(document["validation"])]
-    except (KeyError, TypeError):
+        records = {key: document.get(key) or {} for key in ("available", "excluded", "settings")}
+        if not all(isinstance(value, dict) for value in records.values()):
+            raise TypeError
+        pairs = PairSet(train, validation, records["available"], records["excluded"],
+                        int(document.get("overlap_dropped") or 0))
+    except BiovizError:
+        raise  # a bad row, named
+    except (KeyError, TypeError, ValueError):
         raise BiovizError(f"{path} is not a complete pair file") from None
-    pairs = PairSet(train, validation, dict(document.get("available") or {}), dict(document.get("excluded") or {}),
-                    int(document.get("overlap_dropped") or 0))
-    return pairs, dict(document.get("settings") or {})
+    return pairs, records["settings"]
 
 
 def subset(pairs: PairSet, objectives=None, sources=None) -> PairSet:
