@@ -67,8 +67,11 @@ def _problem_record(problem) -> dict:
     return record
 
 
-def prepare(directory: Path, sources, objectives, leaf_queries: int) -> None:
-    """Pairs, problems and the float16 base into ``directory``."""
+def prepare(directory: Path, sources, objectives, leaf_queries: int, exclude_names=()) -> None:
+    """Pairs, problems and the float16 base into ``directory``.
+
+    ``exclude_names`` are files of names kept out of every pair (the GSC+ dev mentions).
+    """
     from safetensors.torch import load_file, save_file
 
     from bioviz.evaluation import protocols
@@ -99,6 +102,7 @@ def prepare(directory: Path, sources, objectives, leaf_queries: int) -> None:
     names_file = directory / "leaf2parent-queries.txt"
     names_file.write_text("\n".join(query_names) + "\n", encoding="utf-8")
     held.append(held_out_names(names_file))
+    held.extend(held_out_names(str(f)) for f in exclude_names)
     print(f"problems and held-out names: {time.perf_counter() - started:.0f} s", flush=True)
 
     pairs = build_pairs(list(sources), list(objectives), None, 0, held, 500)
@@ -192,7 +196,8 @@ def _write_parts(model_dir: Path, out: Path, name: str) -> list[str]:
     return parts
 
 
-def run(directory: Path, out: Path, recipes, keep, batch_size: int, epochs: int) -> None:
+def run(directory: Path, out: Path, recipes, keep, batch_size: int, epochs: int, *, lr: float = 2e-5,
+        max_pairs: int | None = None, max_seq_length: int | None = None) -> None:
     """Pretrain and score each recipe (``base``: the base model alone)."""
     import torch
 
@@ -216,13 +221,15 @@ def run(directory: Path, out: Path, recipes, keep, batch_size: int, epochs: int)
             target = Path("/tmp/bioviz-pretrained") / recipe
             shutil.rmtree(target, ignore_errors=True)
             config = validate(PretrainConfig(sources=list(sources), objectives=list(objectives), base=str(base),
-                                             pairs_file=str(directory / "all.pairs.json.gz"), max_pairs=None,
-                                             batch_size=batch_size, epochs=epochs, save_steps=10**9,
+                                             pairs_file=str(directory / "all.pairs.json.gz"), max_pairs=max_pairs,
+                                             batch_size=batch_size, epochs=epochs, lr=lr, save_steps=10**9,
+                                             max_seq_length=max_seq_length,
                                              device=device))
             result = pretrain(config, target, callbacks=[ProgressPrinter()])
             row = {"recipe": recipe, "device": device, "gpu": gpu, "pairs": result["pairs"]["train"],
                    "objectives": result["pairs"]["objectives"], "sources": result["pairs"]["sources"],
-                   "steps": result["steps"], "batch_size": batch_size, "epochs": epochs,
+                   "steps": result["steps"], "batch_size": batch_size, "epochs": epochs, "lr": lr,
+                   "max_pairs": max_pairs, "max_seq_length": max_seq_length,
                    "seconds": {k: round(v, 1) for k, v in result["seconds"].items()},
                    "validation": result["validation"],
                    "scores": score(load_sentence_transformer(str(target), device=device), problems)}
@@ -274,6 +281,7 @@ def main() -> int:
     p.add_argument("--sources", nargs="+", default=list(SOURCES))
     p.add_argument("--objectives", nargs="+", default=list(OBJECTIVES))
     p.add_argument("--leaf-queries", type=int, default=2000)
+    p.add_argument("--exclude-names", nargs="*", default=[], help="files of names kept out of every pair")
     r = sub.add_parser("run")
     r.add_argument("directory", type=Path)
     r.add_argument("out", type=Path)
@@ -281,6 +289,9 @@ def main() -> int:
     r.add_argument("--keep", nargs="*", default=[], help="recipes whose weights go to OUT")
     r.add_argument("--batch-size", type=int, default=64)
     r.add_argument("--epochs", type=int, default=1)
+    r.add_argument("--lr", type=float, default=2e-5)
+    r.add_argument("--max-pairs", type=int, default=None, help="a stratified sample of the pair file")
+    r.add_argument("--max-seq-length", type=int, default=None)
     a = sub.add_parser("assemble")
     a.add_argument("parts_dir", type=Path)
     a.add_argument("name")
@@ -290,9 +301,10 @@ def main() -> int:
     t.add_argument("files", nargs="+")
     args = parser.parse_args()
     if args.command == "prepare":
-        prepare(args.directory, args.sources, args.objectives, args.leaf_queries)
+        prepare(args.directory, args.sources, args.objectives, args.leaf_queries, args.exclude_names)
     elif args.command == "run":
-        run(args.directory, args.out, args.recipes, set(args.keep), args.batch_size, args.epochs)
+        run(args.directory, args.out, args.recipes, set(args.keep), args.batch_size, args.epochs,
+            lr=args.lr, max_pairs=args.max_pairs, max_seq_length=args.max_seq_length)
     elif args.command == "assemble":
         print(assemble(args.parts_dir, args.name, args.base_dir, args.target))
     else:
