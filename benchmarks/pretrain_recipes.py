@@ -231,12 +231,13 @@ def run(directory: Path, out: Path, recipes, keep, batch_size: int, epochs: int,
                    "steps": result["steps"], "batch_size": batch_size, "epochs": epochs, "lr": lr,
                    "max_pairs": max_pairs, "max_seq_length": max_seq_length,
                    "seconds": {k: round(v, 1) for k, v in result["seconds"].items()},
-                   "validation": result["validation"],
-                   "scores": score(load_sentence_transformer(str(target), device=device), problems)}
+                   "validation": result["validation"]}
             if recipe in keep:
+                # the weights first: a call cut short while scoring still brings the model back
                 row["weights"] = _write_parts(target, out, recipe)
                 for name in ("pretrain.json",):
                     shutil.copy(target / name, out / f"{recipe}.{name}")
+            row["scores"] = score(load_sentence_transformer(str(target), device=device), problems)
         row["wall_s"] = round(time.perf_counter() - started, 1)
         with (out / "results.jsonl").open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(row) + "\n")
