@@ -17,7 +17,14 @@ COMMAND_MODULES = ("trainer.train_command", "trainer.pretrain.command", "trainer
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that exits with code 2 and one line, like every other bad input."""
+    """argparse that exits with code 2 and one line, like every other bad input.
+
+    ``@FILE`` reads arguments from a file (``python -m trainer pretrain @recipes/med-minilm.args``):
+    whitespace-separated, ``#`` starts a comment, so a recipe can say why each setting is what it is.
+    """
+
+    def convert_arg_line_to_args(self, arg_line: str) -> list[str]:
+        return arg_line.split("#", 1)[0].split()
 
     def error(self, message: str) -> None:
         sys.stderr.write(f"error: {message}\n")
@@ -26,7 +33,8 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The full parser, with every sub-command registered."""
-    parser = _Parser(prog="python -m trainer", description="Train the papers' encoders on ontology levels.")
+    parser = _Parser(prog="python -m trainer", description="Train the papers' encoders on ontology levels.",
+                     fromfile_prefix_chars="@")
     parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
     subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name in COMMAND_MODULES:
