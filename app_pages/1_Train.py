@@ -18,6 +18,7 @@ from bioviz.evaluation.store import read_run_evaluations
 from bioviz.evaluation.tables import results_table
 from bioviz.figures import base_weight_choice, baseline_vs_trained, export_config, training_curves
 from bioviz.figures.pretraining import pretraining_curve
+from bioviz.models.model_spec import base_choices as bundled_bases
 from bioviz.models.runs import NAME_MAX, distinct_labels, is_run_dir, list_runs, read_run, set_run_name
 from bioviz.ontology.splits import DEFAULT_SHOTS
 from trainer.base_mix import describe as describe_base_mix
@@ -135,7 +136,7 @@ def few_shot_form() -> None:
             init = by_label[st.selectbox("Earlier run", list(by_label), key="train_init", help=helps["init"])]
             base = encoder_defaults(encoder)["base"]
         else:
-            base_choices = {"minilm (bundled)": "minilm", **{f"run {labels[r.path]}": str(r.path) for r in runs}}
+            base_choices = {**bundled_bases(), **{f"run {labels[r.path]}": str(r.path) for r in runs}}
             state.forget_stale_choice("train_base", [*base_choices, "other…"])
             base_label = st.selectbox("Base model", [*base_choices, "other…"], key="train_base", help=helps["base"])
             base = base_choices.get(base_label) or st.text_input(

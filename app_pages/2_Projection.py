@@ -17,7 +17,7 @@ from bioviz.figures.theme import part_colours
 from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.views.movement import DEFAULT_K, arrow_rows, movers_table, part_summary
 from bioviz.views.projection import ProjectionParams, align_pair, pair_is_cached, preview_params
-from bioviz.models.runs import is_run_dir, run_mtime
+from bioviz.models.runs import is_run_dir, model_labels, run_mtime
 from bioviz.views.separation import MEASURES
 from ui import cache, compare, state
 from ui.markdown import md
@@ -105,7 +105,7 @@ try:
                               float(st.session_state["md"]), int(st.session_state["cap"]))
     space_a = cache.view_space(model_a, level)
     space_b = cache.view_space(model_b, level)
-    label_a, label_b = compare.model_label(model_a, space_a), compare.model_label(model_b, space_b)
+    label_a, label_b = model_labels([model_a, model_b])  # read afresh: a renamed run is titled by its new name
     if marks is not None:
         parts, marks_caption = marks.parts, f"markers: {marks.describe()}"
     else:

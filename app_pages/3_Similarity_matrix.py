@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from bioviz.models.runs import model_labels
 from bioviz.errors import BiovizError
 from bioviz.figures import similarity_figures, slug
 from bioviz.views.similarity import (MAX_CLASS_OPTIONS, ORDERS, class_terms, compare_terms, concept_family_terms,
@@ -88,7 +89,7 @@ try:
         terms = with_class_groups(terms, view)
     space_a = cache.term_space(model_a, terms.terms)
     space_b = cache.term_space(model_b, terms.terms)
-    label_a, label_b = compare.model_label(model_a, space_a), compare.model_label(model_b, space_b)
+    label_a, label_b = model_labels([model_a, model_b])  # read afresh: a renamed run is titled by its new name
     comparison = compare_terms(terms, space_a.vectors, space_b.vectors, label_a, label_b, st.session_state["order"])
 except BiovizError as error:
     st.error(md(error))

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from bioviz.models.runs import model_labels
 from bioviz.errors import BiovizError
 from bioviz.figures import hierarchy_figure, hypernym_ranking_figure, slug
 from bioviz.figures.hierarchy import KINDS
@@ -86,7 +87,7 @@ SEPARATION_NAMES = 5_000  # both measures compare every pair of names: a class-s
 try:
     space_a = cache.view_space(model_a, level)
     space_b = cache.view_space(model_b, level)
-    label_a, label_b = compare.model_label(model_a, space_a), compare.model_label(model_b, space_b)
+    label_a, label_b = model_labels([model_a, model_b])  # read afresh: a renamed run is titled by its new name
     values, sep = None, None
     if st.session_state["colour"] != "none":
         sample = min(SEPARATION_NAMES, len(view.names))

@@ -11,6 +11,7 @@ import streamlit as st
 from bioviz.errors import BiovizError
 from bioviz.models.embeddings import load_encoder
 from bioviz.models.encoding_estimate import time_left
+from bioviz.models.runs import model_labels
 from bioviz.ontology import LevelSpec
 from bioviz.search.neighbours import concept_card
 from bioviz.search.term_coding import (EXACT, MAX_K, MAX_TABLE_BYTES, MAX_TERMS, agreement, code_term_list,
@@ -37,14 +38,6 @@ def sync_url() -> None:
     """Mirror the page's settings in the URL (never the terms: they are the user's data) and keep them."""
     state.keep(["ct_input", "ct_k", "ct_text"])
     state.sync_url(k=str(s["ct_k"]), input=s["ct_input"], two="1" if model_b else "0")
-
-
-def model_labels(specs: list[str]) -> list[str]:
-    """Readable labels of the models (a run's name and short id), told apart by (A)/(B) when equal."""
-    labels = [load_encoder(spec).label for spec in specs]  # no weights are loaded for a label
-    if len(labels) == 2 and labels[0] == labels[1]:
-        labels = [f"{labels[0]} (A)", f"{labels[1]} (B)"]
-    return labels
 
 
 st.title("Code a term list")

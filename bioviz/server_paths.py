@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bioviz.errors import BiovizError
+from bioviz.models.model_spec import PRESET_MODELS, looks_like_path
 from bioviz.paths import home
 
 DATA_DIRS_ENV = "BIOVIZ_DATA_DIRS"
 # The names that are never paths: bundled sources and models (as the loaders spell them).
 BUNDLED_SOURCES = ("icd10", "icd10cm", "hpo")
-PRESET_MODELS = ("minilm", "char-tfidf")
 _SHOWN_CHARS = 120  # a refused path is echoed back at most this long
 _NAME_MAX, _PATH_MAX = 255, 4096  # Linux's limits (os.pathconf): no longer file name or path exists
 
@@ -134,15 +134,6 @@ def shared_source(source: str) -> str:
     if str(source).strip() in BUNDLED_SOURCES:
         return str(source).strip()
     return str(shared_path(source))
-
-
-def looks_like_path(spec: str) -> bool:
-    """Whether a MODEL string is a path to the model loader whatever the disk holds.
-
-    ``bioviz.models.embeddings.resolve`` takes these as directories: absolute, ``~``, ``.``
-    or ``..`` paths and anything with more than one ``/`` (a hub id is ``org/name``).
-    """
-    return spec.startswith((".", "/", "~", os.sep)) or spec.count("/") > 1 or "\\" in spec or os.path.isabs(spec)
 
 
 @dataclass(frozen=True)

@@ -26,24 +26,6 @@ def changed_url_values(defaults: dict) -> dict[str, str]:
             for key in defaults if (value := st.session_state[key]) != defaults[key]}
 
 
-def model_label(model: str, space=None) -> str:
-    """The name titles and legends give ``model``: a run's readable label (its current name and short id).
-
-    Read afresh on every rerun (one small file), so a run renamed since its vectors were
-    cached is titled by its new name; other models by ``space.model_id`` (the encoder's
-    label) when a Space is given, else by the MODEL string.
-    """
-    from bioviz.errors import BiovizError
-    from bioviz.models.runs import is_run_dir, read_run
-
-    if model and is_run_dir(model):
-        try:
-            return read_run(model).label
-        except BiovizError:
-            pass  # damaged since the pickers were drawn: the loader's message follows
-    return space.model_id if space is not None else str(model)
-
-
 def image_format() -> str:
     """Sidebar switch for what the figures' camera button saves: ``png`` (2x) or ``svg``."""
     with st.sidebar:

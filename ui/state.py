@@ -31,7 +31,7 @@ from bioviz.ontology import LevelSpec, list_sources
 from bioviz.ontology.levels import LevelView
 from bioviz.ontology.sources import source_kind
 from bioviz.ontology.umls import COMMON_SABS, DEFAULT_SAB, HIERARCHIES, SEMANTIC_GROUPS
-from bioviz.models.embeddings import PRESET_MODELS
+from bioviz.models.model_spec import BASELINE_MODEL, DEFAULT_MODEL, PRESET_MODELS
 from bioviz.models.runs import distinct_labels, list_runs
 from bioviz.uploads import original_name
 from ui import cache
@@ -42,7 +42,7 @@ from ui.url_values import read_url_value
 
 BUNDLED = [s["name"] for s in list_sources() if s["kind"] == "bundled"]
 DEFAULTS = {"source": "icd10", "root": "", "depth": 1, "synonyms": False, "keep_ambiguous": False,
-            "model_a": "minilm", "model_b": "char-tfidf",
+            "model_a": DEFAULT_MODEL, "model_b": BASELINE_MODEL,
             "sab": DEFAULT_SAB, "semantic_group": "", "hierarchy": "parchd"}
 # Loader options of a UMLS source (session key = URL parameter = load_umls argument).
 UMLS_KEYS = ("sab", "semantic_group", "hierarchy")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from bioviz.errors import BiovizError
+from bioviz.models.model_spec import base_choices as bundled_bases
 from bioviz.ontology.level_spec import LevelSpec
 from bioviz.ontology.splits import DEFAULT_SPLIT
 from bioviz.server_paths import shared_model, shared_source
@@ -102,7 +103,7 @@ def pretrain_form(runs_by_label: dict[str, str], device: str, can_submit: bool):
             "Max pairs", min_value=2, step=1000, key="pretrain_max_pairs",
             help="Training pairs sampled in equal shares per source and objective (20,000: about 27 minutes on "
                  "one CPU core with max tokens 32, under a minute on a GPU)"))
-        base_choices = {"minilm (bundled)": "minilm", **{f"run {label}": path for label, path in runs_by_label.items()}}
+        base_choices = {**bundled_bases(), **{f"run {label}": path for label, path in runs_by_label.items()}}
         state.forget_stale_choice("pretrain_base", base_choices)
         base = base_choices[st.selectbox("Base model", list(base_choices), key="pretrain_base",
                                          help="The sentence-transformers model pretraining starts from")]

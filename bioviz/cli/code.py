@@ -14,6 +14,7 @@ from pathlib import Path
 from bioviz.cli.common import add_json, add_level_options, level_spec_from_args
 from bioviz.cli.progress import progress_bar
 from bioviz.errors import BiovizError
+from bioviz.models.model_spec import DEFAULT_MODEL
 from bioviz.paths import write_text_atomic
 from bioviz.search.neighbours import candidate_index
 from bioviz.search.term_coding import (MAX_K, MAX_TABLE_BYTES, agreement, code_term_list, export_frame,
@@ -27,8 +28,9 @@ def register(subparsers) -> None:
                         help="one term per line, or a CSV/TSV file (give the terms' --column)")
     parser.add_argument("--column", default=None, help="the column of a CSV/TSV TERMS_FILE that holds the terms")
     parser.add_argument("--source", default="icd10", help="icd10, icd10cm, hpo, or a path")
-    parser.add_argument("--model", default="minilm",
-                        help="minilm, char-tfidf, a sentence-transformers directory or hub id, or a run directory")
+    parser.add_argument("--model", default=DEFAULT_MODEL,
+                        help="med-minilm (default), minilm, char-tfidf, a sentence-transformers directory or hub id, "
+                             "or a run directory")
     parser.add_argument("--model-b", default=None, metavar="MODEL",
                         help="a second model: both models' concepts, and whether they agree")
     parser.add_argument("-k", type=int, default=5, help=f"concepts per term and model (1 to {MAX_K})")

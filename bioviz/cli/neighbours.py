@@ -11,6 +11,7 @@ import time
 from bioviz.cli.common import add_json, add_level_options, level_spec_from_args
 from bioviz.cli.progress import progress_bar
 from bioviz.errors import BiovizError
+from bioviz.models.model_spec import DEFAULT_MODEL
 from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.search.index import NeighbourIndex
 from bioviz.search.neighbours import AMONG, candidate_index, level_space, query_vector, rank_neighbours, resolve_query
@@ -21,8 +22,9 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("neighbours", help="nearest names of a query text in a concept level")
     parser.add_argument("text", help="the query: any text, an ontology name, or a concept id (R39.11, HP:0001250)")
     parser.add_argument("--source", default="icd10", help="icd10, icd10cm, hpo, or a path")
-    parser.add_argument("--model", default="minilm",
-                        help="minilm, char-tfidf, a sentence-transformers directory or hub id, or a run directory")
+    parser.add_argument("--model", default=DEFAULT_MODEL,
+                        help="med-minilm (default), minilm, char-tfidf, a sentence-transformers directory or hub id, "
+                             "or a run directory")
     parser.add_argument("--compare", default=None, metavar="MODEL",
                         help="a second model: each neighbour also gets its rank under it")
     parser.add_argument("-k", type=int, default=10, help="number of neighbours")

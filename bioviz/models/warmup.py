@@ -42,6 +42,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from bioviz.models import model_spec
 from bioviz.ontology.level_spec import LevelSpec
 from bioviz.paths import atomic_path, home
 
@@ -49,7 +50,9 @@ logger = logging.getLogger(__name__)
 
 ENABLED_ENV = "BIOVIZ_WARMUP"
 STATE_FILE, LOCK_FILE, LOG_FILE = "warmup.json", "warmup.lock", "warmup.log"
-DEFAULT_MODEL = "minilm"
+# The pages open with med-minilm compared with minilm: its vectors first, then the baseline's.
+DEFAULT_MODELS = (model_spec.DEFAULT_MODEL, model_spec.BASELINE_MODEL)
+DEFAULT_MODEL = DEFAULT_MODELS[0]
 DEFAULT_LEVELS = (LevelSpec("icd10", depth=1), LevelSpec("hpo", depth=1), LevelSpec("icd10cm", depth=1))
 LEVEL_NAMES = {LevelSpec("icd10", depth=1): "ICD-10 chapters", LevelSpec("hpo", depth=1): "HPO level 1",
                LevelSpec("icd10cm", depth=1): "ICD-10-CM chapters"}
@@ -252,8 +255,10 @@ def start_umap_warm_up() -> None:
     start_warm_up()
 
 
-def start_background(levels=DEFAULT_LEVELS, model: str = DEFAULT_MODEL) -> subprocess.Popen | None:
+def start_background(levels=DEFAULT_LEVELS, models=DEFAULT_MODELS) -> subprocess.Popen | None:
     """Start :func:`warm_up` in its own process (``python -m bioviz.models.warmup``); None when turned off.
+
+    ``models`` are warmed up one after the other, every level of the first before the next.
 
     The process writes its log to ``BIOVIZ_HOME/warmup.log``, runs at a lower CPU priority
     and stops when the calling process (the server) has exited. A second warm-up for the
@@ -261,8 +266,9 @@ def start_background(levels=DEFAULT_LEVELS, model: str = DEFAULT_MODEL) -> subpr
     """
     if not enabled():
         return None
+    models = (models,) if isinstance(models, str) else tuple(models)
     start_umap_warm_up()
-    args = [sys.executable, "-m", "bioviz.models.warmup", "--model", model, "--parent", str(os.getpid()),
+    args = [sys.executable, "-m", "bioviz.models.warmup", "--model", *models, "--parent", str(os.getpid()),
             "--levels", json.dumps([spec.to_config() for spec in levels])]
     root = Path(__file__).resolve().parents[2]  # the bioviz package importable in the child, wherever it runs
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
@@ -291,9 +297,9 @@ def _watch_server(parent_pid: int) -> None:
 
 
 def main(argv=None) -> int:
-    """``python -m bioviz.models.warmup [--model M] [--levels JSON] [--parent PID]``: one warm-up, then exit."""
+    """``python -m bioviz.models.warmup [--model M ...] [--levels JSON] [--parent PID]``: one warm-up per model, then exit."""
     parser = argparse.ArgumentParser(description="Encode the bundled levels' names into the vector cache.")
-    parser.add_argument("--model", default=DEFAULT_MODEL)
+    parser.add_argument("--model", nargs="+", default=list(DEFAULT_MODELS))
     parser.add_argument("--levels", help="JSON list of level configs (LevelSpec.to_config); default: the bundled")
     parser.add_argument("--parent", type=int, help="stop once this process (the server) has exited")
     args = parser.parse_args(argv)
@@ -306,7 +312,11 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: _stop_now())
     if args.parent is not None:
         threading.Thread(target=_watch_server, args=(args.parent,), daemon=True).start()
-    state = warm_up(levels, args.model, parent_pid=args.parent)
+    state = None
+    for model in args.model:
+        state = warm_up(levels, model, parent_pid=args.parent)
+        if state is None or state["state"] != "done":
+            break
     return 0 if state is None or state["state"] in ("done", "stopped") else 1
 
 

