@@ -6,6 +6,9 @@
     and under 10 test names per class, every name of the ICD-10-CM leaf concepts the
     leaf-to-parent protocol queries, and the GSC+ dev mentions), so that the evaluations that
     chose and report the model are held out of its training.
+``scores [--models M ...]``
+    MayoSRS/UMNSRS (reported only), class retrieval, leaf-to-parent and CPU encoding speed,
+    the models side by side in one run (``benchmarks/results/med_minilm_scores.json``).
 ``ship RUN``
     copies a finished pretraining (``python -m trainer pretrain @recipes/med-minilm.args --out RUN``)
     into ``assets/models/med-minilm`` with float16 weights.
@@ -24,42 +27,63 @@ import csv
 import json
 import shutil
 import sys
+import time
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from anywhere, without installing
+sys.path.insert(0, str(ROOT / "benchmarks"))  # the shared evaluation problems of pretrain_recipes.py
 
 EXCLUDED = ROOT / "recipes" / "med-minilm-excluded.txt"
 TARGET = ROOT / "assets" / "models" / "med-minilm"
 GOLD = ROOT / "assets" / "gold" / "gsc_plus_dev.tsv"
-LEVELS = (("icd10", None, 1), ("hpo", "HP:0000118", 1))
-TEST_PER_CLASS = (1, 10)
 LEAF_QUERIES = 2000  # as benchmarks/pretrain_recipes.py and the evaluation protocol
 
 
 def exclusions() -> int:
     """Write the held-out names; returns how many."""
-    from bioviz.evaluation import protocols
-    from bioviz.ontology.level_spec import LevelSpec
-    from bioviz.ontology.splits import SplitSpec
-    from trainer.pretrain.leakage import held_out
+    from pretrain_recipes import evaluation_problems
 
-    names: set[str] = set()
-    for source, root, depth in LEVELS:
-        level = LevelSpec(source, root=root, depth=depth)
-        ontology = level.ontology()
-        for per_class in TEST_PER_CLASS:
-            names |= held_out(level, SplitSpec(shots=15, seed=0, test_per_class=per_class), ontology).names
-    cm = LevelSpec("icd10cm", depth=1)
-    cm_ontology = cm.ontology()
-    leaf = protocols.leaf_to_parent_problem(cm_ontology, cm.load(cm_ontology).root, LEAF_QUERIES, 0)
-    by_name = {c.name: c for c in cm_ontology.concepts.values()}
-    names |= {n for q in leaf.queries for n in by_name[q].names}
+    _, held, query_names = evaluation_problems(LEAF_QUERIES)
+    names = set().union(*(h.names for h in held)) | set(query_names)
     with GOLD.open(encoding="utf-8") as handle:
         names |= {row["mention"] for row in csv.DictReader(handle, delimiter="\t")}
     EXCLUDED.parent.mkdir(parents=True, exist_ok=True)
     EXCLUDED.write_text("\n".join(sorted(n.strip() for n in names if n.strip())) + "\n", encoding="utf-8")
     return len(names)
+
+
+def speed(models, names: list[str], rounds: int = 3) -> dict:
+    """Names per second of each model on this CPU, measured alternately in one process (no cache)."""
+    from bioviz.models.embeddings import load_sentence_transformer
+
+    loaded = {m: load_sentence_transformer(m, device="cpu") for m in models}
+    for model in loaded.values():  # warm-up: the first batch pays for lazy initialisation
+        model.encode(names[:64], batch_size=64)
+    seconds = {m: [] for m in models}
+    for _ in range(rounds):
+        for m, model in loaded.items():
+            started = time.perf_counter()
+            model.encode(names, batch_size=64, normalize_embeddings=True)
+            seconds[m].append(time.perf_counter() - started)
+    return {m: round(len(names) / float(np.median(s)), 1) for m, s in seconds.items()}
+
+
+def scores(models, out: Path) -> dict:
+    """Relatedness (reported only), class retrieval, leaf-to-parent and CPU speed of ``models``, side by side."""
+    from bioviz.models.embeddings import load_sentence_transformer
+    from bioviz.ontology.level_spec import LevelSpec
+    from pretrain_recipes import evaluation_problems, score
+
+    problems, _, _ = evaluation_problems(LEAF_QUERIES)
+    rows = {m: score(load_sentence_transformer(m, device="cpu"), problems) for m in models}
+    names = LevelSpec("hpo", root="HP:0000118", depth=1).load().names[:2000]
+    result = {"scores": rows, "names_per_second": speed(models, names),
+              "speed_names": "the first 2,000 names of HPO level 1, batch 64, median of 3 alternating rounds"}
+    out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    return result
 
 
 def ship(run: Path) -> Path:
@@ -89,11 +113,16 @@ def main() -> int:
     sub.add_parser("exclusions")
     s = sub.add_parser("ship")
     s.add_argument("run", type=Path)
+    c = sub.add_parser("scores")
+    c.add_argument("--models", nargs="+", default=["minilm", "med-minilm"])
+    c.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "med_minilm_scores.json")
     args = parser.parse_args()
     if args.command == "exclusions":
         print(json.dumps({"excluded_names": exclusions(), "file": str(EXCLUDED.relative_to(ROOT))}))
-    else:
+    elif args.command == "ship":
         print(ship(args.run))
+    else:
+        print(json.dumps(scores(args.models, args.out), indent=1))
     return 0
 
 

@@ -67,23 +67,21 @@ def _problem_record(problem) -> dict:
     return record
 
 
-def prepare(directory: Path, sources, objectives, leaf_queries: int, exclude_names=()) -> None:
-    """Pairs, problems and the float16 base into ``directory``.
+def evaluation_problems(leaf_queries: int = 2000):
+    """The evaluation problems every candidate is scored on, what they hold out, and the leaf queries' names.
 
-    ``exclude_names`` are files of names kept out of every pair (the GSC+ dev mentions).
+    Returns
+    -------
+    (problems, held, query_names)
+        ``{name: RankingProblem}`` (class retrieval on ICD-10 chapters and HPO level 1 under
+        both splits, ICD-10-CM leaf-to-parent), the levels' held-out names
+        (:class:`trainer.pretrain.leakage.HeldOut`), and every name of the leaf concepts queried.
     """
-    from safetensors.torch import load_file, save_file
-
     from bioviz.evaluation import protocols
-    from bioviz.models.embeddings import resolve
     from bioviz.ontology.level_spec import LevelSpec
     from bioviz.ontology.splits import SplitSpec
-    from trainer.pretrain.dataset import build_pairs
-    from trainer.pretrain.leakage import held_out, held_out_names
-    from trainer.pretrain.pairs_file import save_pairset
+    from trainer.pretrain.leakage import held_out
 
-    directory.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
     problems, held = {}, []
     for label, (source, root, depth) in LEVELS.items():
         level = LevelSpec(source, root=root, depth=depth)
@@ -91,14 +89,33 @@ def prepare(directory: Path, sources, objectives, leaf_queries: int, exclude_nam
         view = level.load(ontology)
         for split_label, per_class in SPLITS.items():
             split_spec = SplitSpec(shots=15, seed=0, test_per_class=per_class)
-            problems[f"{label}, {split_label}"] = _problem_record(protocols.ranking_problem(view, split_spec.make(view)))
+            problems[f"{label}, {split_label}"] = protocols.ranking_problem(view, split_spec.make(view))
             held.append(held_out(level, split_spec, ontology))
     cm = LevelSpec("icd10cm", depth=1)
     cm_ontology = cm.ontology()
     leaf = protocols.leaf_to_parent_problem(cm_ontology, cm.load(cm_ontology).root, leaf_queries, 0)
-    problems["icd10cm leaf-to-parent"] = _problem_record(leaf)
+    problems["icd10cm leaf-to-parent"] = leaf
     by_name = {c.name: c for c in cm_ontology.concepts.values()}
     query_names = sorted({n for q in leaf.queries for n in by_name[q].names})
+    return problems, held, query_names
+
+
+def prepare(directory: Path, sources, objectives, leaf_queries: int, exclude_names=()) -> None:
+    """Pairs, problems and the float16 base into ``directory``.
+
+    ``exclude_names`` are files of names kept out of every pair (the GSC+ dev mentions).
+    """
+    from safetensors.torch import load_file, save_file
+
+    from bioviz.models.embeddings import resolve
+    from trainer.pretrain.dataset import build_pairs
+    from trainer.pretrain.leakage import held_out_names
+    from trainer.pretrain.pairs_file import save_pairset
+
+    directory.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    problems, held, query_names = evaluation_problems(leaf_queries)
+    problems = {name: _problem_record(p) for name, p in problems.items()}
     names_file = directory / "leaf2parent-queries.txt"
     names_file.write_text("\n".join(query_names) + "\n", encoding="utf-8")
     held.append(held_out_names(names_file))
