@@ -437,6 +437,15 @@ def spearman(x, y) -> float:
     return float(_spearman_rows(x[None, :], y[None, :])[0])
 
 
+def spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Row-wise Spearman correlation of two ``(b, n)`` arrays (NaN where a row is all ties).
+
+    >>> spearman_rows(np.array([[1.0, 2.0, 3.0]]), np.array([[3.0, 2.0, 1.0]]))
+    array([-1.])
+    """
+    return _spearman_rows(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
+
+
 def _spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Row-wise Spearman correlation: Pearson correlation of average ranks."""
     rx = rankdata(x, axis=1)
