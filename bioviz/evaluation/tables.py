@@ -265,3 +265,32 @@ def to_latex(values: pd.DataFrame, lows: pd.DataFrame | None = None, highs: pd.D
         lines.append(rf"\caption{{{latex_escape(caption)}}}")
     lines += [rf"\label{{{label}}}", r"\end{table}"]
     return "\n".join(lines) + "\n"
+
+
+def difference_table(differences: list, digits: int = 3) -> pd.DataFrame:
+    """Models x ``task · metric`` strings ``+0.012 [-0.004, +0.027]`` of paired differences.
+
+    Parameters
+    ----------
+    differences : list of :class:`bioviz.evaluation.paired.Difference`
+    digits : int
+
+    Returns
+    -------
+    pandas.DataFrame
+        A cell without an interval shows the difference alone (a result without per-item
+        values); ``–`` where a figure is missing.
+    """
+    cells: dict[str, dict[str, str]] = {}
+    for d in differences:
+        column = f"{TASK_LABELS.get(d.task, d.task)} · {metric_label(d.metric)}"
+        if d.delta is None or math.isnan(d.delta):
+            text = "–"
+        else:
+            text = f"{d.delta:+.{digits}f}"
+            if d.ci is not None:
+                text += f" [{d.ci[0]:+.{digits}f}, {d.ci[1]:+.{digits}f}]"
+        cells.setdefault(d.model, {})[column] = text
+    table = pd.DataFrame.from_dict(cells, orient="index")
+    table.index.name = "model"
+    return table
