@@ -114,3 +114,33 @@ def test_a_paired_test_can_mark_a_best_whose_intervals_overlap():
     beats = result_tables.paired_beats(results, n_boot=200)
     marked = result_tables.best_mask(values, lows, highs, beats=beats)
     assert marked[column].tolist() == [False, True]
+
+
+def test_results_keep_per_item_values_and_an_old_cached_result_is_computed_again(tmp_home, fake_eval_models,
+                                                                                  data_dir):
+    import json
+
+    from bioviz.evaluation import run as evaluation
+    from bioviz.evaluation.store import cache_key
+    from bioviz.ontology import level_view, load_source
+
+    onto = load_source(str(data_dir / "mini.obo"))
+    view = level_view(onto, depth=1)
+    split = evaluation.SplitSpec(shots=2).make(view)
+    settings = evaluation.EvalSettings(n_boot=20)
+    first = evaluation.evaluate(view, split, ["a", "b"], ["ranking", "hierarchy-auc"], onto, settings)
+    ranking = first[0]
+    assert len(ranking["per_item"]["ap"]) == len(ranking["per_item"]["rank"]) == ranking["sizes"]["queries"]
+    auc = first[1]
+    assert auc["ci"]["mean_auc"][0] <= auc["metrics"]["mean_auc"] <= auc["ci"]["mean_auc"][1]
+    found = {d.metric: d for d in paired.differences(first, "tri-a", n_boot=20) if d.task == "ranking"}
+    assert found["map"].delta == 0.0 and found["map"].ci == (0.0, 0.0)
+    # A result cached before per-item values were kept: computed again, not served.
+    data = evaluation._TaskData(view, split, onto, settings, []).data_key("ranking")
+    path = tmp_home / "eval" / f"{cache_key('fp-a', 'ranking', data)}.json"
+    old = json.loads(path.read_text())
+    del old["per_item"]
+    path.write_text(json.dumps(old))
+    again = evaluation.evaluate(view, split, ["a"], ["ranking"], onto, settings)[0]
+    assert not again["cached"] and "per_item" in again
+    assert evaluation.evaluate(view, split, ["a"], ["ranking"], onto, settings)[0]["cached"]
