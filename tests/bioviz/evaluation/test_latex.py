@@ -21,7 +21,8 @@ def wide_rows():
     columns += [(TASK_LABELS["hierarchy-auc"], m) for m in ("mean AUC", "AUC 1 vs 2", "AUC 1 vs 3", "AUC 2 vs 3")]
     columns += [(b, "Spearman") for b in ("MayoSRS", "UMNSRS-sim", "UMNSRS-rel")]
     assert len(columns) == 21
-    return [{"model": model, "task": task, "metric": metric, "value": v, "ci_low": v - 0.05, "ci_high": v + 0.05, "n": 9}
+    return [{"model": model, "task": task, "metric": metric, "value": v, "ci_low": v - 0.05, "ci_high": v + 0.05,
+             "n": 9}
             for model, v in (("minilm", 0.5), ("run & co", 0.7)) for task, metric in columns]
 
 

@@ -15,7 +15,8 @@ def ranking_result(model: str, ap, rank, data=None) -> dict:
     return {"model": model, "model_spec": model, "task": "ranking", "data": data or {"view": "v"},
             "metrics": {"map": float(np.nanmean(ap)), "mrr": float(np.nanmean(1 / rank))},
             "ci": {}, "sizes": {"queries": len(ap)},
-            "per_item": {"ap": [None if np.isnan(v) else v for v in ap], "rank": [None if np.isnan(v) else v for v in rank]}}
+            "per_item": {"ap": [None if np.isnan(v) else v for v in ap],
+                         "rank": [None if np.isnan(v) else v for v in rank]}}
 
 
 def test_identical_models_differ_by_zero_with_a_zero_interval():

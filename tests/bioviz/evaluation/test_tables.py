@@ -68,7 +68,8 @@ def test_empty_rows():
 
 
 def test_best_compares_shown_values():
-    rows = [dict(ROWS[0], value=0.41431, ci_low=0.41, ci_high=0.42), dict(ROWS[2], value=0.41409, ci_low=0.1, ci_high=0.2)]
+    rows = [dict(ROWS[0], value=0.41431, ci_low=0.41, ci_high=0.42),
+            dict(ROWS[2], value=0.41409, ci_low=0.1, ci_high=0.2)]
     values, lows, highs = result_tables.wide_tables(rows)
     assert not result_tables.best_mask(values, lows, highs).any().any()  # both print as 0.414: a tie
     assert result_tables.best_mask(values, lows, highs, digits=4).loc["minilm"].tolist() == [True]
