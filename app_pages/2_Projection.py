@@ -279,8 +279,10 @@ left, right = st.columns([3, 1])
 with right:
     st.metric(f"{MEASURES[sep.measure]} · {md(label_a)}", f"{mean_a:.3f}")
     st.metric(f"{MEASURES[sep.measure]} · {md(label_b)}", f"{mean_b:.3f}", f"{mean_b - mean_a:+.3f}")
-    st.caption("Computed on the original vectors (not the 2-D layout): each name ranks the other names of a "
-               "class-stratified sample by cosine; AP of finding its own class, averaged per class.")
+    st.caption(f"Computed on the original vectors (not the 2-D layout) of a class-stratified sample of "
+               f"{sep.sample_size:,} names: each ranks the other sampled names by cosine; AP of finding its own "
+               "class, averaged per class. Not the class-retrieval mAP of the Train and Evaluation pages, where "
+               "held-out test names rank the training names.")
 with left:
     compare.show_figure(separation_figure(sep, view.title), slug("separation", sep.measure, label_a,
                         "vs", label_b, view.source.split()[0], f"d{view.depth}"), fmt,

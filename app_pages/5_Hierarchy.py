@@ -21,7 +21,7 @@ view = state.current_view()
 model_a, model_b = state.chosen_models()
 fmt = compare.image_format()
 
-COLOURS = {"map": "class-retrieval mAP gain", "silhouette": "silhouette gain", "none": "depth (no scores)"}
+COLOURS = {"map": "within-sample mAP gain", "silhouette": "silhouette gain", "none": "depth (no scores)"}
 DEFAULTS = {"kind": "treemap", "colour": "map", "levels": 3, "node": "", "mention": ""}
 # "levels" is clamped again to the tree's depth once the tree is known.
 state.page_params(DEFAULTS, choices={"kind": list(KINDS), "colour": list(COLOURS)}, bounds={"levels": (1, 100)})

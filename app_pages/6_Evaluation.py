@@ -7,7 +7,7 @@ from dataclasses import astuple
 import pandas as pd
 import streamlit as st
 
-from bioviz.evaluation import overlap
+from bioviz.evaluation import aggregate, latex, overlap, paired
 from bioviz.evaluation import tables as result_tables
 from bioviz.evaluation.benchmarks import BUNDLED as BUNDLED_BENCHMARKS
 from bioviz.evaluation.benchmarks import MAX_BYTES as MAX_BENCHMARK_BYTES
@@ -52,8 +52,9 @@ st.title("Evaluation")
 st.caption("Figures computed as the papers compute them: relatedness benchmarks (Spearman's rho with a bootstrap "
            "95% interval), and on the selected level: semantic similarity ranking (mAP), hypernym detection (MRR), "
            "synonym retrieval and concept mapping (mAP, Acc@1, MRR), leaf-to-parent mapping (MRR, Acc@1) and "
-           "hierarchy distance discrimination (ROC-AUC). ★ marks the best model per column; differences inside "
-           "the intervals are not findings.")
+           "hierarchy distance discrimination (ROC-AUC). ★ marks a column's best only where it is a finding: its "
+           "interval lies above every other model's, or its paired difference from each of them excludes 0; a tie "
+           "is never marked.")
 
 left, right = st.columns([1.3, 1])
 left.multiselect("Models", labels, key="eval_models", help="Base models and trained runs, evaluated on the same split")
@@ -198,7 +199,11 @@ caption = (f"split {split_spec.shots} shots, seed {split_spec.seed}{zero_shot} �
 st.subheader("Results")
 values, lows, highs = result_tables.wide_tables(rows)
 show_ci = st.toggle("Show intervals", value=True, key="_eval_show_ci")
-shown_table = result_tables.display_table(values, lows, highs, show_ci=show_ci)
+# Best marked only where it is a finding: separated intervals, or a paired test against every other model.
+best = result_tables.best_mask(values, lows, highs,
+                               beats=result_tables.paired_beats(results, n_boot=settings.n_boot,
+                                                                seed=settings.sample_seed))
+shown_table = result_tables.display_table(values, lows, highs, show_ci=show_ci, best=best)
 # Results whose data a model saw while it was pretrained (bioviz.evaluation.overlap): marked, and said why.
 computed_on = stored["request"]
 try:
@@ -215,6 +220,9 @@ if marks:
                   "on data that overlaps this evaluation. Pretrain with this level kept out (Train page, *Keep the "
                   "evaluation level's held-out names out*, same split) for a held-out figure.  \n"
                   + overlap.marks_caption(marks, task_label)))
+if any(r["task"] == "synonym" for r in results) and any(r["task"] == "ranking" for r in results):
+    st.caption("Synonym retrieval's test mAP is the semantic similarity ranking mAP (the same queries and "
+               "references): shown once, under ranking.")
 sizes = pd.DataFrame([{"model": r["model"], "task": TASK_LABELS.get(r["task"], r["task"]), **r["sizes"]}
                       for r in results])
 with st.expander("Sample sizes"):
@@ -225,11 +233,31 @@ level_tag = "synonyms" if view.mode == "synonyms" else f"d{view.depth}"
 name = slug("evaluation", *model_names, view.source.split()[0], level_tag)
 cols = st.columns(2)
 cols[0].download_button("Download CSV", result_tables.to_csv(rows), f"{name}.csv", "text/csv")
-latex = result_tables.to_latex(values, lows if show_ci else None, highs if show_ci else None,
-                               caption=f"{title_models} on {where}; {caption}.", label="tab:evaluation")
-cols[1].download_button("Download LaTeX (booktabs)", latex, f"{name}.tex", "text/x-tex")
-with st.expander("LaTeX"):
-    st.code(latex, language="latex")
+latex_text = latex.latex_tables(values, lows if show_ci else None, highs if show_ci else None, best,
+                                caption=f"{title_models} on {where}; {caption}", label="tab:evaluation")
+cols[1].download_button("Download LaTeX (booktabs)", latex_text, f"{name}.tex", "text/x-tex")
+with st.expander("LaTeX (one table per task family, at most 8 numeric columns each)"):
+    st.code(latex_text, language="latex")
+
+if len(model_names) > 1:
+    st.subheader("Difference from a baseline")
+    baseline = st.selectbox("Baseline", model_names, key="_eval_baseline",
+                            help="Every other model's figure minus this model's, on the same queries or pairs")
+    found = paired.differences(results, baseline, n_boot=settings.n_boot, seed=settings.sample_seed)
+    st.dataframe(result_tables.difference_table(found), width="stretch")
+    st.caption(f"Model minus {md(baseline)} · 95% paired bootstrap intervals ({settings.n_boot} resamples): the same "
+               "queries (ranking tasks) or pairs (benchmarks: both Spearmans recomputed; hierarchy AUC: within each "
+               "distance) resampled for both models. An interval excluding 0 is a difference the sample supports.")
+    if any(d.ci is None and d.delta is not None for d in found):
+        st.caption("A difference without an interval comes from a result computed before per-query values were "
+                   "kept (or with no bootstrap resamples): run the evaluation again to get its paired interval.")
+
+groups = aggregate.seed_groups(results)
+if groups:
+    st.subheader("Across seeds")
+    st.dataframe(aggregate.summary_table(aggregate.aggregate(rows, groups)), width="stretch")
+    st.caption("Runs whose configurations differ only by the training seed: mean ± standard deviation over the "
+               "seeds listed (each figure on the same split and held-out names).")
 
 st.subheader("Figures")
 groups: dict[str, list[dict]] = {}

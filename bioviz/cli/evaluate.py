@@ -7,7 +7,9 @@
 Several ``--model`` options are evaluated on the same split. For a trained run the split
 defaults to the one it was trained with (from its ``run.json``), so its test names are
 truly held out. One JSON object: the models, the view and split, every result with its
-figures, intervals and sample sizes, and any warnings.
+figures, intervals and sample sizes, and any warnings. ``--baseline MODEL`` and ``--latex
+FILE`` (:mod:`bioviz.cli.eval_compare`) add differences with paired intervals and tables
+that fit a page.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import sys
 import time
 
 from bioviz.cli.common import add_json, add_level_options, level_spec_from_args
+from bioviz.cli.eval_compare import add_compare_options, comparisons
 from bioviz.errors import EvaluationError
 from bioviz.evaluation import run as evaluation, splits
 from bioviz.evaluation.run import EvalSettings
@@ -54,6 +57,7 @@ def register(subparsers) -> None:
     sample.add_argument("--sample-seed", type=int, default=0, help="seed of the samples and the bootstrap")
     parser.add_argument("--no-cache", action="store_true", help="recompute, neither reading nor writing cached results")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_compare_options(parser)
     add_json(parser)
     parser.set_defaults(handler=run)
 
@@ -133,9 +137,11 @@ def run(args) -> dict:
             out["cross_level"] = table
     out["models"] = list(dict.fromkeys((r["model"], r["model_spec"], r["fingerprint"]) for r in results))
     out["models"] = [{"label": m[0], "spec": m[1], "fingerprint": m[2]} for m in out["models"]]
+    out.update(comparisons(results, args, settings))
     out["seconds"] = round(time.perf_counter() - started, 2)
     if args.json:
-        out["results"] = results
+        # per-item values (what the differences are computed from) stay out: thousands per result
+        out["results"] = [{k: v for k, v in r.items() if k != "per_item"} for r in results]
         return out
     # Readable form: one line per figure.
     out.pop("settings")

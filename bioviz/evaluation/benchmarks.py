@@ -214,7 +214,8 @@ def score_benchmark(benchmark: Benchmark, term_vectors: dict[str, np.ndarray], n
     -------
     dict
         ``spearman``, ``ci`` (``{"spearman": [low, high]}``), ``pairs`` (in the file),
-        ``covered`` (pairs with two non-zero vectors).
+        ``covered`` (pairs with two non-zero vectors), ``cosines`` (every pair's cosine in
+        file order, NaN where not covered: two models compared pair by pair).
     """
     missing = [t for t in benchmark.terms if t not in term_vectors]
     if missing:
@@ -222,9 +223,11 @@ def score_benchmark(benchmark: Benchmark, term_vectors: dict[str, np.ndarray], n
     a = np.stack([term_vectors[t] for t in benchmark.term1]).astype(np.float32)
     b = np.stack([term_vectors[t] for t in benchmark.term2]).astype(np.float32)
     covered = (np.linalg.norm(a, axis=1) > 0) & (np.linalg.norm(b, axis=1) > 0)
-    cosines = (a * b).sum(axis=1)[covered]
+    all_cosines = np.where(covered, (a * b).sum(axis=1), np.nan)
+    cosines = all_cosines[covered]
     human = benchmark.scores[covered]
     return {
+        "cosines": all_cosines,
         "spearman": metrics.spearman(cosines, human),
         "ci": {"spearman": metrics.spearman_bootstrap_ci(cosines, human, n_boot, seed)},
         "pairs": len(benchmark),

@@ -277,12 +277,13 @@ def ranking_metrics(query_vectors, reference_vectors, relevance, exclude_self: b
     ap, rank = ranking_stats(query_vectors, reference_vectors, relevance, exclude_self,
                              reference_groups, with_ap)
     scored = ~np.isnan(rank)
-    per_query = {"acc1": (rank[scored] == 1).astype(float), "mrr": 1.0 / rank[scored]}
+    # (named apart from the ``per_query`` flag, which it used to shadow)
+    values_of = {"acc1": (rank[scored] == 1).astype(float), "mrr": 1.0 / rank[scored]}
     if with_ap:
-        per_query = {"map": ap[scored], **per_query}
+        values_of = {"map": ap[scored], **values_of}
     n_refs = len(np.asarray(reference_vectors)) if reference_groups is None else len(np.unique(reference_groups))
-    result: dict = {name: _nanmean(values) for name, values in per_query.items()}
-    result["ci"] = {name: bootstrap_mean_ci(values, n_boot, seed) for name, values in per_query.items()}
+    result: dict = {name: _nanmean(values) for name, values in values_of.items()}
+    result["ci"] = {name: bootstrap_mean_ci(values, n_boot, seed) for name, values in values_of.items()}
     result.update(queries=int(scored.sum()), skipped=int((~scored).sum()), references=int(n_refs))
     if per_query:
         result["per_query"] = {"ap": ap, "rank": rank}
@@ -342,7 +343,8 @@ def hierarchy_auc(similarities, distances, n_boot: int = 1000, seed: int = 0) ->
 
     HiPrBERT §4.2 (Table 3): distances are 0 synonyms, 1 siblings, 2 parent-child,
     3 other; for every ``i < j`` the closer pairs are the positives. Intervals resample the
-    pairs of each distance separately (stratified percentile bootstrap).
+    pairs of each distance separately (stratified percentile bootstrap); every AUC and their
+    mean are read from the same resamples, so the mean AUC has an interval too.
 
     Parameters
     ----------
@@ -355,31 +357,69 @@ def hierarchy_auc(similarities, distances, n_boot: int = 1000, seed: int = 0) ->
     -------
     dict
         ``auc`` (``"i-j" -> AUC`` for pairs of distances present), ``ci`` (``"i-j" ->
-        [low, high]``), ``mean_auc`` over the pairs of distances, ``pairs``
+        [low, high]`` and ``mean_auc``), ``mean_auc`` over the pairs of distances, ``pairs``
         (``distance -> count``).
     """
     sims = np.asarray(similarities, dtype=float)
     dist = np.asarray(distances)
     present = sorted(int(d) for d in np.unique(dist))
-    rng = np.random.default_rng(seed)
-    auc, ci = {}, {}
-    for a_index, i in enumerate(present):
-        for j in present[a_index + 1:]:
-            pos, neg = sims[dist == i], sims[dist == j]
-            key = f"{i}-{j}"
-            auc[key] = roc_auc(pos, neg)
-            if n_boot > 0:
-                boot = _auc_rows(pos[rng.integers(0, len(pos), (n_boot, len(pos)))],
-                                 neg[rng.integers(0, len(neg), (n_boot, len(neg)))])
-                ci[key] = [float(v) for v in np.percentile(boot, [2.5, 97.5])]
-            else:
-                ci[key] = [float("nan"), float("nan")]
+    auc = {key: float(values[0]) for key, values in auc_by_distance(sims, dist, None).items()}
+    ci = {key: [float("nan"), float("nan")] for key in [*auc, "mean_auc"]}
+    if n_boot > 0 and auc:
+        boot = auc_by_distance(sims, dist, stratified_resamples(dist, n_boot, seed))
+        for key, values in boot.items():
+            ci[key] = [float(v) for v in np.percentile(values, [2.5, 97.5])]
+        ci["mean_auc"] = [float(v) for v in np.percentile(np.mean(list(boot.values()), axis=0), [2.5, 97.5])]
     return {
         "auc": auc,
         "ci": ci,
         "mean_auc": float(np.mean(list(auc.values()))) if auc else float("nan"),
         "pairs": {int(d): int((dist == d).sum()) for d in present},
     }
+
+
+def stratified_resamples(distances, n_boot: int, seed: int = 0) -> dict[int, np.ndarray]:
+    """Bootstrap resamples of pair rows drawn within each distance class.
+
+    Returns
+    -------
+    dict
+        ``distance -> (n_boot, pairs at that distance)`` row indices into ``distances``.
+        Two models' similarities of the same pairs resampled with these rows give paired
+        intervals (:mod:`bioviz.evaluation.paired`).
+    """
+    dist = np.asarray(distances)
+    rng = np.random.default_rng(seed)
+    out = {}
+    for d in sorted(int(d) for d in np.unique(dist)):
+        rows = np.flatnonzero(dist == d)
+        out[d] = rows[rng.integers(0, len(rows), (n_boot, len(rows)))]
+    return out
+
+
+def auc_by_distance(similarities, distances, resamples: dict | None) -> dict[str, np.ndarray]:
+    """AUC of every pair of distances ``i < j``, on the pairs as given or on each resample.
+
+    Parameters
+    ----------
+    similarities, distances : array (n,)
+    resamples : dict or None
+        From :func:`stratified_resamples`; None scores the pairs once, as given.
+
+    Returns
+    -------
+    dict
+        ``"i-j" -> (b,)`` AUCs (``b`` = 1 without resamples).
+    """
+    sims = np.asarray(similarities, dtype=float)
+    dist = np.asarray(distances)
+    present = sorted(int(d) for d in np.unique(dist))
+    rows = resamples or {d: np.flatnonzero(dist == d)[None, :] for d in present}
+    out = {}
+    for a_index, i in enumerate(present):
+        for j in present[a_index + 1:]:
+            out[f"{i}-{j}"] = _auc_rows(sims[rows[i]], sims[rows[j]])
+    return out
 
 
 def spearman(x, y) -> float:
@@ -395,6 +435,15 @@ def spearman(x, y) -> float:
     if len(x) < 3:
         return float("nan")
     return float(_spearman_rows(x[None, :], y[None, :])[0])
+
+
+def spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Row-wise Spearman correlation of two ``(b, n)`` arrays (NaN where a row is all ties).
+
+    >>> spearman_rows(np.array([[1.0, 2.0, 3.0]]), np.array([[3.0, 2.0, 1.0]]))
+    array([-1.])
+    """
+    return _spearman_rows(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
 
 
 def _spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:

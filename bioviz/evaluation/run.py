@@ -10,7 +10,14 @@ A result dict::
     {"model": label, "model_spec": MODEL, "run_id": id or None, "fingerprint": ..., "task": "ranking",
      "metrics": {"map": 0.61, ...}, "ci": {"map": [0.55, 0.67], ...},
      "sizes": {"queries": 22, "references": 330}, "data": {...what was evaluated...},
-     "seconds": 0.4, "cached": False}
+     "per_item": {"ap": [...], "rank": [...]}, "seconds": 0.4, "cached": False}
+
+``per_item`` keeps what the figures are means or correlations of, one value per query or
+pair in a fixed order (``None`` where a query was not scored): ``ap`` and ``rank`` of each
+ranking part (``test.ap`` ... for synonym retrieval), ``similarity`` and ``distance`` of the
+hierarchy pairs, ``cosine`` and ``human`` of a benchmark's pairs. Two models' results on the
+same data are compared item by item (:mod:`bioviz.evaluation.paired`). A cached result from
+before these were kept is computed again.
 
 ``model`` is the model's readable label (a run's name and short id, as it is now: a cached
 result of a run renamed since gets its new name); ``run_id`` keeps a run's id.
@@ -93,6 +100,11 @@ def _load_model(spec: str) -> _Model:
     return _Model(spec, encoder.label, encoder.fingerprint, run_dir, encoder, run_id)
 
 
+def _current(cached: dict | None) -> dict | None:
+    """A cached result, or None when it predates the per-item values (then it is computed again)."""
+    return cached if cached is not None and isinstance(cached.get("per_item"), dict) else None
+
+
 def _labelled(result: dict, model: _Model) -> dict:
     """A cached or stored result under the model's current label (a run may have been renamed since)."""
     result["model"] = model.label
@@ -115,6 +127,15 @@ def _score_problem(problem: protocols.RankingProblem, lookup: dict, settings: Ev
         exclude_self=problem.exclude_self, reference_groups=problem.reference_groups,
         with_ap=with_ap, n_boot=settings.n_boot, seed=settings.sample_seed, per_query=per_query,
     )
+
+
+def _per_item(result: dict, prefix: str = "") -> dict:
+    """Per-query AP (when computed) and first-relevant rank, rounded (they are stored as JSON)."""
+    ap, rank = result["per_query"]["ap"], result["per_query"]["rank"]
+    out = {f"{prefix}rank": rank}
+    if not np.all(np.isnan(ap)):
+        out[f"{prefix}ap"] = np.round(ap, 6)
+    return {key: values.tolist() for key, values in out.items()}
 
 
 def _split_metrics(result: dict, prefix: str = "") -> tuple[dict, dict, dict]:
@@ -194,11 +215,13 @@ class _TaskData:
         """(metrics, ci, sizes, extra) of one task for one model's vectors."""
         built = self.get(task)
         s = self.settings
-        extra: dict = {}
+        extra: dict = {"per_item": {}}
         if task == "synonym":
             values, ci, sizes = {}, {}, {}
             for part, problem in built.items():
-                v, c, z = _split_metrics(_score_problem(problem, lookup, s), f"{part}.")
+                scored = _score_problem(problem, lookup, s, per_query=True)
+                extra["per_item"].update(_per_item(scored, f"{part}."))
+                v, c, z = _split_metrics(scored, f"{part}.")
                 values.update(v)
                 ci.update(c)
                 sizes.update(z)
@@ -209,18 +232,20 @@ class _TaskData:
             result = metrics.hierarchy_auc(sims, built.distances, s.n_boot, s.sample_seed)
             values = {"mean_auc": result["mean_auc"], **result["auc"]}
             sizes = {f"pairs.d{d}": n for d, n in result["pairs"].items()}
+            extra["per_item"] = {"similarity": np.round(sims, 6).tolist(),
+                                 "distance": np.asarray(built.distances).tolist()}
             return values, result["ci"], sizes, extra
         if task == "ranking":
             scored = _score_problem(built, lookup, s, per_query=True)
             per_class = metrics.per_class_map(scored["per_query"]["ap"], built.query_labels)
             extra["per_class"] = {self.view.classes[int(c)]: v for c, v in per_class.items()}
+            extra["per_item"] = _per_item(scored)
             values, ci, sizes = _split_metrics(scored)
             return {"map": values["map"]}, {"map": ci["map"]}, sizes, extra
-        if task == "hypernym":
-            values, ci, sizes = _split_metrics(_score_problem(built, lookup, s, with_ap=False))
-            return values, ci, sizes, extra
-        if task == "leaf2parent":
-            values, ci, sizes = _split_metrics(_score_problem(built, lookup, s, with_ap=False))
+        if task in ("hypernym", "leaf2parent"):
+            scored = _score_problem(built, lookup, s, with_ap=False, per_query=True)
+            extra["per_item"] = _per_item(scored)
+            values, ci, sizes = _split_metrics(scored)
             return values, ci, sizes, extra
         raise EvaluationError(f"unknown task {task!r}")
 
@@ -324,7 +349,7 @@ def evaluate(view: LevelView, split: Split, models, tasks="all", ontology: Ontol
             counter.start(message)
             key_data = data.data_key(task)
             key = cache_key(model.fingerprint, task, key_data)
-            cached = read_cached(key) if use_cache else None
+            cached = _current(read_cached(key)) if use_cache else None
             if cached is not None:
                 cached["cached"] = True
                 if model.run_dir is not None and key not in read_run_evaluations(model.run_dir, keyed=True):
@@ -379,7 +404,7 @@ def evaluate_benchmarks(models, benchmarks="all", settings: EvalSettings | None 
             key_data = {"benchmark": bench.name, "digest": bench.digest, "n_boot": settings.n_boot,
                         "seed": settings.sample_seed}
             key = cache_key(model.fingerprint, "benchmark", key_data)
-            cached = read_cached(key) if use_cache else None
+            cached = _current(read_cached(key)) if use_cache else None
             if cached is not None:
                 cached["cached"] = True
                 results.append(_labelled(cached, model))
@@ -397,6 +422,7 @@ def evaluate_benchmarks(models, benchmarks="all", settings: EvalSettings | None 
                 "fingerprint": model.fingerprint, "task": bench.label, "metrics": {"spearman": scored["spearman"]},
                 "ci": scored["ci"],
                 "sizes": {"pairs": scored["pairs"], "covered": scored["covered"]}, "data": key_data,
+                "per_item": {"cosine": np.round(scored["cosines"], 6).tolist(), "human": bench.scores.tolist()},
                 "seconds": round(time.perf_counter() - started, 3), "cached": False,
             })
             if use_cache:

@@ -2,15 +2,21 @@
 
 :func:`results_table` turns result dicts (:mod:`bioviz.evaluation.run`) into long-form rows
 (one per model, task and metric); the wide tables work on those rows. Every metric here is "higher is better" (mAP, Acc@1, MRR, Spearman,
-ROC-AUC), so the best of a column is its maximum; ties are all marked.
+ROC-AUC). A column's best is marked only when it is a finding: its interval lies above every
+other model's, or its paired difference from every other model excludes 0
+(:mod:`bioviz.evaluation.paired`); a tie is never marked. Synonym retrieval's test mAP is
+the ranking mAP (the same queries and references): it is shown once, under ranking.
 """
 
 from __future__ import annotations
 
 import io
 import math
+from typing import Callable
 
 import pandas as pd
+
+from bioviz.evaluation import paired
 
 from bioviz.evaluation.run import TASK_LABELS
 
@@ -20,6 +26,8 @@ _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$",
                   "·": r"$\cdot$"}
 
 
+# Synonym retrieval's test part is the ranking problem itself (bioviz.evaluation.protocols.synonym_problems).
+DUPLICATE_OF_RANKING = "test.map"
 METRIC_LABELS = {"map": "mAP", "acc1": "Acc@1", "mrr": "MRR", "spearman": "Spearman", "mean_auc": "mean AUC"}
 
 
@@ -44,14 +52,18 @@ def results_table(results: list[dict]) -> list[dict]:
     Returns
     -------
     list of dict
-        ``model``, ``task``, ``metric`` (readable), ``key`` (the metric's key), ``value``,
-        ``ci_low``, ``ci_high``, ``n`` (queries, pairs covered, or pairs at the two
-        distances, as fits the metric).
+        ``model``, ``task``, ``metric`` (readable), ``key`` (the metric's key), ``task_key``
+        (the result's task), ``value``, ``ci_low``, ``ci_high``, ``n`` (queries, pairs
+        covered, or pairs at the two distances, as fits the metric). Synonym retrieval's
+        test mAP is left out where the same model's ranking mAP is there (the same figure).
     """
     rows = []
+    ranked = {r["model"] for r in results if r["task"] == "ranking"}
     for result in results:
         sizes = result.get("sizes", {})
         for key, value in result.get("metrics", {}).items():
+            if result["task"] == "synonym" and key == DUPLICATE_OF_RANKING and result["model"] in ranked:
+                continue
             interval = result.get("ci", {}).get(key)
             low, high = interval[:2] if isinstance(interval, (list, tuple)) and len(interval) >= 2 else (None, None)
             rows.append({
@@ -59,6 +71,7 @@ def results_table(results: list[dict]) -> list[dict]:
                 "task": TASK_LABELS.get(result["task"], result["task"]),
                 "metric": metric_label(key),
                 "key": key,
+                "task_key": result["task"],
                 "value": value,
                 "ci_low": low,
                 "ci_high": high,
@@ -106,16 +119,51 @@ def wide_tables(rows: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFr
     return pivot("value"), pivot("ci_low"), pivot("ci_high")
 
 
-def best_mask(values: pd.DataFrame, digits: int | None = 3) -> pd.DataFrame:
-    """True where a value is the best (maximum) of its column; NaN is never best.
+def best_mask(values: pd.DataFrame, lows: pd.DataFrame | None = None, highs: pd.DataFrame | None = None,
+              digits: int | None = 3, beats: Callable[[str, tuple], bool] | None = None) -> pd.DataFrame:
+    """True where a value is a column's best *and* that is a finding; NaN is never best.
 
-    Values are compared as shown (rounded to ``digits``), so two models printed with the
-    same figure are both marked, as papers do with bold.
+    Values are compared as shown (rounded to ``digits``). Only a column's single top
+    value can be marked (two models printed with the same figure: no mark), and only when
+    its interval's low end is above every other model's high end, or when
+    ``beats(model, column)`` (a paired test, :func:`paired_beats`) says so. Without
+    intervals and a paired test nothing is marked.
     """
+    mask = pd.DataFrame(False, index=values.index, columns=values.columns)
     if values.empty:
-        return values.astype(bool)
+        return mask
     shown = values.round(digits) if digits is not None else values
-    return shown.eq(shown.max(axis=0)) & shown.notna()
+    for column in values.columns:
+        scored = shown[column].dropna()
+        if scored.empty or (scored == scored.max()).sum() > 1:
+            continue
+        top = scored.idxmax()
+        if _separated(top, column, values.index, lows, highs) or (beats is not None and beats(top, column)):
+            mask.at[top, column] = True
+    return mask
+
+
+def _separated(top: str, column, models, lows: pd.DataFrame | None, highs: pd.DataFrame | None) -> bool:
+    """True when ``top``'s interval lies above every other model's (all intervals known)."""
+    if lows is None or highs is None or len(models) < 2:
+        return False
+    low = lows.at[top, column]
+    others = [highs.at[m, column] for m in models if m != top]
+    return not math.isnan(low) and not any(math.isnan(h) for h in others) and low > max(others)
+
+
+def paired_beats(results: list[dict], *, n_boot: int = 1000, seed: int = 0) -> Callable[[str, tuple], bool]:
+    """``beats(model, (task, metric))`` for :func:`best_mask`: the paired difference from every
+    other model on that column excludes 0 (:func:`bioviz.evaluation.paired.beats_all`)."""
+    keys = {(r["task"], r["metric"]): (r["task_key"], r["key"]) for r in results_table(results)}
+
+    def beats(model: str, column: tuple) -> bool:
+        if tuple(column) not in keys:
+            return False
+        task, key = keys[tuple(column)]
+        return paired.beats_all(results, model, task, key, n_boot=n_boot, seed=seed)
+
+    return beats
 
 
 def _number(value: float, digits: int) -> str:
@@ -123,12 +171,13 @@ def _number(value: float, digits: int) -> str:
 
 
 def display_table(values: pd.DataFrame, lows: pd.DataFrame, highs: pd.DataFrame, digits: int = 3,
-                  show_ci: bool = True) -> pd.DataFrame:
-    """Strings ``0.361 [0.269, 0.456]`` per cell, best of each column prefixed with ``★``.
+                  show_ci: bool = True, best: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Strings ``0.361 [0.269, 0.456]`` per cell, a column's best prefixed with ``★``.
 
-    Column labels are flattened to ``task · metric`` for on-screen tables.
+    ``best`` defaults to :func:`best_mask` by intervals alone. Column labels are flattened
+    to ``task · metric`` for on-screen tables.
     """
-    best = best_mask(values, digits)
+    best = best_mask(values, lows, highs, digits) if best is None else best
     out = pd.DataFrame(index=values.index)
     for column in values.columns:
         cells = []
@@ -160,25 +209,29 @@ def latex_escape(text: str) -> str:
 
 
 def to_latex(values: pd.DataFrame, lows: pd.DataFrame | None = None, highs: pd.DataFrame | None = None,
-             caption: str = "", label: str = "tab:evaluation", digits: int = 3) -> str:
+             caption: str = "", label: str = "tab:evaluation", digits: int = 3,
+             best: pd.DataFrame | None = None) -> str:
     """A booktabs table: one row per model, task headers spanning their metrics, best in bold.
 
     Parameters
     ----------
     values, lows, highs : pandas.DataFrame
-        From :func:`wide_tables`; intervals are printed as a small second line part
-        ``\\scriptsize{[low, high]}`` when given.
+        From :func:`wide_tables`; intervals are printed small under the value
+        (``{\\scriptsize[low, high]}``) when given.
     caption, label : str
         LaTeX caption and label.
     digits : int
         Decimals.
+    best : pandas.DataFrame, optional
+        Cells set in bold (:func:`best_mask`, by intervals alone by default).
 
     Returns
     -------
     str
-        A ``table`` environment that needs ``\\usepackage{booktabs}``.
+        A ``table`` environment that needs ``\\usepackage{booktabs}``; at most a page wide
+        with a few columns: :func:`bioviz.evaluation.latex.latex_tables` splits wide ones.
     """
-    best = best_mask(values, digits)
+    best = best_mask(values, lows, highs, digits) if best is None else best
     columns = list(values.columns)
     tasks = list(dict.fromkeys(task for task, _ in columns))
     lines = [r"\begin{table}[t]", r"\centering", r"\small",
@@ -200,8 +253,11 @@ def to_latex(values: pd.DataFrame, lows: pd.DataFrame | None = None, highs: pd.D
             if best.at[model, column]:
                 text = rf"\textbf{{{text}}}"
             if lows is not None and highs is not None and not math.isnan(lows.at[model, column]):
-                text += (rf" {{\scriptsize[{_number(lows.at[model, column], digits)}, "
-                         rf"{_number(highs.at[model, column], digits)}]}}")
+                # The interval stacked under the value (a one-column inner tabular): a column
+                # stays as narrow as the interval, so a table of several fits a page.
+                interval = (rf"{{\scriptsize[{_number(lows.at[model, column], digits)}, "
+                            rf"{_number(highs.at[model, column], digits)}]}}")
+                text = rf"\begin{{tabular}}[t]{{@{{}}c@{{}}}}{text}\\ {interval}\end{{tabular}}"
             cells.append(text)
         lines.append(" & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
@@ -209,3 +265,32 @@ def to_latex(values: pd.DataFrame, lows: pd.DataFrame | None = None, highs: pd.D
         lines.append(rf"\caption{{{latex_escape(caption)}}}")
     lines += [rf"\label{{{label}}}", r"\end{table}"]
     return "\n".join(lines) + "\n"
+
+
+def difference_table(differences: list, digits: int = 3) -> pd.DataFrame:
+    """Models x ``task · metric`` strings ``+0.012 [-0.004, +0.027]`` of paired differences.
+
+    Parameters
+    ----------
+    differences : list of :class:`bioviz.evaluation.paired.Difference`
+    digits : int
+
+    Returns
+    -------
+    pandas.DataFrame
+        A cell without an interval shows the difference alone (a result without per-item
+        values); ``–`` where a figure is missing.
+    """
+    cells: dict[str, dict[str, str]] = {}
+    for d in differences:
+        column = f"{TASK_LABELS.get(d.task, d.task)} · {metric_label(d.metric)}"
+        if d.delta is None or math.isnan(d.delta):
+            text = "–"
+        else:
+            text = f"{d.delta:+.{digits}f}"
+            if d.ci is not None:
+                text += f" [{d.ci[0]:+.{digits}f}, {d.ci[1]:+.{digits}f}]"
+        cells.setdefault(d.model, {})[column] = text
+    table = pd.DataFrame.from_dict(cells, orient="index")
+    table.index.name = "model"
+    return table

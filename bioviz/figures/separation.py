@@ -74,8 +74,11 @@ def separation_figure(separation: Separation, view_title: str, max_classes: int 
     fig.update_yaxes(tickmode="array", tickvals=rows, ticktext=ticks, tickfont={"size": TICK_SIZE},
                      range=[-0.7, len(table) - 0.3], automargin=False, showgrid=True)
     shown = "" if len(table) == len(separation.table) else f" · {len(table)} of {len(separation.table)} classes shown"
-    caption = (f"{label} per class on {separation.sample_size:,} names (class-stratified sample){shown} · "
-               f"mean {mean_a:.3f} → {mean_b:.3f}")
+    # Said in the figure itself: this is not the Train/Evaluation class-retrieval mAP.
+    sample = (f"each of {separation.sample_size:,} sampled names (class-stratified) ranks the other sampled names, "
+              "not the class-retrieval mAP of test names ranking training names" if separation.measure == "map"
+              else f"on {separation.sample_size:,} names (class-stratified sample)")
+    caption = f"{label} per class: {sample}{shown} · mean {mean_a:.3f} → {mean_b:.3f}"
     title = f"Per-class separation · {separation.model_a} vs {separation.model_b} · {view_title}"
     legend_rows = 1 if legend_px <= width - 2 * 12 else 2
     apply_theme(fig, title, caption, height=max(380, 26 * len(table) + 170), width=width,

@@ -2,10 +2,12 @@
 
 Two measures, both on the original vectors (not on a 2-D projection, which distorts):
 
-- ``map``: class-retrieval mean average precision. Every name ranks all other names of the
+- ``map``: *within-sample* mean average precision. Every name ranks all other names of the
   sample by cosine; its AP for finding names of its own class is averaged per class
-  (:func:`bioviz.evaluation.metrics.average_precisions` with ``exclude_self``, the papers'
-  semantic-similarity ranking applied to the whole sample);
+  (:func:`bioviz.evaluation.metrics.average_precisions` with ``exclude_self``). It is not
+  the *class-retrieval mAP* of the Train and Evaluation pages (held-out test names rank the
+  training names, :func:`bioviz.evaluation.protocols.ranking_problem`): other queries, other
+  references, so other numbers; hence its own name, with the sample size stated;
 - ``silhouette``: mean cosine silhouette of the class's names (scikit-learn), from -1
   (closer to other classes) to 1 (tight and apart).
 
@@ -28,7 +30,7 @@ from bioviz.space import Space
 
 logger = logging.getLogger(__name__)
 
-MEASURES = {"map": "class-retrieval mAP", "silhouette": "silhouette (cosine)"}
+MEASURES = {"map": "within-sample mAP", "silhouette": "silhouette (cosine)"}
 
 
 def per_class_scores(vectors: np.ndarray, labels: np.ndarray, n_classes: int, measure: str = "map") -> np.ndarray:

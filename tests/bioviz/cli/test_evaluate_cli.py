@@ -93,3 +93,28 @@ def test_synonym_sets_with_zero_shot_concepts(capsys, data_dir, tmp_home, fake_e
     assert {k.split(".")[0] for k in synonym["metrics"]} == {"train", "test", "zero_shot"}
     assert synonym["sizes"]["zero_shot.references"] == 5  # zero-shot names rank each other
     assert synonym["sizes"]["test.references"] == result["split"]["train"]  # test names map onto training names
+
+
+def test_baseline_gives_paired_differences_and_latex_is_written(capsys, data_dir, tmp_home, tmp_path,
+                                                                 fake_eval_models):
+    tex = tmp_path / "table.tex"
+    code, out, err = run_cli(capsys, "eval", "--model", "a", "--model", "b", "--benchmark", "mayosrs",
+                             "--source", str(data_dir / "mini.obo"), "--depth", "1", "--shots", "2",
+                             "--task", "ranking", "--task", "hierarchy-auc", "--n-boot", "30",
+                             "--baseline", "a", "--latex", str(tex), "--json", "--quiet")
+    assert code == 0, err
+    result = json.loads(out)
+    differences = result["differences"]
+    assert {(d["model"], d["baseline"]) for d in differences} == {("tri-b", "tri-a")}
+    assert {(d["task"], d["metric"]) for d in differences} >= {("MayoSRS", "spearman"), ("ranking", "map"),
+                                                              ("hierarchy-auc", "mean_auc")}
+    for d in differences:  # the same trigram encoder under two names: no difference, a zero interval
+        assert d["delta"] == 0.0 and d["delta_ci"] == [0.0, 0.0] and d["n"] > 0
+    assert all("per_item" not in r for r in result["results"])  # kept out of the JSON
+    from bioviz.evaluation.latex import MAX_COLUMNS, numeric_columns
+    text = tex.read_text()
+    assert result["latex"] == str(tex) and r"\toprule" in text
+    assert 0 < max(numeric_columns(text)) <= MAX_COLUMNS
+    code, _, err = run_cli(capsys, "eval", "--model", "a", "--benchmark", "mayosrs", "--n-boot", "5",
+                           "--baseline", "zzz", "--quiet")
+    assert code == 2 and "baseline 'zzz' is not among the evaluated models" in err

@@ -91,6 +91,10 @@ def test_separation_figure_sorts_by_gain_and_states_models():
     ticks = dict(zip(fig.layout.yaxis.tickvals, fig.layout.yaxis.ticktext))
     assert [ticks[y].split("</span> ")[1] for y in markers[1].y] == ["gamma", "alpha", "beta"]  # gain ascending
     assert "mean 0.533 → 0.700" in annotations_text(fig)
+    # not the Train/Evaluation class-retrieval mAP: its own name, the sample stated (issue 27)
+    assert fig.layout.xaxis.title.text == "within-sample mAP"
+    assert "each of 15 sampled names (class-stratified) ranks the other sampled names" in \
+        annotations_text(fig).replace("<br>", " ")
     assert [t.marker.color for t in markers] == list(pair_colours())
 
 
