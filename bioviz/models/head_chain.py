@@ -24,7 +24,6 @@ from pathlib import Path
 
 import numpy as np
 
-from bioviz.errors import ModelError
 from bioviz.models.load_errors import DAMAGED, cannot_load, quiet_foreign_pickle, weights_reason
 from bioviz.space import l2_normalise
 

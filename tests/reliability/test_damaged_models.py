@@ -198,20 +198,28 @@ def test_a_damaged_model_is_one_line_on_the_command_line(models, tmp_home, capsy
     assert not models["marker"].exists()
 
 
-def test_neighbours_and_code_refuse_a_pickle_in_a_fresh_process(models, tmp_home, tmp_path):
+def test_neighbours_refuses_a_pickle_in_a_fresh_process(models, tmp_home):
     """The whole stderr of a real process: no torch advice to turn the safety off, no warning, exit 2."""
-    terms = tmp_path / "terms.txt"
-    terms.write_text("fever\nasthma\n")
     env = {**os.environ, "BIOVIZ_HOME": str(tmp_home), "HF_HUB_OFFLINE": "1"}
     model = str(models["pickle weights"])
-    for argv in (["neighbours", "fever", "--source", str(models["root"] / "mini.obo"), "--model", model, "--quiet"],
-                 ["code", str(terms), "--source", str(models["root"] / "mini.obo"), "--model", model, "--quiet"]):
-        done = subprocess.run([sys.executable, "-m", "bioviz", *argv], cwd=ROOT, env=env, capture_output=True,
-                              text=True, timeout=300)
-        assert done.returncode == 2, done.stderr
-        assert done.stderr == f"error: cannot load model from {Path(model).resolve()}: {DAMAGED}\n"
+    argv = ["neighbours", "fever", "--source", str(models["root"] / "mini.obo"), "--model", model, "--quiet"]
+    done = subprocess.run([sys.executable, "-m", "bioviz", *argv], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == f"error: cannot load model from {Path(model).resolve()}: {DAMAGED}\n"
     assert cached_rows(tmp_home) == 0
     assert not models["marker"].exists()
+
+
+@pytest.mark.parametrize("case", ["pickle weights", "head run: NaN Dense", "module type os.system"])
+def test_code_terms_refuses_a_damaged_model_in_one_line(models, tmp_home, tmp_path, capsys, case):
+    terms = tmp_path / "terms.txt"
+    terms.write_text("fever\nasthma\n")
+    argv = ["code", str(terms), "--source", str(models["root"] / "mini.obo"), "--model", str(models[case]), "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and re.match(expected(case, models), err[len("error: "):])
+    assert cached_rows(tmp_home) == 0
 
 
 def test_non_finite_vectors_are_refused_where_they_are_produced():
@@ -223,7 +231,7 @@ def test_non_finite_vectors_are_refused_where_they_are_produced():
             check_finite(vectors, "m")
 
 
-def test_a_missing_module_folder_is_blamed_only_when_one_is_missing(models, tmp_home):
+def test_a_missing_module_folder_is_blamed_only_when_one_is_missing():
     """minilm names a 2_Normalize folder it does not ship: never the reason a load failed."""
     from bioviz.models.embeddings import _missing_module_folder
 
