@@ -30,8 +30,10 @@ from huggingface_hub import constants
 from bioviz.errors import ModelError
 from bioviz.models import char_tfidf, ray_embedding
 from bioviz.models.encoding_estimate import record_rate
+from bioviz.models.head_chain import HeadChain, NotAHeadChain, input_module_kinds, module_kind, read_modules
+from bioviz.models.load_errors import (cannot_load, check_finite, foreign_module_reason, foreign_module_type,
+                                       quiet_foreign_pickle, weights_reason)
 from bioviz.models.model_spec import PRESET_MODELS, ModelSpec, bundled_minilm_path, check_model_files
-from bioviz.models.head_chain import HeadChain, NotAHeadChain, input_module_kinds
 from bioviz.models.runs import NAME_FILE, read_run, runs_dir
 from bioviz.models.vector_cache import BLOCK_MIN, VectorCache
 from bioviz.space import Space, l2_normalise
@@ -111,8 +113,8 @@ def resolve(spec: str) -> ModelSpec:
 def _missing_module_folder(path: Path) -> str | None:
     """The first module folder that ``modules.json`` names and that is missing, if any.
 
-    Only a diagnosis after a failed load: some modules (Normalize) have no files, so a
-    missing folder is not an error by itself.
+    Only a diagnosis after a failed load. A Normalize module has no files (minilm names a
+    ``2_Normalize`` folder it does not ship), so its folder is never blamed.
     """
     try:
         modules = json.loads((path / "modules.json").read_text(encoding="utf-8"))
@@ -120,6 +122,8 @@ def _missing_module_folder(path: Path) -> str | None:
         return None
     for module in modules if isinstance(modules, list) else []:
         folder = module.get("path") if isinstance(module, dict) else None
+        if module_kind(module) == "Normalize":
+            continue
         if isinstance(folder, str) and folder and not (path / folder).is_dir():
             return folder
     return None
@@ -165,9 +169,14 @@ def _sentence_transformer_at(path: Path, device_name: str):
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from sentence_transformers import SentenceTransformer  # imported here: it imports torch (seconds)
 
+    modules = read_modules(path)
+    foreign = foreign_module_type(modules) if modules is not None else None
+    if foreign is not None:  # a hub snapshot is not checked by resolve(); ST would refuse it with a traceback
+        raise cannot_load(path, foreign_module_reason(foreign))
     try:
         if (path / "modules.json").is_file():
-            return SentenceTransformer(str(path), device=device_name, local_files_only=True)
+            with quiet_foreign_pickle():
+                return SentenceTransformer(str(path), device=device_name, local_files_only=True)
         # A plain transformers checkpoint (SapBERT, PubMedBERT, CODER): these encoders
         # define the [CLS] token's final state as the name's representation.
         from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
@@ -183,7 +192,14 @@ def _sentence_transformer_at(path: Path, device_name: str):
         missing = _missing_module_folder(path)
         why = f"the module folder {missing!r} that modules.json names is missing" if missing else \
             first[0] if first else type(error).__name__
-        raise ModelError(f"cannot load model from {path}: {why}") from None
+        raise cannot_load(path, why) from None
+    except Exception as error:  # noqa: BLE001 - torch, safetensors and pickle raise their own types
+        # A pickle torch refuses, safetensors that are truncated or random, a size mismatch:
+        # the files are damaged. Anything else (out of memory) is not about the files.
+        why = weights_reason(error)
+        if why is None:
+            raise
+        raise cannot_load(path, why) from None
 
 
 def load_sentence_transformer(spec: str, device: str | None = None):
@@ -630,6 +646,7 @@ def encode_cached(encoder: Encoder, texts, batch_size: int = 64, progress: Progr
         report = None if progress is None else (lambda done, _total: progress(hits + done, len(unique)))
         encoding_started = time.perf_counter()
         fresh = encode_missing(encoder, missing, batch_size=batch_size, progress=report)
+        check_finite(fresh, encoder.label)  # the one place new vectors pass before the cache and callers
         record_rate(encoder, len(missing), time.perf_counter() - encoding_started)  # for the next estimate
         if cache is not None:
             cache.put(encoder.fingerprint, missing, fresh, label=encoder.label)

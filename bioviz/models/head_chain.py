@@ -10,6 +10,9 @@ through this chain: seconds for a whole level instead of minutes of transformer.
 :class:`HeadChain` reads only what it can apply exactly: ``Dense`` modules (ReLU, Tanh or
 no activation, no residual) and ``Normalize`` modules. Anything else is refused with the
 reason (:class:`NotAHeadChain`), and the run is then encoded through its whole model.
+Weights that are damaged, of the wrong shape, not finite or so large that float32 overflows
+are refused with a one-line :class:`~bioviz.errors.ModelError` when the run is read: no
+whole-model fallback would serve them better.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bioviz.models.load_errors import DAMAGED, cannot_load, quiet_foreign_pickle, weights_reason
 from bioviz.space import l2_normalise
 
 HEAD_FILE = "head.safetensors"  # the raw head weights the trainer keeps in every head run
@@ -32,6 +36,9 @@ _ACTIVATIONS = {
     "torch.nn.modules.activation.Tanh": "tanh",
 }
 _EMBEDDING = "sentence_embedding"  # the only feature a head chain reads and writes
+# Largest norm a head's output may reach for a unit input: its squares (summed for the final
+# Normalize) must stay below float32's maximum (3.4e38), or every vector becomes 0 or NaN.
+MAX_OUTPUT_NORM = 1e18
 
 
 class NotAHeadChain(ValueError):
@@ -75,16 +82,31 @@ def _activation(name) -> str:
 
 
 def _dense_weights(folder: Path) -> dict[str, np.ndarray]:
-    """``linear.weight`` and ``linear.bias`` of a Dense folder (safetensors; older runs: a torch pickle)."""
-    if (folder / "model.safetensors").is_file():
-        from safetensors.numpy import load_file  # imported here: only head runs need it
+    """``linear.weight`` and ``linear.bias`` of a Dense folder (safetensors; older runs: a torch pickle).
 
-        return load_file(str(folder / "model.safetensors"))
-    if (folder / "pytorch_model.bin").is_file():
-        import torch  # imported here: only runs saved by old sentence-transformers versions need it
+    Raises
+    ------
+    ModelError
+        Weights that are damaged, or a pickle that torch's safe loader refuses (never unpickled).
+    """
+    try:
+        if (folder / "model.safetensors").is_file():
+            from safetensors.numpy import load_file  # imported here: only head runs need it
 
-        state = torch.load(folder / "pytorch_model.bin", map_location="cpu", weights_only=True)
-        return {key: value.numpy() for key, value in state.items()}
+            return load_file(str(folder / "model.safetensors"))
+        if (folder / "pytorch_model.bin").is_file():
+            import torch  # imported here: only runs saved by old sentence-transformers versions need it
+
+            with quiet_foreign_pickle():
+                state = torch.load(folder / "pytorch_model.bin", map_location="cpu", weights_only=True)
+            if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+                raise cannot_load(folder.parent, f"{DAMAGED} ({folder.name})")
+            return {key: value.numpy() for key, value in state.items()}
+    except Exception as error:  # noqa: BLE001 - torch, safetensors and pickle raise their own types
+        why = weights_reason(error)
+        if why is None:
+            raise
+        raise cannot_load(folder.parent, f"{why} ({folder.name})") from None
     raise NotAHeadChain(f"no weights in {folder.name}")
 
 
@@ -104,6 +126,8 @@ class DenseStep:
         ------
         NotAHeadChain
             A configuration this step cannot compute exactly, or missing weights.
+        ModelError
+            Weights that are damaged, do not have the configuration's shape, or are not finite.
         """
         try:
             config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
@@ -115,14 +139,34 @@ class DenseStep:
                 config.get("module_output_name", _EMBEDDING) != _EMBEDDING:
             raise NotAHeadChain(f"{folder.name} is not a plain Dense module")
         activation = _activation(config.get("activation_function", "torch.nn.modules.activation.Tanh"))
+        shape = (config.get("out_features"), config.get("in_features"))
+        if not all(isinstance(n, int) and not isinstance(n, bool) for n in shape):
+            raise NotAHeadChain(f"{folder.name}/config.json gives no in_features and out_features")
         weights = _dense_weights(folder)
         weight = weights.get("linear.weight")
         bias = weights.get("linear.bias") if config.get("bias", True) else None
-        shape = (config.get("out_features"), config.get("in_features"))
-        if weight is None or weight.shape != shape or (bias is not None and bias.shape != shape[:1]):
-            raise NotAHeadChain(f"{folder.name}: weights do not match its configuration")
+        for name, array, expected in (("weight", weight, shape), ("bias", bias, shape[:1])):
+            if name == "weight" and array is None:
+                raise cannot_load(folder.parent, f"its Dense module {folder.name} has no weight")
+            if array is not None and tuple(array.shape) != expected:
+                raise cannot_load(folder.parent, f"its Dense {name} ({folder.name}) has shape {tuple(array.shape)}, "
+                                                 f"expected {expected}")
+            if array is not None and not np.isfinite(array).all():
+                raise cannot_load(folder.parent, f"its Dense {name} ({folder.name}) holds NaN or infinite values")
         return cls(np.ascontiguousarray(weight, np.float32),
                    None if bias is None else np.ascontiguousarray(bias, np.float32), activation)
+
+    def output_bound(self, input_norm: float) -> float:
+        """An upper bound of this step's output norm for inputs of norm ``input_norm`` (float64).
+
+        ``|W x + b| <= |W|_F |x| + |b|``; ReLU never grows a vector, tanh bounds every value by 1.
+        """
+        bound = float(np.linalg.norm(self.weight.astype(np.float64))) * input_norm
+        if self.bias is not None:
+            bound += float(np.linalg.norm(self.bias.astype(np.float64)))
+        if self.activation == "tanh":
+            bound = min(bound, float(np.sqrt(self.weight.shape[0])))
+        return bound
 
 
 class HeadChain:
@@ -161,6 +205,9 @@ class HeadChain:
         NotAHeadChain
             With the reason: no head weights, modules that do not start with the input
             model's, or a module after them that is not a plain Dense or a Normalize.
+        ModelError
+            Dense weights that are damaged, of the wrong shape, not finite, or so large that
+            float32 overflows (:data:`MAX_OUTPUT_NORM`).
         """
         run_dir = Path(run_dir)
         if not (run_dir / HEAD_FILE).is_file():
@@ -180,7 +227,23 @@ class HeadChain:
                 steps.append(DenseStep.read(run_dir / str(entry.get("path", ""))))
             else:
                 raise NotAHeadChain(f"a {kind} module after the input model's")
-        return cls(steps)
+        chain = cls(steps)
+        bound = chain.output_bound()
+        if not bound < MAX_OUTPUT_NORM:
+            raise cannot_load(run_dir, f"its Dense weights are too large: outputs up to {bound:.1e} overflow float32")
+        return chain
+
+    def output_bound(self) -> float:
+        """An upper bound of the norm any step's output reaches from a unit input (the input model's vectors).
+
+        Every sum in a matrix product is bounded by its output's norm, so below
+        :data:`MAX_OUTPUT_NORM` neither a product nor a Normalize overflows in float32.
+        """
+        norm, largest = 1.0, 1.0
+        for step in self.steps:
+            norm = 1.0 if step == "normalize" else step.output_bound(norm)
+            largest = max(largest, norm)
+        return largest
 
     def apply(self, vectors: np.ndarray, rows_per_step: int = ROWS_PER_STEP) -> np.ndarray:
         """The run's vectors from its input model's: unit float32 rows.

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bioviz.errors import ModelError
+from bioviz.models.load_errors import cannot_load, foreign_module_reason, foreign_module_type
 from bioviz.models.runs import is_run_dir, read_run
 
 _REPO = Path(__file__).resolve().parents[2]
@@ -200,8 +201,9 @@ def check_model_files(path: Path, what: str, hint: str = "") -> None:
     Raises
     ------
     ModelError
-        Neither ``modules.json`` (sentence-transformers) nor ``config.json`` (transformers), or
-        a ``modules.json`` that is not a JSON list of modules.
+        Neither ``modules.json`` (sentence-transformers) nor ``config.json`` (transformers), a
+        ``modules.json`` that is not a JSON list of modules, or one that names a module type
+        outside sentence-transformers (third-party code, never imported).
     """
     modules_file = path / "modules.json"
     if not modules_file.is_file():
@@ -215,3 +217,6 @@ def check_model_files(path: Path, what: str, hint: str = "") -> None:
         raise ModelError(f"{what} its modules.json cannot be read as JSON{hint}") from None
     if not isinstance(modules, list) or not all(isinstance(m, dict) for m in modules):
         raise ModelError(f"{what} its modules.json is not a list of modules{hint}")
+    foreign = foreign_module_type(modules)
+    if foreign is not None:
+        raise cannot_load(path, foreign_module_reason(foreign))
