@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from bioviz.csv_export import frame_to_csv
 from bioviz.errors import BiovizError
 from bioviz.figures import class_size_bar, export_config
 from bioviz.ontology import DEFAULT_SPLIT, SplitSpec
@@ -118,7 +119,7 @@ with table:
     st.markdown("**Classes**")
     frame = pd.DataFrame(view.class_table())
     st.dataframe(frame, hide_index=True, width="stretch", height=320)
-    st.download_button("Download classes (CSV)", frame.to_csv(index=False), "classes.csv", "text/csv")
+    st.download_button("Download classes (CSV)", frame_to_csv(frame), "classes.csv", "text/csv")
 with split_col:
     st.markdown("**Few-shot split preview**")
     shots = st.number_input("Shots per class", min_value=1, max_value=500, value=DEFAULT_SPLIT.shots)

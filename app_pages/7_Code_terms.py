@@ -8,6 +8,7 @@ import time
 import pandas as pd
 import streamlit as st
 
+from bioviz.csv_export import frame_to_csv
 from bioviz.errors import BiovizError
 from bioviz.models.embeddings import load_encoder
 from bioviz.models.encoding_estimate import time_left
@@ -173,7 +174,7 @@ event = st.dataframe(display, hide_index=True, width="stretch", on_select="rerun
                      key=TABLE_KEYS[disagreeing], column_config={"Match": st.column_config.TextColumn(
                          help=f"{EXACT}: the term is this concept's code or name"), **score_format})
 # The CSV of thousands of rows is built only when the button is pressed (and that press does not rerun).
-st.download_button("Download the coding (CSV)", lambda: export_frame(frame).to_csv(index=False),
+st.download_button("Download the coding (CSV)", lambda: frame_to_csv(export_frame(frame)),
                    f"coded-terms-{re.sub(r'[^A-Za-z0-9]+', '-', result['title']).strip('-')[:60]}.csv", "text/csv",
                    on_click="ignore")
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from bioviz.cli.common import add_json, add_level_options, level_spec_from_args
 from bioviz.cli.progress import progress_bar
+from bioviz.csv_export import frame_to_csv
 from bioviz.errors import BiovizError
 from bioviz.paths import write_text_atomic
 from bioviz.search.neighbours import candidate_index
@@ -77,7 +78,7 @@ def run(args) -> dict:
               "level": view.title, "k": args.k, **{key: value for key, value in agreement(frame).items()
                                                   if key != "terms"}}
     if args.out:
-        write_text_atomic(args.out, export.to_csv(index=False))
+        write_text_atomic(args.out, frame_to_csv(export))
         result["out"] = args.out
     else:
         result["codes"] = export.astype(object).where(export.notna(), None).to_dict("records")
