@@ -16,6 +16,7 @@ from bioviz.ontology import LevelSpec
 from bioviz.search.neighbours import concept_card
 from bioviz.search.term_coding import (EXACT, MAX_K, MAX_TABLE_BYTES, MAX_TERMS, agreement, code_term_list,
                                        export_frame, read_term_table, terms_from_column, terms_from_text)
+from bioviz.text_clean import clean_texts
 from ui import cache, state
 from ui.markdown import md, md_code
 from ui.metric_row import metric_row
@@ -124,6 +125,7 @@ if run:
     try:
         terms = terms_from_text(s.get("ct_text") or "") if source == "paste" else \
             terms_from_column(table, s["ct_column"])
+        raw = (s.get("ct_text") or "").splitlines() if source == "paste" else table[s["ct_column"]].astype(str)
         level = state.selection()
         indexes = [cache.candidate_index(m, level, "names") for m in models]
         fingerprints = tuple(load_encoder(m).fingerprint for m in models)
@@ -132,7 +134,7 @@ if run:
         st.error(md(error))
         st.stop()
     s[RESULT] = {"frame": frame, "labels": labels, "title": view.title, "models": tuple(models),
-                 "level": state.selection(), "k": k}
+                 "level": state.selection(), "k": k, "invisible": clean_texts(raw).dropped}
     for key in TABLE_KEYS.values():  # a new table: the old row selection means nothing
         s.pop(key, None)
 
@@ -156,6 +158,10 @@ if two:
                 (f"Mean overlap of the top {result['k']}", f"{summary['mean_overlap']:.2f}",
                  {"help": "Concepts both models put in their top k, averaged over the terms"})]
 metric_row(figures)
+if result.get("invisible"):
+    st.info(f"{result['invisible']:,} term(s) made only of invisible characters (control or format characters "
+            "such as NUL, zero-width spaces or right-to-left marks) were skipped; such characters are taken "
+            "out of every other term.")
 
 shown = frame
 disagreeing = two and st.toggle("Only terms where the models' top-1 concepts differ", key="ct_disagree")

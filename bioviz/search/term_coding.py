@@ -36,6 +36,7 @@ from bioviz.models.embeddings import Progress, embed
 from bioviz.ontology.model import Ontology
 from bioviz.search.index import NeighbourIndex
 from bioviz.search.neighbours import QueryInfo, resolve_query
+from bioviz.text_clean import clean_texts
 
 MAX_TERMS = 5_000
 MAX_TERM_CHARS = 500
@@ -47,12 +48,16 @@ EXACT, NEAREST = "exact", "nearest"
 def check_terms(terms: Sequence[str], max_terms: int = MAX_TERMS) -> list[str]:
     """The terms stripped, blank ones dropped, each kept once (first occurrence order).
 
+    Invisible characters (control and format characters: NUL, right-to-left overrides,
+    zero-width spaces, see :mod:`bioviz.text_clean`) are taken out first, and a term made only
+    of them is dropped like a blank one (``clean_texts(terms).dropped`` counts them).
+
     Raises
     ------
     BiovizError
         No terms, more than ``max_terms`` distinct terms, or a term over :data:`MAX_TERM_CHARS`.
     """
-    kept = list(dict.fromkeys(t.strip() for t in terms if isinstance(t, str) and t.strip()))
+    kept = list(dict.fromkeys(t.strip() for t in clean_texts(terms).texts if isinstance(t, str) and t.strip()))
     if not kept:
         raise BiovizError("no terms to code: give one term per line, or a column with terms")
     if len(kept) > max_terms:
