@@ -17,6 +17,7 @@ from bioviz.search.neighbours import concept_card
 from bioviz.search.term_coding import (EXACT, MAX_K, MAX_TABLE_BYTES, MAX_TERMS, agreement, code_term_list,
                                        export_frame, read_term_table, terms_from_column, terms_from_text)
 from bioviz.text_clean import clean_texts
+from bioviz.uploads import check_upload_size
 from ui import cache, state
 from ui.markdown import md, md_code
 from ui.metric_row import metric_row
@@ -105,6 +106,7 @@ else:
                                    "The file is parsed as a table in memory: never stored or run.")
     if upload is not None:
         try:
+            check_upload_size(upload.name, upload.size, MAX_TABLE_BYTES)  # a scripted upload skips the browser's check
             table = read_term_table(upload.getvalue(), upload.name)
         except BiovizError as error:
             st.error(md(error))

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from bioviz.errors import BiovizError
+from bioviz.errors import BiovizError, shown, shown_list
 from bioviz.models.embeddings import Progress, embed
 from bioviz.ontology.model import Ontology
 from bioviz.search.index import NeighbourIndex
@@ -134,12 +134,12 @@ def terms_from_column(frame: pd.DataFrame, column: str, max_terms: int = MAX_TER
         The column is missing, or its terms fail :func:`check_terms`.
     """
     if column not in frame.columns:
-        shown = ", ".join(repr(c) for c in list(frame.columns)[:8])
-        raise BiovizError(f"no column {column!r} in the file (its columns: {shown})")
+        # each cell cut short, the list bounded: a header line can be megabytes of one cell
+        raise BiovizError(f"no column {shown(column)} in the file (its columns: {shown_list(frame.columns)})")
     try:
         return check_terms(frame[column].astype(str).tolist(), max_terms)
     except BiovizError as error:
-        raise BiovizError(f"column {column!r}: {error}") from None
+        raise BiovizError(f"column {shown(column)}: {error}") from None
 
 
 def resolve_terms(terms: Sequence[str], view, ontology: Ontology | None = None) -> list[QueryInfo]:
