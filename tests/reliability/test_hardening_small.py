@@ -78,11 +78,12 @@ def reads(monkeypatch):
 
 
 def test_code_terms_refuses_a_scripted_oversized_upload_before_reading_it(shared_home, data_dir, monkeypatch, reads):
+    # minilm: its label needs no weights and no char-tfidf fit, and nothing is coded here
     monkeypatch.setenv("BIOVIZ_HOME", str(shared_home))
     monkeypatch.setenv("BIOVIZ_DATA_DIRS", str(data_dir))
     monkeypatch.setattr(term_coding, "MAX_TABLE_BYTES", 2 * 2**20)  # the page reads the limit on every run
     at = app_on("app_pages/7_Code_terms.py", {"source": str(data_dir / "mini.obo"), "depth": "1",
-                                              "model_a": "char-tfidf", "two": "0", "input": "upload"},
+                                              "model_a": "minilm", "two": "0", "input": "upload"},
                 timeout=240).run()
     uploader = at.file_uploader(key="ct_file")
     assert uploader.proto.max_upload_size_mb == 2
