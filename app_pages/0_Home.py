@@ -5,10 +5,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from bioviz.csv_export import frame_to_csv
 from bioviz.errors import BiovizError
 from bioviz.figures import class_size_bar, export_config
 from bioviz.ontology import DEFAULT_SPLIT, SplitSpec
-from bioviz.uploads import MAX_UPLOAD_BYTES, store_upload
+from bioviz.uploads import MAX_UPLOAD_BYTES, check_upload_size, store_upload
 from ui import state
 from ui.markdown import md
 from ui.metric_row import metric_row
@@ -20,6 +21,7 @@ def use_upload() -> None:
     if upload is None:
         return
     try:
+        check_upload_size(upload.name, upload.size)  # a scripted upload skips the browser's check
         stored = store_upload(upload.name, upload.getvalue(), keep=state.uploads_in_use())
         state.remember_upload(stored)
         state.choose_source(str(stored))
@@ -73,7 +75,7 @@ with st.expander("Use your own ontology (OBO file, table, or UMLS release)"):
     with left:
         st.file_uploader(
             "OBO file or concept table (.obo, .tsv, .csv)", type=["obo", "tsv", "csv"], key="_home_upload",
-            on_change=use_upload,
+            on_change=use_upload, max_upload_size=MAX_UPLOAD_BYTES // 2**20,  # the browser refuses a larger file
             help=f"Tables need columns concept_id, name, parent_id[, definition][, synonyms]. "
                  f"At most {MAX_UPLOAD_BYTES // 2**20} MiB.",
         )
@@ -118,7 +120,7 @@ with table:
     st.markdown("**Classes**")
     frame = pd.DataFrame(view.class_table())
     st.dataframe(frame, hide_index=True, width="stretch", height=320)
-    st.download_button("Download classes (CSV)", frame.to_csv(index=False), "classes.csv", "text/csv")
+    st.download_button("Download classes (CSV)", frame_to_csv(frame), "classes.csv", "text/csv")
 with split_col:
     st.markdown("**Few-shot split preview**")
     shots = st.number_input("Shots per class", min_value=1, max_value=500, value=DEFAULT_SPLIT.shots)

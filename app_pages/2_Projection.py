@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from bioviz.csv_export import frame_to_csv
 from bioviz.errors import BiovizError, SplitError
 from bioviz.figures import projection_pair_figure, projection_table, selected_rows, separation_figure, slug
 from bioviz.figures.movement import MAX_ARROWS, movement_figure
@@ -143,8 +144,8 @@ def draw_cloud(pair, title: str, name: str, why: str, preview: bool) -> None:
     answer = point_cloud_chart(cloud, key="projection_cloud_preview" if preview else "projection_cloud")
     if not preview:
         st.download_button(f"Download numbers (CSV, {len(pair.rows):,} rows)",
-                           lambda: projection_table(view, pair.rows, pair.coords_a, pair.coords_b, parts).to_csv(
-                               index=False), f"{name}.csv", "text/csv", key=f"csv-{name}-cloud", on_click="ignore")
+                           lambda: frame_to_csv(projection_table(view, pair.rows, pair.coords_a, pair.coords_b, parts)),
+                           f"{name}.csv", "text/csv", key=f"csv-{name}-cloud", on_click="ignore")
     if not preview and answer and answer.get("id") != st.session_state.get(CLOUD_SEQ):
         st.session_state[CLOUD_SEQ] = answer.get("id")
         st.session_state[SELECTED] = selected_view_rows(answer, cloud)

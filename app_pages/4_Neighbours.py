@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from bioviz.csv_export import frame_to_csv
 from bioviz.errors import BiovizError
 from bioviz.figures import export_config_as
 from bioviz.figures.neighbours import SAME_CLASS, SAME_CONCEPT, neighbour_table_figure, row_colour
@@ -212,7 +213,7 @@ for column, label, rows in zip(columns, labels, rankings):
 export = pd.DataFrame(comparison_rows(rankings[0], rankings[1] if len(rankings) > 1 else None, labels[0],
                                       labels[1] if len(labels) > 1 else None, ranked))
 file_stem = neighbours_file_stem(ranked)
-st.download_button("Download the comparison (CSV)", export.to_csv(index=False), f"{file_stem}.csv", "text/csv")
+st.download_button("Download the comparison (CSV)", frame_to_csv(export), f"{file_stem}.csv", "text/csv")
 # Runs only while open (on_change="rerun"): building the figure was a good part of every rerun.
 image = st.expander("Image-ready table (camera icon: PNG at 2x; or SVG)", key="nb_image_open", on_change="rerun")
 with image:

@@ -67,7 +67,8 @@ benches = right.multiselect("Relatedness benchmarks", list(BUNDLED_BENCHMARKS), 
 st.session_state["eval_tasks"] = ",".join(tasks)
 st.session_state["eval_bench"] = ",".join(benches)
 upload = right.file_uploader("Your own benchmark (term1, term2, score; .tsv or .csv)", type=["tsv", "csv"],
-                             key="_eval_upload")
+                             key="_eval_upload",
+                             max_upload_size=MAX_BENCHMARK_BYTES // 2**20)  # the browser refuses a larger file
 
 with st.expander("Split and samples"):
     cols = st.columns(6)

@@ -8,6 +8,7 @@ import time
 import pandas as pd
 import streamlit as st
 
+from bioviz.csv_export import frame_to_csv
 from bioviz.errors import BiovizError
 from bioviz.models.embeddings import load_encoder
 from bioviz.models.encoding_estimate import time_left
@@ -16,6 +17,8 @@ from bioviz.ontology import LevelSpec
 from bioviz.search.neighbours import concept_card
 from bioviz.search.term_coding import (EXACT, MAX_K, MAX_TABLE_BYTES, MAX_TERMS, agreement, code_term_list,
                                        export_frame, read_term_table, terms_from_column, terms_from_text)
+from bioviz.text_clean import clean_texts
+from bioviz.uploads import check_upload_size
 from ui import cache, state
 from ui.markdown import md, md_code
 from ui.metric_row import metric_row
@@ -96,6 +99,7 @@ else:
                                    "The file is parsed as a table in memory: never stored or run.")
     if upload is not None:
         try:
+            check_upload_size(upload.name, upload.size, MAX_TABLE_BYTES)  # a scripted upload skips the browser's check
             table = read_term_table(upload.getvalue(), upload.name)
         except BiovizError as error:
             st.error(md(error))
@@ -116,6 +120,7 @@ if run:
     try:
         terms = terms_from_text(s.get("ct_text") or "") if source == "paste" else \
             terms_from_column(table, s["ct_column"])
+        raw = (s.get("ct_text") or "").splitlines() if source == "paste" else table[s["ct_column"]].astype(str)
         level = state.selection()
         indexes = [cache.candidate_index(m, level, "names") for m in models]
         fingerprints = tuple(load_encoder(m).fingerprint for m in models)
@@ -124,7 +129,7 @@ if run:
         st.error(md(error))
         st.stop()
     s[RESULT] = {"frame": frame, "labels": labels, "title": view.title, "models": tuple(models),
-                 "level": state.selection(), "k": k}
+                 "level": state.selection(), "k": k, "invisible": clean_texts(raw).dropped}
     for key in TABLE_KEYS.values():  # a new table: the old row selection means nothing
         s.pop(key, None)
 
@@ -148,6 +153,10 @@ if two:
                 (f"Mean overlap of the top {result['k']}", f"{summary['mean_overlap']:.2f}",
                  {"help": "Concepts both models put in their top k, averaged over the terms"})]
 metric_row(figures)
+if result.get("invisible"):
+    st.info(f"{result['invisible']:,} term(s) made only of invisible characters (control or format characters "
+            "such as NUL, zero-width spaces or right-to-left marks) were skipped; such characters are taken "
+            "out of every other term.")
 
 shown = frame
 disagreeing = two and st.toggle("Only terms where the models' top-1 concepts differ", key="ct_disagree")
@@ -166,7 +175,7 @@ event = st.dataframe(display, hide_index=True, width="stretch", on_select="rerun
                      key=TABLE_KEYS[disagreeing], column_config={"Match": st.column_config.TextColumn(
                          help=f"{EXACT}: the term is this concept's code or name"), **score_format})
 # The CSV of thousands of rows is built only when the button is pressed (and that press does not rerun).
-st.download_button("Download the coding (CSV)", lambda: export_frame(frame).to_csv(index=False),
+st.download_button("Download the coding (CSV)", lambda: frame_to_csv(export_frame(frame)),
                    f"coded-terms-{re.sub(r'[^A-Za-z0-9]+', '-', result['title']).strip('-')[:60]}.csv", "text/csv",
                    on_click="ignore")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import tempfile
+import secrets
 from pathlib import Path
 
 
@@ -52,8 +52,7 @@ def atomic_path(target: Path | str, suffix: str = ""):
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix + ".tmp", dir=target.parent)
-    os.close(fd)
+    tmp = _new_file(target.parent, f".{target.name}.", suffix + ".tmp")
     try:
         yield Path(tmp)
         fsync_file(tmp)
@@ -62,6 +61,27 @@ def atomic_path(target: Path | str, suffix: str = ""):
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+
+
+def _new_file(folder: Path, prefix: str, suffix: str) -> str:
+    """Create a new empty file with a random name in ``folder``, with the user's umask applied.
+
+    ``tempfile.mkstemp`` creates its files 0600 whatever the umask: renamed into place, an
+    exported CSV or pair file was then unreadable by the colleagues a shared machine's umask
+    lets read the user's caches (0644). Created with mode 0666, the kernel applies the umask
+    (and a directory's default ACL), as for any file the user writes; no umask is read or
+    changed, so other threads' files are never created under a wrong one.
+    """
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    for _ in range(100):
+        path = os.path.join(folder, f"{prefix}{secrets.token_hex(6)}{suffix}")
+        try:
+            fd = os.open(path, flags, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return path
+    raise FileExistsError(errno.EEXIST, "no unused temporary file name", str(folder))
 
 
 def write_text_atomic(target: Path | str, text: str) -> None:

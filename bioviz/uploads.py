@@ -96,6 +96,23 @@ def make_room(incoming: int, keep=(), now: float | None = None) -> None:
                           f"still open): try again later or ask the server's owner to raise {QUOTA_ENV}")
 
 
+def check_upload_size(filename: str, size: int, max_bytes: int = MAX_UPLOAD_BYTES) -> None:
+    """Refuse an upload of ``size`` bytes over ``max_bytes``, before its content is read.
+
+    An uploader's own limit is enforced by the browser only: a scripted upload reaches the
+    server with up to the server's global limit (``server.maxUploadSize``). Pages call this
+    with the uploaded file's ``size`` before ``getvalue()``, so an oversized file is not copied
+    and parsed first.
+
+    Raises
+    ------
+    SourceError
+        ``size`` is over ``max_bytes``.
+    """
+    if size > max_bytes:
+        raise SourceError(f"{filename} is {size / 2**20:.1f} MiB; the limit is {max_bytes / 2**20:.0f} MiB")
+
+
 def store_upload(filename: str, data: bytes, max_bytes: int = MAX_UPLOAD_BYTES,
                  allowed: tuple[str, ...] = ALLOWED_SUFFIXES, keep=()) -> Path:
     """Save an uploaded file and return its path; everything is checked before anything is written.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from bioviz.csv_export import frame_to_csv
 from bioviz.figures import export_config_as
 from ui import state
 
@@ -50,7 +51,7 @@ def show_figure(fig, name: str, fmt: str, frame=None, key: str | None = None, ro
         deferred = callable(frame)
         count = rows if deferred else len(frame)
         st.download_button(f"Download numbers (CSV, {count:,} rows)",
-                           (lambda: frame().to_csv(index=False)) if deferred else frame.to_csv(index=False),
+                           (lambda: frame_to_csv(frame())) if deferred else frame_to_csv(frame),
                            f"{name}.csv", "text/csv", key=f"csv-{name}-{key or ''}",
                            on_click="ignore" if deferred else "rerun")
     return event

@@ -13,12 +13,14 @@ from pathlib import Path
 
 from bioviz.cli.common import add_json, add_level_options, level_spec_from_args
 from bioviz.cli.progress import progress_bar
+from bioviz.csv_export import frame_to_csv
 from bioviz.errors import BiovizError
 from bioviz.models.model_spec import DEFAULT_MODEL
 from bioviz.paths import write_text_atomic
 from bioviz.search.neighbours import candidate_index
 from bioviz.search.term_coding import (MAX_K, MAX_TABLE_BYTES, agreement, code_term_list, export_frame,
                                        read_term_table, terms_from_column, terms_from_text)
+from bioviz.text_clean import clean_texts
 
 
 def register(subparsers) -> None:
@@ -41,8 +43,9 @@ def register(subparsers) -> None:
     parser.set_defaults(handler=run)
 
 
-def read_terms(path: str, column: str | None) -> list[str]:
-    """The terms of TERMS_FILE: a column of a table, or one per line (bounded like the app's uploads)."""
+def read_terms(path: str, column: str | None) -> tuple[list[str], int]:
+    """The terms of TERMS_FILE (a column of a table, or one per line, bounded like the app's uploads),
+    and how many were dropped for holding only invisible characters."""
     file = Path(path)
     if not file.is_file():
         raise BiovizError(f"no terms file {path!r}")
@@ -51,11 +54,13 @@ def read_terms(path: str, column: str | None) -> list[str]:
                           f"at most {MAX_TABLE_BYTES / 2**20:.0f} MiB of terms")
     data = file.read_bytes()
     if column is not None:
-        return terms_from_column(read_term_table(data, file.name), column)
+        table = read_term_table(data, file.name)
+        return terms_from_column(table, column), clean_texts(table[column].astype(str)).dropped
     try:
-        return terms_from_text(data.decode("utf-8-sig"))
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise BiovizError(f"{file.name} is not UTF-8 text (byte {error.start:,})") from None
+    return terms_from_text(text), clean_texts(text.splitlines()).dropped
 
 
 def run(args) -> dict:
@@ -63,7 +68,7 @@ def run(args) -> dict:
     if not 1 <= args.k <= MAX_K:
         raise BiovizError(f"-k must be between 1 and {MAX_K} (got {args.k})")
     started = time.perf_counter()
-    terms = read_terms(args.terms_file, args.column)
+    terms, invisible = read_terms(args.terms_file, args.column)
     level = level_spec_from_args(args)
     ontology = level.ontology()
     view = level.load(ontology)
@@ -75,11 +80,11 @@ def run(args) -> dict:
     with progress_bar(f"coding {len(terms)} terms", unit="term", disable=args.quiet) as progress:
         frame = code_term_list(terms, view, ontology, list(zip(models, indexes)), k=args.k, progress=progress)
     export = export_frame(frame)
-    result = {"terms": len(terms), "rows": len(frame), "models": frame.attrs["models"], "source": view.source,
+    result = {"terms": len(terms), "dropped_invisible": invisible, "rows": len(frame), "models": frame.attrs["models"], "source": view.source,
               "level": view.title, "k": args.k, **{key: value for key, value in agreement(frame).items()
                                                   if key != "terms"}}
     if args.out:
-        write_text_atomic(args.out, export.to_csv(index=False))
+        write_text_atomic(args.out, frame_to_csv(export))
         result["out"] = args.out
     else:
         result["codes"] = export.astype(object).where(export.notna(), None).to_dict("records")

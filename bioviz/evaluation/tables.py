@@ -10,12 +10,12 @@ the ranking mAP (the same queries and references): it is shown once, under ranki
 
 from __future__ import annotations
 
-import io
 import math
 from typing import Callable
 
 import pandas as pd
 
+from bioviz.csv_export import frame_to_csv
 from bioviz.evaluation import paired
 
 from bioviz.evaluation.run import TASK_LABELS
@@ -192,11 +192,9 @@ def display_table(values: pd.DataFrame, lows: pd.DataFrame, highs: pd.DataFrame,
 
 
 def to_csv(rows: list[dict]) -> str:
-    """Long-form CSV: model, task, metric, value, ci_low, ci_high, n."""
+    """Long-form CSV: model, task, metric, value, ci_low, ci_high, n (formula-like text neutralised)."""
     frame = pd.DataFrame(rows, columns=["model", "task", "metric", "value", "ci_low", "ci_high", "n"])
-    buffer = io.StringIO()
-    frame.to_csv(buffer, index=False, float_format="%.6g")
-    return buffer.getvalue()
+    return frame_to_csv(frame, float_format="%.6g")
 
 
 def latex_escape(text: str) -> str:

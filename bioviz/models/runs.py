@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from bioviz.errors import BiovizError, ModelError, SplitError
 from bioviz.ontology import LevelSpec
 from bioviz.ontology.splits import SPLIT_PARTS, UNUSED
 from bioviz.paths import subdir, write_text_atomic
+from bioviz.text_clean import is_invisible
 
 logger = logging.getLogger(__name__)
 
@@ -346,8 +346,7 @@ def check_run_name(name: str) -> str:
     text = name.strip()
     if not text:
         raise BiovizError("a run name cannot be empty (clear it to go back to the default name)")
-    bad = next((ch for ch in text if unicodedata.category(ch)[0] == "C" or unicodedata.category(ch) in ("Zl", "Zp")),
-               None)
+    bad = next((ch for ch in text if is_invisible(ch)), None)
     if bad is not None:
         what = "several lines" if bad in "\n\r\u2028\u2029\x0b\x0c\x85" else f"the control character {bad!r}"
         raise BiovizError(f"a run name is one line of plain text: this one has {what}")

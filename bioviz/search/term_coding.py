@@ -31,11 +31,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from bioviz.errors import BiovizError
+from bioviz.errors import BiovizError, shown, shown_list
 from bioviz.models.embeddings import Progress, embed
 from bioviz.ontology.model import Ontology
 from bioviz.search.index import NeighbourIndex
 from bioviz.search.neighbours import QueryInfo, resolve_query
+from bioviz.text_clean import clean_texts
 
 MAX_TERMS = 5_000
 MAX_TERM_CHARS = 500
@@ -47,12 +48,16 @@ EXACT, NEAREST = "exact", "nearest"
 def check_terms(terms: Sequence[str], max_terms: int = MAX_TERMS) -> list[str]:
     """The terms stripped, blank ones dropped, each kept once (first occurrence order).
 
+    Invisible characters (control and format characters: NUL, right-to-left overrides,
+    zero-width spaces, see :mod:`bioviz.text_clean`) are taken out first, and a term made only
+    of them is dropped like a blank one (``clean_texts(terms).dropped`` counts them).
+
     Raises
     ------
     BiovizError
         No terms, more than ``max_terms`` distinct terms, or a term over :data:`MAX_TERM_CHARS`.
     """
-    kept = list(dict.fromkeys(t.strip() for t in terms if isinstance(t, str) and t.strip()))
+    kept = list(dict.fromkeys(t.strip() for t in clean_texts(terms).texts if isinstance(t, str) and t.strip()))
     if not kept:
         raise BiovizError("no terms to code: give one term per line, or a column with terms")
     if len(kept) > max_terms:
@@ -129,12 +134,12 @@ def terms_from_column(frame: pd.DataFrame, column: str, max_terms: int = MAX_TER
         The column is missing, or its terms fail :func:`check_terms`.
     """
     if column not in frame.columns:
-        shown = ", ".join(repr(c) for c in list(frame.columns)[:8])
-        raise BiovizError(f"no column {column!r} in the file (its columns: {shown})")
+        # each cell cut short, the list bounded: a header line can be megabytes of one cell
+        raise BiovizError(f"no column {shown(column)} in the file (its columns: {shown_list(frame.columns)})")
     try:
         return check_terms(frame[column].astype(str).tolist(), max_terms)
     except BiovizError as error:
-        raise BiovizError(f"column {column!r}: {error}") from None
+        raise BiovizError(f"column {shown(column)}: {error}") from None
 
 
 def resolve_terms(terms: Sequence[str], view, ontology: Ontology | None = None) -> list[QueryInfo]:

@@ -15,6 +15,7 @@ import time
 
 from bioviz.errors import BiovizError
 
+from trainer.jobs.executor import CANCEL_GRACE_S
 from trainer.jobs.progress import job_row, tail
 from trainer.jobs.queue import Worker
 from trainer.train_command import add_config_options, config_from_args
@@ -157,7 +158,8 @@ def register(subparsers) -> None:
 
     cancel = sub.add_parser("cancel", help="stop a queued or running job (and its child processes)")
     cancel.add_argument("job_id")
-    cancel.add_argument("--grace", type=float, default=10.0, help="seconds before SIGTERM becomes SIGKILL")
+    cancel.add_argument("--grace", type=float, default=CANCEL_GRACE_S,  # the one grace period (docs/jobs.md)
+                        help=f"seconds before SIGTERM becomes SIGKILL (default {CANCEL_GRACE_S:g})")
     cancel.add_argument("--json", action="store_true", help="print one JSON object")
     cancel.set_defaults(handler=_guard(_cancel))
 
