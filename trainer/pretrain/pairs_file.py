@@ -81,7 +81,7 @@ def save_pairset(pairs: PairSet, path: str | Path, settings: dict) -> Path:
     return path
 
 
-def _inflate(path: Path) -> bytes:
+def _inflate(path: Path) -> bytearray:
     """The decompressed bytes of ``path``, refused past :data:`MAX_DECOMPRESSED_BYTES`.
 
     Chunk by chunk, so a gzip bomb stops at the cap instead of filling the memory.
@@ -93,7 +93,7 @@ def _inflate(path: Path) -> bytes:
             if len(data) > MAX_DECOMPRESSED_BYTES:
                 raise BiovizError(f"{path} inflates to more than {MAX_DECOMPRESSED_BYTES // 2**20} MiB: "
                                   "not a pair file this bioviz reads")
-    return bytes(data)
+    return data  # not bytes(data): a copy of up to the cap
 
 
 def _too_deep(value) -> bool:
