@@ -14,6 +14,7 @@ from pathlib import Path
 from bioviz.cli.common import add_json, add_level_options, level_spec_from_args
 from bioviz.cli.progress import progress_bar
 from bioviz.errors import BiovizError
+from bioviz.output_paths import check_output_file, reporting_as
 from bioviz.paths import write_text_atomic
 from bioviz.search.neighbours import candidate_index
 from bioviz.search.term_coding import (MAX_K, MAX_TABLE_BYTES, agreement, code_term_list, export_frame,
@@ -60,6 +61,8 @@ def run(args) -> dict:
     """Code the terms; write the CSV or return its rows."""
     if not 1 <= args.k <= MAX_K:
         raise BiovizError(f"-k must be between 1 and {MAX_K} (got {args.k})")
+    if args.out:
+        check_output_file(args.out)  # before every term is coded, not after
     started = time.perf_counter()
     terms = read_terms(args.terms_file, args.column)
     level = level_spec_from_args(args)
@@ -77,7 +80,8 @@ def run(args) -> dict:
               "level": view.title, "k": args.k, **{key: value for key, value in agreement(frame).items()
                                                   if key != "terms"}}
     if args.out:
-        write_text_atomic(args.out, export.to_csv(index=False))
+        with reporting_as(args.out):
+            write_text_atomic(args.out, export.to_csv(index=False))
         result["out"] = args.out
     else:
         result["codes"] = export.astype(object).where(export.notna(), None).to_dict("records")

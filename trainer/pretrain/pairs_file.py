@@ -19,6 +19,7 @@ import zlib
 from pathlib import Path
 
 from bioviz.errors import BiovizError
+from bioviz.output_paths import reporting_as
 from bioviz.paths import write_bytes_atomic
 from trainer.pretrain.dataset import PairSet
 from trainer.pretrain.pairs import OBJECTIVES, Pair
@@ -77,7 +78,8 @@ def save_pairset(pairs: PairSet, path: str | Path, settings: dict) -> Path:
                 "train": [_row(p) for p in pairs.train], "validation": [_row(p) for p in pairs.validation]}
     data = gzip.compress(json.dumps(document, ensure_ascii=False).encode("utf-8"), compresslevel=6, mtime=0)
     path = Path(path)
-    write_bytes_atomic(path, data)
+    with reporting_as(path, "--save-pairs"):  # the user's path, not the temporary file's
+        write_bytes_atomic(path, data)
     return path
 
 
