@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from bioviz.errors import BiovizError
+from bioviz.output_paths import check_output_file
 from trainer.cli_common import add_json_option, print_summary, refuse, run_cancellable
 from trainer.config import OPTIONS, TrainConfig, read_config, validate
 from trainer.data import check_models
@@ -128,6 +129,12 @@ def handle(args: argparse.Namespace) -> int:
     # trainer.runs brings torch and the loop: loaded only when a run starts, not for --help or `jobs list`.
     from trainer.runs import check_out_dir, train_run
 
+    if args.progress_file:
+        try:
+            # Before the writer, which creates the file's folder (a typo would make a new tree).
+            check_output_file(args.progress_file, "--progress-file")
+        except BiovizError as error:
+            return refuse(ProgressWriter(None), error)
     writer = ProgressWriter(args.progress_file)
     try:
         config = validate(config_from_args(args))

@@ -16,6 +16,7 @@ from bioviz.cli.progress import progress_bar
 from bioviz.csv_export import frame_to_csv
 from bioviz.errors import BiovizError
 from bioviz.models.model_spec import DEFAULT_MODEL
+from bioviz.output_paths import check_output_file, reporting_as
 from bioviz.paths import write_text_atomic
 from bioviz.search.neighbours import candidate_index
 from bioviz.search.term_coding import (MAX_K, MAX_TABLE_BYTES, agreement, code_term_list, export_frame,
@@ -67,6 +68,8 @@ def run(args) -> dict:
     """Code the terms; write the CSV or return its rows."""
     if not 1 <= args.k <= MAX_K:
         raise BiovizError(f"-k must be between 1 and {MAX_K} (got {args.k})")
+    if args.out:
+        check_output_file(args.out)  # before every term is coded, not after
     started = time.perf_counter()
     terms, invisible = read_terms(args.terms_file, args.column)
     level = level_spec_from_args(args)
@@ -84,7 +87,8 @@ def run(args) -> dict:
               "level": view.title, "k": args.k, **{key: value for key, value in agreement(frame).items()
                                                   if key != "terms"}}
     if args.out:
-        write_text_atomic(args.out, frame_to_csv(export))
+        with reporting_as(args.out):
+            write_text_atomic(args.out, frame_to_csv(export))
         result["out"] = args.out
     else:
         result["codes"] = export.astype(object).where(export.notna(), None).to_dict("records")

@@ -17,6 +17,7 @@ import sys
 import time
 
 from bioviz.errors import BiovizError
+from bioviz.output_paths import check_output_dir, check_output_file
 from bioviz.ontology.splits import DEFAULT_SHOTS, DEFAULT_SPLIT_SEED
 from trainer.cli_common import add_json_option, print_summary, refuse, run_cancellable
 from trainer.pretrain.config import LOSSES, PretrainConfig, validate
@@ -150,9 +151,13 @@ def handle(args: argparse.Namespace) -> int:
     try:
         config = config_from_args(args)
         if args.save_pairs:
+            # Checked before the pairs are built (most of a minute for the bundled ontologies).
+            check_output_file(args.save_pairs, "--save-pairs")
             return save_pairs(config, args.save_pairs, printer)
         if not args.out:
             raise BiovizError("no --out: give the directory to write the pretrained model to")
+        if not args.resume:
+            check_output_dir(args.out, "--out")
         # trainer.pretrain.fit imports torch and sentence-transformers: only when a run starts.
         from trainer.pretrain.fit import check_out_dir, pretrain
 

@@ -57,6 +57,21 @@ def retrieval_figures(model, pairs) -> dict:
     return {"accuracy": float(np.mean(ranks == 1)), "mrr": float(np.mean(1.0 / ranks)), "pairs": len(pairs)}
 
 
+def settable_length(model) -> int | None:
+    """The base's ``max_seq_length`` when it can be set back, else None.
+
+    A ``StaticEmbedding`` (model2vec's kind) has no setter, and a custom first module may
+    have no such attribute at all. Asked before training: setting it after training is
+    where such a base used to fail, with the trained weights not yet saved.
+    """
+    try:
+        length = model.max_seq_length
+        model.max_seq_length = length  # the same value: only whether the setter exists
+    except (AttributeError, TypeError, ValueError):
+        return None
+    return length
+
+
 def check_out_dir(out: str | Path, resume: bool) -> None:
     """Refuse to overwrite anything: a new run needs a new or empty directory, a resumed one its own.
 
@@ -214,6 +229,27 @@ def _split_spec(c: PretrainConfig):
                      zero_shot_classes=c.zero_shot_classes)
 
 
+def _write_record(c, out: Path, model, pairs, fit, checkpoint, device, progress, before, seconds, started) -> dict:
+    """After the model is saved: its validation figures, the hashed terms and ``pretrain.json``."""
+    after = retrieval_figures(model, pairs.validation)
+    result = {
+        "base": c.base, "config": c.to_dict(), "device": device,
+        "pairs": {**pairs.counts(), "available": pairs.available, "validation_overlap_dropped": pairs.overlap_dropped},
+        "excluded": pairs.excluded,
+        "steps": int(fit.state.global_step),
+        "resumed_from_step": int(checkpoint.name.split("-")[-1]) if checkpoint else 0,
+        "train_loss": progress["losses"],
+        "seconds": {**seconds, "total": time.perf_counter() - started},
+        "validation": {"before": before, "after": after},
+    }
+    # Which texts it trained on (hashed), for the Evaluation page's overlap mark: from the pairs
+    # in hand, before pretrain.json marks the run finished (drawing them again costs as much
+    # as building them: most of a minute for the bundled ontologies).
+    write_terms(pairs.train, out)
+    (out / RESULT_FILE).write_text(json.dumps(result, indent=1), encoding="utf-8")
+    return result
+
+
 def pretrain(c: PretrainConfig, out: str | Path, callbacks=(), cancel: CancelFlag | None = None,
              resume: bool = False) -> dict:
     """Pretrain ``c.base`` on the pairs of ``c`` into the sentence-transformers directory ``out``.
@@ -253,6 +289,10 @@ def pretrain(c: PretrainConfig, out: str | Path, callbacks=(), cancel: CancelFla
     emit({"event": "pairs", **pairs.counts(), "excluded": pairs.excluded.get("total", 0), "seconds": pairs_s})
     device = _device(c.device)
     model = load_sentence_transformer(c.base, device=device)
+    base_length = settable_length(model)
+    if c.max_seq_length and base_length is None:
+        raise BiovizError(f"--max-seq-length: the base {c.base} has no length to set (its first module is a "
+                          f"{type(model[0]).__name__}); leave --max-seq-length out")
     out.mkdir(parents=True, exist_ok=True)
     state_file = out / "pretrain-state.json"
     checkpoint = _last_checkpoint(out) if resume else None
@@ -262,7 +302,6 @@ def pretrain(c: PretrainConfig, out: str | Path, callbacks=(), cancel: CancelFla
         before = retrieval_figures(model, pairs.validation)
         (out / CONFIG_FILE).write_text(json.dumps(c.to_dict(), indent=1), encoding="utf-8")
         state_file.write_text(json.dumps({"before": before}), encoding="utf-8")
-    base_length = model.max_seq_length
     if c.max_seq_length:
         # Truncated while training only: the validation figures before and after, and the
         # saved model, use the base's full length.
@@ -335,24 +374,17 @@ def pretrain(c: PretrainConfig, out: str | Path, callbacks=(), cancel: CancelFla
         raise Cancelled("pretraining interrupted; continue it with --resume")
     training_s = time.perf_counter() - train_start
     model.eval()
-    model.max_seq_length = base_length
-    after = retrieval_figures(model, pairs.validation)
+    if c.max_seq_length:
+        model.max_seq_length = base_length
+    # The weights first: whatever fails after this line costs the record, never the training.
     model.save(str(out))
-    result = {
-        "base": c.base, "config": c.to_dict(), "device": device,
-        "pairs": {**pairs.counts(), "available": pairs.available, "validation_overlap_dropped": pairs.overlap_dropped},
-        "excluded": pairs.excluded,
-        "steps": int(fit.state.global_step),
-        "resumed_from_step": int(checkpoint.name.split("-")[-1]) if checkpoint else 0,
-        "train_loss": progress["losses"],
-        "seconds": {"pairs": pairs_s, "training": training_s, "total": time.perf_counter() - started},
-        "validation": {"before": before, "after": after},
-    }
-    # Which texts it trained on (hashed), for the Evaluation page's overlap mark: from the pairs
-    # in hand, before pretrain.json marks the run finished (drawing them again costs as much
-    # as building them: most of a minute for the bundled ontologies).
-    write_terms(pairs.train, out)
-    (out / RESULT_FILE).write_text(json.dumps(result, indent=1), encoding="utf-8")
+    try:
+        result = _write_record(c, out, model, pairs, fit, checkpoint, device, progress, before,
+                               {"pairs": pairs_s, "training": training_s}, started)
+    except Exception as error:  # any failure here (a full disk, a bug) must not read as "nothing trained"
+        reason = " ".join(f"{type(error).__name__}: {error}".split())
+        raise BiovizError(f"the pretrained model is saved in {out}, but writing {RESULT_FILE} failed "
+                          f"({reason}); its checkpoints are kept") from error
     # Done: the checkpoints and the resume files are no longer needed (a checkpoint is ~3x the model).
     shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
     for name in (CONFIG_FILE, state_file.name):

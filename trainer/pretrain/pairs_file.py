@@ -5,7 +5,10 @@ release) and, for the leakage rule, the levels to evaluate on; training needs on
 and a base model. ``python -m trainer pretrain ... --save-pairs FILE`` writes the first
 half's result, ``--pairs FILE`` trains on it on another machine (a GPU node with no UMLS
 licence, a cluster worker). The file is gzip-compressed JSON, parsed and checked field by
-field (never unpickled): a damaged or foreign file is refused with one line.
+field (never unpickled): a damaged or foreign file is refused with one line. So is a hostile
+one: the file is inflated in chunks under :data:`MAX_DECOMPRESSED_BYTES` (a small gzip can
+inflate to gigabytes), nesting deeper than :data:`MAX_DEPTH` is refused before it reaches
+anything that recurses, and every text is at most :data:`MAX_TEXT_CHARS` characters.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import zlib
 from pathlib import Path
 
 from bioviz.errors import BiovizError
+from bioviz.output_paths import reporting_as
 from bioviz.paths import write_bytes_atomic
 from trainer.pretrain.dataset import PairSet
 from trainer.pretrain.pairs import OBJECTIVES, Pair
@@ -23,6 +27,14 @@ from trainer.pretrain.pairs import OBJECTIVES, Pair
 FORMAT = "bioviz-pretrain-pairs"
 VERSION = 1
 _TEXT_FIELDS = ("anchor", "positive", "objective", "source", "kind")
+# The full recipe of the three bundled ontologies (323,122 pairs) is 98 MiB of JSON: five
+# times that fits a larger source (parsed, it takes about three times its size in memory).
+MAX_DECOMPRESSED_BYTES = 512 * 2**20
+# The format nests five deep (document, settings, exclude_levels, one level, its split).
+MAX_DEPTH = 16
+# The longest text of the full recipe is a definition of 2,036 characters.
+MAX_TEXT_CHARS = 10_000
+_CHUNK = 2**20
 
 
 def _row(pair: Pair) -> list:
@@ -40,6 +52,10 @@ def _pair(row, where: str) -> Pair:
     optional_ok = all(v is None or isinstance(v, str) for v in (negative, negative_concept))
     if not (texts_ok and lists_ok and optional_ok) or objective not in OBJECTIVES:
         raise BiovizError(f"{where}: not a pair row")
+    # A text no tokenizer would keep whole, and that costs its size again in every dataset copy.
+    texts = (anchor, positive, objective, source, kind, *concepts, *names, negative or "", negative_concept or "")
+    if max(map(len, texts)) > MAX_TEXT_CHARS:
+        raise BiovizError(f"{where}: a text longer than {MAX_TEXT_CHARS:,} characters")
     return Pair(anchor, positive, objective, source, kind, tuple(concepts), tuple(names), negative,
                 negative_concept)
 
@@ -62,8 +78,36 @@ def save_pairset(pairs: PairSet, path: str | Path, settings: dict) -> Path:
                 "train": [_row(p) for p in pairs.train], "validation": [_row(p) for p in pairs.validation]}
     data = gzip.compress(json.dumps(document, ensure_ascii=False).encode("utf-8"), compresslevel=6, mtime=0)
     path = Path(path)
-    write_bytes_atomic(path, data)
+    with reporting_as(path, "--save-pairs"):  # the user's path, not the temporary file's
+        write_bytes_atomic(path, data)
     return path
+
+
+def _inflate(path: Path) -> bytearray:
+    """The decompressed bytes of ``path``, refused past :data:`MAX_DECOMPRESSED_BYTES`.
+
+    Chunk by chunk, so a gzip bomb stops at the cap instead of filling the memory.
+    """
+    data = bytearray()
+    with gzip.GzipFile(path, "rb") as stream:
+        while chunk := stream.read(_CHUNK):
+            data += chunk
+            if len(data) > MAX_DECOMPRESSED_BYTES:
+                raise BiovizError(f"{path} inflates to more than {MAX_DECOMPRESSED_BYTES // 2**20} MiB: "
+                                  "not a pair file this bioviz reads")
+    return data  # not bytes(data): a copy of up to the cap
+
+
+def _too_deep(value) -> bool:
+    """Whether ``value`` nests more than :data:`MAX_DEPTH` lists and dicts (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (list, dict)):
+            if depth > MAX_DEPTH:
+                return True
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
 
 
 def load_pairset(path: str | Path) -> tuple[PairSet, dict]:
@@ -76,17 +120,29 @@ def load_pairset(path: str | Path) -> tuple[PairSet, dict]:
     """
     path = Path(path)
     try:
-        document = json.loads(gzip.decompress(path.read_bytes()).decode("utf-8"))
+        document = json.loads(_inflate(path).decode("utf-8"))
+    except BiovizError:  # too large (a ValueError too: kept apart from the ones below)
+        raise
     except FileNotFoundError:
         raise BiovizError(f"no pair file at {path}") from None
+    except IsADirectoryError:
+        raise BiovizError(f"{path} is a folder, not a pair file") from None
+    except RecursionError:  # deeper than the JSON parser goes (about a thousand levels)
+        raise BiovizError(f"{path} is nested more than {MAX_DEPTH} levels deep: not a pair file") from None
     except (OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError):
         raise BiovizError(f"{path} is not a pair file (expected gzip JSON written by --save-pairs)") from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise BiovizError(f"{path} is not a pair file (expected gzip JSON written by --save-pairs)")
+    # Shallower than the parser's limit, still deep enough to break the json.dumps of
+    # pretrain.json after training. The rows are not walked: _pair takes only their one shape.
+    if _too_deep({key: value for key, value in document.items() if key not in ("train", "validation")}):
+        raise BiovizError(f"{path} is nested more than {MAX_DEPTH} levels deep: not a pair file")
     if document.get("version") != VERSION:
         raise BiovizError(f"{path} is a pair file of version {document.get('version')!r}; "
                           f"this bioviz reads version {VERSION}")
     try:
+        if not (isinstance(document["train"], list) and isinstance(document["validation"], list)):
+            raise TypeError
         train = [_pair(row, f"{path}: training pair {i + 1}") for i, row in enumerate(document["train"])]
         validation = [_pair(row, f"{path}: validation pair {i + 1}")
                       for i, row in enumerate(document["validation"])]
