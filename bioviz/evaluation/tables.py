@@ -20,7 +20,7 @@ _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$",
                   "·": r"$\cdot$"}
 
 
-METRIC_LABELS = {"map": "mAP", "acc1": "Acc@1", "mrr": "MRR", "spearman": "Spearman", "mean_auc": "mean AUC"}
+METRIC_LABELS = {"map": "mAP", "acc1": "Acc@1", "acc5": "Acc@5", "mrr": "MRR", "spearman": "Spearman", "mean_auc": "mean AUC"}
 
 
 def metric_label(metric: str) -> str:
