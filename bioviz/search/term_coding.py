@@ -256,6 +256,18 @@ def _class_of(concept: str, view, ontology: Ontology | None,
     return None, None
 
 
+def _exact_lists(terms: Sequence[str], infos: Sequence[QueryInfo], index: NeighbourIndex, ranking: Ranking,
+                 k: int) -> list[list[str]]:
+    """Per term, the concepts it matches exactly (at most ``k``): its code or name; under a hybrid ranking also
+    a name equal but for case, spacing and punctuation."""
+    exact = [list(exact_concepts(info))[:k] for info in infos]
+    if not ranking.hybrid:
+        return exact
+    matcher = NameMatcher(index.space.names, index.concept_ids or ())
+    return [list(dict.fromkeys([*found, *matcher.concepts(term, info.text)]))[:k]
+            for found, term, info in zip(exact, terms, infos)]
+
+
 def code_terms(terms: Sequence[str], infos: Sequence[QueryInfo], models: Sequence[CodingModel], view,
                ontology: Ontology | None = None, k: int = 5, progress: Progress | None = None, *,
                ranking: Ranking = Ranking()) -> pd.DataFrame:
@@ -307,11 +319,7 @@ def code_terms(terms: Sequence[str], infos: Sequence[QueryInfo], models: Sequenc
                           f"{', '.join(str(len(m.vectors)) for m in models)} vectors")
     suffixes = "ab"[: len(models)]
     texts = [info.text for info in infos]
-    exact = [list(exact_concepts(info))[:k] for info in infos]
-    if ranking.hybrid:  # a name equal but for case, spacing and punctuation is an exact match too
-        matcher = NameMatcher(models[0].index.space.names, models[0].index.concept_ids or ())
-        exact = [list(dict.fromkeys([*found, *matcher.concepts(term, text)]))[:k]
-                 for found, term, text in zip(exact, terms, texts)]
+    exact = _exact_lists(terms, infos, models[0].index, ranking, k)
     names = [_NameConcepts(m.index) for m in models]
     first_name: dict[str, str] = {}  # a concept's name where the ontology has none
     for name, concept in zip(models[0].index.space.names, names[0].concept_of):
