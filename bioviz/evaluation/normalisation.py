@@ -209,7 +209,8 @@ def normalisation_result(ranks: np.ndarray, paraphrased_mask: np.ndarray, *, mod
     para_metrics, para_ci = rank_metrics(ranks[paraphrased_mask], n_boot=n_boot, seed=seed)
     metrics.update({f"paraphrased.{key}": value for key, value in para_metrics.items()})
     ci.update({f"paraphrased.{key}": value for key, value in para_ci.items()})
-    return {"model": f"{model} · {ranking.label}", "model_spec": model, "ranking": ranking.label, "task": TASK,
+    return {"model": f"{model} · {ranking.label}", "base_model": model, "model_spec": model, "ranking": ranking.label,
+            "task": TASK,
             "metrics": metrics, "ci": ci, "sizes": {"queries": int(len(ranks)),
                                                     "paraphrased.queries": int(paraphrased_mask.sum())},
             **(extra or {})}
