@@ -16,6 +16,7 @@ from bioviz.models.vector_cache import VectorCache
 from bioviz.search.neighbours import (AMONG, comparison_rows, concept_card, first_encoding_estimate, rank_neighbours,
                                       resolve_query)
 from bioviz.ontology import DEFAULT_SPLIT
+from bioviz.search.hybrid import DEFAULT_RANKING, RANKING_KINDS, ranking_of
 from ui import cache, compare, state
 from ui.markdown import md, md_code
 
@@ -26,14 +27,17 @@ model_a, model_b = state.chosen_models()  # model_b is None when the sidebar's "
 two = model_b is not None
 # Page keys: from the URL (a shared link reopens the comparison), else as last used on this
 # page (Streamlit drops widget keys on a visit to another page), else the default.
-URL_NAMES = {"nb_query": "query", "nb_among": "among", "nb_k": "k", "nb_restrict": "restrict", "nb_image": "image"}
+URL_NAMES = {"nb_query": "query", "nb_among": "among", "nb_k": "k", "nb_restrict": "restrict", "nb_image": "image",
+             "nb_ranking": "ranking"}
 
 AMONG_LABELS = {"names": "all names of the level", "train": f"training names ({DEFAULT_SPLIT.shots}-shot split, seed {DEFAULT_SPLIT.seed})",
                 "hypernyms": "class names (hypernyms)"}
 MAX_K = 100
-state.page_params({"nb_query": None, "nb_among": "names", "nb_k": 10, "nb_restrict": False, "nb_image": "png"},
+state.page_params({"nb_query": None, "nb_among": "names", "nb_k": 10, "nb_restrict": False, "nb_image": "png",
+                   "nb_ranking": DEFAULT_RANKING.kind},
                     casts={"nb_query": lambda v: v or None, "nb_restrict": lambda v: v == "1"},
-                    choices={"nb_among": list(AMONG), "nb_image": ["png", "svg"]}, url_names=URL_NAMES,
+                    choices={"nb_among": list(AMONG), "nb_image": ["png", "svg"], "nb_ranking": list(RANKING_KINDS)},
+                    url_names=URL_NAMES,
                     bounds={"nb_k": (1, MAX_K)})
 
 st.title("Neighbours")
@@ -55,7 +59,8 @@ def sync_url(query: str | None) -> None:
     """Mirror the page's controls in the URL (the concept and image format where they are shown), and keep them."""
     state.keep(URL_NAMES)
     state.sync_url(k=str(st.session_state["nb_k"]), two="1" if two else "0", among=st.session_state["nb_among"],
-                   restrict="1" if st.session_state["nb_restrict"] else "0", image=st.session_state["nb_image"])
+                   restrict="1" if st.session_state["nb_restrict"] else "0", image=st.session_state["nb_image"],
+                   ranking=st.session_state["nb_ranking"])
     state.set_url_param("query", query)
 
 
@@ -117,9 +122,15 @@ if query and len(view.names) > cache.MAX_BROWSER_NAMES:
         placeholder=f"{len(matches)} matching names: pick one to use it" if matches else "no matching names",
         disabled=not matches,
     )
-among = st.radio("Rank among", AMONG, format_func=AMONG_LABELS.get, key="nb_among", horizontal=True,
-                 help="Training names reproduce the few-shot paper's Table 4; class names the hypernym "
-                      "rankings of the higher-level semantics paper (Table 6)")
+among_col, ranking_col = st.columns([3, 2])
+among = among_col.radio("Rank among", AMONG, format_func=AMONG_LABELS.get, key="nb_among", horizontal=True,
+                        help="Training names reproduce the few-shot paper's Table 4; class names the hypernym "
+                             "rankings of the higher-level semantics paper (Table 6)")
+ranking = ranking_of(ranking_col.radio(
+    "Ranking", list(RANKING_KINDS), key="nb_ranking", horizontal=True, format_func=lambda kind: ranking_of(kind).label,
+    help="dense: the model's cosine. hybrid: the names of a concept one of whose names equals the query but for "
+         "case, spacing and punctuation first, then cosine + weight × character n-gram TF-IDF cosine (BioSyn's "
+         f"scoring; weight and default chosen on the GSC+ dev file). Default: {DEFAULT_RANKING.kind}."))
 # An exact code (R39.11, r3911) or an exact name in another case is its concept's name: that is ranked.
 info = resolve_query(query, view, ontology) if query else None
 restrict = st.toggle("Rank only names of the query's class", key="nb_restrict",
@@ -144,6 +155,7 @@ try:
     if notes:
         waiting.info("  \n".join(md(note) for note in notes), icon="⏳")
     indexes = [cache.candidate_index(m, level, among) for m in models]
+    sparse = cache.sparse_names(level, among, indexes[0]) if ranking.hybrid else None  # same names for both models
     built.update((m, level, among) for m in models)
     vectors = [cache.query_vector(m, ranked) for m in models]
 except BiovizError as error:
@@ -156,7 +168,8 @@ class_id = info.class_id if restrict else None
 rankings = []
 for i, index in enumerate(indexes):
     other = (indexes[1 - i], vectors[1 - i]) if len(indexes) == 2 else None
-    rankings.append(rank_neighbours(index, vectors[i], info, k=k, restrict_class=class_id, other=other))
+    rankings.append(rank_neighbours(index, vectors[i], info, k=k, restrict_class=class_id, other=other,
+                                    ranking=ranking, sparse=sparse))
 
 # --- the query ---------------------------------------------------------------------------
 # The query, names, ids and definitions are the user's and the ontology's text: escaped (ui.markdown).
@@ -197,28 +210,31 @@ st.markdown(
 # Static tables (st.table) rather than grids: long names wrap inside their column, so rank, name,
 # code, match, cosine and Δ rank of both models stay in view side by side at 1440 px, no sideways scroll.
 columns = st.columns(len(models))
+score_label = "Score" if ranking.hybrid else "Cosine"  # a hybrid score is cosine + weight x char-tfidf cosine
 for column, label, rows in zip(columns, labels, rankings):
     with column:
-        st.markdown(f"**{md(label)}**")
+        st.markdown(f"**{md(label)}** · {md(ranking.label)} ranking")
         if not rows:
             st.info("No names to rank.")
             continue
-        frame = ranking_table(rows)
+        frame = ranking_table(rows, score_label)
         colours = [row_colour(r) for r in rows]
         styled = frame.style.apply(
             lambda row, fills=colours: [f"background-color: {fills[row.name]}"] * len(row), axis=1)
         # st.table renders its cells as markdown: names and codes are the ontology's text (escaped)
-        st.table(styled.format({"Cosine": "{:.3f}", "Name": md, "Code": md}), hide_index=True, border="horizontal")
+        st.table(styled.format({score_label: "{:.3f}", "Name": md, "Code": md}), hide_index=True, border="horizontal")
 
 export = pd.DataFrame(comparison_rows(rankings[0], rankings[1] if len(rankings) > 1 else None, labels[0],
                                       labels[1] if len(labels) > 1 else None, ranked))
-file_stem = neighbours_file_stem(ranked)
+export["ranking"] = ranking.label  # which scores these are, in the file itself
+file_stem = f"{neighbours_file_stem(ranked)}-{ranking.slug}"
 st.download_button("Download the comparison (CSV)", frame_to_csv(export), f"{file_stem}.csv", "text/csv")
 # Runs only while open (on_change="rerun"): building the figure was a good part of every rerun.
 image = st.expander("Image-ready table (camera icon: PNG at 2x; or SVG)", key="nb_image_open", on_change="rerun")
 with image:
     fmt = st.radio("Format", ["png", "svg"], horizontal=True, key="nb_image")
     if image.open:
-        fig = neighbour_table_figure(ranked, list(zip(labels, rankings)), view.title, k, info.class_label)
+        fig = neighbour_table_figure(ranked, list(zip(labels, rankings)), f"{view.title} · {ranking.label} ranking", k,
+                                     info.class_label, score_label=score_label)
         # at its own width: the figure is laid out for it (stretched, its columns would leave the text)
         st.plotly_chart(fig, width="content", config=export_config_as(file_stem, fmt))

@@ -20,7 +20,7 @@ from bioviz.figures import cross_level_heatmap, metric_bars, slug
 from bioviz.models.runs import model_labels
 from bioviz.ontology import DEFAULT_SPLIT, SplitSpec
 from bioviz.uploads import store_upload
-from ui import cache, compare, state
+from ui import cache, compare, eval_normalisation, state
 from ui.markdown import md
 
 view = state.current_view()
@@ -134,6 +134,9 @@ if view is None:
 if not models:
     st.info("Choose at least one model.")
     st.stop()
+with st.expander("Mention normalisation: score a gold file of mentions and concept ids",
+                 expanded=eval_normalisation.RESULTS in st.session_state):
+    eval_normalisation.render(state.selection(), view, models, int(st.session_state["eval_boot"]), image_format)
 
 try:
     depths = depths_wanted()

@@ -14,6 +14,7 @@ from bioviz.models.embeddings import load_encoder
 from bioviz.models.encoding_estimate import time_left
 from bioviz.models.runs import model_labels
 from bioviz.ontology import LevelSpec
+from bioviz.search.hybrid import DEFAULT_RANKING, RANKING_KINDS, Ranking, ranking_of
 from bioviz.search.neighbours import concept_card
 from bioviz.search.term_coding import (EXACT, MAX_K, MAX_TABLE_BYTES, MAX_TERMS, agreement, code_term_list,
                                        export_frame, read_term_table, terms_from_column, terms_from_text)
@@ -27,8 +28,9 @@ RESULT = "_ct_result"  # the last coding of this session: shown again on every r
 TERM_COLUMN = re.compile(r"term|name|text|label|diagnos|descr|condition|phenotype|problem|symptom", re.I)
 TABLE_KEYS = {False: "ct_table", True: "ct_table_disagree"}  # one selection per row set: rows are positions
 INPUTS = {"paste": "Paste terms (one per line)", "upload": "Upload a CSV/TSV file"}
-state.page_params({"ct_input": "paste", "ct_k": 5}, choices={"ct_input": list(INPUTS)},
-                  url_names={"ct_input": "input", "ct_k": "k"}, bounds={"ct_k": (1, MAX_K)})
+state.page_params({"ct_input": "paste", "ct_k": 5, "ct_ranking": DEFAULT_RANKING.kind},
+                  choices={"ct_input": list(INPUTS), "ct_ranking": list(RANKING_KINDS)},
+                  url_names={"ct_input": "input", "ct_k": "k", "ct_ranking": "ranking"}, bounds={"ct_k": (1, MAX_K)})
 
 state.restore_form(state.current_page())  # the pasted terms, after a visit to another page
 view = state.current_view()
@@ -39,8 +41,8 @@ s = st.session_state
 
 def sync_url() -> None:
     """Mirror the page's settings in the URL (never the terms: they are the user's data) and keep them."""
-    state.keep(["ct_input", "ct_k", "ct_text"])
-    state.sync_url(k=str(s["ct_k"]), input=s["ct_input"], two="1" if model_b else "0")
+    state.keep(["ct_input", "ct_k", "ct_text", "ct_ranking"])
+    state.sync_url(k=str(s["ct_k"]), input=s["ct_input"], two="1" if model_b else "0", ranking=s["ct_ranking"])
 
 
 st.title("Code a term list")
@@ -61,7 +63,7 @@ st.caption(f"Each term's nearest concepts among the names of **{md(view.title)}*
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def coded(terms: tuple[str, ...], specs: tuple[str, ...], fingerprints: tuple[str, ...], level: LevelSpec, k: int,
-          _indexes) -> pd.DataFrame:
+          ranking: Ranking, _indexes) -> pd.DataFrame:
     """The coding of ``terms``, kept by the terms, models, level and k (``_indexes``: the models' name indexes).
 
     The models' fingerprints are part of the key: a run trained again in the same folder codes afresh.
@@ -81,7 +83,7 @@ def coded(terms: tuple[str, ...], specs: tuple[str, ...], fingerprints: tuple[st
 
     try:
         return code_term_list(terms, cache.view(level), cache.level_ontology(level), list(zip(specs, _indexes)),
-                              k=k, progress=progress)
+                              k=k, progress=progress, ranking=ranking)
     finally:
         bar.empty()
 
@@ -113,6 +115,11 @@ else:
             st.dataframe(table.head(5), hide_index=True)
 k = int(st.number_input("Concepts per term (k)", min_value=1, max_value=MAX_K, step=1, key="ct_k",
                         help="The top k concepts of each model; with two models the table lists the union of both"))
+ranking = ranking_of(st.radio(
+    "Ranking", list(RANKING_KINDS), key="ct_ranking", horizontal=True, format_func=lambda kind: ranking_of(kind).label,
+    help="dense: the model's cosine (exact codes and names first). hybrid: also names equal but for case, spacing "
+         "and punctuation first, then cosine + weight × character n-gram TF-IDF cosine (BioSyn's scoring; weight "
+         f"and default chosen on the GSC+ dev file). Default: {DEFAULT_RANKING.kind}."))
 sync_url()
 run = st.button("Code the terms", type="primary", disabled=source == "upload" and table is None)
 
@@ -124,12 +131,12 @@ if run:
         level = state.selection()
         indexes = [cache.candidate_index(m, level, "names") for m in models]
         fingerprints = tuple(load_encoder(m).fingerprint for m in models)
-        frame = coded(tuple(terms), tuple(models), fingerprints, level, k, indexes)
+        frame = coded(tuple(terms), tuple(models), fingerprints, level, k, ranking, indexes)
     except BiovizError as error:
         st.error(md(error))
         st.stop()
     s[RESULT] = {"frame": frame, "labels": labels, "title": view.title, "models": tuple(models),
-                 "level": state.selection(), "k": k, "invisible": clean_texts(raw).dropped}
+                 "level": state.selection(), "k": k, "invisible": clean_texts(raw).dropped, "ranking": ranking}
     for key in TABLE_KEYS.values():  # a new table: the old row selection means nothing
         s.pop(key, None)
 
@@ -141,10 +148,13 @@ if result is None:
 frame: pd.DataFrame = result["frame"]
 labels = result["labels"]
 two = len(labels) == 2
-if result["models"] != tuple(models) or result["level"] != state.selection() or result["k"] != k:
-    st.info("The table below was coded for another level, models or k: press **Code the terms** to code "
+if result["models"] != tuple(models) or result["level"] != state.selection() or result["k"] != k \
+        or result["ranking"] != ranking:
+    st.info("The table below was coded for another level, models, k or ranking: press **Code the terms** to code "
             "the list for the current selection.")
-st.subheader(f"{' vs '.join(md(label) for label in labels)} · {md(result['title'])}")
+score_word = "Hybrid score" if result["ranking"].hybrid else "Cosine"
+st.subheader(f"{' vs '.join(md(label) for label in labels)} · {md(result['ranking'].label)} ranking · "
+             f"{md(result['title'])}")
 summary = agreement(frame)
 figures = [("Terms", f"{summary['terms']:,}"),
            ("Exact code or name", f"{summary['exact']:,}", {"help": "Terms that are an ontology code or name"})]
@@ -166,17 +176,18 @@ display = shown.drop(columns=["class_id"]).rename(columns={
     "term": "Term", "rank": "Rank", "concept_id": "Code", "concept_name": "Concept", "class_label": "Class",
     "match": "Match", "same_top1": "Same top-1", "overlap": f"Overlap (of {result['k']})",
     **{f"rank_{x}": f"Rank · {label}" for x, label in zip("ab", labels)},
-    **{f"score_{x}": f"Cosine · {label}" for x, label in zip("ab", labels)}})
-score_format = {f"Cosine · {label}": st.column_config.NumberColumn(format="%.3f") for label in labels}
-st.caption("One row per term and concept in any model's top k; Rank orders a term's concepts by mean cosine "
-           "(exact matches first), Rank · model is the concept's rank under that model (empty: outside its top k). "
+    **{f"score_{x}": f"{score_word} · {label}" for x, label in zip("ab", labels)}})
+score_format = {f"{score_word} · {label}": st.column_config.NumberColumn(format="%.3f") for label in labels}
+st.caption("One row per term and concept in any model's top k; Rank orders a term's concepts by mean "
+           f"{score_word.lower()} (exact matches first), Rank · model is the concept's rank under that model (empty: outside its top k). "
            "Select a row for the concept's card.")
 event = st.dataframe(display, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
                      key=TABLE_KEYS[disagreeing], column_config={"Match": st.column_config.TextColumn(
                          help=f"{EXACT}: the term is this concept's code or name"), **score_format})
 # The CSV of thousands of rows is built only when the button is pressed (and that press does not rerun).
 st.download_button("Download the coding (CSV)", lambda: frame_to_csv(export_frame(frame)),
-                   f"coded-terms-{re.sub(r'[^A-Za-z0-9]+', '-', result['title']).strip('-')[:60]}.csv", "text/csv",
+                   f"coded-terms-{re.sub(r'[^A-Za-z0-9]+', '-', result['title']).strip('-')[:60]}"
+                   f"-{result['ranking'].slug}.csv", "text/csv",
                    on_click="ignore")
 
 selected = list(event.selection.rows) if event is not None else []

@@ -12,6 +12,7 @@ from bioviz.models.encoding_estimate import time_left
 from bioviz.ontology import LevelSpec, load_source
 from bioviz.ontology.levels import LevelView
 from bioviz.ontology.model import Ontology
+from bioviz.search.hybrid import SparseNames
 from ui.markdown import md
 
 
@@ -319,3 +320,25 @@ def candidate_index(model: str, spec: LevelSpec, among: str):
         return neighbour_index(model, spec)[0]
     base = neighbour_index(model, spec)[0] if among == "train" else None
     return build(view(spec), model, among, base=base)
+
+
+@st.cache_resource(max_entries=8, show_spinner="Indexing the level's names by character n-grams…")
+def sparse_names(spec: LevelSpec, among: str, _index) -> SparseNames:
+    """The char-tfidf rows of a candidate set's names (``_index``'s, the same under every model) for a hybrid ranking."""
+    return SparseNames.build(view(spec).names, _index.space.names)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def normalisation_results(spec: LevelSpec, models: tuple, gold, rankings: tuple, n_boot: int) -> list[dict]:
+    """Mention normalisation results of a gold file (a ``GoldFile``) on a level, per model and ranking, under a step bar."""
+    # imported here like this module's other evaluation imports: every page imports ui.cache at start-up
+    from bioviz.evaluation.normalisation import evaluate_normalisation
+
+    def work(bar) -> list[dict]:
+        steps = len(models) * len(rankings)
+        done = iter(range(steps))
+        return evaluate_normalisation(gold, spec, list(models), list(rankings), n_boot=n_boot,
+                                      index_of=lambda model: candidate_index(model, spec, "names"),
+                                      progress=lambda message: bar(next(done, steps - 1), steps, message))
+
+    return _with_steps("Mention normalisation", work)

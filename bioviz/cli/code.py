@@ -1,4 +1,4 @@
-"""``python -m bioviz code TERMS_FILE --source SOURCE --depth 1 --model MODEL [--model-b MODEL] -k 5 --out coded.csv``.
+"""``python -m bioviz code TERMS_FILE --source SOURCE --depth 1 --model MODEL [--model-b MODEL] -k 5 [--ranking dense|hybrid] --out coded.csv``.
 
 Codes a list of free-text terms: each term's top-k concepts of a level under one or two
 models, with codes, names, classes, cosine scores and the models' agreement
@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from bioviz.cli.common import add_json, add_level_options, level_spec_from_args
+from bioviz.cli.common import add_json, add_level_options, add_ranking_options, level_spec_from_args, rankings_from_args
 from bioviz.cli.progress import progress_bar
 from bioviz.csv_export import frame_to_csv
 from bioviz.errors import BiovizError
@@ -39,6 +39,7 @@ def register(subparsers) -> None:
     parser.add_argument("-k", type=int, default=5, help=f"concepts per term and model (1 to {MAX_K})")
     parser.add_argument("--out", default=None, help="write the coding as CSV here (else the rows are printed)")
     add_level_options(parser)
+    add_ranking_options(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     add_json(parser)
     parser.set_defaults(handler=run)
@@ -71,6 +72,7 @@ def run(args) -> dict:
     if args.out:
         check_output_file(args.out)  # before every term is coded, not after
     started = time.perf_counter()
+    ranking = rankings_from_args(args)[0]
     terms, invisible = read_terms(args.terms_file, args.column)
     level = level_spec_from_args(args)
     ontology = level.ontology()
@@ -81,10 +83,12 @@ def run(args) -> dict:
         with progress_bar(f"encoding {len(view.names)} names ({model})", disable=args.quiet) as progress:
             indexes.append(candidate_index(view, model, progress=progress))
     with progress_bar(f"coding {len(terms)} terms", unit="term", disable=args.quiet) as progress:
-        frame = code_term_list(terms, view, ontology, list(zip(models, indexes)), k=args.k, progress=progress)
+        frame = code_term_list(terms, view, ontology, list(zip(models, indexes)), k=args.k, progress=progress,
+                               ranking=ranking)
     export = export_frame(frame)
-    result = {"terms": len(terms), "dropped_invisible": invisible, "rows": len(frame), "models": frame.attrs["models"], "source": view.source,
-              "level": view.title, "k": args.k, **{key: value for key, value in agreement(frame).items()
+    result = {"terms": len(terms), "dropped_invisible": invisible, "rows": len(frame), "models": frame.attrs["models"],
+              "source": view.source, "level": view.title, "k": args.k, "ranking": ranking.label,
+              **{key: value for key, value in agreement(frame).items()
                                                   if key != "terms"}}
     if args.out:
         with reporting_as(args.out):

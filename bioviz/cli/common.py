@@ -1,4 +1,4 @@
-"""Options shared by several sub-commands (source and level selection)."""
+"""Options shared by several sub-commands (source and level selection, ranking)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import argparse
 from bioviz.ontology import LevelSpec
 from bioviz.ontology.level_spec import SOURCE_OPTION_KEYS
 from bioviz.ontology.umls import DEFAULT_SAB, HIERARCHIES
+from bioviz.search.hybrid import DEFAULT_RANKING, RANKING_KINDS, Ranking, ranking_of
 
 
 def add_json(parser: argparse.ArgumentParser) -> None:
@@ -36,3 +37,24 @@ def level_spec_from_args(args: argparse.Namespace) -> LevelSpec:
     options = {key: getattr(args, key, None) for key in SOURCE_OPTION_KEYS}
     return LevelSpec(args.source, root=args.root, depth=args.depth or 1, synonyms=getattr(args, "synonyms", False),
                      keep_ambiguous=args.keep_ambiguous, options=options)
+
+
+def add_ranking_options(parser: argparse.ArgumentParser, repeat: bool = False) -> None:
+    """``--ranking dense|hybrid`` (repeatable with ``repeat``) and ``--weight`` (the hybrid's char-tfidf weight)."""
+    if repeat:
+        parser.add_argument("--ranking", action="append", choices=RANKING_KINDS, default=None,
+                            help="dense (cosine) or hybrid (exact match first, then cosine + weight x char-tfidf "
+                                 "cosine); repeat to compare (default: both)")
+    else:
+        parser.add_argument("--ranking", choices=RANKING_KINDS, default=DEFAULT_RANKING.kind,
+                            help="dense (cosine) or hybrid (exact or normalised match first, then cosine + weight x "
+                                 f"char-tfidf cosine); default {DEFAULT_RANKING.kind}, chosen on the GSC+ dev file")
+    parser.add_argument("--weight", type=float, default=None,
+                        help=f"the hybrid ranking's char-tfidf weight (default {DEFAULT_RANKING.weight:g}, "
+                             "chosen on the GSC+ dev file)")
+
+
+def rankings_from_args(args: argparse.Namespace) -> list[Ranking]:
+    """The :class:`~bioviz.search.hybrid.Ranking` values ``--ranking``/``--weight`` ask for (one unless repeated)."""
+    kinds = args.ranking if isinstance(args.ranking, list) else [args.ranking] if args.ranking else list(RANKING_KINDS)
+    return [ranking_of(kind, args.weight) for kind in dict.fromkeys(kinds)]

@@ -3,6 +3,8 @@
     python -m bioviz eval --model MODEL --benchmark mayosrs|umnsrs-sim|umnsrs-rel|all|PATH --json
     python -m bioviz eval --model MODEL --source SOURCE [--root ID] --depth K \\
         --task ranking|hypernym|synonym|leaf2parent|hierarchy-auc|all --json
+    python -m bioviz eval --model MODEL --task normalisation --gold FILE [--ranking dense|hybrid] \
+        [--source hpo --root HP:0000118 --synonyms] --json
 
 Several ``--model`` options are evaluated on the same split. For a trained run the split
 defaults to the one it was trained with (from its ``run.json``), so its test names are
@@ -17,10 +19,10 @@ from __future__ import annotations
 import sys
 import time
 
-from bioviz.cli.common import add_json, add_level_options, level_spec_from_args
+from bioviz.cli.common import add_json, add_level_options, add_ranking_options, level_spec_from_args, rankings_from_args
 from bioviz.cli.eval_compare import add_compare_options, comparisons
 from bioviz.errors import EvaluationError
-from bioviz.evaluation import run as evaluation, splits
+from bioviz.evaluation import normalisation, run as evaluation, splits
 from bioviz.evaluation.run import EvalSettings
 from bioviz.evaluation.tables import results_table
 from bioviz.models.runs import is_run_dir, read_run
@@ -40,7 +42,12 @@ def register(subparsers) -> None:
     parser.add_argument("--source", help="icd10, icd10cm, hpo, or a path: run the ontology protocols")
     add_level_options(parser)
     parser.add_argument("--task", action="append", default=[],
-                        help=f"{', '.join(evaluation.TASKS)} or all (repeatable; default all with --source)")
+                        help=f"{', '.join(evaluation.TASKS)} or all (repeatable; default all with --source), or "
+                             f"{normalisation.TASK} (with --gold)")
+    parser.add_argument("--gold", default=None, metavar="FILE",
+                        help="mention normalisation: a TSV/CSV gold file with 'mention' and a concept id column "
+                             "(assets/gold/gsc_plus_dev.tsv; level by default hpo synonym sets under HP:0000118)")
+    add_ranking_options(parser, repeat=True)
     parser.add_argument("--cross-level", default=None, metavar="DEPTHS",
                         help="also the ranking mAP on each of these levels, e.g. 1,2,3,4 (Table 4)")
     split = parser.add_argument_group(f"split (default: a run's own split, else {DEFAULT_SPLIT.shots} shots, "
@@ -105,11 +112,27 @@ def _depths(text: str | None) -> list[int]:
     return depths
 
 
+def _normalisation(args, models: list[str], settings: EvalSettings, progress) -> tuple[list[dict], dict]:
+    """The mention normalisation results of ``--gold`` (on ``--source``'s level, else GSC+'s), and what was scored."""
+    if not args.gold:
+        raise EvaluationError(f"--task {normalisation.TASK} needs --gold FILE (a 'mention' and a concept id column, "
+                              "e.g. assets/gold/gsc_plus_dev.tsv)")
+    gold = normalisation.load_gold(args.gold)
+    level = level_spec_from_args(args) if args.source else normalisation.EXAMPLE_LEVEL
+    rankings = rankings_from_args(args)
+    results = normalisation.evaluate_normalisation(gold, level, models, rankings, n_boot=settings.n_boot,
+                                                   seed=settings.sample_seed, progress=progress)
+    return results, {"gold": gold.label, "mentions": len(gold), "level": results[0]["level"],
+                     "rankings": [r.label for r in rankings]}
+
+
 def run(args) -> dict:
     """Evaluate the models; one dict with every figure and sample size."""
     started = time.perf_counter()
-    if not args.benchmark and not args.source:
-        raise EvaluationError("nothing to evaluate: give --benchmark NAME|PATH and/or --source SOURCE")
+    wants_normalisation = bool(args.gold) or normalisation.TASK in args.task
+    args.task = [task for task in args.task if task != normalisation.TASK]
+    if not args.benchmark and not args.source and not wants_normalisation:
+        raise EvaluationError("nothing to evaluate: give --benchmark NAME|PATH, --source SOURCE and/or --gold FILE")
     settings = EvalSettings(n_boot=args.n_boot, leaf_queries=args.leaf_queries,
                             pairs_per_distance=args.pairs, sample_seed=args.sample_seed)
     progress = _progress(args.quiet)
@@ -119,7 +142,10 @@ def run(args) -> dict:
     results: list[dict] = []
     if args.benchmark:
         results += evaluation.evaluate_benchmarks(models, args.benchmark, settings, not args.no_cache, progress)
-    if args.source:
+    if wants_normalisation:
+        scored, out["normalisation"] = _normalisation(args, models, settings, progress)
+        results += scored
+    if args.source and (args.task or not wants_normalisation):
         spec, warnings = split_from_args(args, models)
         out["warnings"] += warnings + _run_level_warnings(models, args)
         level = level_spec_from_args(args)

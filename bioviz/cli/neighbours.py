@@ -1,4 +1,4 @@
-"""``python -m bioviz neighbours "text" --source SOURCE --model MODEL -k 10 --json``.
+"""``python -m bioviz neighbours "text" --source SOURCE --model MODEL -k 10 [--ranking dense|hybrid] --json``.
 
 The nearest names of a query among the names of a concept level, with their concept,
 class, cosine score, and whether they share the query's class or concept.
@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import time
 
-from bioviz.cli.common import add_json, add_level_options, level_spec_from_args
+from bioviz.cli.common import add_json, add_level_options, add_ranking_options, level_spec_from_args, rankings_from_args
 from bioviz.cli.progress import progress_bar
 from bioviz.errors import BiovizError
 from bioviz.models.model_spec import DEFAULT_MODEL
 from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.search.index import NeighbourIndex
-from bioviz.search.neighbours import AMONG, candidate_index, level_space, query_vector, rank_neighbours, resolve_query
+from bioviz.search.neighbours import (AMONG, candidate_index, level_space, query_vector, rank_neighbours, resolve_query,
+                                      sparse_names)
 
 
 def register(subparsers) -> None:
@@ -34,6 +35,7 @@ def register(subparsers) -> None:
     parser.add_argument("--restrict-class", default=None, metavar="CLASS_ID",
                         help="rank only names of this class (a concept id at the level)")
     add_level_options(parser)
+    add_ranking_options(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     add_json(parser)
     parser.set_defaults(handler=run)
@@ -46,6 +48,7 @@ def run(args) -> dict:
     if not args.text.strip():
         raise BiovizError("empty query text")
     started = time.perf_counter()
+    ranking = rankings_from_args(args)[0]
     level = level_spec_from_args(args)
     ontology = level.ontology()
     view = level.load(ontology)
@@ -59,7 +62,8 @@ def run(args) -> dict:
         vectors.append(query_vector(query.text, model))
         infos.append(info)
     other = (indexes[1], vectors[1]) if args.compare else None
-    rows = rank_neighbours(indexes[0], vectors[0], query, k=args.k, restrict_class=args.restrict_class, other=other)
+    rows = rank_neighbours(indexes[0], vectors[0], query, k=args.k, restrict_class=args.restrict_class, other=other,
+                           ranking=ranking, sparse=sparse_names(view, indexes[0], ranking))
     for row in rows:
         row.pop("row", None)
     result = {
@@ -70,6 +74,7 @@ def run(args) -> dict:
         "source": view.source,
         "level": view.title,
         "k": args.k,
+        "ranking": ranking.label,
         "query_in_ontology": query.in_ontology,
         "query_class": query.class_id,
         "query_class_label": query.class_label,

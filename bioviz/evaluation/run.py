@@ -57,6 +57,8 @@ TASK_LABELS = {
     "synonym": "Synonym retrieval / concept mapping",
     "leaf2parent": "Leaf-to-parent mapping",
     "hierarchy-auc": "Hierarchy distance ROC-AUC",
+    # not one of TASKS (those run on a split of the level): a gold file's mentions (bioviz.evaluation.normalisation)
+    "normalisation": "Mention normalisation",
 }
 
 Progress = Callable[[str], None]

@@ -28,7 +28,8 @@ _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$",
 
 # Synonym retrieval's test part is the ranking problem itself (bioviz.evaluation.protocols.synonym_problems).
 DUPLICATE_OF_RANKING = "test.map"
-METRIC_LABELS = {"map": "mAP", "acc1": "Acc@1", "mrr": "MRR", "spearman": "Spearman", "mean_auc": "mean AUC"}
+METRIC_LABELS = {"map": "mAP", "acc1": "Acc@1", "acc5": "Acc@5", "mrr": "MRR", "spearman": "Spearman",
+                 "mean_auc": "mean AUC"}
 
 
 def metric_label(metric: str) -> str:

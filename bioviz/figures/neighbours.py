@@ -64,7 +64,8 @@ def _rows_px(lines: list[int], size: float) -> int:
 
 
 def neighbour_table_figure(query: str, rankings: list[tuple[str, list[dict]]], level: str, k: int,
-                           query_class: str | None = None, width: int | None = None) -> go.Figure:
+                           query_class: str | None = None, width: int | None = None, *,
+                           score_label: str = "Cosine") -> go.Figure:
     """A clean, image-ready table of one or two neighbour rankings side by side.
 
     Parameters
@@ -99,7 +100,7 @@ def neighbour_table_figure(query: str, rankings: list[tuple[str, list[dict]]], l
     fixed = []  # per model: code, cosine, (Δ rank) column widths
     for _, rows in padded_rankings:
         code = _column_px(["Code", *(r.get("concept_id") or "" for r in rows)], size)
-        cosine = _column_px(["Cosine", "0.000"], size)
+        cosine = _column_px([score_label, "0.000"], size)
         change = _column_px(["Δ rank", *(rank_change_text(r) for r in rows)], size) if compared else 0.0
         fixed.append((code, cosine, change))
     free = width - 2 * EDGE - rank_px - sum(sum(f) for f in fixed)
@@ -114,7 +115,7 @@ def neighbour_table_figure(query: str, rankings: list[tuple[str, list[dict]]], l
         row_lines = [max(a, len(b)) for a, b in zip(row_lines, names)]
         label_lines = wrap(label, wrap_px, size + 1, bold=True)
         header_lines.append(len(label_lines))
-        header += ["<b>" + "<br>".join(label_lines) + "</b>", "<b>Code</b>", "<b>Cosine</b>"]
+        header += ["<b>" + "<br>".join(label_lines) + "</b>", "<b>Code</b>", f"<b>{score_label}</b>"]
         columns += [["<br>".join(lines) for lines in names], [r.get("concept_id") or "" for r in rows],
                     [f"{r['score']:.3f}" if "score" in r else "" for r in rows]]
         fills += [colours, colours, colours]

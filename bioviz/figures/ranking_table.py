@@ -14,7 +14,7 @@ from bioviz.figures.neighbours import rank_change_text
 STEM_QUERY_CHARS = 40  # of the query in a file name: enough to recognise it, short enough for any file system
 
 
-def ranking_table(rows: list[dict]) -> pd.DataFrame:
+def ranking_table(rows: list[dict], score_label: str = "Cosine") -> pd.DataFrame:
     """One ranking as the Neighbours page shows it: rank, name, code, match, cosine (and Δ rank).
 
     Two of these tables sit side by side at 1440 px, so each keeps only what a reader compares:
@@ -28,6 +28,8 @@ def ranking_table(rows: list[dict]) -> pd.DataFrame:
     rows : list of dict
         Rows from :func:`bioviz.search.neighbours.rank_neighbours`; ``rank_change`` is there
         when the ranking was compared with another model's.
+    score_label : str
+        The score column's header: ``Score`` for a hybrid ranking (not a cosine).
 
     Returns
     -------
@@ -46,7 +48,7 @@ def ranking_table(rows: list[dict]) -> pd.DataFrame:
     for row in rows:
         record = {"Rank": row["rank"], "Name": row["name"], "Code": row["concept_id"],
                   "Match": "synonym" if row["same_concept"] else ("class" if row["same_class"] else ""),
-                  "Cosine": row["score"]}
+                  score_label: row["score"]}
         if "rank_change" in row:
             record["Δ rank"] = rank_change_text(row)
         records.append(record)

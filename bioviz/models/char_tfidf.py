@@ -101,6 +101,14 @@ class CharTfidfModel:
         sparse = self._vectoriser().transform(list(texts))
         return l2_normalise(sparse @ self.components.T)
 
+    def sparse_vectors(self, texts: list[str]):
+        """L2-normalised tf-idf rows of ``texts`` as a scipy CSR matrix, before the SVD.
+
+        The cosine of two rows is the sparse character n-gram similarity that BioSyn adds to
+        a dense encoder's (:mod:`bioviz.search.hybrid`); the SVD would blur exact n-gram overlap.
+        """
+        return self._vectoriser().transform(list(texts))  # TfidfVectorizer rows are unit length (norm="l2")
+
     def write(self, handle) -> None:
         """Write the arrays as ``.npz`` to a binary file handle (no pickle)."""
         np.savez(

@@ -20,6 +20,7 @@ from bioviz.models.embeddings import Progress, embed, encode_cached, load_encode
 from bioviz.models.encoding_estimate import EncodingEstimate, estimate_encoding
 from bioviz.ontology import DEFAULT_SPLIT, SplitSpec
 from bioviz.ontology.model import Ontology, normalise_name
+from bioviz.search.hybrid import EXACT_BOOST, NameMatcher, Ranking, SparseNames, name_scores
 from bioviz.search.index import NeighbourIndex
 from bioviz.space import Space
 
@@ -237,7 +238,8 @@ def query_vector(text: str, model: str) -> np.ndarray:
 
 def rank_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo, k: int = 10,
                     restrict_class: str | None = None,
-                    other: tuple[NeighbourIndex, np.ndarray] | None = None) -> list[dict]:
+                    other: tuple[NeighbourIndex, np.ndarray] | None = None, *,
+                    ranking: Ranking = Ranking(), sparse: SparseNames | None = None) -> list[dict]:
     """Top-k neighbours of a query, marked as in the papers' ranking tables.
 
     Parameters
@@ -252,7 +254,13 @@ def rank_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo,
     restrict_class : str, optional
         Rank only names of this class.
     other : (NeighbourIndex, vector), optional
-        The compared model's index and query vector: each hit gets its rank there.
+        The compared model's index and query vector: each hit gets its rank there (under the same ranking).
+    ranking : Ranking
+        ``dense``: cosine through the index; ``hybrid`` (:mod:`bioviz.search.hybrid`): the names of a
+        concept one of whose names equals the query but for case, spacing and punctuation first,
+        then cosine plus the weighted char-tfidf cosine (``score`` is that sum).
+    sparse : SparseNames, optional
+        The index's names under the level's char-tfidf (:func:`sparse_names`): needed by ``hybrid``.
 
     Returns
     -------
@@ -262,6 +270,8 @@ def rank_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo,
         positive when this model ranks the name higher).
     """
     exclude = index.rows_named(query.text) or None  # the query's own name is not its neighbour
+    if ranking.hybrid:
+        return _hybrid_neighbours(index, vector, query, k, restrict_class, other, ranking, sparse, exclude)
     hits = index.search(vector, k=k, restrict_class=restrict_class, exclude_rows=exclude)
     rows = [h.as_dict() for h in hits]
     concepts = set(query.concept_ids)
@@ -276,6 +286,48 @@ def rank_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo,
             row["other_rank"] = int(other_rank)
             row["rank_change"] = int(other_rank) - row["rank"]
     return rows
+
+
+def _hybrid_order(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo, ranking: Ranking,
+                  sparse: SparseNames | None, exclude) -> tuple[np.ndarray, np.ndarray]:
+    """Every row's hybrid score and its ordering key (exact-match concepts' names lifted above all others)."""
+    scores = name_scores(np.asarray(vector, dtype=np.float32).reshape(1, -1), index.vectors, ranking, sparse,
+                         [query.text])[0]
+    key = scores.copy()
+    exact = set(NameMatcher(index.space.names, index.concept_ids or ()).concepts(query.typed or "", query.text))
+    if exact:
+        key[[row for row, concept in enumerate(index.concept_ids) if concept in exact]] += EXACT_BOOST
+    if exclude:
+        key[np.asarray(exclude, dtype=np.int64)] = -np.inf
+    return scores, key
+
+
+def _hybrid_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo, k: int,
+                       restrict_class: str | None, other, ranking: Ranking, sparse: SparseNames | None,
+                       exclude) -> list[dict]:
+    """:func:`rank_neighbours` under a hybrid ranking: every name scored (no approximate index)."""
+    scores, key = _hybrid_order(index, vector, query, ranking, sparse, exclude)
+    if restrict_class is not None and index.classes is not None:
+        key[np.asarray([c != restrict_class for c in index.classes])] = -np.inf
+    order = [int(row) for row in np.argsort(-key, kind="stable")[:k] if np.isfinite(key[row])]
+    rows = [index._hit(rank, row, scores[row]).as_dict() for rank, row in enumerate(order, start=1)]
+    concepts = set(query.concept_ids)
+    for row in rows:
+        row["score"] = round(row["score"], 4)
+        row["same_class"] = query.class_id is not None and row["class_id"] == query.class_id
+        row["same_concept"] = bool(concepts) and row["concept_id"] in concepts
+    if other is not None and rows:
+        other_index, other_vector = other
+        _, other_key = _hybrid_order(other_index, other_vector, query, ranking, sparse, exclude)
+        for row in rows:
+            row["other_rank"] = 1 + int(np.count_nonzero(other_key > other_key[row["row"]]))
+            row["rank_change"] = row["other_rank"] - row["rank"]
+    return rows
+
+
+def sparse_names(view, index: NeighbourIndex, ranking: Ranking) -> SparseNames | None:
+    """The char-tfidf rows a hybrid ranking over ``index`` needs (fitted on the level's names); None for dense."""
+    return SparseNames.build(view.names, index.space.names) if ranking.hybrid else None
 
 
 AMONG = ("names", "train", "hypernyms")

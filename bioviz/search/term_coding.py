@@ -34,6 +34,7 @@ import pandas as pd
 from bioviz.errors import BiovizError, shown, shown_list
 from bioviz.models.embeddings import Progress, embed
 from bioviz.ontology.model import Ontology
+from bioviz.search.hybrid import NameMatcher, Ranking, SparseNames, name_scores
 from bioviz.search.index import NeighbourIndex
 from bioviz.search.neighbours import QueryInfo, resolve_query
 from bioviz.text_clean import clean_texts
@@ -177,11 +178,14 @@ class CodingModel:
         Over the level's names, with their concepts (:meth:`NeighbourIndex.from_view`).
     vectors : numpy.ndarray
         ``(n_terms, dim)`` unit vectors of the resolved terms (:func:`encode_terms`).
+    sparse : SparseNames, optional
+        The index's names under the level's char-tfidf: needed by a hybrid ranking.
     """
 
     label: str
     index: NeighbourIndex
     vectors: np.ndarray
+    sparse: SparseNames | None = None
 
 
 class _NameConcepts:
@@ -257,8 +261,21 @@ def _class_of(concept: str, view, ontology: Ontology | None,
     return None, None
 
 
+def _exact_lists(terms: Sequence[str], infos: Sequence[QueryInfo], index: NeighbourIndex, ranking: Ranking,
+                 k: int) -> list[list[str]]:
+    """Per term, the concepts it matches exactly (at most ``k``): its code or name; under a hybrid ranking also
+    a name equal but for case, spacing and punctuation."""
+    exact = [list(exact_concepts(info))[:k] for info in infos]
+    if not ranking.hybrid:
+        return exact
+    matcher = NameMatcher(index.space.names, index.concept_ids or ())
+    return [list(dict.fromkeys([*found, *matcher.concepts(term, info.text)]))[:k]
+            for found, term, info in zip(exact, terms, infos)]
+
+
 def code_terms(terms: Sequence[str], infos: Sequence[QueryInfo], models: Sequence[CodingModel], view,
-               ontology: Ontology | None = None, k: int = 5, progress: Progress | None = None) -> pd.DataFrame:
+               ontology: Ontology | None = None, k: int = 5, progress: Progress | None = None, *,
+               ranking: Ranking = Ranking()) -> pd.DataFrame:
     """Each term's top-``k`` concepts of the level under one or two models, with their agreement.
 
     Parameters
@@ -276,6 +293,11 @@ def code_terms(terms: Sequence[str], infos: Sequence[QueryInfo], models: Sequenc
         Concepts per term and model (1 to :data:`MAX_K`).
     progress : callable, optional
         ``progress(done, total)`` in terms, after each batch of terms.
+    ranking : Ranking
+        ``dense`` (cosine; exact ids and names first) or ``hybrid`` (:mod:`bioviz.search.hybrid`:
+        also names equal but for case, spacing and punctuation first, then cosine plus the
+        weighted char-tfidf cosine; the models need their ``sparse`` rows). Both models are
+        ranked the same way; the scores are the ranking's.
 
     Returns
     -------
@@ -301,7 +323,8 @@ def code_terms(terms: Sequence[str], infos: Sequence[QueryInfo], models: Sequenc
         raise BiovizError(f"{len(terms)} terms but {len(infos)} resolutions and "
                           f"{', '.join(str(len(m.vectors)) for m in models)} vectors")
     suffixes = "ab"[: len(models)]
-    exact = [list(exact_concepts(info))[:k] for info in infos]
+    texts = [info.text for info in infos]
+    exact = _exact_lists(terms, infos, models[0].index, ranking, k)
     names = [_NameConcepts(m.index) for m in models]
     first_name: dict[str, str] = {}  # a concept's name where the ontology has none
     for name, concept in zip(models[0].index.space.names, names[0].concept_of):
@@ -324,7 +347,8 @@ def code_terms(terms: Sequence[str], infos: Sequence[QueryInfo], models: Sequenc
     records = []
     for lo in range(0, len(terms), chunk):
         hi = min(lo + chunk, len(terms))
-        scores = [m.vectors[lo:hi] @ lookup.vectors.T for m, lookup in zip(models, names)]
+        scores = [name_scores(m.vectors[lo:hi], lookup.vectors, ranking, m.sparse, texts[lo:hi])
+                  for m, lookup in zip(models, names)]
         fetch = k * _NAMES_PER_CONCEPT + max((len(e) for e in exact[lo:hi]), default=0)
         heads = [_NameConcepts.heads(matrix, fetch) for matrix in scores]
         for i, t in enumerate(range(lo, hi)):
@@ -374,6 +398,7 @@ def code_terms(terms: Sequence[str], infos: Sequence[QueryInfo], models: Sequenc
         frame["same_top1"] = frame["same_top1"].astype("boolean")
     frame.attrs["models"] = [m.label for m in models]
     frame.attrs["k"] = k
+    frame.attrs["ranking"] = ranking.label
     return frame
 
 
@@ -409,11 +434,13 @@ def export_frame(frame: pd.DataFrame) -> pd.DataFrame:
     for suffix, label in zip("ab", labels):
         renames[f"rank_{suffix}"] = f"rank ({label})"
         renames[f"score_{suffix}"] = f"score ({label})"
-    return frame.rename(columns=renames)
+    export = frame.rename(columns=renames)
+    export["ranking"] = frame.attrs.get("ranking", "dense")  # which scores these are, in the file itself
+    return export
 
 
 def code_term_list(terms: Sequence[str], view, ontology: Ontology | None, models: Sequence[tuple[str, NeighbourIndex]],
-                   k: int = 5, progress: Progress | None = None) -> pd.DataFrame:
+                   k: int = 5, progress: Progress | None = None, *, ranking: Ranking = Ranking()) -> pd.DataFrame:
     """Resolve, encode (one batch per model) and code ``terms``: :func:`code_terms` from plain inputs.
 
     Parameters
@@ -428,6 +455,8 @@ def code_term_list(terms: Sequence[str], view, ontology: Ontology | None, models
     progress : callable, optional
         ``progress(done, total)`` in steps: each model encodes every term, then every term is coded
         (``total`` is the number of terms times one more than the models).
+    ranking : Ranking
+        Dense or hybrid (:func:`code_terms`); a hybrid ranking fits char-tfidf on the level's names.
     """
     terms = list(terms)
     infos = resolve_terms(terms, view, ontology)
@@ -437,6 +466,8 @@ def code_term_list(terms: Sequence[str], view, ontology: Ontology | None, models
     def report_from(offset: int) -> Progress | None:
         return None if progress is None else (lambda done, _total: progress(offset + done, steps))
 
-    coding = [CodingModel(index.space.model_id, index, encode_terms(texts, model, report_from(m * len(texts))))
+    coding = [CodingModel(index.space.model_id, index, encode_terms(texts, model, report_from(m * len(texts))),
+                          SparseNames.build(view.names, index.space.names) if ranking.hybrid else None)
               for m, (model, index) in enumerate(models)]
-    return code_terms(terms, infos, coding, view, ontology, k, progress=report_from(len(models) * len(texts)))
+    return code_terms(terms, infos, coding, view, ontology, k, progress=report_from(len(models) * len(texts)),
+                      ranking=ranking)

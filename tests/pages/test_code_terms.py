@@ -2,6 +2,8 @@
 
 import pytest
 
+from bioviz.search.hybrid import DEFAULT_RANKING
+
 PAGE = "app_pages/7_Code_terms.py"
 
 
@@ -28,13 +30,15 @@ def test_pasted_terms_give_a_table_with_codes_scores_and_agreement(app):
     assert not at.error, [e.value for e in at.error]
     table = at.dataframe[0].value
     assert list(dict.fromkeys(table["Term"])) == ["heart attack", "MINI:0000022", "lung infect"]  # repeats once
-    assert {"Code", "Concept", "Class", "Match", "Cosine · char-tfidf (A)", "Cosine · char-tfidf (B)",
+    score = "Hybrid score" if DEFAULT_RANKING.hybrid else "Cosine"  # the page's default ranking
+    assert {"Code", "Concept", "Class", "Match", f"{score} · char-tfidf (A)", f"{score} · char-tfidf (B)",
             "Same top-1", "Overlap (of 2)"} <= set(table.columns)
     first = table[table["Rank"] == 1].set_index("Term")
     assert first.loc["MINI:0000022", "Concept"] == "asthma" and first.loc["MINI:0000022", "Match"] == "exact"
     assert first.loc["heart attack", "Code"] == "MINI:0000011"
     assert first["Same top-1"].all()  # one model twice agrees with itself
     assert "char-tfidf (A) vs char-tfidf (B)" in at.subheader[0].value and "depth 1" in at.subheader[0].value
+    assert f"{DEFAULT_RANKING.label} ranking" in at.subheader[0].value
     assert "char-tfidf" in at.caption[0].value and "MINI:0000001 depth 1" in at.caption[0].value
     assert [m.value for m in at.metric][:3] == ["3", "2", "3 of 3"]
     assert any(b.label == "Download the coding (CSV)" for b in at.get("download_button"))
@@ -50,7 +54,7 @@ def test_one_model_has_no_agreement_columns(app):
     at.text_area(key="ct_text").set_value("asthma\nwheezing")
     _code(at)
     table = at.dataframe[0].value
-    assert "Cosine · char-tfidf" in table.columns and "Same top-1" not in table.columns
+    assert any(c.endswith("· char-tfidf") for c in table.columns) and "Same top-1" not in table.columns
     assert len(at.metric) == 2
 
 
@@ -116,3 +120,22 @@ def test_an_unknown_model_gives_one_line_error(app):
     at = app.run()
     assert not at.exception
     assert len(at.error) == 1 and "nobody/no-such-model" in at.error[0].value and "\n" not in at.error[0].value
+
+
+def test_the_ranking_is_chosen_shown_in_the_title_and_kept_in_the_url(app):
+    app.query_params["two"] = "0"
+    at = app.run()
+    at.text_area(key="ct_text").set_value("Heart-attack!\npneumonai")
+    at.radio(key="ct_ranking").set_value("dense")
+    _code(at)
+    assert "dense ranking" in at.subheader[0].value and "Cosine · char-tfidf" in at.dataframe[0].value.columns
+    assert at.query_params["ranking"] in ("dense", ["dense"])
+    dense_first = at.dataframe[0].value.set_index("Term")
+    at.radio(key="ct_ranking").set_value("hybrid").run()
+    assert any("another level, models, k or ranking" in info.value for info in at.info)  # the old table is marked
+    _code(at)
+    table = at.dataframe[0].value
+    assert "hybrid w=" in at.subheader[0].value and "Hybrid score · char-tfidf" in table.columns
+    first = table[table["Rank"] == 1].set_index("Term")
+    assert first.loc["Heart-attack!", "Match"] == "exact"  # equal to "heart attack" but for punctuation
+    assert (dense_first.loc["Heart-attack!", "Match"] == "nearest").all()

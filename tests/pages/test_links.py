@@ -51,11 +51,11 @@ PAGE_LINKS = {
     "app_pages/3_Similarity_matrix.py": {"from": "typed", "order": "given", "colour": "list",
                                          "terms": "heart attack\nasthma"},
     "app_pages/4_Neighbours.py": {"k": "3", "two": "0", "among": "names", "restrict": "0", "image": "svg",
-                                  "query": "asthma"},
+                                  "query": "asthma", "ranking": "dense"},
     "app_pages/5_Hierarchy.py": {"kind": "icicle", "colour": "none", "levels": "2", "node": "MINI:0000001"},
     "app_pages/6_Evaluation.py": {"eval_models": "minilm", "eval_tasks": "ranking", "eval_shots": "2",
                                   "eval_boot": "50"},
-    "app_pages/7_Code_terms.py": {"k": "3", "input": "upload", "two": "0"},
+    "app_pages/7_Code_terms.py": {"k": "3", "input": "upload", "two": "0", "ranking": "dense"},
 }
 
 

@@ -2,7 +2,10 @@
 
 import pytest
 
+from bioviz.search.hybrid import DEFAULT_RANKING
+
 PAGE = "app_pages/4_Neighbours.py"
+SCORE = "Score" if DEFAULT_RANKING.hybrid else "Cosine"  # the default ranking's score column
 
 
 @pytest.fixture
@@ -29,7 +32,7 @@ def test_two_models_rank_neighbours_with_highlighting_and_a_concept_card(app):
         assert len(frame) == 4 and list(frame["Rank"]) == [1, 2, 3, 4]
         assert "heart attack" not in set(frame["Name"])  # the query itself is not its own neighbour
         # what a reader compares, in view side by side at 1440 px (the class is in the CSV and the image)
-        assert list(frame.columns) == ["Rank", "Name", "Code", "Match", "Cosine", "Δ rank"]
+        assert list(frame.columns) == ["Rank", "Name", "Code", "Match", SCORE, "Δ rank"]
     # names of the query's synonym set and class are marked (and shaded: the colour travels with the table)
     minilm = frames[0].set_index("Name")
     assert minilm.loc["myocardial infarction", "Match"] == "synonym"
@@ -175,3 +178,19 @@ def test_settings_survive_a_visit_to_another_page(app_home, data_dir, open_app):
     assert at.number_input(key="nb_k").value == 3 and at.radio(key="nb_image").value == "svg"
     assert at.selectbox(key="nb_query").value == "asthma"
     assert all(len(t.value) == 3 for t in at.table)
+
+
+def test_the_ranking_is_chosen_shown_and_kept_in_the_url(app):
+    app.query_params.update({"query": "Heart-attack", "k": "3", "two": "0"})
+    at = app.run()
+    at.radio(key="nb_ranking").set_value("dense").run()
+    assert not at.exception and not at.error
+    assert "Cosine" in at.table[0].value.columns and at.query_params["ranking"] in ("dense", ["dense"])
+    assert any("dense ranking" in m.value for m in at.markdown)
+    at.radio(key="nb_ranking").set_value("hybrid").run()
+    assert not at.exception and not at.error
+    frame = at.table[0].value
+    assert "Score" in frame.columns  # the matched concept's names first (equal to the query but for punctuation)
+    assert set(frame["Name"][:2]) <= {"heart attack", "myocardial infarction", "MI"}
+    assert any("hybrid w=" in m.value for m in at.markdown)
+    assert at.query_params["ranking"] in ("hybrid", ["hybrid"])

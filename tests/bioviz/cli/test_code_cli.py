@@ -49,3 +49,26 @@ def test_bad_input_exits_2_with_one_line(capsys, data_dir, home, tmp_path, conte
     code, _, err = run_cli(capsys, "code", str(terms), "--source", str(data_dir / "mini.obo"), "--model",
                            "char-tfidf", "--quiet", *extra)
     assert code == 2 and err.startswith("error: ") and message in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("extra, label", [(["--ranking", "dense"], "dense"),
+                                          (["--ranking", "hybrid", "--weight", "0.5"], "hybrid w=0.5")])
+def test_the_ranking_is_chosen_and_written_into_the_csv(capsys, data_dir, home, tmp_path, extra, label):
+    terms = tmp_path / "terms.txt"
+    terms.write_text("Heart-attack!\npneumonai\n", encoding="utf-8")
+    out = tmp_path / "coded.csv"
+    code, stdout, _ = run_cli(capsys, "code", str(terms), "--source", str(data_dir / "mini.obo"), "--synonyms",
+                              "--model", "char-tfidf", "-k", "2", "--out", str(out), "--quiet", "--json", *extra)
+    assert code == 0 and json.loads(stdout)["ranking"] == label
+    coded = pd.read_csv(out)
+    assert set(coded["ranking"]) == {label}
+    first = coded[coded["rank"] == 1].set_index("term")
+    assert (first.loc["Heart-attack!", "match"] == "exact") == (label != "dense")  # normalised match: hybrid only
+
+
+def test_a_bad_weight_exits_2_with_one_line(capsys, data_dir, home, tmp_path):
+    terms = tmp_path / "terms.txt"
+    terms.write_text("asthma\n", encoding="utf-8")
+    code, _, err = run_cli(capsys, "code", str(terms), "--source", str(data_dir / "mini.obo"), "--model",
+                           "char-tfidf", "--quiet", "--ranking", "hybrid", "--weight", "-1")
+    assert code == 2 and "hybrid weight must be between 0 and" in err and err.count("\n") == 1

@@ -1,0 +1,265 @@
+"""Mention normalisation as an evaluation task: a gold file of (mention, concept id) -> accuracy at 1 and 5, MRR.
+
+Each mention ranks every concept of the level (a concept's score is its best name's, under a
+model and a :class:`~bioviz.search.hybrid.Ranking`, exactly as term coding ranks them:
+:mod:`bioviz.search.term_coding`); the gold concept's rank gives Acc@1, Acc@5 and the
+reciprocal rank, each with a percentile bootstrap interval over mentions. The same figures
+on the *paraphrased* mentions: those that are not, lower-cased, a name or synonym of any
+concept of the level (an exact-match lookup would code the others).
+
+The example gold file is the GSC+ development split (assets/gold/, Lobo et al. 2017), scored
+on HPO synonym sets under HP:0000118 (:data:`EXAMPLE_LEVEL`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bioviz.errors import BiovizError, EvaluationError
+from bioviz.evaluation.metrics import bootstrap_mean_ci
+from bioviz.models.embeddings import load_encoder
+from bioviz.ontology import LevelSpec
+from bioviz.ontology.model import Ontology
+from bioviz.search.hybrid import EXACT_BOOST, NameMatcher, Ranking, SparseNames, name_scores
+from bioviz.search.index import NeighbourIndex
+from bioviz.search.neighbours import candidate_index
+from bioviz.search.term_coding import encode_terms, exact_concepts, read_term_table, resolve_terms
+
+TASK = "normalisation"
+EXAMPLE_GOLD = Path(__file__).resolve().parents[2] / "assets" / "gold" / "gsc_plus_dev.tsv"
+EXAMPLE_LEVEL = LevelSpec("hpo", root="HP:0000118", synonyms=True)
+MAX_GOLD_BYTES = 5 * 2**20  # a gold file is a few thousand mentions: far below this
+MAX_GOLD_ROWS = 20_000
+MENTION = "mention"
+SHOWN_IDS = 5  # unknown ids quoted in an error
+_TERMS_PER_CHUNK = 256  # (terms x names) float32 scores per matrix product: ~40 MB on a 40k-name level
+
+
+@dataclass(frozen=True)
+class GoldFile:
+    """A gold file's mentions and concept ids, row by row.
+
+    Attributes
+    ----------
+    label : str
+        The file's name, for titles.
+    mentions, concept_ids : tuple of str
+        Aligned; a mention may appear with several ids (each row is scored).
+    id_column : str
+    """
+
+    label: str
+    mentions: tuple[str, ...]
+    concept_ids: tuple[str, ...]
+    id_column: str
+
+    def __len__(self) -> int:
+        return len(self.mentions)
+
+
+def _id_column(columns: list[str]) -> str | None:
+    """The concept id column: one named like an id (``hpo_id``, ``cui``, ``code``), else the only other column."""
+    others = [c for c in columns if c.strip().lower() != MENTION]
+    named = [c for c in others if any(word in c.lower() for word in ("id", "cui", "code"))]
+    if named:
+        return named[0]
+    return others[0] if len(others) == 1 else None
+
+
+def read_gold(data: bytes, filename: str = "gold.tsv", *, max_bytes: int = MAX_GOLD_BYTES) -> GoldFile:
+    """Parse a gold file: a CSV/TSV with a header holding ``mention`` and a concept id column.
+
+    Raises
+    ------
+    BiovizError
+        Too large, not UTF-8, empty, without a ``mention`` or id column, without rows, a row
+        with an empty mention or id, or too many rows; one line each.
+    """
+    name = Path(filename).name
+    if len(data) > max_bytes:
+        raise BiovizError(f"{name} has {len(data) / 2**20:.1f} MiB: a gold file is at most {max_bytes / 2**20:.0f} MiB")
+    try:
+        frame = read_term_table(data, name, max_bytes=max_bytes)
+    except BiovizError as error:
+        raise BiovizError(f"{name}: {error}") from None
+    columns = list(frame.columns)
+    mention = next((c for c in columns if c.strip().lower() == MENTION), None)
+    id_column = _id_column(columns)
+    if mention is None or id_column is None:
+        shown = ", ".join(repr(c) for c in columns[:6])
+        raise BiovizError(f"{name} needs a header with 'mention' and a concept id column such as 'hpo_id' "
+                          f"(its columns: {shown})")
+    if not len(frame):
+        raise BiovizError(f"{name} has a header but no rows of mention and concept id")
+    if len(frame) > MAX_GOLD_ROWS:
+        raise BiovizError(f"{name} has {len(frame):,} rows: at most {MAX_GOLD_ROWS:,} are scored at once")
+    mentions = [m.strip() for m in frame[mention]]
+    ids = [i.strip() for i in frame[id_column]]
+    blank = next((row for row, (m, i) in enumerate(zip(mentions, ids)) if not m or not i), None)
+    if blank is not None:
+        raise BiovizError(f"{name} line {blank + 2}: a row needs both a mention and a concept id")
+    return GoldFile(name, tuple(mentions), tuple(ids), id_column)
+
+
+def load_gold(path: str | Path) -> GoldFile:
+    """Read a gold file from disk (bounded before it is read).
+
+    Raises
+    ------
+    BiovizError
+        No such file, or any :func:`read_gold` refusal.
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise BiovizError(f"no gold file {str(path)!r}")
+    if file.stat().st_size > MAX_GOLD_BYTES:
+        raise BiovizError(f"{file.name} has {file.stat().st_size / 2**20:.1f} MiB: "
+                          f"a gold file is at most {MAX_GOLD_BYTES / 2**20:.0f} MiB")
+    return read_gold(file.read_bytes(), file.name)
+
+
+def check_gold_ids(gold: GoldFile, view) -> None:
+    """Refuse a gold file with ids that are not concepts of the level (how many, and a few of them).
+
+    Raises
+    ------
+    EvaluationError
+    """
+    known = set(view.name_concepts)
+    unknown = list(dict.fromkeys(i for i in gold.concept_ids if i not in known))
+    if unknown:
+        shown = ", ".join(unknown[:SHOWN_IDS]) + (", ..." if len(unknown) > SHOWN_IDS else "")
+        raise EvaluationError(f"{len(unknown)} of {len(set(gold.concept_ids))} concept ids of {gold.label} are not "
+                              f"concepts of {view.title} ({shown}): choose the level the file was coded on")
+
+
+def paraphrased(gold: GoldFile, view, ontology: Ontology | None = None) -> np.ndarray:
+    """Boolean mask: mentions that are not, lower-cased, a name or synonym of any concept of the level."""
+    names = {name.lower() for name in view.names}
+    if ontology is not None:
+        for concept in set(view.name_concepts):
+            if concept in ontology.concepts:
+                names.update(name.lower() for name in ontology.concepts[concept].names)
+    return np.array([mention.lower() not in names for mention in gold.mentions], dtype=bool)
+
+
+def gold_ranks(gold: GoldFile, view, index: NeighbourIndex, vectors: np.ndarray, ranking: Ranking, *,
+               ontology: Ontology | None = None, sparse: SparseNames | None = None) -> np.ndarray:
+    """The 1-based rank of each gold concept among every concept of the level, as term coding ranks them.
+
+    Parameters
+    ----------
+    gold : GoldFile
+    view : LevelView
+    index : NeighbourIndex
+        Over the level's names under the model (``candidate_index(view, model)``).
+    vectors : numpy.ndarray
+        The model's unit vectors of the resolved mentions (:func:`resolve_terms` ``.text``).
+    ranking : Ranking
+    ontology : Ontology, optional
+        To resolve exact names (as term coding does).
+    sparse : SparseNames, optional
+        The index's names under the level's char-tfidf (a hybrid ranking needs them).
+    """
+    infos = resolve_terms(gold.mentions, view, ontology)
+    texts = [info.text for info in infos]
+    concept_of = np.asarray(index.concept_ids)
+    concepts, codes = np.unique(concept_of, return_inverse=True)
+    order = np.argsort(codes, kind="stable")  # names grouped by concept: one reduceat per chunk
+    starts = np.flatnonzero(np.r_[True, np.diff(codes[order]) != 0])
+    column = {concept: i for i, concept in enumerate(concepts)}
+    matcher = NameMatcher(index.space.names, index.concept_ids) if ranking.hybrid else None
+    ranks = np.zeros(len(gold), dtype=np.int64)
+    for lo in range(0, len(gold), _TERMS_PER_CHUNK):
+        hi = min(lo + _TERMS_PER_CHUNK, len(gold))
+        scores = name_scores(vectors[lo:hi], index.vectors, ranking, sparse, texts[lo:hi])
+        best = np.maximum.reduceat(scores[:, order], starts, axis=1)  # a concept's score is its best name's
+        for i, t in enumerate(range(lo, hi)):
+            exact = list(exact_concepts(infos[t]))
+            if matcher is not None:
+                exact += matcher.concepts(gold.mentions[t], texts[t])
+            exact = [c for c in dict.fromkeys(exact) if c in column]
+            for position, concept in enumerate(exact):  # exact concepts first, in their order (as coding lists them)
+                best[i, column[concept]] += EXACT_BOOST * (len(exact) - position)
+            gold_score = best[i, column[gold.concept_ids[t]]]
+            ranks[t] = 1 + int(np.count_nonzero(best[i] > gold_score))
+    return ranks
+
+
+def rank_metrics(ranks: np.ndarray, *, n_boot: int = 1000, seed: int = 0) -> tuple[dict, dict]:
+    """Acc@1, Acc@5 and MRR of gold ranks, and their 95% bootstrap intervals (over mentions)."""
+    ranks = np.asarray(ranks, dtype=float)
+    per_mention = {"acc1": (ranks == 1).astype(float), "acc5": (ranks <= 5).astype(float), "mrr": 1.0 / ranks}
+    metrics = {key: float(values.mean()) if len(values) else float("nan") for key, values in per_mention.items()}
+    return metrics, {key: bootstrap_mean_ci(values, n_boot, seed) for key, values in per_mention.items()}
+
+
+def normalisation_result(ranks: np.ndarray, paraphrased_mask: np.ndarray, *, model: str, ranking: Ranking,
+                         n_boot: int = 1000, seed: int = 0, extra: dict | None = None) -> dict:
+    """One result in the form of :mod:`bioviz.evaluation.run` (``model``, ``task``, ``metrics``, ``ci``, ``sizes``).
+
+    ``model`` is labelled with the ranking (``minilm · hybrid w=0.3``); the paraphrased
+    figures are ``paraphrased.acc1`` etc.
+    """
+    metrics, ci = rank_metrics(ranks, n_boot=n_boot, seed=seed)
+    para_metrics, para_ci = rank_metrics(ranks[paraphrased_mask], n_boot=n_boot, seed=seed)
+    metrics.update({f"paraphrased.{key}": value for key, value in para_metrics.items()})
+    ci.update({f"paraphrased.{key}": value for key, value in para_ci.items()})
+    return {"model": f"{model} · {ranking.label}", "base_model": model, "model_spec": model, "ranking": ranking.label,
+            "task": TASK,
+            "metrics": metrics, "ci": ci, "sizes": {"queries": int(len(ranks)),
+                                                    "paraphrased.queries": int(paraphrased_mask.sum())},
+            **(extra or {})}
+
+
+def evaluate_normalisation(gold: GoldFile, level: LevelSpec, models: Sequence[str], rankings: Sequence[Ranking], *,
+                           n_boot: int = 1000, seed: int = 0,
+                           index_of: Callable[[str], NeighbourIndex] | None = None,
+                           progress: Callable[[str], None] | None = None) -> list[dict]:
+    """Score every model under every ranking on a gold file over a level; one result per pair.
+
+    Parameters
+    ----------
+    gold : GoldFile
+    level : LevelSpec
+        The level the file was coded on (GSC+: :data:`EXAMPLE_LEVEL`).
+    models : sequence of str
+        MODEL strings.
+    rankings : sequence of Ranking
+    n_boot, seed : int
+        Bootstrap resamples and seed of the intervals.
+    index_of : callable, optional
+        ``index_of(model)`` -> the level's name index (a page passes its cached one).
+    progress : callable, optional
+        ``progress(message)`` before each model and ranking.
+
+    Raises
+    ------
+    BiovizError
+        Gold ids outside the level, an unknown model, or no models or rankings.
+    """
+    if not models or not rankings:
+        raise EvaluationError("choose at least one model and one ranking")
+    ontology = level.ontology()
+    view = level.load(ontology)
+    check_gold_ids(gold, view)
+    mask = paraphrased(gold, view, ontology)
+    texts = [info.text for info in resolve_terms(gold.mentions, view, ontology)]
+    results = []
+    for model in models:
+        index = index_of(model) if index_of is not None else candidate_index(view, model)
+        vectors = encode_terms(texts, model)
+        encoder = load_encoder(model)  # its readable label and fingerprint (no weights loaded for them)
+        for ranking in rankings:
+            if progress is not None:
+                progress(f"{model}: mention normalisation ({ranking.label})")
+            sparse = SparseNames.build(view.names, index.space.names) if ranking.hybrid else None
+            ranks = gold_ranks(gold, view, index, vectors, ranking, ontology=ontology, sparse=sparse)
+            extra = {"gold": gold.label, "level": view.title, "model_spec": model, "fingerprint": encoder.fingerprint}
+            results.append(normalisation_result(ranks, mask, model=encoder.label, ranking=ranking,
+                                                n_boot=n_boot, seed=seed, extra=extra))
+    return results

@@ -1,0 +1,212 @@
+"""Hybrid ranking: an exact or normalised name match first, then dense cosine plus a weight times char-tfidf cosine.
+
+BioSyn (Sung et al., 2020; compared against in the few-shot names paper) scores a mention
+against a concept name with a dense encoder's cosine plus a weighted sparse character
+n-gram TF-IDF cosine: the sparse part rewards exact spelling overlap (abbreviations,
+inflections, word order) that a sentence encoder blurs. Here:
+
+    score(term, name) = cos_dense(term, name) + weight * cos_tfidf(term, name)
+
+with the char-tfidf vectoriser of :mod:`bioviz.models.char_tfidf` fitted on the level's own
+names (its idf then weighs n-grams by how rare they are in this level), and a term whose
+case-, space- and punctuation-normalised form (:func:`match_key`) equals a name or synonym
+of a concept ranks that concept first. Synonym-set levels carry every name of a concept
+(HPO's abbreviation synonyms included), so abbreviations match exactly where the ontology
+lists them. A concept's score is its best name's.
+
+:class:`Ranking` is the frozen value passed from a page or command to
+:mod:`bioviz.search.term_coding`, :mod:`bioviz.search.neighbours` and
+:mod:`bioviz.evaluation.normalisation`; :data:`DEFAULT_RANKING` is the one default.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from bioviz.cache_files import read_cache, write_cache
+from bioviz.errors import BiovizError
+from bioviz.models.char_tfidf import CharTfidfModel, fit
+from bioviz.paths import home
+
+DENSE, HYBRID = "dense", "hybrid"
+RANKING_KINDS = (DENSE, HYBRID)
+MAX_WEIGHT = 10.0
+# Added to the ordering key of exact concepts: above any hybrid score (at most 1 + MAX_WEIGHT).
+EXACT_BOOST = 100.0
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """How terms are ranked against a level's names.
+
+    Attributes
+    ----------
+    kind : str
+        ``dense`` (the model's cosine; exact names first) or ``hybrid`` (see the module).
+    weight : float
+        The char-tfidf weight of a hybrid ranking (0 to :data:`MAX_WEIGHT`); ignored by ``dense``.
+
+    Examples
+    --------
+    >>> Ranking("hybrid", 0.3).label, Ranking("dense").label, Ranking("hybrid", 0.3).slug
+    ('hybrid w=0.3', 'dense', 'hybrid-w0.3')
+    """
+
+    kind: str = DENSE
+    weight: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in RANKING_KINDS:
+            raise BiovizError(f"unknown ranking {self.kind!r}: use {' or '.join(RANKING_KINDS)}")
+        if not isinstance(self.weight, (int, float)) or not math.isfinite(self.weight) \
+                or not 0 <= self.weight <= MAX_WEIGHT:
+            raise BiovizError(f"the hybrid weight must be between 0 and {MAX_WEIGHT:g} (got {self.weight!r})")
+        object.__setattr__(self, "weight", float(self.weight))
+
+    @property
+    def hybrid(self) -> bool:
+        """True for a hybrid ranking."""
+        return self.kind == HYBRID
+
+    @property
+    def label(self) -> str:
+        """``dense`` or ``hybrid w=0.3``: for titles, tables and CSV columns."""
+        return f"hybrid w={self.weight:g}" if self.hybrid else DENSE
+
+    @property
+    def slug(self) -> str:
+        """``dense`` or ``hybrid-w0.3``: for file names."""
+        return f"hybrid-w{self.weight:g}" if self.hybrid else DENSE
+
+
+# The default ranking and hybrid weight, chosen on the GSC+ dev file (assets/gold/gsc_plus_dev.tsv)
+# by "highest acc@1 on all mentions, ties -> MRR" over dense and hybrid w = 0, 0.1, ..., 1.0, with
+# all-MiniLM-L6-v2 (minilm) because the bundled biomedical model med-minilm was still being trained:
+# benchmarks/results/coding_dev_minilm.json (hybrid w=1: acc@1 0.681 [0.60, 0.76], MRR 0.744; dense
+# 0.622 [0.53, 0.71], MRR 0.716; w=0.9 ties on acc@1 with MRR 0.743). Rerun
+# `python benchmarks/coding_dev.py --model med-minilm` once it is bundled, and choose again.
+DEFAULT_RANKING = Ranking(HYBRID, 1.0)
+
+
+def ranking_of(kind: str | None = None, weight: float | None = None) -> Ranking:
+    """The :class:`Ranking` a page or command asked for, defaults from :data:`DEFAULT_RANKING`.
+
+    >>> ranking_of("dense"), ranking_of("hybrid", 0.5)
+    (Ranking(kind='dense', weight=0.0), Ranking(kind='hybrid', weight=0.5))
+    """
+    kind = kind or DEFAULT_RANKING.kind
+    if kind == DENSE:
+        return Ranking(DENSE)
+    return Ranking(kind, DEFAULT_RANKING.weight if weight is None else weight)
+
+
+_PUNCTUATION = re.compile(r"[\W_]+")
+
+
+def match_key(text: str) -> str:
+    """A name compared without case, spacing or punctuation.
+
+    >>> match_key("  Non-small-cell lung Cancer, ") == match_key("non small cell lung cancer")
+    True
+    """
+    return " ".join(_PUNCTUATION.sub(" ", text.casefold()).split())
+
+
+class NameMatcher:
+    """The concepts whose names have a term's :func:`match_key`, in the order their names come."""
+
+    def __init__(self, names: Sequence[str], concept_of: Sequence[str]) -> None:
+        found: dict[str, dict[str, None]] = {}
+        for name, concept in zip(names, concept_of):
+            found.setdefault(match_key(name), {})[concept] = None
+        self._concepts = {key: tuple(concepts) for key, concepts in found.items()}
+
+    def concepts(self, *texts: str) -> tuple[str, ...]:
+        """Concepts one of whose names matches any of ``texts`` (each concept once)."""
+        return tuple(dict.fromkeys(c for text in texts if text for c in self._concepts.get(match_key(text), ())))
+
+
+def _fit_key(names: Sequence[str]) -> str:
+    digest = hashlib.sha256("\x1f".join(sorted(set(names))).encode("utf-8"))
+    return digest.hexdigest()[:24]
+
+
+_fits: dict[str, CharTfidfModel] = {}
+_fits_lock = threading.Lock()
+
+
+def level_tfidf(names: Sequence[str]) -> CharTfidfModel:
+    """The char-tfidf model fitted on a level's names (kept on disk under ``BIOVIZ_HOME/models`` and in memory).
+
+    Only its vectoriser is used (:meth:`CharTfidfModel.sparse_vectors`), so the SVD part of the
+    fit is reduced to one component: it costs seconds on a large level and is never read.
+    """
+    key = _fit_key(names)
+    with _fits_lock:
+        if key in _fits:
+            return _fits[key]
+    path = home() / "models" / f"char-tfidf-level-{key}.npz"
+    model = read_cache(path, CharTfidfModel.load)
+    if model is None:
+        model = fit(list(names), {"n_components": 1})
+        write_cache(path, model.write, suffix=".npz")
+    with _fits_lock:
+        if len(_fits) >= 8:  # a few levels per process; each holds its vocabulary
+            _fits.pop(next(iter(_fits)))
+        _fits[key] = model
+    return model
+
+
+@dataclass(frozen=True, eq=False)
+class SparseNames:
+    """Char-tfidf rows of the names a ranking scores against (an index's names, in its row order).
+
+    Attributes
+    ----------
+    model : CharTfidfModel
+        Fitted on the level's names (:func:`level_tfidf`).
+    matrix : scipy.sparse.csr_matrix
+        ``(n_names, n_grams)`` unit rows.
+    """
+
+    model: CharTfidfModel
+    matrix: object
+
+    @classmethod
+    def build(cls, level_names: Sequence[str], names: Sequence[str]) -> SparseNames:
+        """``names`` (an index's) under the char-tfidf fitted on ``level_names`` (the level's)."""
+        model = level_tfidf(level_names)
+        return cls(model, model.sparse_vectors(list(names)).tocsr())
+
+    def __len__(self) -> int:
+        return int(self.matrix.shape[0])
+
+    def scores(self, texts: Sequence[str]) -> np.ndarray:
+        """``(len(texts), n_names)`` float32 char-tfidf cosines."""
+        terms = self.model.sparse_vectors(list(texts))
+        return np.asarray((terms @ self.matrix.T).toarray(), dtype=np.float32)
+
+
+def name_scores(term_vectors: np.ndarray, name_vectors: np.ndarray, ranking: Ranking,
+                sparse: SparseNames | None = None, texts: Sequence[str] = ()) -> np.ndarray:
+    """``(n_terms, n_names)`` scores: dense cosine, plus ``weight`` times char-tfidf cosine for a hybrid ranking.
+
+    Raises
+    ------
+    BiovizError
+        A hybrid ranking without the names' char-tfidf rows, or rows that do not fit the names.
+    """
+    scores = np.asarray(term_vectors, dtype=np.float32) @ np.asarray(name_vectors, dtype=np.float32).T
+    if not ranking.hybrid or ranking.weight == 0:
+        return scores
+    if sparse is None or len(sparse) != scores.shape[1] or len(texts) != scores.shape[0]:
+        raise BiovizError("a hybrid ranking needs the char-tfidf rows of the same names and the terms' texts")
+    scores += np.float32(ranking.weight) * sparse.scores(texts)
+    return scores
