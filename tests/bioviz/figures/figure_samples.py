@@ -94,6 +94,29 @@ def umap_like_coords(view: LevelView, seed: int = 0, outliers: int = 6) -> tuple
     return out[0], out[1]
 
 
+def disparate_coords(view: LevelView, seed: int = 5) -> tuple[np.ndarray, np.ndarray]:
+    """Two layouts that share little (char-tfidf vs minilm: Procrustes disparity above 0.9).
+
+    The second places the classes' blobs at random, seven times further apart, so a
+    Procrustes fit can match neither position nor scale.
+    """
+    a, _ = umap_like_coords(view, outliers=0)
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(scale=30.0, size=(len(view.classes), 2))
+    b = centres[rng.permutation(len(view.classes))][view.labels] + rng.normal(scale=2.0, size=(len(view.names), 2))
+    return a, b
+
+
+def small_gains(tree: Tree, seed: int = 2) -> np.ndarray:
+    """Gains of +0.03 to +0.15 per node, the largest (+0.18) on a small class (HP:0001608)."""
+    gains = np.random.default_rng(seed).uniform(0.03, 0.15, len(tree))
+    gains[0] = 0.08
+    ids = list(tree.nodes["id"])
+    if "HP:0001608" in ids:
+        gains[ids.index("HP:0001608")] = 0.18
+    return gains
+
+
 def neighbour_rows(codes: str = "hpo", k: int = 10, compared: bool = True, seed: int = 0) -> list[dict]:
     """``k`` ranking rows as :func:`bioviz.search.neighbours.rank_neighbours` returns them."""
     rng = np.random.default_rng(seed)
