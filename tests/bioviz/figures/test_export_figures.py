@@ -157,3 +157,27 @@ def test_movement_with_a_few_shot_split_still_colours_the_many_unsplit_arrows_by
     legend = " ".join(t.name for t in fig.data if t.showlegend is not False)
     assert "not in the split" not in legend
     assert colour_by(np.array(["train", "test", "unused"], dtype=object), np.arange(3)) == "split part"
+
+
+def test_hierarchy_colour_scale_is_symmetric_and_fitted_to_small_gains():
+    from bioviz.figures import hierarchy_figure
+    from bioviz.views.hierarchy import largest_gain_node
+    from tests.bioviz.figures.figure_samples import hpo_tree, hpo_view, small_gains
+
+    view = hpo_view(names_per_class=5)
+    tree = hpo_tree(view, depth=1)
+    gains = small_gains(tree)
+    fig = hierarchy_figure(tree, gains, "treemap", "Hierarchy", "24 nodes")
+    marker = fig.data[0].marker
+    assert marker.cmin == -marker.cmax and marker.cmid == 0
+    assert 0.18 <= marker.cmax <= 0.2  # fitted to +0.03..+0.18, not a fixed ±0.4
+    caption = " ".join(plain(a.text) for a in fig.layout.annotations)
+    assert "largest gains: Abnormality of the voice +0.180" in caption
+    assert largest_gain_node(tree, gains) == "HP:0001608"
+    assert largest_gain_node(tree, None) == tree.root
+    # a node that is not drawn when the figure opens does not set the scale
+    deep = hpo_tree(view, depth=2)
+    values = small_gains(deep)
+    values[-1] = 0.9
+    fig = hierarchy_figure(deep, values, "treemap", "Hierarchy", max_depth=2)
+    assert fig.data[0].marker.cmax < 0.5
