@@ -50,8 +50,8 @@ def arrow_groups(view: LevelView, part_of: np.ndarray, labels: np.ndarray, arrow
                 for part in PARTS if (part_of[arrows] == part).any()]
     colours = class_colours(view.classes)
     present = sorted(set(labels[arrows].tolist()), key=lambda c: -int((labels[arrows] == c).sum()))
-    return [(f"{view.classes[c]} {view.class_labels[c]}", colours[view.classes[c]], arrows[labels[arrows] == c])
-            for c in present]
+    # The class's name alone: its code is in the hover, and a legend of codes says little.
+    return [(view.class_labels[c], colours[view.classes[c]], arrows[labels[arrows] == c]) for c in present]
 
 
 def movement_figure(view: LevelView, movement: Movement, coords_a: np.ndarray, coords_b: np.ndarray,
@@ -132,7 +132,8 @@ def movement_figure(view: LevelView, movement: Movement, coords_a: np.ndarray, c
         ])
         # The legend would draw the first arrowhead at its own angle: a proxy entry points right.
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines+markers",
-                                 name=f"{shorten(name, entry_px - 40, LEGEND_FONT)} ({len(chosen)})",
+                                 name=f"{shorten(name, entry_px - text_width(' (000)', LEGEND_FONT), LEGEND_FONT)} "
+                                      f"({len(chosen)})",
                                  legendgroup=part, line={"color": colour, "width": 1.3}, hoverinfo="skip",
                                  marker={"symbol": "arrow", "angle": 90, "size": 9, "color": colour}))
         fig.add_trace(go.Scatter(
@@ -154,7 +155,7 @@ def movement_figure(view: LevelView, movement: Movement, coords_a: np.ndarray, c
                           f"to their aligned {shorten(model_b, 240, t['caption_size'])} position, coloured by "
                           f"{'class' if by_class else 'split part'} · grey: every measured name under the compared model · moved = distance over the "
                           f"baseline layout's RMS radius")
-    columns = max(1, int(plot_px // (entry_px + 40)))
+    columns = max(1, int(plot_px // (entry_px + 48)))  # the arrow symbol and plotly's padding on top
     # One more entry (the measured names); with columns a spare row, as plotly may wrap sooner.
     legend_px = 10 + LEGEND_ROW_PX * (int(np.ceil((len(groups) + 1) / columns)) + (1 if columns > 1 else 0))
     apply_theme(fig, title, caption, width=width, margin={"l": SIDE, "r": SIDE, "b": legend_px + 12}, top=16,
@@ -171,9 +172,9 @@ def movement_figure(view: LevelView, movement: Movement, coords_a: np.ndarray, c
 
 
 def _entry_px(names: list[str], plot_px: float) -> float:
-    """Pixels of text per legend entry: the longest name's, at most a quarter of the plot."""
+    """Pixels of text per legend entry: the longest name's, at most a third of the plot."""
     longest = max((text_width(n, LEGEND_FONT) for n in names), default=100.0)
-    return float(min(longest + 40, plot_px / 4 - 40))
+    return float(min(longest + 8, plot_px / 3 - 48))
 
 
 def _number(value: float) -> str:

@@ -170,8 +170,9 @@ def _group_legend(fig: go.Figure, groups, colour_order: list[str] | None, group_
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=shorten(name, entry_px, TICK_SIZE),
                                  marker={"symbol": "square", "size": 11, "color": class_colour(group, order)},
                                  hoverinfo="skip", showlegend=True))
-    fig.update_layout(legend={"orientation": "v" if columns == 1 else "h", "entrywidth": entry_px,
-                              "entrywidthmode": "pixels",
+    # Horizontal even with one column: a vertical legend below the plot would push the plot
+    # area aside (plotly reserves a margin for it); an entry as wide as the row is one a line.
+    fig.update_layout(legend={"orientation": "h", "entrywidth": entry_px, "entrywidthmode": "pixels",
                               "font": {"size": TICK_SIZE}, "tracegroupgap": 0, "title": {"text": ""}})
     # Columns: plotly may wrap an entry sooner than measured; a spare row keeps the caption clear.
     return math.ceil(len(present) / columns) + (1 if columns > 1 else 0)

@@ -249,7 +249,7 @@ def test_movement_figure_text_stays_on_the_canvas_and_apart(measured_movement):
     assert "train (" in legend and "measured names (" in legend
     # outside a split: by class, never one grey "not in the split"
     legend = " ".join(t["text"] for t in measured_movement["movement-classes"]["texts"] if t["kind"] == "legendtext")
-    assert "HP:" in legend and "not in the split" not in legend
+    assert "Abnormality of" in legend and "not in the split" not in legend
 
 
 def test_no_text_leaves_the_canvas_or_overlaps(measured):

@@ -120,7 +120,7 @@ def test_movement_arrows_outside_a_split_are_coloured_by_class():
     assert len(colours) > 5 and colours <= set(class_colours(view.classes).values())
     assert sum(len(h.x) for h in heads) == 150
     legend = " ".join(t.name for t in fig.data if t.showlegend is not False)
-    assert "not in the split" not in legend and "HP:" in legend
+    assert "not in the split" not in legend and "Abnormality of" in legend
     assert "coloured by class" in " ".join(a.text for a in fig.layout.annotations)
 
 
