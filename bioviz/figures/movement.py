@@ -153,7 +153,8 @@ def movement_figure(view: LevelView, movement: Movement, coords_a: np.ndarray, c
     title = title or (f"What training moved · {model_a} → {model_b} · {view.title}")
     caption = caption or (f"Arrows: {shown} names from their {shorten(model_a, 240, t['caption_size'])} position "
                           f"to their aligned {shorten(model_b, 240, t['caption_size'])} position, coloured by "
-                          f"{'class' if by_class else 'split part'} · grey: every measured name under the compared model · moved = distance over the "
+                          f"{'class' if by_class else 'split part'} · grey: every measured name under the compared "
+                          "model · moved = distance over the "
                           f"baseline layout's RMS radius")
     columns = max(1, int(plot_px // (entry_px + 48)))  # the arrow symbol and plotly's padding on top
     # One more entry (the measured names); with columns a spare row, as plotly may wrap sooner.

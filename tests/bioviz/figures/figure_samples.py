@@ -343,7 +343,7 @@ def issue_cases(view: LevelView, full: int, column: int) -> list[tuple[str, obje
         ("projection-one", projection_map_figure(view, rows, coords_a, "char-tfidf", contours=True,
                                                  caption="UMAP 2D (cosine) · seed 0"), full),
         ("treemap-small-gains", hierarchy_figure(tree, small_gains(tree), "treemap", "Hierarchy · minilm vs char-tfidf",
-                                                 "24 nodes · size = names · colour = class-retrieval mAP gain"), column),
+                                                 "24 nodes · size = names · colour = mAP gain"), column),
         ("movement-classes", movement_sample(view, coords_a, aligned, unused, "minilm"), full),
         ("similarity-alike", similarity_figures(comparison, "typed", colour_order=["III", "IV", "XVIII"],
                                                 group_labels=dict(ICD10_CHAPTERS))["pair"], full),
