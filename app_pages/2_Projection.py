@@ -193,16 +193,19 @@ def draw(pair, preview: bool = False) -> None:
 
 figure_slot = st.empty()
 with figure_slot.container():
-    umap_pending = params.method == "umap" and not pair_is_cached(space_a, space_b, view.labels, params)
+    umap_pending = params.method == "umap" and not pair_is_cached(space_a, space_a if one_model else space_b,
+                                                                  view.labels, params)
     if umap_pending:
         # PCA takes a second: show it while UMAP runs, then replace it.
         preview = preview_params(params)
         rows, pca_a = cache.projection(model_a, level, astuple(preview))
-        _, pca_b = cache.projection(model_b, level, astuple(preview))
+        # One model: the compared layout is neither computed nor drawn.
+        pca_b = pca_a if one_model else cache.projection(model_b, level, astuple(preview))[1]
         draw(align_pair(rows, pca_a, pca_b, preview), preview=True)
     # Each layout shows its own bar (its steps and the time left) while it computes.
     rows, coords_a = cache.projection(model_a, level, astuple(params), _label=f"{method_label} · {label_a}")
-    _, coords_b = cache.projection(model_b, level, astuple(params), _label=f"{method_label} · {label_b}")
+    coords_b = coords_a if one_model else cache.projection(model_b, level, astuple(params),
+                                                           _label=f"{method_label} · {label_b}")[1]
 pair = align_pair(rows, coords_a, coords_b, params)
 with figure_slot.container():
     draw(pair)
