@@ -98,10 +98,17 @@ if view is None:
 stats = view.stats()
 per_class = stats["names_per_class"]
 st.subheader(md(view.title))
-metric_row([("Classes", f"{stats['classes']:,}"), ("Names", f"{stats['names']:,}"),
-            ("Hypernym names", f"{stats['hypernym_names']:,}"), ("Ambiguous dropped", f"{stats['ambiguous_dropped']:,}"),
-            ("Names / class (min–max)", f"{per_class['min']:,}–{per_class['max']:,}"),
-            ("Mean ± stdev", f"{per_class['mean']:.0f} ± {per_class['stdev']:.0f}")])
+# Plain words on the tiles; the technical term is in the help.
+metric_row([("Classes", stats["classes"]), ("Names", stats["names"]),
+            ("Class names", stats["hypernym_names"],
+             {"help": "Hypernym names: the class concepts' own names and synonyms, ranked in the hypernym task"}),
+            ("Names in 2+ classes", stats["ambiguous_dropped"],
+             {"help": "Ambiguous names dropped: a name found under two or more classes is left out of the level "
+                      "(the sidebar can keep them)"}),
+            ("Class sizes", f"{per_class['min']:,}–{per_class['max']:,}",
+             {"help": "Names in the smallest and in the largest class"}),
+            ("Mean size", f"{per_class['mean']:,.0f} ± {per_class['stdev']:,.0f}",
+             {"help": "Mean ± standard deviation of the names per class"})])
 notes = []
 if stats["removed_cycles"]:
     notes.append(f"{stats['removed_cycles']} cyclic edges removed")
@@ -119,7 +126,7 @@ table, split_col = st.columns([3, 2])
 with table:
     st.markdown("**Classes**")
     frame = pd.DataFrame(view.class_table())
-    st.dataframe(frame, hide_index=True, width="stretch", height=320)
+    st.dataframe(frame.style.format(thousands=","), hide_index=True, width="stretch", height=320)
     st.download_button("Download classes (CSV)", frame_to_csv(frame), "classes.csv", "text/csv")
 with split_col:
     st.markdown("**Few-shot split preview**")
@@ -128,8 +135,8 @@ with split_col:
     try:
         split = SplitSpec(shots=int(shots), seed=int(seed)).make(view)
         sizes = split.sizes()
-        st.dataframe(pd.DataFrame({"count": [sizes[key] for key in SPLIT_ROWS]}, index=list(SPLIT_ROWS.values())),
-                     width="stretch")
+        st.dataframe(pd.DataFrame({"count": [sizes[key] for key in SPLIT_ROWS]},
+                                  index=list(SPLIT_ROWS.values())).style.format("{:,}"), width="stretch")
         st.caption(split_caption(split, len(view.classes), len(view.names)))
         if split.short_classes:
             st.warning(f"{len(split.short_classes)} classes have fewer than {1 + 2 * int(shots)} names "

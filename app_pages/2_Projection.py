@@ -11,14 +11,15 @@ import streamlit as st
 
 from bioviz.csv_export import frame_to_csv
 from bioviz.errors import BiovizError, SplitError
-from bioviz.figures import projection_pair_figure, projection_table, selected_rows, separation_figure, slug
-from bioviz.figures.movement import MAX_ARROWS, movement_figure
+from bioviz.figures import (projection_map_figure, projection_pair_figure, projection_table, selected_rows,
+                            separation_figure, slug)
+from bioviz.figures.movement import MAX_ARROWS, colour_by, movement_figure
 from bioviz.figures.point_cloud import choose_renderer, pack_point_cloud, selected_view_rows
 from bioviz.figures.theme import part_colours
 from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.views.movement import DEFAULT_K, arrow_rows, movers_table, part_summary
 from bioviz.views.projection import ProjectionParams, align_pair, pair_is_cached, preview_params
-from bioviz.models.runs import is_run_dir, model_labels, run_mtime
+from bioviz.models.runs import is_run_dir, model_labels, run_mtime, trained_from
 from bioviz.views.separation import MEASURES
 from ui import cache, compare, state
 from ui.markdown import md
@@ -29,7 +30,7 @@ model_a, model_b = state.chosen_models()
 fmt = compare.image_format()
 
 DEFAULTS = {"method": "umap", "dims": 2, "nn": 15, "md": 0.1, "cap": 10_000, "shots": DEFAULT_SPLIT.shots,
-            "measure": "map", "hl": [], "map": False, "mv_class": "", "mv_n": 150}
+            "measure": "map", "hl": [], "map": False, "mv_class": "", "mv_n": 150, "one": False}
 # The widgets' bounds, also the bounds of a link's values.
 # The cap goes to millions: above 100k points the point-cloud renderer draws (plotly below).
 BOUNDS = {"nn": (2, 100), "md": (0.0, 0.99), "cap": (10, 5_000_000), "shots": (1, 500), "mv_n": (10, MAX_ARROWS)}
@@ -85,13 +86,14 @@ if view is not None:
     if st.session_state["mv_class"] not in ("", *view.classes):
         st.session_state["mv_class"] = ""
     class_names = dict(zip(view.classes, view.class_labels))
-    left, right = st.columns([4, 1.3])
+    left, right, alone = st.columns([4, 1.3, 1])
     left.multiselect("Highlight classes", view.classes, key="hl", format_func=lambda c: f"{c} · {class_names[c]}",
                      placeholder="All classes in colour",
                      help="Draw these classes in colour and grey the rest, so a few classes stand out")
     right.toggle("Ontology-labelled map", key="map", disabled=st.session_state["dims"] == 3,
                  help="Contours holding half of each class's names, and the class's name (from the ontology) at its "
                       "density peak, so the figure explains itself without a legend (2-D)")
+    alone.toggle("One model", key="one", help="A map of the baseline model alone (one panel, no alignment)")
 url = compare.url_values(DEFAULTS)
 url.update({key: ",".join(st.session_state[key]) for key in LIST_KEYS})
 state.sync_url(**url)
@@ -129,6 +131,7 @@ highlight = st.session_state.get(SELECTED, np.zeros(0, dtype=np.int64))
 method_label = params.method.upper()
 highlight_classes = list(st.session_state["hl"])
 labelled_map = bool(st.session_state["map"]) and params.n_components == 2
+one_model = bool(st.session_state["one"])
 
 
 def draw_cloud(pair, title: str, name: str, why: str, preview: bool) -> None:
@@ -166,13 +169,19 @@ def draw(pair, preview: bool = False) -> None:
         why = f"{len(pair.rows):,} points per panel in 3-D: drawn with plotly (the point-cloud renderer is 2-D)"
     if not preview:
         st.caption(f"Renderer: {why}.")
+    if one_model:
+        caption = caption.replace(f" · Procrustes disparity {pair.disparity:.3f}", "")
+        title = title.replace(f" vs {label_b}", "")
     key = cache.digest(state.selection(), label_a, label_b, pair.rows, pair.coords_a, pair.coords_b, parts,
-                       highlight, caption, title, ",".join(highlight_classes), labelled_map)
-    fig = cache.figure(key, lambda: projection_pair_figure(
-        view, pair.rows, pair.coords_a, pair.coords_b, label_a, label_b, parts, highlight,
-        pair.params.method.upper(), caption, title, highlight_classes=highlight_classes or None,
-        contours=labelled_map))
-    name = slug(pair.params.method, label_a, "vs", label_b, view.source.split()[0], f"d{view.depth}")
+                       highlight, caption, title, ",".join(highlight_classes), labelled_map, one_model)
+    options = dict(highlight=highlight, method=pair.params.method.upper(), caption=caption, title=title,
+                   highlight_classes=highlight_classes or None, contours=labelled_map)
+    fig = cache.figure(key, lambda: projection_map_figure(view, pair.rows, pair.coords_a, label_a, parts, **options)
+                       if one_model else projection_pair_figure(view, pair.rows, pair.coords_a, pair.coords_b,
+                                                                label_a, label_b, parts, disparity=pair.disparity,
+                                                                **options))
+    name = (slug(pair.params.method, label_a, view.source.split()[0], f"d{view.depth}") if one_model else
+            slug(pair.params.method, label_a, "vs", label_b, view.source.split()[0], f"d{view.depth}"))
     if preview:
         st.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
         return
@@ -185,16 +194,19 @@ def draw(pair, preview: bool = False) -> None:
 
 figure_slot = st.empty()
 with figure_slot.container():
-    umap_pending = params.method == "umap" and not pair_is_cached(space_a, space_b, view.labels, params)
+    umap_pending = params.method == "umap" and not pair_is_cached(space_a, space_a if one_model else space_b,
+                                                                  view.labels, params)
     if umap_pending:
         # PCA takes a second: show it while UMAP runs, then replace it.
         preview = preview_params(params)
         rows, pca_a = cache.projection(model_a, level, astuple(preview))
-        _, pca_b = cache.projection(model_b, level, astuple(preview))
+        # One model: the compared layout is neither computed nor drawn.
+        pca_b = pca_a if one_model else cache.projection(model_b, level, astuple(preview))[1]
         draw(align_pair(rows, pca_a, pca_b, preview), preview=True)
     # Each layout shows its own bar (its steps and the time left) while it computes.
     rows, coords_a = cache.projection(model_a, level, astuple(params), _label=f"{method_label} · {label_a}")
-    _, coords_b = cache.projection(model_b, level, astuple(params), _label=f"{method_label} · {label_b}")
+    coords_b = coords_a if one_model else cache.projection(model_b, level, astuple(params),
+                                                           _label=f"{method_label} · {label_b}")[1]
 pair = align_pair(rows, coords_a, coords_b, params)
 with figure_slot.container():
     draw(pair)
@@ -237,8 +249,9 @@ def show_movement() -> None:
     title = f"What training moved · {label_a} → {label_b} · {view.title}"
     measured = (f"{len(moved.rows):,} of the {len(pair.rows):,} names measured (a class-stratified sample)"
                 if len(moved.rows) < len(pair.rows) else f"all {len(moved.rows):,} names measured")
+    coloured = colour_by(parts[moved.rows] if parts is not None else np.full(len(moved.rows), "unused"), arrows)
     caption = (f"{len(arrows):,} {whose}: arrows from the {label_a} position to the aligned {label_b} position, "
-               f"coloured by split part · grey: the measured names under {label_b} · {measured} · "
+               f"coloured by {coloured} · grey: the measured names under {label_b} · {measured} · "
                f"{pair.params.caption()}<br>{marks_caption}")
     key = cache.digest(state.selection(), label_a, label_b, moved.rows, moved_a, moved_b, parts, arrows, title,
                        caption)
@@ -262,7 +275,14 @@ def show_movement() -> None:
                  width="stretch", height=320)
 
 
-if params.n_components == 2:
+if one_model:
+    st.stop()  # what moved and per-class separation compare two models
+# Only a run against a model it was trained from: between unrelated models nothing was trained.
+trained = trained_from(model_b, model_a) or trained_from(model_a, model_b)
+if not trained:
+    st.caption(f"What training moved: shown when one model is a run trained from the other ({md(label_b)} was not "
+               f"trained from {md(label_a)}).")
+elif params.n_components == 2:
     show_movement()
 else:
     st.caption("What training moved: switch to 2D to see each name's move between the two layouts.")

@@ -12,7 +12,8 @@ from bioviz.errors import BiovizError
 from bioviz.figures import hierarchy_figure, hypernym_ranking_figure, slug
 from bioviz.figures.hierarchy import KINDS
 from bioviz.views.hierarchy import (MAX_DRAWN_NODES, MAX_LISTED_NAMES, MAX_MENTIONS, MAX_NODE_OPTIONS, drawn_part,
-                                    hypernym_candidates, hypernym_ranking, nearest, node_scores, search_nodes)
+                                    hypernym_candidates, hypernym_ranking, largest_gain_node, nearest, node_scores,
+                                    search_nodes)
 from bioviz.ontology import DEFAULT_SPLIT
 from ui import cache, compare, state
 from ui.markdown import md
@@ -43,8 +44,24 @@ except BiovizError as error:
     st.stop()
 node_ids = list(tree.nodes["id"])
 labels = dict(zip(tree.nodes["id"], tree.nodes["label"]))
+# Scored before the widgets: the default node is the class the compared model improved most.
+SEPARATION_NAMES = 5_000  # both measures compare every pair of names: a class-stratified sample of the level
+try:
+    space_a = cache.view_space(model_a, level)
+    space_b = cache.view_space(model_b, level)
+    label_a, label_b = model_labels([model_a, model_b])  # read afresh: a renamed run is titled by its new name
+    values, sep = None, None
+    if st.session_state["colour"] != "none":
+        sample = min(SEPARATION_NAMES, len(view.names))
+        with st.spinner(f"Scoring each class under both models ({COLOURS[st.session_state['colour']]} on a "
+                        f"{sample:,}-name sample)…"):
+            sep = cache.separation(model_a, model_b, level, st.session_state["colour"], SEPARATION_NAMES, 0)
+        values = node_scores(tree, sep.table["gain"].to_numpy(), view.class_sizes())
+except BiovizError as error:
+    st.error(md(error))
+    st.stop()
 if st.session_state["node"] not in labels:
-    st.session_state["node"] = tree.root
+    st.session_state["node"] = largest_gain_node(tree, values)
 
 cols = st.columns([1.4, 1.3, 1, 2.3])
 cols[0].radio("Drawing", list(KINDS), key="kind", horizontal=True)
@@ -83,21 +100,6 @@ def on_row() -> None:
 
 state.sync_url(**compare.url_values(["kind", "colour", "levels", "node"]))
 
-SEPARATION_NAMES = 5_000  # both measures compare every pair of names: a class-stratified sample of the level
-try:
-    space_a = cache.view_space(model_a, level)
-    space_b = cache.view_space(model_b, level)
-    label_a, label_b = model_labels([model_a, model_b])  # read afresh: a renamed run is titled by its new name
-    values, sep = None, None
-    if st.session_state["colour"] != "none":
-        sample = min(SEPARATION_NAMES, len(view.names))
-        with st.spinner(f"Scoring each class under both models ({COLOURS[st.session_state['colour']]} on a "
-                        f"{sample:,}-name sample)…"):
-            sep = cache.separation(model_a, model_b, level, st.session_state["colour"], SEPARATION_NAMES, 0)
-        values = node_scores(tree, sep.table["gain"].to_numpy(), view.class_sizes())
-except BiovizError as error:
-    st.error(md(error))
-    st.stop()
 
 node = st.session_state["node"]
 value_label = COLOURS[st.session_state["colour"]] if values is not None else "gain"

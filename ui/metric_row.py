@@ -12,7 +12,15 @@ def metric_row(metrics: list[tuple]) -> None:
     ----------
     metrics : list of tuple
         ``(label, value)`` or ``(label, value, options)``, ``options`` being ``st.metric``'s
-        keyword arguments (``help``, ``delta`` ...). Labels are the app's own text.
+        keyword arguments (``help``, ``delta`` ...). Labels are the app's own text; a number
+        is shown with thousands separators (:func:`shown`).
     """
     for column, (label, value, *options) in zip(st.columns(len(metrics)), metrics):
-        column.metric(label, value, **(options[0] if options else {}))
+        column.metric(label, shown(value), **(options[0] if options else {}))
+
+
+def shown(value) -> str:
+    """A tile's value: whole numbers with thousands separators (12,345), text as given."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    return f"{value:,}" if float(value).is_integer() else f"{value:,.3f}"

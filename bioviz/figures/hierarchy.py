@@ -23,6 +23,37 @@ LABEL_SIZE = 12
 MARK_LINE = "#111111"  # outline of a class opened on its own, among its siblings
 
 
+def colour_bound(values: np.ndarray, shown: list[int] | None = None) -> float:
+    """Half the colour range: the largest absolute value among the ``shown`` nodes, rounded up.
+
+    Fitted to what is drawn (gains of +0.03 to +0.18 get a scale of ±0.18, not one every box
+    is pale on), symmetric about 0 so white stays "no change"; at least 0.01.
+
+    >>> colour_bound(np.array([0.03, 0.181, np.nan, -0.05]))
+    0.19
+    >>> colour_bound(np.array([0.9, 0.03, 0.12]), shown=[1, 2])
+    0.12
+    """
+    values = np.asarray(values, dtype=float)
+    if shown is not None and len(shown):
+        values = values[np.asarray(shown, dtype=np.int64)]
+    finite = np.abs(values[np.isfinite(values)])
+    if not len(finite):
+        return 1.0
+    return float(max(0.01, np.ceil(finite.max() * 100 - 1e-9) / 100))
+
+
+def _with_largest(caption: str | None, values: np.ndarray, labels: list[str], shown: list[int],
+                  value_label: str, count: int = 3) -> str | None:
+    """``caption`` with the largest gains among the shown nodes named: a small box may be too small to label."""
+    rows = [i for i in shown if np.isfinite(values[i])] or [i for i in range(len(values)) if np.isfinite(values[i])]
+    best = sorted(rows, key=lambda i: -values[i])[:count]
+    if not best or "gain" not in value_label:
+        return caption
+    named = ", ".join(f"{shorten(labels[i], 220, LABEL_SIZE)} {values[i]:+.3f}" for i in best)
+    return f"{caption}<br>largest gains: {named}" if caption else f"largest gains: {named}"
+
+
 def hierarchy_figure(
     tree: Tree,
     values: np.ndarray | None = None,
@@ -82,10 +113,14 @@ def hierarchy_figure(
     if focus and focus in ids and focus not in has_children and focus != tree.root:
         opened, marked = parents[ids.index(focus)], focus
     depth = -1 if not max_depth or max_depth < 0 else max(2, int(max_depth))
+    # Text fitted to the boxes drawn when the figure opens (the plot area estimated from the
+    # margins apply_theme sets); nodes drawn only after a click get their name on two lines.
+    right = 90 if values is not None else 12
+    plot_w, plot_h = width - 12 - right, height - 70 - (40 if caption else 0)
+    boxes = node_boxes(kind, ids, parents, nodes["names"].to_numpy(), opened, depth, plot_w, plot_h, LABEL_SIZE)
     if values is not None:
         values = np.asarray(values, dtype=float)
-        finite = values[np.isfinite(values)]
-        bound = float(max(0.02, np.abs(finite).max())) if len(finite) else 1.0
+        bound = colour_bound(values, sorted(boxes))
         shown = np.where(np.isfinite(values), values, 0.0)
         marker = {
             "colors": shown, "colorscale": t["diverging"] + "_r", "cmin": -bound, "cmax": bound, "cmid": 0.0,
@@ -99,11 +134,6 @@ def hierarchy_figure(
         value_text = [""] * len(nodes)
     marker["line"] = {"width": [3 if nid == marked else 1 for nid in ids],
                       "color": [MARK_LINE if nid == marked else "#ffffff" for nid in ids]}
-    # Text fitted to the boxes drawn when the figure opens (the plot area estimated from the
-    # margins apply_theme sets); nodes drawn only after a click get their name on two lines.
-    right = 90 if values is not None else 12
-    plot_w, plot_h = width - 12 - right, height - 70 - (40 if caption else 0)
-    boxes = node_boxes(kind, ids, parents, nodes["names"].to_numpy(), opened, depth, plot_w, plot_h, LABEL_SIZE)
     text = []
     for i, (nid, label) in enumerate(zip(ids, labels)):
         if i in boxes:
@@ -130,6 +160,8 @@ def hierarchy_figure(
     else:
         trace = go.Treemap(**common, pathbar={"visible": True})
     fig = go.Figure(trace)
+    if values is not None:
+        caption = _with_largest(caption, values, labels, sorted(boxes), value_label)
     apply_theme(fig, title, caption, height=height, width=width, margin={"l": 12, "r": 12, "b": 12}, top=12,
                 caption_offset=8)
     # Text that would have to shrink below a legible size is hidden (hover still names every node).

@@ -3,8 +3,9 @@
 One panel in the baseline layout's frame. Every measured name is a faint grey dot where the
 compared model puts it; the names chosen for arrows (a class's, or the furthest moved) get a
 line from their baseline position to their compared position and an arrowhead there,
-coloured by split part (train / validation / test / zero-shot / not in the split), so one
-can see whether names the run never trained on moved with their class. Arrows are capped
+coloured by split part (train / validation / test / zero-shot) when the arrows' names are in
+a split, so one can see whether names the run never trained on moved with their class, and
+by class otherwise (one grey "not in the split" for every arrow would say nothing). Arrows are capped
 (:data:`MAX_ARROWS`): a few hundred are legible, thousands are a smear.
 """
 
@@ -14,8 +15,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from bioviz.figures.density import bulk_range
-from bioviz.figures.text import shorten
-from bioviz.figures.theme import apply_theme, part_colours, theme
+from bioviz.figures.text import shorten, text_width
+from bioviz.figures.theme import apply_theme, class_colours, part_colours, theme
 from bioviz.ontology.levels import LevelView
 from bioviz.views.movement import PARTS, Movement
 
@@ -23,7 +24,34 @@ MAX_ARROWS = 400
 PART_NAMES = {"train": "train", "validation": "validation", "test": "test", "zero-shot": "zero-shot class",
               "unused": "not in the split"}
 LEGEND_FONT = 12
+LEGEND_ROW_PX = 21
 SIDE = 20
+
+
+def colour_by(part_of: np.ndarray, arrows: np.ndarray) -> str:
+    """``"split part"`` when at least half the arrows' names are in the split, else ``"class"``.
+
+    A few-shot split holds a few names per class: of the furthest movers most are outside
+    it, and one grey "not in the split" for them would hide where each class went.
+    """
+    in_split = np.asarray([part != "unused" for part in part_of[arrows]], dtype=bool)
+    return "split part" if len(arrows) and in_split.mean() >= 0.5 else "class"
+
+
+def arrow_groups(view: LevelView, part_of: np.ndarray, labels: np.ndarray, arrows: np.ndarray
+                 ) -> list[tuple[str, str, np.ndarray]]:
+    """``(legend name, colour, positions)`` of the arrows, by split part or by class (:func:`colour_by`).
+
+    Parts in their fixed order; classes largest group first.
+    """
+    if colour_by(part_of, arrows) == "split part":
+        colours = part_colours()
+        return [(PART_NAMES[part], colours[part], arrows[part_of[arrows] == part])
+                for part in PARTS if (part_of[arrows] == part).any()]
+    colours = class_colours(view.classes)
+    present = sorted(set(labels[arrows].tolist()), key=lambda c: -int((labels[arrows] == c).sum()))
+    # The class's name alone: its code is in the hover, and a legend of codes says little.
+    return [(view.class_labels[c], colours[view.classes[c]], arrows[labels[arrows] == c]) for c in present]
 
 
 def movement_figure(view: LevelView, movement: Movement, coords_a: np.ndarray, coords_b: np.ndarray,
@@ -68,7 +96,8 @@ def movement_figure(view: LevelView, movement: Movement, coords_a: np.ndarray, c
     rows = movement.rows
     part_of = (np.asarray(parts, dtype=object)[rows] if parts is not None
                else np.full(len(rows), "unused", dtype=object))
-    colours = part_colours()
+    groups = arrow_groups(view, part_of, view.labels[rows], arrows)
+    by_class = colour_by(part_of, arrows) == "class"
     # Axes fit the bulk of both layouts; a far outlier's arrow runs off the edge (clipped).
     stacked = np.vstack([coords_a, coords_b])
     ranges = [list(bulk_range(stacked[:, d])) for d in range(2)]
@@ -77,11 +106,10 @@ def movement_figure(view: LevelView, movement: Movement, coords_a: np.ndarray, c
         x=coords_b[:, 0], y=coords_b[:, 1], mode="markers", name=f"measured names ({len(rows):,})",
         marker={"color": t["other_classes"], "size": 4, "opacity": 0.5}, hoverinfo="skip", showlegend=True,
     ))
-    for part in PARTS:
-        chosen = arrows[part_of[arrows] == part]
-        if not len(chosen):
-            continue
-        colour = colours[part]
+    plot_px = width - 2 * SIDE
+    entry_px = _entry_px([f"{name} (000)" for name, _, _ in groups], plot_px)
+    for name, colour, chosen in groups:
+        part = name  # the legend group
         start, end = coords_a[chosen], coords_b[chosen]
         # One trace of line segments (None between them) per part: a few traces, not one per arrow.
         xs = np.column_stack([start[:, 0], end[:, 0], np.full(len(chosen), np.nan)]).ravel()
@@ -103,19 +131,20 @@ def movement_figure(view: LevelView, movement: Movement, coords_a: np.ndarray, c
             [f"{movement.displacement[i]:.2f}" for i in chosen],
         ])
         # The legend would draw the first arrowhead at its own angle: a proxy entry points right.
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines+markers", name=f"{PART_NAMES[part]} ({len(chosen)})",
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines+markers",
+                                 name=f"{shorten(name, entry_px - text_width(' (000)', LEGEND_FONT), LEGEND_FONT)} "
+                                      f"({len(chosen)})",
                                  legendgroup=part, line={"color": colour, "width": 1.3}, hoverinfo="skip",
                                  marker={"symbol": "arrow", "angle": 90, "size": 9, "color": colour}))
         fig.add_trace(go.Scatter(
-            x=end[:, 0], y=end[:, 1], mode="markers", name=PART_NAMES[part], showlegend=False,
+            x=end[:, 0], y=end[:, 1], mode="markers", name=name, showlegend=False,
             legendgroup=part, customdata=customdata,
             marker={"symbol": "arrow", "angle": angles, "size": 9, "color": colour, "line": {"width": 0}},
             hovertemplate=("<b>%{customdata[1]}</b><br>%{customdata[2]} · %{customdata[3]}<br>"
-                           f"{PART_NAMES[part]} · moved %{{customdata[6]}} · same-class precision@{movement.k} "
+                           f"{name.replace('%', '%%')} · moved %{{customdata[6]}} · same-class precision@{movement.k} "
                            "%{customdata[4]} → %{customdata[5]}<extra></extra>"),
         ))
     spans = [hi - lo for lo, hi in ranges]
-    plot_px = width - 2 * SIDE
     plot_height = height or int(np.clip(plot_px * spans[1] / max(spans[0], 1e-9), 320, 640))
     fig.update_xaxes(range=ranges[0], showticklabels=False, zeroline=False, showgrid=False)
     fig.update_yaxes(range=ranges[1], showticklabels=False, zeroline=False, showgrid=False,
@@ -123,10 +152,13 @@ def movement_figure(view: LevelView, movement: Movement, coords_a: np.ndarray, c
     shown = len(arrows)
     title = title or (f"What training moved · {model_a} → {model_b} · {view.title}")
     caption = caption or (f"Arrows: {shown} names from their {shorten(model_a, 240, t['caption_size'])} position "
-                          f"to their aligned {shorten(model_b, 240, t['caption_size'])} position, coloured by split "
-                          f"part · grey: every measured name under the compared model · moved = distance over the "
+                          f"to their aligned {shorten(model_b, 240, t['caption_size'])} position, coloured by "
+                          f"{'class' if by_class else 'split part'} · grey: every measured name under the compared "
+                          "model · moved = distance over the "
                           f"baseline layout's RMS radius")
-    legend_px = 34
+    columns = max(1, int(plot_px // (entry_px + 48)))  # the arrow symbol and plotly's padding on top
+    # One more entry (the measured names); with columns a spare row, as plotly may wrap sooner.
+    legend_px = 10 + LEGEND_ROW_PX * (int(np.ceil((len(groups) + 1) / columns)) + (1 if columns > 1 else 0))
     apply_theme(fig, title, caption, width=width, margin={"l": SIDE, "r": SIDE, "b": legend_px + 12}, top=16,
                 caption_offset=legend_px + 8)
     total = int(fig.layout.margin.t + plot_height + fig.layout.margin.b)
@@ -134,10 +166,16 @@ def movement_figure(view: LevelView, movement: Movement, coords_a: np.ndarray, c
         height=total,
         legend={"orientation": "h", "x": 0.0, "y": 1 - (total - fig.layout.margin.b + 8) / total,
                 "yref": "container", "yanchor": "top", "xanchor": "left", "font": {"size": LEGEND_FONT},
-                "itemsizing": "constant"},
+                "itemsizing": "constant", "entrywidth": entry_px, "entrywidthmode": "pixels", "tracegroupgap": 0},
         hoverlabel={"font": {"size": 13}},
     )
     return fig
+
+
+def _entry_px(names: list[str], plot_px: float) -> float:
+    """Pixels of text per legend entry: the longest name's, at most a third of the plot."""
+    longest = max((text_width(n, LEGEND_FONT) for n in names), default=100.0)
+    return float(min(longest + 8, plot_px / 3 - 48))
 
 
 def _number(value: float) -> str:

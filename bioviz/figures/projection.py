@@ -40,8 +40,12 @@ LEGEND_FONT = 12
 LEGEND_ROW_PX = 21
 LABEL_FONT = 11           # class names written on the map
 LABEL_WIDTH_PX = 150
+LABEL_GAP_PX = 4          # kept free around each class name
 SPACING = 0.04            # between the panels, of the plot width
 SIDE = 20                 # left and right margins
+# Above this Procrustes disparity the layouts share too little for one scale to mean
+# anything: each panel gets axes fitted to its own points, and the caption says so.
+DISPARATE = 0.5
 
 
 def _ranges(coords: list[np.ndarray]) -> list[list[float]]:
@@ -67,9 +71,9 @@ def projection_pair_figure(
     view: LevelView,
     rows: np.ndarray,
     coords_a: np.ndarray,
-    coords_b: np.ndarray,
+    coords_b: np.ndarray | None,
     model_a: str,
-    model_b: str,
+    model_b: str | None,
     parts: np.ndarray | None = None,
     highlight: np.ndarray | None = None,
     method: str = "UMAP",
@@ -79,8 +83,9 @@ def projection_pair_figure(
     width: int | None = None,
     highlight_classes: list[str] | None = None,
     contours: bool = False,
+    disparity: float | None = None,
 ) -> go.Figure:
-    """Two aligned scatter panels of the same names under two models.
+    """Two aligned scatter panels of the same names under two models (one panel for one model).
 
     The axes fit the bulk of the points (:func:`bioviz.figures.density.bulk_range`): the few
     far outliers a UMAP leaves are drawn at the panel's edge, ringed, instead of squeezing
@@ -94,9 +99,10 @@ def projection_pair_figure(
     rows : numpy.ndarray
         Row indices into ``view.names`` of the plotted points.
     coords_a, coords_b : numpy.ndarray
-        ``(len(rows), 2 or 3)`` coordinates; ``coords_b`` already aligned to ``coords_a``.
+        ``(len(rows), 2 or 3)`` coordinates; ``coords_b`` already aligned to ``coords_a``,
+        or None for a map of one model (one panel, :func:`projection_map_figure`).
     model_a, model_b : str
-        Panel titles (baseline, compared).
+        Panel titles (baseline, compared; ``model_b`` None with one model).
     parts : numpy.ndarray, optional
         Split part per view row (``Split.part_of``); drawn as marker symbols.
     highlight : numpy.ndarray, optional
@@ -120,6 +126,9 @@ def projection_pair_figure(
         Draw, per class (the highlighted ones when given), the contour of the region holding
         half of its names, and write the class's name at its density peak (2-D only); the
         legend then lists no classes, the map names them.
+    disparity : float, optional
+        The pair's Procrustes disparity: above :data:`DISPARATE` each panel has axes fitted
+        to its own points (the caption says so), as one scale would squeeze one of them.
 
     Returns
     -------
@@ -131,20 +140,20 @@ def projection_pair_figure(
     width = width or t["export_width"]
     rows = np.asarray(rows, dtype=np.int64)
     # float32 is ample for drawing and halves the coordinates in the JSON sent to the browser.
-    coords_a, coords_b = np.asarray(coords_a, dtype=np.float32), np.asarray(coords_b, dtype=np.float32)
-    dims = coords_a.shape[1]
+    panels = [np.asarray(c, dtype=np.float32) for c in (coords_a, coords_b) if c is not None]
+    dims = panels[0].shape[1]
     three_d = dims == 3
-    ranges = _ranges([coords_a, coords_b])
-    outside = {1: ~_inside(coords_a, ranges), 2: ~_inside(coords_b, ranges)}
-    drawn = {1: _at_edge(coords_a, ranges), 2: _at_edge(coords_b, ranges)}
+    apart = len(panels) == 2 and disparity is not None and disparity > DISPARATE
+    # One scale for both panels, unless the layouts are too different to share one.
+    panel_ranges = [_ranges([c]) for c in panels] if apart else [_ranges(panels)] * len(panels)
+    outside = {col: ~_inside(c, r) for col, (c, r) in enumerate(zip(panels, panel_ranges), start=1)}
+    drawn = {col: _at_edge(c, r) for col, (c, r) in enumerate(zip(panels, panel_ranges), start=1)}
     spec = {"type": "scene"} if three_d else {"type": "xy"}
-    baseline_colour, compared_colour = pair_colours()
     plot_px = width - 2 * SIDE
-    panel_px = plot_px * (1 - SPACING) / 2
-    titles = [f"<span style='color:{colour}'>■</span> <b>{shorten(model, panel_px - 110, t['font_size'], bold=True)}"
-              f"</b> ({role})" for model, colour, role in ((model_a, baseline_colour, "baseline"),
-                                                           (model_b, compared_colour, "aligned"))]
-    fig = make_subplots(rows=1, cols=2, specs=[[spec, spec]], horizontal_spacing=SPACING, subplot_titles=titles)
+    panel_px = plot_px * (1 - SPACING) / 2 if len(panels) == 2 else plot_px
+    titles = _panel_titles(model_a, model_b if len(panels) == 2 else None, panel_px, apart, t)
+    fig = make_subplots(rows=1, cols=len(panels), specs=[[spec] * len(panels)], horizontal_spacing=SPACING,
+                        subplot_titles=titles)
     colours = class_colours(view.classes)
     chosen = set(highlight_classes or [])
     if chosen:
@@ -193,7 +202,7 @@ def projection_pair_figure(
     entries = _legend_entries(view, present, chosen, contours and not three_d, colours, t)
     entries += [(f"<i>{part}</i>", f"part-{part}", {"color": "#52606d", "size": 9, "symbol": symbols[part]})
                 for part in (shown_parts if parts is not None and len(shown_parts) > 1 else [])]
-    n_outside = int(outside[1].sum() + outside[2].sum())
+    n_outside = int(sum(out.sum() for out in outside.values()))
     if n_outside:
         entries.append((f"outside the view, drawn at its edge ({n_outside})", "outside",
                         {"color": "#52606d", "size": 9, "symbol": OUTSIDE_SYMBOL, "line": {"width": 1.5}}))
@@ -205,7 +214,7 @@ def projection_pair_figure(
         if group != "selected":
             fig.add_trace(legend_proxy(shorten(name, entry_px, LEGEND_FONT) if "<i>" not in name else name, group,
                                        marker), row=1, col=1)
-    for col in (1, 2):
+    for col in drawn:
         coords, out = drawn[col], outside[col]
         # One trace per class and split part, so symbol and size are single values: plotly
         # validates per-point symbol lists element by element, which dominates the build
@@ -242,29 +251,35 @@ def projection_pair_figure(
                                   showlegend=col == 1, marker=marker, customdata=customdata[selected],
                                   hovertemplate=hover("selected", "")), row=1, col=col)
     axis_names = [f"{method} {i + 1}" for i in range(dims)]
-    spans = [hi - lo for lo, hi in ranges]
-    panel_height = height or int(np.clip(panel_px * spans[1] / spans[0], 300, 720)) if not three_d else (height or 560)
+    # The tallest panel's shape sets the height (panels with their own axes differ in shape).
+    aspect = max((r[1][1] - r[1][0]) / max(r[0][1] - r[0][0], 1e-9) for r in panel_ranges)
+    panel_height = height or int(np.clip(panel_px * aspect, 300, 720)) if not three_d else (height or 560)
     if three_d:
-        for scene in ("scene", "scene2"):
-            fig.update_layout({scene: {
-                "xaxis": {"title": axis_names[0], "range": ranges[0], "showticklabels": False},
-                "yaxis": {"title": axis_names[1], "range": ranges[1], "showticklabels": False},
-                "zaxis": {"title": axis_names[2], "range": ranges[2], "showticklabels": False},
+        for col, r in enumerate(panel_ranges, start=1):
+            # Projection axes have no units: neither tick labels nor the gridlines they would name.
+            fig.update_layout({"scene" if col == 1 else f"scene{col}": {
+                **{f"{axis}axis": {"title": name, "range": r[i], "showticklabels": False, "showgrid": False}
+                   for i, (axis, name) in enumerate(zip("xyz", axis_names))},
                 "aspectmode": "cube",
             }})
     else:
-        # Projection axes have no units: no tick labels, and the method sits in the title.
-        fig.update_xaxes(range=ranges[0], showticklabels=False, zeroline=False)
-        fig.update_yaxes(range=ranges[1], showticklabels=False, zeroline=False)
-        # Same x/y scale within each panel, so distances are not stretched.
-        fig.update_yaxes(scaleanchor="x", scaleratio=1, row=1, col=1)
-        fig.update_yaxes(scaleanchor="x2", scaleratio=1, row=1, col=2)
-        if contours:
-            scale = min(panel_px / spans[0], panel_height / spans[1])  # pixels per map unit
-            for col in (1, 2):
-                _class_map(fig, col, drawn[col][~outside[col]], labels[~outside[col]], view, ranges, colours,
+        for col, r in enumerate(panel_ranges, start=1):
+            # Projection axes have no units: no tick labels, no gridlines; the method is in the title.
+            fig.update_xaxes(range=r[0], showticklabels=False, zeroline=False, showgrid=False, row=1, col=col)
+            # Same x/y scale within each panel, so distances are not stretched.
+            fig.update_yaxes(range=r[1], showticklabels=False, zeroline=False, showgrid=False,
+                             scaleanchor="x" if col == 1 else f"x{col}", scaleratio=1, row=1, col=col)
+            if contours:
+                panel_spans = [hi - lo for lo, hi in r]
+                scale = min(panel_px / panel_spans[0], panel_height / panel_spans[1])  # pixels per map unit
+                _class_map(fig, col, drawn[col][~outside[col]], labels[~outside[col]], view, r, colours,
                            chosen, scale)
-    title = title or f"{method} · {model_a} vs {model_b} · {view.title}"
+    if apart:
+        note = (f"layouts too different for one scale (Procrustes disparity {disparity:.3f}): "
+                "each panel has its own axes")
+        caption = f"{caption}<br>{note}" if caption else note
+    title = title or (f"{method} · {model_a} vs {model_b} · {view.title}" if len(panels) == 2
+                      else f"{method} · {model_a} · {view.title}")
     # The legend goes under the panels, so the two panels get the full width.
     legend_rows = int(np.ceil(len(entries) / columns)) if entries else 0
     legend_px = 10 + LEGEND_ROW_PX * legend_rows
@@ -285,6 +300,28 @@ def projection_pair_figure(
         hoverlabel={"font": {"size": 13}},
     )
     return fig
+
+
+def projection_map_figure(view: LevelView, rows: np.ndarray, coords: np.ndarray, model: str,
+                          parts: np.ndarray | None = None, **options) -> go.Figure:
+    """One model's map: a single panel of the level's names, coloured by class.
+
+    The pair figure with one panel (:func:`projection_pair_figure` with ``coords_b`` None);
+    ``options`` are that function's keyword arguments (``contours``, ``caption``, ...).
+    """
+    return projection_pair_figure(view, rows, coords, None, model, None, parts, **options)
+
+
+def _panel_titles(model_a: str, model_b: str | None, panel_px: float, apart: bool, t: dict) -> list[str]:
+    """Panel titles: the model's coloured square, its name cut to the panel, its role."""
+    baseline_colour, compared_colour = pair_colours()
+    if model_b is None:
+        return [f"<span style='color:{baseline_colour}'>■</span> "
+                f"<b>{shorten(model_a, panel_px - 110, t['font_size'], bold=True)}</b>"]
+    # "rotated": with axes of its own the compared panel is turned to match, not scaled.
+    return [f"<span style='color:{colour}'>■</span> <b>{shorten(model, panel_px - 110, t['font_size'], bold=True)}"
+            f"</b> ({role})" for model, colour, role in ((model_a, baseline_colour, "baseline"),
+                                                         (model_b, compared_colour, "rotated" if apart else "aligned"))]
 
 
 def _legend_entries(view: LevelView, present: list[int], chosen: set, map_labels: bool, colours: dict,
@@ -325,9 +362,10 @@ def _class_map(fig: go.Figure, col: int, coords: np.ndarray, labels: np.ndarray,
                ranges: list[list[float]], colours: dict, chosen: set, scale: float) -> None:
     """Each class's half-mass contour and its name at its density peak, on one panel.
 
-    Names are placed largest class first; a name that would cover one already placed moves
-    up or down by its height, and is left out (the hover and the contour still show the
-    class) when no place near its peak is free.
+    Names are placed largest class first (a greedy placement on measured text extents); a
+    name that would cover one already placed is nudged up, down or sideways by its size
+    (:func:`_nudges`), and is left out (the hover and the contour still show the class)
+    when no place near its peak is free.
     """
     suffix = "" if col == 1 else str(col)
     placed: list[tuple[float, float, float, float]] = []
@@ -346,17 +384,20 @@ def _class_map(fig: go.Figure, col: int, coords: np.ndarray, labels: np.ndarray,
             legendgroup=class_id, showlegend=False, name=class_id,
         ))
         text = wrap_html(view.class_labels[density.class_index], LABEL_WIDTH_PX, LABEL_FONT, max_lines=2)
-        w = (text_width(text, LABEL_FONT) + 8) / scale
-        h = (line_height(LABEL_FONT) * text_lines(text) + 6) / scale
+        # The box as drawn (text, padding and border) and a few pixels' gap, so fonts a
+        # little wider than the measured one still leave labels apart.
+        w = (text_width(text, LABEL_FONT) + 8 + LABEL_GAP_PX) / scale
+        h = (line_height(LABEL_FONT) * text_lines(text) + 6 + LABEL_GAP_PX) / scale
         px, py = density.peak
-        for dy in (0, h, -h, 2 * h, -2 * h):
-            box = (px - w / 2, py + dy - h / 2, px + w / 2, py + dy + h / 2)
+        for dx, dy in _nudges(w, h):
+            cx, cy = px + dx, py + dy
+            box = (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
             if box[0] < x0 or box[2] > x1 or box[1] < y0 or box[3] > y1:
                 continue
             if any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in placed):
                 continue
             placed.append(box)
-            notes.append({"text": text, "x": px, "y": py + dy, "xref": f"x{suffix}", "yref": f"y{suffix}",
+            notes.append({"text": text, "x": cx, "y": cy, "xref": f"x{suffix}", "yref": f"y{suffix}",
                           "showarrow": False, "font": {"size": LABEL_FONT, "color": theme()["text"]},
                           "bgcolor": "rgba(255,255,255,0.8)", "bordercolor": colour, "borderwidth": 1,
                           "borderpad": 2})
@@ -364,6 +405,12 @@ def _class_map(fig: go.Figure, col: int, coords: np.ndarray, labels: np.ndarray,
     fig.add_traces(traces, rows=1, cols=col)
     # Assigned whole: update_layout would walk every annotation's properties again (0.5 s).
     fig.layout.annotations = (*fig.layout.annotations, *(go.layout.Annotation(note) for note in notes))
+
+
+def _nudges(w: float, h: float) -> list[tuple[float, float]]:
+    """Offsets from a class's peak tried in turn for its name: on it, then a box away, then two."""
+    return [(0, 0), (0, h), (0, -h), (w * 0.6, 0), (-w * 0.6, 0), (0, 2 * h), (0, -2 * h),
+            (w * 0.6, h), (-w * 0.6, h), (w * 0.6, -h), (-w * 0.6, -h)]
 
 
 def selected_rows(selection: dict | None) -> np.ndarray:

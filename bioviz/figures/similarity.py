@@ -15,7 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from bioviz.figures.text import line_height, shorten, text_width
+from bioviz.figures.text import distinct_shortened, line_height, shorten, text_width, wrap_html
 from bioviz.figures.theme import apply_theme, class_colour, pair_colours, theme
 from bioviz.views.similarity import SimilarityComparison
 
@@ -25,6 +25,7 @@ LABEL_PX = 210          # longest term label
 COLORBAR_PX = 90
 VALUE_SIZES = (12, 11, 10)  # tried in turn; 10 px is the smallest value printed
 LEGEND_ROW_PX = 21
+MAX_LEGEND_LINES = 6    # groups listed one a line; more go into columns
 
 
 def _tick_labels(terms, groups, colour_order: list[str] | None = None, longest: float = LABEL_PX,
@@ -36,11 +37,12 @@ def _tick_labels(terms, groups, colour_order: list[str] | None = None, longest: 
     the sorted groups, so the colours do not change with the row order.
     """
     order = colour_order or sorted({g for g in groups if g})
-    out = []
-    for term, group in zip(terms, groups):
-        mark = f"<span style='color:{class_colour(group, order)}'>■</span> " if group else ""
-        out.append(mark + shorten(term, longest - (text_width("■ ", size) if group else 0), size))
-    return out
+    longest = np.broadcast_to(np.asarray(longest, dtype=float), (len(terms),))
+    rooms = [room - (text_width("■ ", size) if group else 0) for room, group in zip(longest, groups)]
+    # Shortened together, so two long terms that differ only at the end stay told apart.
+    labels = distinct_shortened(list(terms), rooms, size)
+    return [(f"<span style='color:{class_colour(group, order)}'>■</span> " if group else "") + label
+            for label, group in zip(labels, groups)]
 
 
 def shared_range(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
@@ -51,13 +53,25 @@ def shared_range(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
     return low, 1.0
 
 
-VALUE_FORMAT = "%{z:.2f}"
-SIGNED_FORMAT = "%{z:+.2f}"
+def cell_text(value: float, signed: bool = False) -> str:
+    """A cell's value as printed: two decimals, never "-0.00" (a rounding's sign says nothing).
+
+    >>> [cell_text(v) for v in (-0.001, 0.5)], cell_text(-0.004, signed=True), cell_text(0.25, signed=True)
+    (['0.00', '0.50'], '0.00', '+0.25')
+    """
+    text = f"{value:+.2f}" if signed else f"{value:.2f}"
+    return "0.00" if text.lstrip("+-") == "0.00" else text
 
 
 def _formatted(matrix, signed: bool = False) -> list[str]:
-    """The values as the cells print them (``VALUE_FORMAT`` / ``SIGNED_FORMAT``)."""
-    return [f"{v:+.2f}" if signed else f"{v:.2f}" for v in np.asarray(matrix, dtype=float).ravel()]
+    """The values as the cells print them (:func:`cell_text`), row by row."""
+    return [cell_text(v, signed) for v in np.asarray(matrix, dtype=float).ravel()]
+
+
+def _cells(matrix, signed: bool = False) -> np.ndarray:
+    """:func:`_formatted` in the matrix's shape, for a heatmap's ``text``."""
+    matrix = np.asarray(matrix, dtype=float)
+    return np.asarray(_formatted(matrix, signed), dtype=object).reshape(matrix.shape)
 
 
 def _value_size(cell_px: float, texts) -> int | None:
@@ -78,7 +92,7 @@ class _Grid:
     line, only every k-th label is written, so labels never run into each other.
     """
 
-    def __init__(self, terms, groups, colour_order, panel_px: float):
+    def __init__(self, terms, groups, colour_order, panel_px: float, right_px: float = COLORBAR_PX):
         n = max(len(terms), 1)
         self.cell_w = panel_px / n
         self.cell_h = min(max(self.cell_w, 16.0), 34.0)
@@ -93,6 +107,11 @@ class _Grid:
             self.column_angle = -90
             self.column_size = 11 if self.cell_w >= line_height(11) else 10
             longest = 150
+        if self.column_angle == -45:
+            # A 45° label runs right as far as it rises: the last columns' labels get only the
+            # room between their column and the figure's edge (the colour bar's margin).
+            room = ((n - np.arange(n) - 0.5) * self.cell_w + right_px) / math.cos(math.pi / 4)
+            longest = np.minimum(longest, room)
         column_step = math.ceil(line_height(self.column_size) * 0.9 / self.cell_w)
         self.column_ticks = _thinned(_tick_labels(terms, groups, colour_order, longest, self.column_size),
                                      column_step)
@@ -143,15 +162,20 @@ def _group_legend(fig: go.Figure, groups, colour_order: list[str] | None, group_
     order = colour_order or sorted(present)
     names = [f"{g} {group_labels[g]}" if group_labels and g in group_labels else g for g in present]
     longest = max(text_width(n, TICK_SIZE) for n in names)
-    columns = int(max(1, min(4, width // (longest + 60))))
+    # A few groups: one a line, so the legend's height is exactly its rows and the caption
+    # under it stays clear; many: in columns, each entry cut to its column.
+    columns = 1 if len(present) <= MAX_LEGEND_LINES else int(max(1, min(4, width // (longest + 60))))
     entry_px = width / columns - 60  # the square, its gap and plotly's padding come on top
     for group, name in zip(present, names):
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=shorten(name, entry_px, TICK_SIZE),
                                  marker={"symbol": "square", "size": 11, "color": class_colour(group, order)},
                                  hoverinfo="skip", showlegend=True))
+    # Horizontal even with one column: a vertical legend below the plot would push the plot
+    # area aside (plotly reserves a margin for it); an entry as wide as the row is one a line.
     fig.update_layout(legend={"orientation": "h", "entrywidth": entry_px, "entrywidthmode": "pixels",
                               "font": {"size": TICK_SIZE}, "tracegroupgap": 0, "title": {"text": ""}})
-    return math.ceil(len(present) / columns)
+    # Columns: plotly may wrap an entry sooner than measured; a spare row keeps the caption clear.
+    return math.ceil(len(present) / columns) + (1 if columns > 1 else 0)
 
 
 def _place_legend(fig: go.Figure, rows: int, height: float) -> None:
@@ -210,7 +234,7 @@ def similarity_heatmap(
     show_values = size is not None if show_values is None else show_values
     heatmap = go.Heatmap(
         # Positions, not labels, on the axes: two long terms cut to the same label stay apart.
-        z=matrix, x=list(range(n)), y=list(range(n)), zmin=zrange[0], zmax=zrange[1],
+        z=np.round(matrix, 6) + 0.0, x=list(range(n)), y=list(range(n)), zmin=zrange[0], zmax=zrange[1],
         colorscale=colorscale or t["sequential"],
         colorbar={"title": {"text": colorbar_title, "side": "right"}, "thickness": 14},
         customdata=np.dstack(np.meshgrid(np.asarray(terms, dtype=object), np.asarray(terms, dtype=object))),
@@ -218,7 +242,7 @@ def similarity_heatmap(
         xgap=1, ygap=1,
     )
     if show_values:
-        heatmap.update(texttemplate=SIGNED_FORMAT if signed else VALUE_FORMAT,
+        heatmap.update(text=_cells(matrix, signed), texttemplate="%{text}",
                        textfont={"size": size or VALUE_SIZES[-1]})
     fig = go.Figure(heatmap)
     _axes(fig, grid, n)
@@ -275,17 +299,22 @@ def similarity_pair_figure(comparison: SimilarityComparison, subtitle: str = "",
     baseline_colour, compared_colour = pair_colours()
     panel_px = (width - 24 - LABEL_PX - COLORBAR_PX) * 0.98 / 2
     grid = _Grid(comparison.terms, comparison.groups, colour_order, panel_px)
-    names = [shorten(m, panel_px - 90, t["font_size"], bold=True) for m in (comparison.model_a, comparison.model_b)]
+    # Whole model names on up to two lines: a run's name is told from another by its end.
+    names = [wrap_html(m, panel_px - 110, t["font_size"], max_lines=2, bold=True)
+             for m in (comparison.model_a, comparison.model_b)]
+    title_lines = max(n.count("<br>") + 1 for n in names)
+    names = [n.replace("<br>", "</b><br><b>") for n in names]
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.02,
                         subplot_titles=(f"<span style='color:{baseline_colour}'>■</span> <b>{names[0]}</b> (baseline)",
                                         f"<span style='color:{compared_colour}'>■</span> <b>{names[1]}</b>"))
     size = grid.value_size(_formatted(comparison.a) + _formatted(comparison.b)) if n <= MAX_ANNOTATED else None
     for col, matrix in ((1, comparison.a), (2, comparison.b)):
-        heatmap = go.Heatmap(z=matrix, x=list(range(n)), y=list(range(n)), coloraxis="coloraxis",
+        # + 0.0 turns a rounded -0.0 into 0.0, so the hover never shows "-0.000".
+        heatmap = go.Heatmap(z=np.round(matrix, 6) + 0.0, x=list(range(n)), y=list(range(n)), coloraxis="coloraxis",
                              customdata=customdata, xgap=1, ygap=1,
                              hovertemplate="%{customdata[1]}<br>%{customdata[0]}<br><b>%{z:.3f}</b><extra></extra>")
         if size:
-            heatmap.update(texttemplate=VALUE_FORMAT, textfont={"size": size})
+            heatmap.update(text=_cells(matrix), texttemplate="%{text}", textfont={"size": size})
         fig.add_trace(heatmap, row=1, col=col)
     _axes(fig, grid, n)
     legend_rows = _group_legend(fig, comparison.groups, colour_order, group_labels, width - LABEL_PX - 36)
@@ -295,7 +324,7 @@ def similarity_pair_figure(comparison: SimilarityComparison, subtitle: str = "",
     title = title or (f"Cosine similarity of {terms_title(subtitle, n)} · {comparison.model_a} vs "
                       f"{comparison.model_b}")
     apply_theme(fig, title, caption, width=width, margin={"l": LABEL_PX + 16, "r": 20, "b": legend_px + 20},
-                top=int(grid.top_px + line_height(t["font_size"]) + 8), caption_offset=legend_px + 10)
+                top=int(grid.top_px + title_lines * line_height(t["font_size"]) + 8), caption_offset=legend_px + 10)
     height = fig.layout.margin.t + grid.plot_px + fig.layout.margin.b
     fig.update_layout(
         height=int(height),

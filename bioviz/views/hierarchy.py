@@ -329,3 +329,19 @@ def hypernym_ranking(mention_vector: np.ndarray, hypernym_vectors: np.ndarray, h
         "correct": bool(correct[pos]),
     } for pos in keep]
     return pd.DataFrame(rows)
+
+
+def largest_gain_node(tree: Tree, values: np.ndarray | None) -> str:
+    """The class with the largest finite value (the page's default node); the root without values.
+
+    The root's nearest names ("ICD-10 (WHO 2019)") say nothing; the most improved class is
+    where a reader looks first.
+    """
+    if values is None:
+        return tree.root
+    values = np.asarray(values, dtype=float)
+    is_class = (tree.nodes["class_index"].to_numpy() >= 0) & np.isfinite(values)
+    if not is_class.any():
+        return tree.root
+    best = np.flatnonzero(is_class)[int(np.argmax(values[is_class]))]
+    return str(tree.nodes["id"].iloc[best])

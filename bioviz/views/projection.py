@@ -286,8 +286,8 @@ def procrustes_align(reference: np.ndarray, moving: np.ndarray) -> tuple[np.ndar
     """Rotate/reflect, scale and shift ``moving`` onto ``reference`` (same rows, same order).
 
     Uses :func:`scipy.linalg.orthogonal_procrustes` on centred, unit-norm copies; the
-    result is placed in the reference's frame (its centre and scale), so both panels
-    share axes ranges.
+    result is placed in the reference's frame at the reference's centre and RMS radius
+    (not the fit's shrinking scale), so both panels share axes ranges and keep their size.
 
     Returns
     -------
@@ -306,9 +306,11 @@ def procrustes_align(reference: np.ndarray, moving: np.ndarray) -> tuple[np.ndar
         return moving.astype(np.float32), 1.0
     ref0, mov0 = ref0 / ref_norm, mov0 / mov_norm
     rotation, scale = orthogonal_procrustes(mov0, ref0)
-    fitted = mov0 @ rotation * scale
-    disparity = float(np.sum((ref0 - fitted) ** 2))
-    return (fitted * ref_norm + ref_centre).astype(np.float32), disparity
+    disparity = float(np.sum((ref0 - mov0 @ rotation * scale) ** 2))
+    # Rotated, not shrunk: the least-squares scale falls towards 0 as the layouts differ
+    # (0.3 at disparity 0.9), which drew an unrelated layout as a small blob. At the
+    # reference's RMS radius both panels keep the same size whatever the disparity.
+    return (mov0 @ rotation * ref_norm + ref_centre).astype(np.float32), disparity
 
 
 @dataclass(frozen=True)

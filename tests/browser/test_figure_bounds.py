@@ -241,12 +241,15 @@ def measured_movement(tmp_path_factory):
 
 
 def test_movement_figure_text_stays_on_the_canvas_and_apart(measured_movement):
-    assert {name.split("@")[0] for name in measured_movement} == {"movement", "movement-class"}
+    assert {name.split("@")[0] for name in measured_movement} == {"movement", "movement-class", "movement-classes"}
     report = {name: problems(m) for name, m in measured_movement.items()}
     bad = {name: lines for name, lines in report.items() if lines}
     assert not bad, "\n".join(f"{name}:\n  " + "\n  ".join(lines[:12]) for name, lines in bad.items())
     legend = " ".join(t["text"] for t in measured_movement["movement"]["texts"] if t["kind"] == "legendtext")
     assert "train (" in legend and "measured names (" in legend
+    # outside a split: by class, never one grey "not in the split"
+    legend = " ".join(t["text"] for t in measured_movement["movement-classes"]["texts"] if t["kind"] == "legendtext")
+    assert "Abnormality of" in legend and "not in the split" not in legend
 
 
 def test_no_text_leaves_the_canvas_or_overlaps(measured):
@@ -264,6 +267,15 @@ def test_treemap_labels_most_classes_and_every_large_box(measured):
     whole = " ".join(t["text"] for t in measured["treemap-classes"]["texts"] if t["kind"] == "slicetext")
     for name in ("Abnormality of the thoracic cavity", "Growth abnormality", "Abnormality of the eye"):
         assert name.replace(" ", "") in whole.replace(" ", ""), f"{name!r} has no label"
+
+
+def test_disparate_pair_and_small_gains_stay_legible(measured):
+    """Issue 27: class names apart on both panels of an unrelated pair, the largest gain named."""
+    for name in ("projection-disparate", "projection-one"):
+        names = [t for t in measured[name]["texts"] if t["kind"] == "annotation" and "Abnormal" in t["text"]]
+        assert len(names) >= 10, f"{name}: only {len(names)} class names drawn"
+    caption = " ".join(t["text"] for t in measured["treemap-small-gains"]["texts"])
+    assert "largest gains" in caption and "+0.180" in caption
 
 
 def test_every_neighbour_row_is_drawn_whole(measured):

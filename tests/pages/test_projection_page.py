@@ -29,7 +29,8 @@ def test_pca_panels_separation_and_url(app):
     at = app.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     specs = charts(at)
-    assert len(specs) == 3  # the projection pair, what training moved, the per-class separation
+    # the projection pair and the per-class separation; what training moved is for a run against its base
+    assert len(specs) == 2
     title = specs[0]["layout"]["title"]["text"]
     assert title.startswith("PCA · minilm vs char-tfidf") and "views_table" in title
     points = [p for t in specs[0]["data"] for p in (t.get("customdata") or [])]
@@ -216,13 +217,22 @@ def test_a_run_renamed_after_its_vectors_were_cached_is_titled_by_its_new_name(a
         set_run_name(zero_shot_run, None)
 
 
-def test_the_same_model_on_both_sides_gives_distinct_movers_columns(app):
+def test_what_training_moved_is_offered_only_for_a_run_against_its_base(app):
+    """minilm vs minilm (or vs char-tfidf): nothing was trained, so no arrows and no movers table."""
     app.query_params.update({"method": "pca", "model_b": "minilm"})
     at = app.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    movers = at.dataframe[1].value
-    assert list(movers.columns[5:7]) == ["p@10 minilm (baseline)", "p@10 minilm (compared)"]
-    assert (movers["change"] == 0).all() and (movers["kept"] == 1).all()  # nothing moved
+    assert not [s for s in charts(at) if s["layout"]["title"]["text"].startswith("What training moved")]
+    assert "shown when one model is a run trained from the other" in " ".join(c.value for c in at.caption)
+    assert not any("p@10" in " ".join(map(str, d.value.columns)) for d in at.dataframe)
+
+
+def test_one_model_draws_a_single_panel(app):
+    app.query_params.update({"method": "pca", "one": "True"})
+    at = app.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    spec = charts(at)[0]
+    assert "xaxis2" not in spec["layout"] and " vs " not in spec["layout"]["title"]["text"]
 
 
 def cloud_payload(at):
@@ -246,7 +256,7 @@ def cloud_app(app, monkeypatch):
 def test_above_the_threshold_the_point_cloud_component_gets_binary_arrays(cloud_app):
     at = cloud_app.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert len(charts(at)) == 2  # no plotly projection: what training moved and the separation remain
+    assert len(charts(at)) == 1  # no plotly projection: the separation remains (nothing trained: no arrows)
     settings, binary = cloud_payload(at)
     n = settings["points"]
     assert n == 70 and settings["title"].startswith("PCA · minilm vs char-tfidf")
@@ -255,8 +265,8 @@ def test_above_the_threshold_the_point_cloud_component_gets_binary_arrays(cloud_
     assert len(binary["positions_a"]) == len(binary["positions_b"]) == 8 * n and len(binary["classes"]) == n
     offsets = np.frombuffer(binary["name_offsets"], dtype="<u4")
     names = [binary["names"][a:b].decode() for a, b in zip(offsets[:-1], offsets[1:])]
-    # the numbers behind the panels and behind what training moved
-    assert [b.label for b in at.get("download_button")].count("Download numbers (CSV, 70 rows)") == 2
+    # the numbers behind the panels
+    assert [b.label for b in at.get("download_button")].count("Download numbers (CSV, 70 rows)") == 1
     assert len(set(names)) == 70 and np.isfinite(np.frombuffer(binary["positions_a"], dtype="<f4")).all()
     assert any("Renderer: 70 points per panel: drawn by the point-cloud renderer" in c.value for c in at.caption)
 

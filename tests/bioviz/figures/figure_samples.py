@@ -94,6 +94,29 @@ def umap_like_coords(view: LevelView, seed: int = 0, outliers: int = 6) -> tuple
     return out[0], out[1]
 
 
+def disparate_coords(view: LevelView, seed: int = 5) -> tuple[np.ndarray, np.ndarray]:
+    """Two layouts that share little (char-tfidf vs minilm: Procrustes disparity above 0.9).
+
+    The second places the classes' blobs at random, seven times further apart, so a
+    Procrustes fit can match neither position nor scale.
+    """
+    a, _ = umap_like_coords(view, outliers=0)
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(scale=30.0, size=(len(view.classes), 2))
+    b = centres[rng.permutation(len(view.classes))][view.labels] + rng.normal(scale=2.0, size=(len(view.names), 2))
+    return a, b
+
+
+def small_gains(tree: Tree, seed: int = 2) -> np.ndarray:
+    """Gains of +0.03 to +0.15 per node, the largest (+0.18) on a small class (HP:0001608)."""
+    gains = np.random.default_rng(seed).uniform(0.03, 0.15, len(tree))
+    gains[0] = 0.08
+    ids = list(tree.nodes["id"])
+    if "HP:0001608" in ids:
+        gains[ids.index("HP:0001608")] = 0.18
+    return gains
+
+
 def neighbour_rows(codes: str = "hpo", k: int = 10, compared: bool = True, seed: int = 0) -> list[dict]:
     """``k`` ranking rows as :func:`bioviz.search.neighbours.rank_neighbours` returns them."""
     rng = np.random.default_rng(seed)
@@ -223,6 +246,7 @@ def figure_cases(full: int, column: int, wide: int) -> list[tuple[str, object, i
     rows = np.arange(len(view.names))
     coords_a, coords_b = umap_like_coords(view)
     parts = make_split(view, shots=5).part_of(len(view.names))
+    split_parts = np.where(parts == "unused", "test", parts).astype(object)  # arrows coloured by part
     tree1, tree2 = hpo_tree(view, depth=1), hpo_tree(view, depth=2)
     chapters = dict(ICD10_CHAPTERS)
     similarity = similarity_figures(similarity_comparison(), "class XVIII (Symptoms, signs) · icd10 · ICD10 depth 1",
@@ -286,11 +310,44 @@ def figure_cases(full: int, column: int, wide: int) -> list[tuple[str, object, i
              "ci": [[[0.4, 0.48], [0.28, 0.34], [0.18, 0.22]], [[0.66, 0.74], [0.46, 0.54], [0.3, 0.36]]]},
             f"Cross-level mAP · {level}", "test names"), full),
         ("class-sizes", class_size_bar(icd10_view()), full),
-        ("movement", movement_sample(view, coords_a, coords_b, parts, run), full),
+        ("movement", movement_sample(view, coords_a, coords_b, split_parts, run), full),
         ("movement-class", movement_sample(view, coords_a, coords_b, parts, run, class_index=11), full),
+        *issue_cases(view, full, column),
     ]
     wide_cases = [(f"{name}@{wide}", fig, wide) for name, fig, width in cases if width != wide]
     return cases + wide_cases
+
+
+def issue_cases(view: LevelView, full: int, column: int) -> list[tuple[str, object, int]]:
+    """What a real-browser walk found broken (issue 27): a disparate pair of models, one model's
+    map, gains of +0.03 to +0.18, arrows of many classes outside a split, terms alike to 60 characters."""
+    from dataclasses import replace
+
+    from bioviz.figures import hierarchy_figure, projection_map_figure, projection_pair_figure, similarity_figures
+    from bioviz.views.projection import procrustes_align
+
+    rows = np.arange(len(view.names))
+    coords_a, coords_b = disparate_coords(view)
+    aligned, disparity = procrustes_align(coords_a, coords_b)
+    tree = hpo_tree(view, depth=1)
+    unused = np.full(len(view.names), "unused", dtype=object)
+    comparison = similarity_comparison(14)
+    terms = list(comparison.terms)
+    head = "Other specified disorders of white blood cells with abnormal laboratory findings"
+    terms[3], terms[4] = f"{head}, type A", f"{head}, type B"
+    comparison = replace(comparison, terms=tuple(terms), model_b="residual · ICD-10 d1 · 15-shot · a long run name")
+    caption = f"UMAP 2D (cosine) · seed 0 · Procrustes disparity {disparity:.3f}"
+    return [
+        ("projection-disparate", projection_pair_figure(view, rows, coords_a, aligned, "char-tfidf", "minilm",
+                                                        contours=True, disparity=disparity, caption=caption), full),
+        ("projection-one", projection_map_figure(view, rows, coords_a, "char-tfidf", contours=True,
+                                                 caption="UMAP 2D (cosine) · seed 0"), full),
+        ("treemap-small-gains", hierarchy_figure(tree, small_gains(tree), "treemap", "Hierarchy · minilm vs char-tfidf",
+                                                 "24 nodes · size = names · colour = mAP gain"), column),
+        ("movement-classes", movement_sample(view, coords_a, aligned, unused, "minilm"), full),
+        ("similarity-alike", similarity_figures(comparison, "typed", colour_order=["III", "IV", "XVIII"],
+                                                group_labels=dict(ICD10_CHAPTERS))["pair"], full),
+    ]
 
 
 def movement_sample(view: LevelView, coords_a: np.ndarray, coords_b: np.ndarray, parts: np.ndarray, run: str,

@@ -128,11 +128,12 @@ def test_similarity_pair_shares_one_scale_and_prints_values_when_small():
     assert len(pair.data) == 2 and all(t.coloraxis == "coloraxis" for t in pair.data)
     assert pair.layout.coloraxis.cmax == 1.0 and pair.layout.coloraxis.cmin <= 0.0
     assert d.zmin == -d.zmax and d.zmax >= 0.1
-    assert pair.data[0].texttemplate == "%{z:.2f}" and pair.data[0].textfont.size >= 10
+    assert pair.data[0].texttemplate == "%{text}" and pair.data[0].textfont.size >= 10
+    assert pair.data[0].text[0][0] == f"{comparison(12).a[0, 0]:.2f}"
     assert "minilm vs run-1" in pair.layout.title.text and "BioLORD Appendix B" in pair.layout.title.text
     assert "run-1 − minilm" in figs["difference"].layout.title.text
     assert len(pair.layout.yaxis.ticktext) == 12
-    np.testing.assert_allclose(pair.data[1].z, comparison(12).b)
+    np.testing.assert_allclose(pair.data[1].z, comparison(12).b, atol=1e-6)  # rounded: no -0.0
     big = similarity_figures(comparison(30))
     assert big["pair"].data[0].texttemplate is None and big["difference"].data[0].texttemplate is None
 
@@ -143,7 +144,7 @@ def test_similarity_values_are_printed_only_where_they_are_legible():
     # 18 terms side by side at 1000 px: cells of 17 px are too small for a legible value
     assert pair.data[0].texttemplate is None and "values on hover" in annotations_text(pair)
     heat = difference.data[0]
-    assert heat.texttemplate == "%{z:+.2f}" and heat.textfont.size >= 10
+    assert heat.texttemplate == "%{text}" and heat.textfont.size >= 10
     cell = (1000 - 24 - 210 - 90) / 18  # the plot width, less the term labels and the colour bar
     assert all(text_width(f"{v:+.2f}", heat.textfont.size) + 2 <= cell for row in heat.z for v in row)
 

@@ -53,8 +53,11 @@ def test_procrustes_recovers_a_rotated_scaled_shifted_copy():
     aligned, disparity = procrustes_align(reference, moving)
     assert disparity < 1e-8
     np.testing.assert_allclose(aligned, reference, atol=1e-4)
-    _, unrelated = procrustes_align(reference, rng.normal(size=(50, 2)))
+    other, unrelated = procrustes_align(reference, rng.normal(size=(50, 2)))
     assert unrelated > 0.5
+    # an unrelated layout keeps the reference's size, it is not shrunk to a blob
+    radius = [np.sqrt(((c - c.mean(axis=0)) ** 2).sum(axis=1).mean()) for c in (reference, other)]
+    assert radius[1] == pytest.approx(radius[0], rel=1e-4)
     with pytest.raises(ValueError):
         procrustes_align(reference, moving[:10])
 
