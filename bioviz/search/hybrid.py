@@ -152,7 +152,7 @@ def level_tfidf(names: Sequence[str]) -> CharTfidfModel:
     with _fits_lock:
         if key in _fits:
             return _fits[key]
-    path = home() / "models" / f"char-tfidf-level-{key}.npz"
+    path = home() / "models" / f"level-tfidf-{key}.npz"  # not char-tfidf-*: that names the default fit
     model = read_cache(path, CharTfidfModel.load)
     if model is None:
         model = fit(list(names), {"n_components": 1})

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from bioviz.models.model_spec import DEFAULT_BASE
 from tests.browser.support import ROOT, chromium, page_problems, require_browser, streamlit_app, wait_until_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -212,7 +213,7 @@ def test_launch_from_the_train_page_keep_exploring_and_open_the_run_in_views(tmp
         curves = page.get_by_test_id("stPlotlyChart").first
         legend = curves.text_content().lower()  # the losses, the validation curves and the base model's mAP
         assert "total" in legend and "validation loss" in legend and "base model (validation map)" in legend
-        assert "baseline (minilm)" in page.get_by_test_id("stPlotlyChart").nth(1).text_content()
+        assert f"baseline ({DEFAULT_BASE})" in page.get_by_test_id("stPlotlyChart").nth(1).text_content()
         no_exception(page, "Train, finished job")
         page.set_viewport_size({"width": 1500, "height": 2300})
         page.get_by_test_id("stPlotlyChart").nth(1).scroll_into_view_if_needed()
