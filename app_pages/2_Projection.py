@@ -108,7 +108,8 @@ try:
                               float(st.session_state["md"]), int(st.session_state["cap"]))
     space_a = cache.view_space(model_a, level)
     space_b = cache.view_space(model_b, level)
-    label_a, label_b = model_labels([model_a, model_b])  # read afresh: a renamed run is titled by its new name
+    # read afresh (a renamed run is titled by its new name); one at a time: the page tells two equal ones apart itself
+    label_a, label_b = (model_labels([model])[0] for model in (model_a, model_b))
     if marks is not None:
         parts, marks_caption = marks.parts, f"markers: {marks.describe()}"
     else:

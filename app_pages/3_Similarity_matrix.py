@@ -89,7 +89,8 @@ try:
         terms = with_class_groups(terms, view)
     space_a = cache.term_space(model_a, terms.terms)
     space_b = cache.term_space(model_b, terms.terms)
-    label_a, label_b = model_labels([model_a, model_b])  # read afresh: a renamed run is titled by its new name
+    # read afresh (a renamed run is titled by its new name); one at a time: the page tells two equal ones apart itself
+    label_a, label_b = (model_labels([model])[0] for model in (model_a, model_b))
     comparison = compare_terms(terms, space_a.vectors, space_b.vectors, label_a, label_b, st.session_state["order"])
 except BiovizError as error:
     st.error(md(error))

@@ -49,7 +49,8 @@ SEPARATION_NAMES = 5_000  # both measures compare every pair of names: a class-s
 try:
     space_a = cache.view_space(model_a, level)
     space_b = cache.view_space(model_b, level)
-    label_a, label_b = model_labels([model_a, model_b])  # read afresh: a renamed run is titled by its new name
+    # read afresh (a renamed run is titled by its new name); one at a time: the page tells two equal ones apart itself
+    label_a, label_b = (model_labels([model])[0] for model in (model_a, model_b))
     values, sep = None, None
     if st.session_state["colour"] != "none":
         sample = min(SEPARATION_NAMES, len(view.names))

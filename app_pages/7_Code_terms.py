@@ -50,6 +50,8 @@ if view is None:
     sync_url()
     st.stop()
 try:
+    for model in models:  # an unreachable model (a hub id offline, a damaged run) is one line before any work
+        load_encoder(model)  # no weights are loaded: what the model is and where its files are
     labels = model_labels(models)
 except BiovizError as error:
     st.error(md(error))

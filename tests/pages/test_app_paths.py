@@ -7,6 +7,8 @@ import os
 import shutil
 
 import pytest
+
+from bioviz.models.model_spec import PRESET_MODELS
 from streamlit.testing.v1 import AppTest
 
 from bioviz.models.runs import list_runs
@@ -78,7 +80,7 @@ def test_pickers_offer_runs_by_their_readable_labels_and_never_merge_two(evaluat
     assert not at.exception
     choices = json.loads(at.json[0].value)
     runs = {str(run.path): run for run in list_runs()}
-    assert len(runs) == 3 and sorted(choices.values()) == sorted([*runs, "minilm", "char-tfidf"])
+    assert len(runs) == 3 and sorted(choices.values()) == sorted([*runs, *PRESET_MODELS])
     labels = {path: label for label, path in choices.items() if path in runs}
     assert labels[str(evaluated_run)] == "definitions · mini d1 · 2-shot (mini-definitions)"
     assert labels[str(evaluated_run.parent / "20261122-192803-ecd5")] == \

@@ -17,7 +17,8 @@ PAGE = "app_pages/6_Evaluation.py"
 
 @pytest.fixture
 def app(tmp_home, fake_eval_models, data_dir, open_app):
-    return open_app(PAGE, {"source": str(data_dir / "mini.obo"), "depth": "1", "eval_boot": "50"}, timeout=120)
+    return open_app(PAGE, {"source": str(data_dir / "mini.obo"), "depth": "1", "eval_boot": "50",
+                           "model_a": "minilm", "model_b": "char-tfidf"}, timeout=120)
 
 
 def run_button(at):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
+from bioviz.models.model_spec import BASELINE_MODEL
+
 
 def page_with_the_sidebar():
     """A page as the app's pages start; "lose the keys" makes the next run start without them."""
@@ -35,4 +37,4 @@ def test_the_selection_survives_when_streamlit_drops_its_widget_keys(tmp_home, d
     assert not at.exception, at.exception
     assert at.markdown[0].value == f"{data_dir / 'mini.obo'} · depth 2 · 1 classes"
     assert at.sidebar.number_input(key="depth").value == 2
-    assert at.session_state["model_b"] == "char-tfidf"
+    assert at.session_state["model_b"] == BASELINE_MODEL  # the default compared model

@@ -32,7 +32,8 @@ def test_biolord_appendix_b_by_default_with_one_scale_per_pair(app):
     assert diff["data"][0]["zmin"] == -diff["data"][0]["zmax"]
     assert "minilm vs char-tfidf" in pair["layout"]["title"]["text"]
     assert "biolord_appendix_b" in pair["layout"]["title"]["text"]
-    assert pair["data"][0]["texttemplate"] == "%{z:.2f}"  # values printed in the cells
+    assert pair["data"][0]["texttemplate"] == "%{text}"  # values printed in the cells (never "-0.00")
+    assert all(cell != "-0.00" for row in pair["data"][0]["text"] for cell in row)
     changes = at.dataframe[0].value
     assert len(changes) == 15 and changes["difference"].abs().is_monotonic_decreasing
 

@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from bioviz.evaluation.store import store_with_run
+from bioviz.models.model_spec import DEFAULT_BASE
 from bioviz.models.runs import read_run
 from trainer.jobs.store import QUEUED, RUNNING, SUCCEEDED
 from trainer.jobs.queue import Worker
@@ -208,7 +209,7 @@ def test_launch_a_real_run_from_the_page_and_open_it_in_views(tmp_home, data_dir
     at.button(key=f"train_open_{job.id}").click().run()  # on to app_pages/4_Neighbours.py
     assert not at.exception
     assert at.session_state["model_b"] == done.run_dir
-    assert at.session_state["model_a"] == "minilm"
+    assert at.session_state["model_a"] == DEFAULT_BASE  # the run's base: the page's default base
     assert not any(b.label == "Launch training" for b in at.button)  # no longer on the Train page
 
 
