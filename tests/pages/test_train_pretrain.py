@@ -12,6 +12,7 @@ import os
 import signal
 from pathlib import Path
 
+from bioviz.models.model_spec import DEFAULT_BASE  # the form's first base model
 from bioviz.evaluation.overlap import PRETRAIN_FILE, TERMS_FILE
 from bioviz.models.runs import read_run
 from tests.pages.test_train import table
@@ -57,7 +58,7 @@ def test_the_form_queues_a_pretrain_job_that_keeps_the_levels_held_out_names_out
     assert config["objectives"] == ["definitions", "hierarchy"] and config["max_pairs"] == 3000
     assert config["exclude_levels"] == [f"{mini}::1"] and config["shots"] == 1 and config["seed"] == 7
     [row] = table(at)
-    assert row["run"].startswith("pretrained minilm: definitions+hierarchy, 3k pairs (")
+    assert row["run"].startswith(f"pretrained {DEFAULT_BASE}: definitions+hierarchy, 3k pairs (")
     assert row["status"] == QUEUED
 
 
@@ -126,7 +127,7 @@ def test_pretraining_killed_and_resumed_from_the_page_becomes_a_model_every_pick
     assert record["excluded"]["levels"][0]["split"]["shots"] == 1
     assert (Path(done.run_dir) / TERMS_FILE).is_file() and not work_dir(resumed.config_path).exists()
     label = read_run(done.run_dir).label
-    assert label.startswith(f"pretrained minilm: synonyms+definitions+hierarchy, {record['pairs']['train']} pairs (")
+    assert label.startswith(f"pretrained {DEFAULT_BASE}: synonyms+definitions+hierarchy, {record['pairs']['train']} pairs (")
     at.run()
     assert table(at)[0]["status"] == SUCCEEDED
     assert table(at)[0]["progress"].startswith(f"step {record['steps']}/{record['steps']} · loss ")

@@ -40,7 +40,7 @@ PAGE_PARAMETERS = {
     "app_pages/2_Projection.py": {
         "method": CHOICE, "dims": CHOICE, "nn": number_values(2, 100),
         "md": number_values(0.0, 0.99), "cap": number_values(10, 5_000_000), "shots": number_values(1, 500),
-        "measure": CHOICE, "hl": TEXT, "map": BOOL, "mv_class": TEXT, "mv_n": number_values(10, 400)},
+        "measure": CHOICE, "hl": TEXT, "map": BOOL, "mv_class": TEXT, "mv_n": number_values(10, 400), "one": BOOL},
     "app_pages/3_Similarity_matrix.py": {
         "from": ["class"] * 6 + ["typed", "concept", MARKDOWN], "example": CHOICE, "terms": TEXT, "cls": TEXT,
         "limit": number_values(2, 60), "concept": TEXT, "order": CHOICE, "colour": CHOICE},
