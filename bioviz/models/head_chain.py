@@ -206,8 +206,8 @@ class HeadChain:
             With the reason: no head weights, modules that do not start with the input
             model's, or a module after them that is not a plain Dense or a Normalize.
         ModelError
-            Dense weights that are damaged, of the wrong shape, not finite, or so large that
-            float32 overflows (:data:`MAX_OUTPUT_NORM`).
+            Dense weights that are damaged, of the wrong shape or not finite (weights so large
+            that float32 overflows are refused by :meth:`apply`, on the vectors they give).
         """
         run_dir = Path(run_dir)
         if not (run_dir / HEAD_FILE).is_file():
@@ -228,9 +228,10 @@ class HeadChain:
             else:
                 raise NotAHeadChain(f"a {kind} module after the input model's")
         chain = cls(steps)
-        bound = chain.output_bound()
-        if not bound < MAX_OUTPUT_NORM:
-            raise cannot_load(run_dir, f"its Dense weights are too large: outputs up to {bound:.1e} overflow float32")
+        # Too large is judged on what the weights give (apply), not on a bound over every unit
+        # input: an honest CCA fitted on a few names has huge weights in directions its inputs
+        # never take, and its bound (1e34 on the tests' fixture) says nothing about its outputs.
+        chain.source = run_dir
         return chain
 
     def output_bound(self) -> float:
@@ -264,7 +265,14 @@ class HeadChain:
         out = np.empty((len(vectors), self.out_dim), dtype=np.float32)
         run = _run_torch if "torch" in sys.modules else _run_numpy
         for start in range(0, len(vectors), max(1, rows_per_step)):
-            out[start:start + rows_per_step] = run(self.steps, vectors[start:start + rows_per_step])
+            x = vectors[start:start + rows_per_step]
+            for step in self.steps:  # one step at a time: an overflow is caught where it happens
+                x = run((step,), x)
+                largest = float(np.max(np.abs(x))) if x.size else 0.0
+                if not largest < MAX_OUTPUT_NORM:  # NaN compares False too
+                    raise cannot_load(getattr(self, "source", "a head run"), "its Dense weights are too large: "
+                                      f"outputs up to {largest:.1e} overflow float32")
+            out[start:start + rows_per_step] = x
         return l2_normalise(out)
 
 
