@@ -230,7 +230,7 @@ def test_launch_from_the_train_page_keep_exploring_and_open_the_run_in_views(tmp
         compared.wait_for()
         short = first.rsplit("-", 1)[-1]  # pickers show the run's readable name with its short id
         assert compared.input_value().endswith(f"({short})"), compared.input_value()
-        assert page.get_by_role("combobox", name="Baseline model").input_value() == "minilm"
+        assert page.get_by_role("combobox", name="Baseline model").input_value() == DEFAULT_BASE  # the run's base
         query = page.get_by_role("combobox", name="Query: an ontology name")
         query.click()
         query.fill(flow["query"])
