@@ -113,6 +113,29 @@ def check_upload_size(filename: str, size: int, max_bytes: int = MAX_UPLOAD_BYTE
         raise SourceError(f"{filename} is {size / 2**20:.1f} MiB; the limit is {max_bytes / 2**20:.0f} MiB")
 
 
+def read_user_file(path, max_bytes: int, what: str) -> bytes:
+    """The bytes of a file a user named on the command line, its size checked before it is read.
+
+    Parameters
+    ----------
+    path : str or Path
+    max_bytes : int
+        The same bound the app puts on the same kind of upload.
+    what : str
+        What the file is, for the message (``terms file``, ``gold file``).
+
+    Raises
+    ------
+    SourceError
+        No such file, or one over ``max_bytes`` (:func:`check_upload_size`).
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise SourceError(f"no {what} {str(path)!r}")
+    check_upload_size(file.name, file.stat().st_size, max_bytes)
+    return file.read_bytes()
+
+
 def store_upload(filename: str, data: bytes, max_bytes: int = MAX_UPLOAD_BYTES,
                  allowed: tuple[str, ...] = ALLOWED_SUFFIXES, keep=()) -> Path:
     """Save an uploaded file and return its path; everything is checked before anything is written.

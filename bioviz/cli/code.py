@@ -22,6 +22,7 @@ from bioviz.search.neighbours import candidate_index
 from bioviz.search.term_coding import (MAX_K, MAX_TABLE_BYTES, agreement, code_term_list, export_frame,
                                        read_term_table, terms_from_column, terms_from_text)
 from bioviz.text_clean import clean_texts
+from bioviz.uploads import read_user_file
 
 
 def register(subparsers) -> None:
@@ -49,12 +50,7 @@ def read_terms(path: str, column: str | None) -> tuple[list[str], int]:
     """The terms of TERMS_FILE (a column of a table, or one per line, bounded like the app's uploads),
     and how many were dropped for holding only invisible characters."""
     file = Path(path)
-    if not file.is_file():
-        raise BiovizError(f"no terms file {path!r}")
-    if file.stat().st_size > MAX_TABLE_BYTES:
-        raise BiovizError(f"{file.name} has {file.stat().st_size / 2**20:.1f} MiB: "
-                          f"at most {MAX_TABLE_BYTES / 2**20:.0f} MiB of terms")
-    data = file.read_bytes()
+    data = read_user_file(file, MAX_TABLE_BYTES, "terms file")
     if column is not None:
         table = read_term_table(data, file.name)
         return terms_from_column(table, column), clean_texts(table[column].astype(str)).dropped

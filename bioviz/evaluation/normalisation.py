@@ -28,6 +28,7 @@ from bioviz.search.hybrid import EXACT_BOOST, NameMatcher, Ranking, SparseNames,
 from bioviz.search.index import NeighbourIndex
 from bioviz.search.neighbours import candidate_index
 from bioviz.search.term_coding import encode_terms, exact_concepts, read_term_table, resolve_terms
+from bioviz.uploads import read_user_file
 
 TASK = "normalisation"
 EXAMPLE_GOLD = Path(__file__).resolve().parents[2] / "assets" / "gold" / "gsc_plus_dev.tsv"
@@ -113,13 +114,7 @@ def load_gold(path: str | Path) -> GoldFile:
     BiovizError
         No such file, or any :func:`read_gold` refusal.
     """
-    file = Path(path)
-    if not file.is_file():
-        raise BiovizError(f"no gold file {str(path)!r}")
-    if file.stat().st_size > MAX_GOLD_BYTES:
-        raise BiovizError(f"{file.name} has {file.stat().st_size / 2**20:.1f} MiB: "
-                          f"a gold file is at most {MAX_GOLD_BYTES / 2**20:.0f} MiB")
-    return read_gold(file.read_bytes(), file.name)
+    return read_gold(read_user_file(path, MAX_GOLD_BYTES, "gold file"), Path(path).name)
 
 
 def check_gold_ids(gold: GoldFile, view) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
+import weakref
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -274,11 +275,7 @@ def rank_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo,
         return _hybrid_neighbours(index, vector, query, k, restrict_class, other, ranking, sparse, exclude)
     hits = index.search(vector, k=k, restrict_class=restrict_class, exclude_rows=exclude)
     rows = [h.as_dict() for h in hits]
-    concepts = set(query.concept_ids)
-    for row in rows:
-        row["score"] = round(row["score"], 4)
-        row["same_class"] = query.class_id is not None and row["class_id"] == query.class_id
-        row["same_concept"] = bool(concepts) and row["concept_id"] in concepts
+    _mark(rows, query)
     if other is not None and rows:
         other_index, other_vector = other
         ranks = other_index.ranks(other_vector, [r["row"] for r in rows], exclude_rows=exclude)
@@ -288,13 +285,33 @@ def rank_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo,
     return rows
 
 
+def _mark(rows: list[dict], query: QueryInfo) -> None:
+    """Round each row's score and mark whether it shares the query's class or concept (the tables' colours)."""
+    concepts = set(query.concept_ids)
+    for row in rows:
+        row["score"] = round(row["score"], 4)
+        row["same_class"] = query.class_id is not None and row["class_id"] == query.class_id
+        row["same_concept"] = bool(concepts) and row["concept_id"] in concepts
+
+
+# One name matcher per index, built on its first hybrid query: every name of the level goes
+# through match_key, which on a large level costs more than the ranking itself.
+_MATCHERS: "weakref.WeakKeyDictionary[NeighbourIndex, NameMatcher]" = weakref.WeakKeyDictionary()
+
+
+def _matcher(index: NeighbourIndex) -> NameMatcher:
+    if index not in _MATCHERS:
+        _MATCHERS[index] = NameMatcher(index.space.names, index.concept_ids or ())
+    return _MATCHERS[index]
+
+
 def _hybrid_order(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo, ranking: Ranking,
                   sparse: SparseNames | None, exclude) -> tuple[np.ndarray, np.ndarray]:
     """Every row's hybrid score and its ordering key (exact-match concepts' names lifted above all others)."""
     scores = name_scores(np.asarray(vector, dtype=np.float32).reshape(1, -1), index.vectors, ranking, sparse,
                          [query.text])[0]
     key = scores.copy()
-    exact = set(NameMatcher(index.space.names, index.concept_ids or ()).concepts(query.typed or "", query.text))
+    exact = set(_matcher(index).concepts(query.typed or "", query.text))
     if exact:
         key[[row for row, concept in enumerate(index.concept_ids) if concept in exact]] += EXACT_BOOST
     if exclude:
@@ -311,11 +328,7 @@ def _hybrid_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryIn
         key[np.asarray([c != restrict_class for c in index.classes])] = -np.inf
     order = [int(row) for row in np.argsort(-key, kind="stable")[:k] if np.isfinite(key[row])]
     rows = [index._hit(rank, row, scores[row]).as_dict() for rank, row in enumerate(order, start=1)]
-    concepts = set(query.concept_ids)
-    for row in rows:
-        row["score"] = round(row["score"], 4)
-        row["same_class"] = query.class_id is not None and row["class_id"] == query.class_id
-        row["same_concept"] = bool(concepts) and row["concept_id"] in concepts
+    _mark(rows, query)
     if other is not None and rows:
         other_index, other_vector = other
         _, other_key = _hybrid_order(other_index, other_vector, query, ranking, sparse, exclude)
