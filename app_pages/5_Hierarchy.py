@@ -26,10 +26,6 @@ COLOURS = {"map": "within-sample mAP gain", "silhouette": "silhouette gain", "no
 DEFAULTS = {"kind": "treemap", "colour": "map", "levels": 3, "node": "", "mention": ""}
 # "levels" is clamped again to the tree's depth once the tree is known.
 state.page_params(DEFAULTS, choices={"kind": list(KINDS), "colour": list(COLOURS)}, bounds={"levels": (1, 100)})
-# The gains are scored before the widgets are drawn: a "colour" left in the session by another
-# page's widget of that name (Similarity's) must not reach COLOURS[...] before the selectbox checks it.
-if st.session_state.get("colour") not in COLOURS:
-    st.session_state["colour"] = DEFAULTS["colour"]
 
 st.title("Hierarchy")
 st.caption("The ontology under the root down to the level's classes. Size = names under a node; colour = how much "

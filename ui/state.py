@@ -221,8 +221,9 @@ def page_params(defaults: dict, casts: dict[str, Callable] | None = None, choice
     """Set each missing page key: from the URL when it has a valid value, else as kept, else the default.
 
     A key already in the session (its widget drawn on the last run) keeps its value, except
-    on the first run after another page: Streamlit may have reset a widget that was not
-    drawn meanwhile, so the kept value is the user's. Pages
+    on the first run after another page (Streamlit may have reset a widget that was not
+    drawn meanwhile, so the kept value is the user's) and except a value outside the key's
+    ``choices`` (left by another page's widget of the same name). Pages
     write their keys back with ``sync_url`` and :func:`keep` (``ui.compare.url_values``), so
     a view's settings survive a trip to another page and a link reopens them.
 
@@ -249,7 +250,9 @@ def page_params(defaults: dict, casts: dict[str, Callable] | None = None, choice
     kept = (st.session_state.get(KEPT) or {}).get(current_page(), {})
     entering = st.session_state.get(ENTERED, True)
     for key, default in defaults.items():
-        if key in st.session_state and not (entering and key in kept):
+        # a value outside the choices was left by another page's widget of the same name
+        held_elsewhere = key in choices and st.session_state.get(key) not in choices[key]
+        if key in st.session_state and not (entering and key in kept) and not held_elsewhere:
             continue
         value = kept.get(key, default)
         name = url_names.get(key, key)

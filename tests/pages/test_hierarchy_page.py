@@ -134,3 +134,12 @@ def test_a_large_tree_sends_the_browser_a_bounded_part(app, monkeypatch):
     assert not at.exception and at.subheader[0].value == "cardiac arrhythmia (C22)"
     assert list(charts(at)[0]["data"][0]["ids"]) == ["R", "C2", "C21", "C22"]
     assert list(at.dataframe[0].value["id"]) == ["R", "C2", "C21", "C22"]
+
+
+def test_a_colour_left_by_another_pages_widget_falls_back_to_the_default(app):
+    # the Similarity page's widget of the same name holds 'list': found by the browser flow after
+    # Open in views, where the gains are scored before this page draws its own selectbox
+    app.session_state["colour"] = "list"
+    at = app.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.session_state["colour"] == "map"
