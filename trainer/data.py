@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from bioviz.errors import BiovizError, ModelError, SplitError
-from bioviz.models.embeddings import PRESET_MODELS, encode_cached, load_encoder, model_dimension, resolve
+from bioviz.models.embeddings import encode_cached, load_encoder, model_dimension, resolve
+from bioviz.models.model_spec import PRESET_MODELS
 from bioviz.models.runs import is_run_dir
 from bioviz.ontology import Ontology, Split
 from bioviz.ontology.levels import LevelView

@@ -33,7 +33,7 @@ from bioviz.models.encoding_estimate import record_rate
 from bioviz.models.head_chain import HeadChain, NotAHeadChain, input_module_kinds, module_kind, read_modules
 from bioviz.models.load_errors import (cannot_load, check_finite, foreign_module_reason, foreign_module_type,
                                        quiet_foreign_pickle, weights_reason)
-from bioviz.models.model_spec import PRESET_MODELS, ModelSpec, bundled_minilm_path, check_model_files
+from bioviz.models.model_spec import ModelSpec, bundled_minilm_path, check_model_files  # bundled_minilm_path: re-exported
 from bioviz.models.runs import NAME_FILE, read_run, runs_dir
 from bioviz.models.vector_cache import BLOCK_MIN, VectorCache
 from bioviz.space import Space, l2_normalise
