@@ -19,7 +19,7 @@ from bioviz.figures.theme import part_colours
 from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.views.movement import DEFAULT_K, arrow_rows, movers_table, part_summary
 from bioviz.views.projection import ProjectionParams, align_pair, pair_is_cached, preview_params
-from bioviz.models.runs import is_run_dir, model_labels, run_mtime, trained_from
+from bioviz.models.runs import model_labels, run_mtime, trained_from
 from bioviz.views.separation import MEASURES
 from ui import cache, compare, state
 from ui.markdown import md
@@ -48,12 +48,12 @@ def run_markers() -> tuple:
     note says why a run's own split cannot be used (another level, no split.json).
     """
     for model in (model_b, model_a):
-        if model and is_run_dir(model):
-            mtime = run_mtime(model)
+        if model and model.kind == "run":
+            mtime = run_mtime(model.path)
             if mtime is None:  # the run was deleted since the pickers were drawn
                 return None, ""
             try:
-                return cache.run_split(model, state.selection(), mtime), ""
+                return cache.run_split(str(model.path), state.selection(), mtime), ""
             except SplitError as error:
                 return None, str(error)
     return None, ""
@@ -279,7 +279,7 @@ def show_movement() -> None:
 if one_model:
     st.stop()  # what moved and per-class separation compare two models
 # Only a run against a model it was trained from: between unrelated models nothing was trained.
-trained = trained_from(model_b, model_a) or trained_from(model_a, model_b)
+trained = trained_from(model_b.spec, model_a.spec) or trained_from(model_a.spec, model_b.spec)
 if not trained:
     st.caption(f"What training moved: shown when one model is a run trained from the other ({md(label_b)} was not "
                f"trained from {md(label_a)}).")

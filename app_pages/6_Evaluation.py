@@ -45,7 +45,7 @@ labels = list(choices)
 by_spec = {spec: label for label, spec in choices.items()}
 if "eval_models" not in st.session_state:
     wanted = [state.model_from_url(m) for m in st.query_params.get("eval_models", "").split("|") if m] or \
-        [model_a, model_b]
+        [m.spec for m in (model_a, model_b) if m]
     st.session_state["eval_models"] = [by_spec[m] for m in wanted if m in by_spec] or labels[:1]
 
 st.title("Evaluation")
@@ -90,7 +90,7 @@ image_format = compare.image_format()
 # The sidebar's baseline first, then its compared model: the first two get the baseline/compared
 # colour pair in every figure (bioviz.figures.evaluation.model_colours), as on the other pages.
 models = sorted((choices[label] for label in st.session_state["eval_models"]),
-                key=lambda m: (m != model_a, m != model_b))
+                key=lambda m: (m != model_a.spec, m != (model_b.spec if model_b else None)))
 state.sync_url(eval_models="|".join(state.url_model(m) for m in models), **compare.changed_url_values(PARAMS))
 
 

@@ -10,8 +10,9 @@ import streamlit as st
 
 from bioviz.csv_export import frame_to_csv
 from bioviz.errors import BiovizError
-from bioviz.models.embeddings import load_encoder
 from bioviz.models.encoding_estimate import time_left
+from bioviz.models.model_spec import ModelSpec
+from bioviz.models.registry import load_encoder
 from bioviz.models.runs import model_labels
 from bioviz.ontology import LevelSpec
 from bioviz.search.hybrid import DEFAULT_RANKING, RANKING_KINDS, Ranking, ranking_of
@@ -64,7 +65,7 @@ st.caption(f"Each term's nearest concepts among the names of **{md(view.title)}*
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def coded(terms: tuple[str, ...], specs: tuple[str, ...], fingerprints: tuple[str, ...], level: LevelSpec, k: int,
+def coded(terms: tuple[str, ...], specs: tuple[ModelSpec, ...], fingerprints: tuple[str, ...], level: LevelSpec, k: int,
           ranking: Ranking, _indexes) -> pd.DataFrame:
     """The coding of ``terms``, kept by the terms, models, level and k (``_indexes``: the models' name indexes).
 

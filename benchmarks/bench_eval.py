@@ -74,7 +74,7 @@ def main() -> None:
             print(f"{level:<10} {model:<12} {warm:>10.1f} {elapsed:>12.2f} {elapsed / BUDGET_S:>9.3f}  {per_task}")
 
         # Vectorised vs per-query loop on the synonym task's training names (each ranks all others).
-        from bioviz.models.embeddings import embed
+        from bioviz.models.registry import embed
 
         problem = synonym_problems(view, split)["train"]
         space = embed(list(problem.queries), args.models[0])

@@ -82,7 +82,7 @@ def fit_sentence_transformer(c, data, device: torch.device, emit: Emit, cancel: 
     from transformers import TrainerCallback
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
-    from bioviz.models.embeddings import load_sentence_transformer
+    from bioviz.models.encoders import load_sentence_transformer
     from bioviz.evaluation.metrics import class_retrieval_map
 
     model = load_sentence_transformer(c.base, device=str(device))

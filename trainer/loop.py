@@ -33,7 +33,7 @@ logger = logging.getLogger(__name__)
 def resolve_device(name: str) -> torch.device:
     """``auto`` -> CUDA when present (else MPS, else CPU); ``cpu``/``cuda`` as given."""
     if name == "auto":
-        from bioviz.models.embeddings import device
+        from bioviz.models.encoders import device
 
         return torch.device(device())
     return torch.device(name)

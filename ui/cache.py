@@ -9,6 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from bioviz.models.encoding_estimate import time_left
+from bioviz.models.model_spec import ModelSpec
 from bioviz.ontology import LevelSpec, load_source
 from bioviz.ontology.levels import LevelView
 from bioviz.ontology.model import Ontology
@@ -44,23 +45,23 @@ def level_ontology(spec: LevelSpec) -> Ontology:
 
 
 @st.cache_resource(max_entries=8, show_spinner="Embedding the level's names (cached on disk after the first time)…")
-def view_space(model: str, spec: LevelSpec):
+def view_space(model: ModelSpec, spec: LevelSpec):
     """Vectors of every name of the selected level view under ``model`` (a Space)."""
-    from bioviz.models.embeddings import embed
+    from bioviz.models.registry import embed
 
     return embed(view(spec).names, model)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def term_space(model: str, terms: tuple):
+def term_space(model: ModelSpec, terms: tuple):
     """Vectors of a short term list under ``model`` (a Space)."""
-    from bioviz.models.embeddings import embed
+    from bioviz.models.registry import embed
 
     return embed(list(terms), model)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def projection(model: str, spec: LevelSpec, params: tuple, _label: str = "Layout"):
+def projection(model: ModelSpec, spec: LevelSpec, params: tuple, _label: str = "Layout"):
     """``(rows, coords)``: the selected view under ``model`` projected with ``ProjectionParams(*params)``.
 
     The rows are the class-stratified sample for the point cap; coordinates also live in
@@ -87,7 +88,7 @@ def projection(model: str, spec: LevelSpec, params: tuple, _label: str = "Layout
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def movement(model_a: str, model_b: str, spec: LevelSpec, params: tuple, k: int):
+def movement(model_a: ModelSpec, model_b: ModelSpec, spec: LevelSpec, params: tuple, k: int):
     """``(Movement, coords_a, coords_b)``: what training moved between the two aligned layouts of ``params``.
 
     Same rows and layouts as the Projection figure (:func:`projection`, aligned with
@@ -112,7 +113,7 @@ def movement(model_a: str, model_b: str, spec: LevelSpec, params: tuple, k: int)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def separation(model_a: str, model_b: str, spec: LevelSpec, measure: str, max_names: int, seed: int):
+def separation(model_a: ModelSpec, model_b: ModelSpec, spec: LevelSpec, measure: str, max_names: int, seed: int):
     """Per-class separation of the selected view under two models."""
     from bioviz.views.separation import compare_separation
 
@@ -246,7 +247,7 @@ def cross_level_table(spec: LevelSpec, models: tuple, depths: tuple, split: tupl
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
-def neighbour_index(model: str, spec: LevelSpec):
+def neighbour_index(model: ModelSpec, spec: LevelSpec):
     """``(NeighbourIndex, stats)`` over the selected view's names under ``model``.
 
     Vectors come from the disk cache; names missing there are encoded under a progress bar
@@ -265,7 +266,7 @@ def neighbour_index(model: str, spec: LevelSpec):
     def progress(done: int, total: int) -> None:
         left = time_left(time.perf_counter() - started, done, total)
         eta = f", {left}" if left else ""
-        bar.progress(done / max(total, 1), text=f"Encoding {total:,} names with {md(model)}: {done:,} done{eta}")
+        bar.progress(done / max(total, 1), text=f"Encoding {total:,} names with {md(model.label)}: {done:,} done{eta}")
 
     def indexing(done: int, total: int) -> None:
         # Above 250k names the approximate index is built (minutes at 1M) or read from disk.
@@ -283,7 +284,7 @@ def neighbour_index(model: str, spec: LevelSpec):
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
-def query_vector(model: str, text: str):
+def query_vector(model: ModelSpec, text: str):
     """Unit vector of one query text under ``model``."""
     from bioviz.search.neighbours import query_vector as encode
 
@@ -312,7 +313,7 @@ def held_out_names(spec: LevelSpec) -> list[str]:
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def candidate_index(model: str, spec: LevelSpec, among: str):
+def candidate_index(model: ModelSpec, spec: LevelSpec, among: str):
     """Index of the names a query is ranked against (``bioviz.search.neighbours.AMONG``) under ``model``."""
     from bioviz.search.neighbours import candidate_index as build
 
@@ -338,7 +339,7 @@ def normalisation_results(spec: LevelSpec, models: tuple, gold, rankings: tuple,
         steps = len(models) * len(rankings)
         done = iter(range(steps))
         return evaluate_normalisation(gold, spec, list(models), list(rankings), n_boot=n_boot,
-                                      index_of=lambda model: candidate_index(model, spec, "names"),
+                                      index_of=lambda model: candidate_index(ModelSpec.parse(model), spec, "names"),
                                       progress=lambda message: bar(next(done, steps - 1), steps, message))
 
     return _with_steps("Mention normalisation", work)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from bioviz.cli.common import add_json, add_level_options, add_ranking_options, level_spec_from_args, rankings_from_args
+from bioviz.cli.common import (add_json, add_level_options, add_ranking_options, level_spec_from_args, model_argument,
+                               rankings_from_args)
 from bioviz.cli.progress import progress_bar
 from bioviz.csv_export import frame_to_csv
 from bioviz.errors import BiovizError
@@ -32,10 +33,10 @@ def register(subparsers) -> None:
                         help="one term per line, or a CSV/TSV file (give the terms' --column)")
     parser.add_argument("--column", default=None, help="the column of a CSV/TSV TERMS_FILE that holds the terms")
     parser.add_argument("--source", default="icd10", help="icd10, icd10cm, hpo, or a path")
-    parser.add_argument("--model", default=DEFAULT_MODEL,
+    parser.add_argument("--model", default=DEFAULT_MODEL, type=model_argument,
                         help="med-minilm (default), minilm, char-tfidf, a sentence-transformers directory or hub id, "
                              "or a run directory")
-    parser.add_argument("--model-b", default=None, metavar="MODEL",
+    parser.add_argument("--model-b", default=None, metavar="MODEL", type=model_argument,
                         help="a second model: both models' concepts, and whether they agree")
     parser.add_argument("-k", type=int, default=5, help=f"concepts per term and model (1 to {MAX_K})")
     parser.add_argument("--out", default=None, help="write the coding as CSV here (else the rows are printed)")
@@ -76,7 +77,7 @@ def run(args) -> dict:
     models = [args.model] + ([args.model_b] if args.model_b else [])
     indexes = []
     for model in models:
-        with progress_bar(f"encoding {len(view.names)} names ({model})", disable=args.quiet) as progress:
+        with progress_bar(f"encoding {len(view.names)} names ({model.spec})", disable=args.quiet) as progress:
             indexes.append(candidate_index(view, model, progress=progress))
     with progress_bar(f"coding {len(terms)} terms", unit="term", disable=args.quiet) as progress:
         frame = code_term_list(terms, view, ontology, list(zip(models, indexes)), k=args.k, progress=progress,

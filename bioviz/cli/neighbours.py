@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import time
 
-from bioviz.cli.common import add_json, add_level_options, add_ranking_options, level_spec_from_args, rankings_from_args
+from bioviz.cli.common import (add_json, add_level_options, add_ranking_options, level_spec_from_args, model_argument,
+                               rankings_from_args)
 from bioviz.cli.progress import progress_bar
 from bioviz.errors import BiovizError
 from bioviz.models.model_spec import DEFAULT_MODEL
@@ -23,10 +24,10 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("neighbours", help="nearest names of a query text in a concept level")
     parser.add_argument("text", help="the query: any text, an ontology name, or a concept id (R39.11, HP:0001250)")
     parser.add_argument("--source", default="icd10", help="icd10, icd10cm, hpo, or a path")
-    parser.add_argument("--model", default=DEFAULT_MODEL,
+    parser.add_argument("--model", default=DEFAULT_MODEL, type=model_argument,
                         help="med-minilm (default), minilm, char-tfidf, a sentence-transformers directory or hub id, "
                              "or a run directory")
-    parser.add_argument("--compare", default=None, metavar="MODEL",
+    parser.add_argument("--compare", default=None, metavar="MODEL", type=model_argument,
                         help="a second model: each neighbour also gets its rank under it")
     parser.add_argument("-k", type=int, default=10, help="number of neighbours")
     parser.add_argument("--among", choices=AMONG, default="names",
@@ -56,7 +57,7 @@ def run(args) -> dict:
     models = [args.model] + ([args.compare] if args.compare else [])
     indexes, vectors, infos = [], [], []
     for model in models:
-        with progress_bar(f"encoding {len(view.names)} names ({model})", disable=args.quiet) as progress:
+        with progress_bar(f"encoding {len(view.names)} names ({model.spec})", disable=args.quiet) as progress:
             space, info = level_space(view, model, progress=progress)
         indexes.append(candidate_index(view, model, args.among, base=NeighbourIndex.from_view(space, view)))
         vectors.append(query_vector(query.text, model))

@@ -21,7 +21,7 @@ import numpy as np
 
 from bioviz.errors import BiovizError, EvaluationError
 from bioviz.evaluation.metrics import bootstrap_mean_ci
-from bioviz.models.embeddings import load_encoder
+from bioviz.models.registry import load_encoder
 from bioviz.ontology import LevelSpec
 from bioviz.ontology.model import Ontology
 from bioviz.search.hybrid import EXACT_BOOST, NameMatcher, Ranking, SparseNames, name_scores

@@ -42,7 +42,9 @@ from bioviz.evaluation.benchmarks import expand_benchmarks, load_benchmark, scor
 from bioviz.evaluation.splits import seen_by_runs
 from bioviz.evaluation.store import (cache_key, digest, json_safe, read_cached, read_run_evaluations, split_key,
                                      store_result, store_with_run, view_key)
-from bioviz.models.embeddings import encode_cached, load_encoder, resolve
+from bioviz.models.cached_encoding import encode_cached
+from bioviz.models.model_spec import ModelSpec
+from bioviz.models.registry import load_encoder
 from bioviz.models.runs import read_run
 from bioviz.ontology import DEFAULT_SPLIT, Split, SplitSpec, level_view
 from bioviz.ontology.levels import LevelView
@@ -95,8 +97,8 @@ class _Model:
 
 
 def _load_model(spec: str) -> _Model:
-    ref = resolve(spec)
-    encoder = load_encoder(spec)
+    ref = ModelSpec.parse(spec)  # results are keyed by the MODEL text; it is parsed once, here
+    encoder = load_encoder(ref)
     run_dir = ref.path if ref.kind == "run" else None
     run_id = read_run(run_dir).run_id if run_dir is not None else None
     return _Model(spec, encoder.label, encoder.fingerprint, run_dir, encoder, run_id)

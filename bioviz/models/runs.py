@@ -29,7 +29,7 @@ RUN_FILE = "run.json"
 SPLIT_FILE = "split.json"  # the names of each split part, written by trainer.runs
 # The name the user gave the run: one line of UTF-8 text in a file of its own, so that naming
 # a run never rewrites run.json (the trainer's record) and never changes the run's weights'
-# fingerprint (bioviz.models.embeddings leaves it out of the hash).
+# fingerprint (bioviz.models.model_files leaves it out of the hash).
 NAME_FILE = "name.txt"
 NAME_MAX = 80  # characters of a run name: room for a readable phrase, short enough for a legend
 # Job ids as the job queue makes them (20261122-192803-ecd5): the last part tells runs apart
@@ -509,15 +509,15 @@ def model_labels(models) -> list[str]:
 
     Parameters
     ----------
-    models : sequence of str
-        MODEL strings.
+    models : sequence of str or ModelSpec
+        MODEL texts, or :class:`~bioviz.models.model_spec.ModelSpec` values (read by their text).
 
     Examples
     --------
     >>> model_labels(["minilm", "minilm"])
     ['minilm (A)', 'minilm (B)']
     """
-    models = list(models)
+    models = [getattr(model, "spec", model) for model in models]  # a ModelSpec: model_spec imports this module
     runs: dict[int, RunInfo] = {}
     for i, model in enumerate(models):
         if is_run_dir(model):

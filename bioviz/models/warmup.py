@@ -181,7 +181,8 @@ def warm_up(levels=DEFAULT_LEVELS, model: str = DEFAULT_MODEL, chunk: int = CHUN
         The final state; None when another warm-up holds this ``BIOVIZ_HOME``'s lock (nothing
         is written then).
     """
-    from bioviz.models.embeddings import encode_cached, load_encoder
+    from bioviz.models.cached_encoding import encode_cached
+    from bioviz.models.registry import load_encoder
     from bioviz.models.vector_cache import VectorCache
 
     levels = list(levels)

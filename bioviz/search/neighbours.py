@@ -17,8 +17,11 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from bioviz.errors import BiovizError
-from bioviz.models.embeddings import Progress, embed, encode_cached, load_encoder
+from bioviz.models.cached_encoding import encode_cached
+from bioviz.models.encoders import Progress
+from bioviz.models.registry import embed, load_encoder
 from bioviz.models.encoding_estimate import EncodingEstimate, estimate_encoding
+from bioviz.models.model_spec import ModelSpec
 from bioviz.ontology import DEFAULT_SPLIT, SplitSpec
 from bioviz.ontology.model import Ontology, normalise_name
 from bioviz.search.hybrid import EXACT_BOOST, NameMatcher, Ranking, SparseNames, name_scores
@@ -213,7 +216,7 @@ def resolve_query(text: str, view, ontology: Ontology | None = None) -> QueryInf
     return replace(info, text=spelling, typed=text, resolved_by="name")
 
 
-def level_space(view, model: str, batch_size: int = 64, progress: Progress | None = None,
+def level_space(view, model: ModelSpec, *, batch_size: int = 64, progress: Progress | None = None,
                 use_cache: bool = True) -> tuple[Space, dict]:
     """Vectors of every name of ``view`` under ``model``, through the vector cache.
 
@@ -232,7 +235,7 @@ def level_space(view, model: str, batch_size: int = 64, progress: Progress | Non
     return Space(tuple(view.names), vectors, encoder.label), info
 
 
-def query_vector(text: str, model: str) -> np.ndarray:
+def query_vector(text: str, model: ModelSpec) -> np.ndarray:
     """Unit vector of one query text."""
     return embed([text], model).vectors[0]
 
@@ -356,7 +359,7 @@ def candidate_names(view, among: str = "names") -> list[str]:
     return [name for class_id in view.classes for name in view.hypernym_names.get(class_id, [])]
 
 
-def first_encoding_estimate(view, model: str, among: str = "names") -> EncodingEstimate:
+def first_encoding_estimate(view, model: ModelSpec, among: str = "names") -> EncodingEstimate:
     """How long the first use of ``model`` on ``view`` will encode for, before it starts.
 
     Counts the names the vector cache lacks and divides by the model's measured rate
@@ -366,8 +369,8 @@ def first_encoding_estimate(view, model: str, among: str = "names") -> EncodingE
     Parameters
     ----------
     view : LevelView
-    model : str
-        A MODEL string.
+    model : ModelSpec
+        The model, parsed once by the caller.
     among : str
         The candidate set (:data:`AMONG`) whose names would be encoded.
 
@@ -379,14 +382,14 @@ def first_encoding_estimate(view, model: str, among: str = "names") -> EncodingE
     return estimate_encoding(load_encoder(model), candidate_names(view, among))
 
 
-def candidate_index(view, model: str, among: str = "names", base: NeighbourIndex | None = None,
+def candidate_index(view, model: ModelSpec, among: str = "names", *, base: NeighbourIndex | None = None,
                     progress: Progress | None = None, split: SplitSpec = DEFAULT_SPLIT) -> NeighbourIndex:
     """The names a query is ranked against, as in the papers' tables.
 
     Parameters
     ----------
     view : LevelView
-    model : str
+    model : ModelSpec
     among : str
         ``names``: every name of the level; ``train``: the training names of the few-shot
         split (``split``, by default the one default split), as fewshot-biomedical-names Table 4 ranks training names

@@ -32,7 +32,9 @@ import numpy as np
 import pandas as pd
 
 from bioviz.errors import BiovizError, shown, shown_list
-from bioviz.models.embeddings import Progress, embed
+from bioviz.models.encoders import Progress
+from bioviz.models.model_spec import ModelSpec
+from bioviz.models.registry import embed
 from bioviz.ontology.model import Ontology
 from bioviz.search.hybrid import NameMatcher, Ranking, SparseNames, name_scores
 from bioviz.search.index import NeighbourIndex
@@ -148,7 +150,7 @@ def resolve_terms(terms: Sequence[str], view, ontology: Ontology | None = None) 
     return [resolve_query(term, view, ontology) for term in terms]
 
 
-def encode_terms(texts: Sequence[str], model: str, progress: Progress | None = None) -> np.ndarray:
+def encode_terms(texts: Sequence[str], model: ModelSpec, progress: Progress | None = None) -> np.ndarray:
     """Unit vectors of ``texts`` under ``model``, in one batch (not one call per term).
 
     Not stored in the disk vector cache: a dataset's terms are the user's, and would only
@@ -439,7 +441,7 @@ def export_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return export
 
 
-def code_term_list(terms: Sequence[str], view, ontology: Ontology | None, models: Sequence[tuple[str, NeighbourIndex]],
+def code_term_list(terms: Sequence[str], view, ontology: Ontology | None, models: Sequence[tuple[ModelSpec, NeighbourIndex]],
                    k: int = 5, progress: Progress | None = None, *, ranking: Ranking = Ranking()) -> pd.DataFrame:
     """Resolve, encode (one batch per model) and code ``terms``: :func:`code_terms` from plain inputs.
 
@@ -449,7 +451,7 @@ def code_term_list(terms: Sequence[str], view, ontology: Ontology | None, models
         Checked terms (:func:`check_terms`).
     view : LevelView
     ontology : Ontology, optional
-    models : sequence of (MODEL string, NeighbourIndex)
+    models : sequence of (ModelSpec, NeighbourIndex)
         The index over the level's names under that model (``candidate_index(..., "names")``).
     k : int
     progress : callable, optional

@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from bioviz.models.embeddings import load_encoder, load_sentence_transformer
+from bioviz.models.encoders import load_sentence_transformer
+from bioviz.models.registry import load_encoder
 from trainer.cli import main
 from trainer.events import CancelFlag, Cancelled
 from trainer.pretrain.config import CONFIG_FILE, PretrainConfig, validate

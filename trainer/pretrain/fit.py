@@ -98,7 +98,7 @@ def _last_checkpoint(out: Path) -> Path | None:
 def _device(name: str) -> str:
     if name != "auto":
         return name
-    from bioviz.models.embeddings import device
+    from bioviz.models.encoders import device
 
     return device()
 
@@ -277,7 +277,7 @@ def pretrain(c: PretrainConfig, out: str | Path, callbacks=(), cancel: CancelFla
     from transformers import TrainerCallback
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
-    from bioviz.models.embeddings import load_sentence_transformer
+    from bioviz.models.encoders import load_sentence_transformer
 
     out = Path(out)
     check_out_dir(out, resume)

@@ -131,7 +131,7 @@ def test_names_a_compared_run_has_seen_leave_the_queries(mini, fake_models, tmp_
 
 
 def test_storing_results_keeps_the_run_fingerprint(tmp_path):
-    from bioviz.models.embeddings import directory_fingerprint
+    from bioviz.models.model_files import directory_fingerprint
 
     run = tmp_path / "run-3"
     run.mkdir()

@@ -7,7 +7,7 @@ import os
 
 from bioviz.evaluation import run as evaluation
 from bioviz.evaluation import tables
-from bioviz.models.embeddings import bundled_minilm_path
+from bioviz.models.model_spec import bundled_minilm_path
 from bioviz.models.runs import set_run_name
 from bioviz.ontology import SplitSpec, level_view, load_source
 
