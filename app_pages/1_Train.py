@@ -12,13 +12,12 @@ import pandas as pd
 import streamlit as st
 
 from bioviz.errors import BiovizError
-from bioviz.server_paths import shared_model
 from bioviz.evaluation.run_list import run_row, stored_results_rows
 from bioviz.evaluation.store import read_run_evaluations
 from bioviz.evaluation.tables import results_table
 from bioviz.figures import base_weight_choice, baseline_vs_trained, export_config, training_curves
 from bioviz.figures.pretraining import pretraining_curve
-from bioviz.models.model_spec import base_choices as bundled_bases
+from bioviz.models.model_spec import ModelSpec, base_choices as bundled_bases
 from bioviz.models.runs import NAME_MAX, distinct_labels, is_run_dir, list_runs, read_run, set_run_name
 from bioviz.ontology.splits import DEFAULT_SHOTS
 from trainer.base_mix import describe as describe_base_mix
@@ -182,7 +181,7 @@ def few_shot_form() -> None:
             # The selection's source passed the path policy with the view; a typed base model
             # (a path) must lie in a model folder too: the trainer itself accepts any path.
             config = {**state.selection().to_config(), "shots": shots, "encoder": encoder,
-                      "base": shared_model(base).spec, "init": init,
+                      "base": ModelSpec.shared(base).spec, "init": init,
                       **{k: v for k, v in values.items() if v is not None}}
             with st.spinner("Checking the configuration…"):
                 job = Worker().submit(config, device=device)

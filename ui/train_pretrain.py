@@ -14,7 +14,8 @@ from bioviz.errors import BiovizError
 from bioviz.models.model_spec import base_choices as bundled_bases
 from bioviz.ontology.level_spec import LevelSpec
 from bioviz.ontology.splits import DEFAULT_SPLIT
-from bioviz.server_paths import shared_model, shared_source
+from bioviz.models.model_spec import ModelSpec
+from bioviz.server_paths import shared_source
 from trainer.job_options import OBJECTIVE_SUMMARIES
 from trainer.jobs.progress import describe_config
 from trainer.jobs.queue import Worker
@@ -149,7 +150,7 @@ def pretrain_form(runs_by_label: dict[str, str], device: str, can_submit: bool):
         # Paths pass the server's policy (data folders, model folders): the command itself accepts any path.
         config = {"kind": "pretrain", "sources": [shared_source(s) for s in sources], "objectives": objectives,
                   "max_pairs": max_pairs,
-                  "base": shared_model(base).spec, "seed": seed, "epochs": epochs, "batch_size": batch_size,
+                  "base": ModelSpec.shared(base).spec, "seed": seed, "epochs": epochs, "batch_size": batch_size,
                   "lr": lr, "save_steps": save_steps, "max_seq_length": max_seq or None,
                   "exclude_levels": [exclude] if keep_out else []}
         if keep_out:
