@@ -16,6 +16,7 @@ import json
 import sys
 import time
 
+from bioviz.cli.common import model_argument
 from bioviz.errors import BiovizError
 from bioviz.output_paths import check_output_dir, check_output_file
 from bioviz.ontology.splits import DEFAULT_SHOTS, DEFAULT_SPLIT_SEED
@@ -40,7 +41,7 @@ def register(subparsers) -> None:
     p.add_argument("--max-pairs", type=_optional_int, default=20000,
                    help="training pairs sampled per source and objective in equal shares (all: every pair)")
     p.add_argument("--validation-pairs", type=int, default=500, help="held-out validation pairs")
-    p.add_argument("--base", default="minilm", help="MODEL to start from (sentence-transformers)")
+    p.add_argument("--base", default="minilm", type=model_argument, help="MODEL to start from (sentence-transformers)")
     p.add_argument("--out", help="output directory (new or empty; with --resume, the interrupted run)")
     p.add_argument("--save-pairs", metavar="FILE",
                    help="build the pairs (sources, objectives, exclusions, sampling), write them to FILE and stop")
@@ -88,7 +89,7 @@ def config_from_args(args: argparse.Namespace) -> PretrainConfig:
     if not args.pairs and not args.objectives:
         raise BiovizError(f"no objective: give --objectives (any of {', '.join(OBJECTIVES)})")
     return validate(PretrainConfig(
-        sources=args.sources, objectives=args.objectives, base=args.base, max_pairs=args.max_pairs,
+        sources=args.sources, objectives=args.objectives, base=args.base.spec, max_pairs=args.max_pairs,
         validation_pairs=args.validation_pairs, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
         seed=args.seed, loss=args.loss, mini_batch_size=args.mini_batch_size, save_steps=args.save_steps,
         max_seq_length=args.max_seq_length, device=args.device, exclude_levels=args.exclude_level,
