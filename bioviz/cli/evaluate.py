@@ -19,8 +19,7 @@ from __future__ import annotations
 import sys
 import time
 
-from bioviz.cli.common import (add_json, add_level_options, add_ranking_options, level_spec_from_args, model_argument,
-                               rankings_from_args)
+from bioviz.cli.common import add_json, add_level_options, add_ranking_options, level_spec_from_args, rankings_from_args
 from bioviz.cli.eval_compare import add_compare_options, comparisons
 from bioviz.errors import EvaluationError
 from bioviz.evaluation import normalisation, run as evaluation, splits
@@ -35,7 +34,7 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "eval", help="score models on relatedness benchmarks and the papers' ontology protocols",
         description="Score one or more models; several --model options are compared on the same split.")
-    parser.add_argument("--model", action="append", required=True, type=model_argument,
+    parser.add_argument("--model", action="append", required=True,
                         help="minilm, char-tfidf, a sentence-transformers directory or hub id, or a run "
                              "directory (repeat to compare)")
     parser.add_argument("--benchmark", action="append", default=[],
@@ -138,7 +137,7 @@ def run(args) -> dict:
                             pairs_per_distance=args.pairs, sample_seed=args.sample_seed)
     progress = _progress(args.quiet)
     depths = _depths(args.cross_level)
-    models = [model.spec for model in args.model]  # the evaluation library keys its results by the MODEL text
+    models = args.model
     out: dict = {"settings": settings.__dict__, "warnings": []}
     results: list[dict] = []
     if args.benchmark:
