@@ -257,8 +257,9 @@ def show_movement() -> None:
                f"{pair.params.caption()}<br>{marks_caption}")
     key = cache.digest(state.selection(), label_a, label_b, moved.rows, moved_a, moved_b, parts, arrows, title,
                        caption)
-    fig = cache.figure(key, lambda: movement_figure(view, moved, moved_a, moved_b, arrows, parts, label_a, label_b,
-                                                    title, caption))
+    fig = cache.figure(key, lambda: movement_figure(view, moved, moved_a, moved_b, arrows, parts=parts,
+                                                    model_a=label_a, model_b=label_b, title=title,
+                                                    caption=caption))
     movers = movers_table(view, moved, parts)
     summary = part_summary(movers)
     # Column names say which model: the CSV is read away from the page.

@@ -368,7 +368,7 @@ def movement_sample(view: LevelView, coords_a: np.ndarray, coords_b: np.ndarray,
     arrows = arrow_rows(movement, view.labels, class_index, count=150)
     level = "hpo 2025-05-06 · HP:0000118 depth 1"
     title = f"What training moved · minilm → {run} · {level}"
-    return movement_figure(view, movement, coords_a, aligned, arrows, parts, "minilm", run, title=title)
+    return movement_figure(view, movement, coords_a, aligned, arrows, parts=parts, model_a="minilm", model_b=run, title=title)
 
 
 def icd10_view(names_per_class: int = 8) -> LevelView:
