@@ -11,7 +11,7 @@ from pathlib import Path
 
 from bioviz.evaluation.store import is_result, read_run_evaluations
 from bioviz.evaluation.tables import results_table
-from bioviz.models.runs import RunInfo, shots_text
+from bioviz.models.runs import RunRecord, shots_text
 
 
 def _stored_level_text(view: dict) -> str:
@@ -25,7 +25,7 @@ def _stored_level_text(view: dict) -> str:
     return f"{view.get('source') or '?'}{under} {cut}"
 
 
-def _created(run: RunInfo) -> str:
+def _created(run: RunRecord) -> str:
     """``YYYY-MM-DD HH:MM`` (UTC) from ``run.json``, else from its modification time; ``?`` if neither."""
     try:
         return dt.datetime.fromisoformat(run.created).astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
@@ -53,11 +53,11 @@ def _test_map(metrics: dict, which: str):
     return _number(test.get("mAP")) if isinstance(test, dict) else None
 
 
-def run_row(run: RunInfo) -> dict:
+def run_row(run: RunRecord) -> dict:
     """One line of the run list: its name, what was trained on what, when, and what is stored with it.
 
-    ``name`` is the run's readable name (the user's, else the default, :attr:`RunInfo.name`),
-    ``run`` its id. A damaged run (:attr:`RunInfo.damaged`) gets a line too, with the reason
+    ``name`` is the run's readable name (the user's, else the default, :attr:`RunRecord.name`),
+    ``run`` its id. A damaged run (:attr:`RunRecord.damaged`) gets a line too, with the reason
     under ``damaged`` (None for a sound run) and nothing it cannot know.
     """
     settings = run.settings

@@ -112,8 +112,8 @@ class TrainedSplit:
     shots, seed : int or None
         As drawn (``config.split``, else the flat fields): names per class (None: all names)
         and the split seed (None: not recorded).
-    zero_shot_classes : tuple of str
-        The classes held out entirely.
+    zero_shot_count : int
+        How many classes were held out entirely.
     problem : str or None
         Why the flat settings cannot draw a split (not numbers); None when they can or are absent.
     """
@@ -121,7 +121,7 @@ class TrainedSplit:
     spec: SplitSpec | None = None
     shots: int | None = None
     seed: int | None = None
-    zero_shot_classes: tuple[str, ...] = ()
+    zero_shot_count: int = 0
     problem: str | None = None
 
 
@@ -158,8 +158,7 @@ def _trained_split(config: Mapping) -> TrainedSplit:
     if shots is not None and _int(shots) is None:  # a count that is not one: the settings', if they are
         shots = _int(spec.shots) if spec is not None else None
     zero = drawn.get("zero_shot_classes")
-    return TrainedSplit(spec, shots, _int(drawn.get("seed")),
-                        tuple(map(str, zero)) if isinstance(zero, list) else (), problem)
+    return TrainedSplit(spec, shots, _int(drawn.get("seed")), len(zero) if isinstance(zero, list) else 0, problem)
 
 
 def _level(config: Mapping) -> LevelSpec | None:
@@ -284,10 +283,10 @@ def pretrained_run_name(config: Mapping) -> str:
 def _default_name(config: Mapping) -> str:
     if config.get("kind") == PRETRAIN_KIND:
         return pretrained_run_name(config)
-    encoder = str(config.get("encoder") or "run")
+    encoder = _text(config.get("encoder")) or "run"
     if config.get("finetune") is True:
         encoder += " fine-tuned"
-    if config.get("init"):
+    if _text(config.get("init")):
         encoder += " (continued)"
     if "source" in config:
         root, depth = config.get("root"), config.get("depth")

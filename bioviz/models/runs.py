@@ -49,11 +49,11 @@ def read_run(path: str | Path) -> RunRecord:
     return RunRecord.read(path)
 
 
-def list_runs(base: str | Path | None = None, include_damaged: bool = False) -> list[RunInfo]:
+def list_runs(base: str | Path | None = None, include_damaged: bool = False) -> list[RunRecord]:
     """Complete runs under ``base`` (default ``BIOVIZ_HOME/runs``), newest first.
 
     Never fails over one run: a run deleted while the folder is read is left out, and a
-    damaged one (see :class:`RunInfo`) is left out with a logged warning, or listed with its
+    damaged one (see :class:`RunRecord`) is left out with a logged warning, or listed with its
     ``damaged`` reason when ``include_damaged`` (for the run list, which shows it).
 
     Parameters
@@ -61,7 +61,7 @@ def list_runs(base: str | Path | None = None, include_damaged: bool = False) -> 
     base : path-like, optional
         Folder of run directories.
     include_damaged : bool
-        Also return damaged runs (``RunInfo.damaged`` set). Pickers of models leave it off.
+        Also return damaged runs (``RunRecord.damaged`` set). Pickers of models leave it off.
     """
     base = Path(base) if base else runs_dir()
     try:
@@ -118,7 +118,7 @@ def distinct_labels(runs) -> dict[Path, str]:
 
     Parameters
     ----------
-    runs : iterable of RunInfo
+    runs : iterable of RunRecord
     """
     runs = list(runs)
     seen: dict[str, int] = {}
@@ -128,7 +128,7 @@ def distinct_labels(runs) -> dict[Path, str]:
             for run in runs}
 
 
-def set_run_name(path: str | Path, name: str | None) -> RunInfo:
+def set_run_name(path: str | Path, name: str | None) -> RunRecord:
     """Give run ``path`` a readable name, or go back to its default name (``None`` or blank).
 
     The name goes into its own small file (:data:`NAME_FILE`), written atomically: ``run.json``
@@ -143,7 +143,7 @@ def set_run_name(path: str | Path, name: str | None) -> RunInfo:
 
     Returns
     -------
-    RunInfo
+    RunRecord
         The run as read again, with its new name.
 
     Raises
@@ -185,7 +185,7 @@ class RunSplit:
     shots: int | None
     seed: int | None
     zero_shot_classes: int
-    label: str | None = None  # the run's readable label (RunInfo.label); the id when None
+    label: str | None = None  # the run's readable label (RunRecord.label); the id when None
 
     def describe(self) -> str:
         """``<run label>'s own split (15 shots, seed 0, 2 zero-shot classes)`` for captions."""
@@ -238,13 +238,13 @@ def run_split(path: str | Path, view) -> RunSplit:
                 raise SplitError(f"{run.run_id}'s split has names this level lacks (e.g. {name!r})")
             parts[rows_of[name]] = label
     split = run.split
-    return RunSplit(run.run_id, parts, split.shots, split.seed, len(split.zero_shot_classes), run.label)
+    return RunSplit(run.run_id, parts, split.shots, split.seed, split.zero_shot_count, run.label)
 
 
 def model_labels(models) -> list[str]:
     """Readable labels of MODEL strings, for table headers, legends and CSV columns.
 
-    A run is named by its label (:attr:`RunInfo.label`: its readable name and short id, the
+    A run is named by its label (:attr:`RunRecord.label`: its readable name and short id, the
     whole id where two runs' labels would be equal, :func:`distinct_labels`), never by its
     path; a model directory by its folder's name (no server path is shown); anything else
     (``minilm``, a hub id) as given. The same label twice (a model compared with itself)
@@ -261,7 +261,7 @@ def model_labels(models) -> list[str]:
     ['minilm (A)', 'minilm (B)']
     """
     models = list(models)
-    runs: dict[int, RunInfo] = {}
+    runs: dict[int, RunRecord] = {}
     for i, model in enumerate(models):
         if is_run_dir(model):
             try:
