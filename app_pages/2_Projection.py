@@ -177,9 +177,10 @@ def draw(pair, preview: bool = False) -> None:
                        highlight, caption, title, ",".join(highlight_classes), labelled_map, one_model)
     options = dict(highlight=highlight, method=pair.params.method.upper(), caption=caption, title=title,
                    highlight_classes=highlight_classes or None, contours=labelled_map)
-    fig = cache.figure(key, lambda: projection_map_figure(view, pair.rows, pair.coords_a, label_a, parts, **options)
+    fig = cache.figure(key, lambda: projection_map_figure(view, pair.rows, pair.coords_a, label_a, parts=parts, **options)
                        if one_model else projection_pair_figure(view, pair.rows, pair.coords_a, pair.coords_b,
-                                                                label_a, label_b, parts, disparity=pair.disparity,
+                                                                label_a, label_b, parts=parts,
+                                                                disparity=pair.disparity,
                                                                 **options))
     name = (slug(pair.params.method, label_a, view.source.split()[0], f"d{view.depth}") if one_model else
             slug(pair.params.method, label_a, "vs", label_b, view.source.split()[0], f"d{view.depth}"))
@@ -256,8 +257,9 @@ def show_movement() -> None:
                f"{pair.params.caption()}<br>{marks_caption}")
     key = cache.digest(state.selection(), label_a, label_b, moved.rows, moved_a, moved_b, parts, arrows, title,
                        caption)
-    fig = cache.figure(key, lambda: movement_figure(view, moved, moved_a, moved_b, arrows, parts, label_a, label_b,
-                                                    title, caption))
+    fig = cache.figure(key, lambda: movement_figure(view, moved, moved_a, moved_b, arrows, parts=parts,
+                                                    model_a=label_a, model_b=label_b, title=title,
+                                                    caption=caption))
     movers = movers_table(view, moved, parts)
     summary = part_summary(movers)
     # Column names say which model: the CSV is read away from the page.

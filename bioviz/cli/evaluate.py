@@ -89,11 +89,13 @@ def _run_level_warnings(models: list[str], args) -> list[str]:
     for model in models:
         if not is_run_dir(model) or splits.run_seen_names(model):
             continue
-        config = read_run(model).config
-        trained = (config.get("source"), config.get("root"), config.get("depth"))
+        level = read_run(model).settings.level
+        if level is None or not level.source:
+            continue
+        trained = (level.source, level.root, level.depth)
         asked = (args.source, args.root, args.depth)
-        if config.get("source") and (trained[0] != asked[0] or (trained[1] or None) != (asked[1] or None)
-                                     or (not args.synonyms and trained[2] != asked[2])):
+        if (trained[0] != asked[0] or (trained[1] or None) != (asked[1] or None)
+                or (not args.synonyms and trained[2] != asked[2])):
             warnings.append(f"{model} was trained on {trained[0]} root={trained[1]} depth={trained[2]}: "
                             "names held out here may have been training names there")
     return warnings

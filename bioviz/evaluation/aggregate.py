@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from bioviz.errors import BiovizError
-from bioviz.models.runs import default_run_name, is_run_dir, read_run
+from bioviz.models.runs import is_run_dir, read_run
 
 # Config fields that may differ within a seed group (see the module's docstring).
 SEED_FIELDS = ("seed", "split", "device")
@@ -85,15 +85,15 @@ def seed_groups(results: list[dict]) -> list[SeedGroup]:
         if not isinstance(spec, str) or not is_run_dir(spec):
             continue
         try:
-            config = read_run(spec).config
+            run = read_run(spec)
         except BiovizError:  # a damaged run.json: listed as damaged elsewhere, not grouped here
             continue
-        seed = config.get("seed")
-        if not isinstance(seed, int) or isinstance(seed, bool):
+        seed = run.settings.seed
+        if seed is None:
             continue
-        key = _config_key(config)
+        key = _config_key(run.config)
         members.setdefault(key, []).append((seed, label))
-        names.setdefault(key, default_run_name(config))
+        names.setdefault(key, run.default_name)
     groups = []
     for key, runs in members.items():
         runs = sorted(dict.fromkeys(runs))

@@ -80,8 +80,8 @@ class Pretraining:
     @property
     def sources_text(self) -> str:
         """``hpo, mini.obo``: the pretraining sources by name (a path by its file name, never the server's path)."""
-        config = self.record.get("config") if isinstance(self.record.get("config"), dict) else {}
-        sources = config.get("sources") if isinstance(config.get("sources"), list) else []
+        settings = self.record.get("config") if isinstance(self.record.get("config"), dict) else {}
+        sources = settings.get("sources") if isinstance(settings.get("sources"), list) else []
         return ", ".join(Path(str(s)).name or str(s) for s in sources) or "?"
 
 
@@ -130,11 +130,11 @@ def pretraining_of(model: str) -> Pretraining | None:
         if not is_run_dir(path):
             return None
         try:
-            config = read_run(path).config
+            source = read_run(path).input
         except Exception as error:  # noqa: BLE001 - a damaged run: nothing to follow, never fatal here
             logger.info("cannot follow %s for pretraining: %s", path.name, error)
             return None
-        nxt = next((config[k] for k in ("input_model", "init", "base") if isinstance(config.get(k), str)), None)
+        nxt = source.spec if source is not None else None
         if not nxt or nxt == spec:
             return None
         spec = nxt

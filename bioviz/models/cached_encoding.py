@@ -37,7 +37,6 @@ class EmbedStats:
         return self.names / self.seconds if self.seconds > 0 else float("inf")
 
 
-
 def encode_missing(encoder: Encoder, texts: list[str], batch_size: int = 64,
                    progress: Progress | None = None) -> np.ndarray:
     """``encoder.encode(texts)`` here, or on the Ray cluster when the Ray executor is configured.
@@ -108,4 +107,3 @@ def encode_cached(encoder: Encoder, texts, *, batch_size: int = 64, progress: Pr
     logger.info("%s: %d names, %d from cache, %d encoded in %.2fs", encoder.label, len(texts), hits,
                 len(missing), stats.seconds)
     return vectors, stats
-

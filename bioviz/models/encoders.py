@@ -75,7 +75,6 @@ def _missing_module_folder(path: Path) -> str | None:
     return None
 
 
-
 def _sentence_transformer_at(path: Path, device_name: str):
     """Load ``path`` as a SentenceTransformer; plain checkpoints get [CLS] pooling."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -338,7 +337,6 @@ class HeadRunEncoder(SentenceTransformerEncoder):
     def __repr__(self) -> str:
         return (f"{type(self).__name__}({self.label!r}, on {self.base.label!r}, "
                 f"fingerprint={self.fingerprint[:12]})")
-
 
 
 def worker_encoder(spec: str) -> SentenceTransformerEncoder:

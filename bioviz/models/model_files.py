@@ -15,7 +15,7 @@ from pathlib import Path
 from huggingface_hub import constants
 
 from bioviz.errors import ModelError
-from bioviz.models.runs import NAME_FILE
+from bioviz.models.run_record import NAME_FILE
 
 FINGERPRINT_SCHEMA = "st-1"  # bump when the encoding path changes the vectors a model gives
 # Files that describe a model but do not change its vectors: left out of the fingerprint so
@@ -124,4 +124,3 @@ def dimension_from_files(path: str | Path) -> int | None:
             modes = sum(1 for key, on in config.items() if key.startswith("pooling_mode_") and on is True)
             dim = config["word_embedding_dimension"] * max(modes, 1)
     return dim
-

@@ -50,13 +50,12 @@ def _input_encoder(ref: ModelSpec, depth: int) -> tuple[SentenceTransformerEncod
         input model that is gone or has changed since training, or a head that is not a
         plain chain of Dense modules.
     """
-    config = read_run(ref.path).config
-    if config.get("finetune") is True or config.get("encoder") == "definitions":
+    settings = read_run(ref.path).settings
+    if settings.fine_tuned:
         raise NotAHeadChain("a fine-tuned run")
-    spec = config.get("input_model") or config.get("init") or config.get("base")
-    recorded = config.get("base_fingerprint")
-    if not isinstance(spec, str) or not isinstance(recorded, str):
+    if settings.input is None or settings.input.fingerprint is None:
         raise NotAHeadChain("run.json names no input model with its fingerprint")
+    spec, recorded = settings.input.spec, settings.input.fingerprint
     if depth >= MAX_CHAIN:
         raise NotAHeadChain(f"more than {MAX_CHAIN} runs stacked on each other")
     candidates = [spec]
