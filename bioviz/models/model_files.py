@@ -29,7 +29,7 @@ _HUB_IGNORE = [f"{d}/*" for d in _OTHER_RUNTIMES] + ["*.onnx", "*.h5", "*.msgpac
 
 
 def hub_offline() -> bool:
-    """Whether the Hugging Face Hub may not be reached (``HF_HUB_OFFLINE``, either the library's or the environment's)."""
+    """Whether the Hugging Face Hub may not be reached (``HF_HUB_OFFLINE``, the library's or the environment's)."""
     return bool(constants.HF_HUB_OFFLINE) or os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0", "false")
 
 

@@ -441,8 +441,9 @@ def export_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return export
 
 
-def code_term_list(terms: Sequence[str], view, ontology: Ontology | None, models: Sequence[tuple[ModelSpec, NeighbourIndex]],
-                   k: int = 5, progress: Progress | None = None, *, ranking: Ranking = Ranking()) -> pd.DataFrame:
+def code_term_list(terms: Sequence[str], view, ontology: Ontology | None,
+                   models: Sequence[tuple[ModelSpec, NeighbourIndex]], k: int = 5, progress: Progress | None = None, *,
+                   ranking: Ranking = Ranking()) -> pd.DataFrame:
     """Resolve, encode (one batch per model) and code ``terms``: :func:`code_terms` from plain inputs.
 
     Parameters
