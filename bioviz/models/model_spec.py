@@ -149,14 +149,15 @@ class ModelSpec:
                 return cls(spec, "char-tfidf", None, spec)
             return cls(spec, "bundled", preset.path(), spec)
         path = Path(spec).expanduser()
-        if path.is_dir():
+        # os.path answers False where the system cannot name the path (a hub id longer than NAME_MAX)
+        if os.path.isdir(path):
             if is_run_dir(path):
                 run = read_run(path)  # ModelError (one line) for a damaged run.json
                 check_model_files(path, f"run {run.run_id} is damaged:", "; delete it or train it again")
                 return cls(spec, "run", path.resolve(), run.label)
             check_model_files(path, f"{spec} is not a model directory:")
             return cls(spec, "directory", path.resolve(), path.resolve().name)
-        if path.exists():
+        if os.path.lexists(path):
             raise ModelError(f"{spec} is a file: a model is a directory (sentence-transformers or transformers)")
         if looks_like_path(spec):
             raise ModelError(f"model directory {spec} not found")
