@@ -18,6 +18,8 @@ def resolve_device(name: str) -> str:
     --------
     >>> resolve_device("cpu")
     'cpu'
+    >>> resolve_device("auto") in ("cuda", "mps", "cpu")
+    True
     """
     if name != "auto":
         return name
