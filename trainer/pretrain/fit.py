@@ -25,6 +25,7 @@ from sentence_transformers.base.sampler import NoDuplicatesBatchSampler
 from bioviz.errors import BiovizError
 from trainer import hf_bridge
 from trainer.devices import resolve_device
+from trainer.evaluators import encode_unit
 from trainer.events import CancelFlag, Cancelled, Emit, broadcast
 from trainer.pretrain.config import CONFIG_FILE, PretrainConfig
 from trainer.pretrain.dataset import PairSet, build_pairs
@@ -51,9 +52,8 @@ def retrieval_figures(model, pairs) -> dict:
     texts = list(dict.fromkeys(p.positive for p in pairs))
     position = {t: i for i, t in enumerate(texts)}
     gold = np.array([position[p.positive] for p in pairs])
-    options = dict(batch_size=128, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
-    anchors = model.encode([p.anchor for p in pairs], **options)
-    positives = model.encode(texts, **options)
+    anchors = encode_unit(model, [p.anchor for p in pairs])
+    positives = encode_unit(model, texts)
     scores = anchors @ positives.T
     own = scores[np.arange(len(pairs)), gold]
     ranks = 1 + (scores > own[:, None]).sum(axis=1)
