@@ -18,11 +18,11 @@ from bioviz.errors import BiovizError
 from bioviz.ontology.level_spec import LevelSpec
 from bioviz.ontology.splits import DEFAULT_SHOTS, DEFAULT_SPLIT_SEED, SplitSpec
 from trainer.base_mix import BASE_WEIGHTS
+from trainer.devices import DEVICES
 from trainer.options import option, options
 
 ENCODERS = ("residual", "dan", "cca", "hierarchical", "definitions")
 STOP_ON = ("auto", "loss", "mAP")
-DEVICES = ("auto", "cpu", "cuda")
 HEADS = ("residual", "dan", "cca", "hierarchical")  # the types that train a head over base vectors
 
 # Per-encoder defaults from the papers: batch size, learning rate, max epochs, stopping criterion,

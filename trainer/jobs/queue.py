@@ -49,12 +49,13 @@ from trainer.jobs.progress import read_progress, summarise_progress, tail
 from trainer.jobs.store import (
     CANCELLED, FAILED, INTERRUPTED, QUEUED, RUNNING, STARTING, SUCCEEDED, Job, JobError, JobStore,
 )
+from trainer.devices import DEVICES
 
 logger = logging.getLogger(__name__)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SLOTS = {"cpu": 1, "cuda": 1}
-DEVICE_CHOICES = ("auto", "cpu", "cuda")
+DEVICE_CHOICES = DEVICES  # what a job may ask for (the Train page offers them)
 RUNNER_MODULE = "trainer.jobs.runner"  # each started job's process: python -m RUNNER_MODULE run JOB_ID --token T
 # A claim whose starter is alive but has not recorded a runner after this long is taken
 # over (the token makes that safe whatever the starter does next).
