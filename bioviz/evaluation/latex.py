@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bioviz.evaluation.run import TASK_LABELS
+from bioviz.evaluation.tasks import TASK_LABELS
 from bioviz.evaluation.tables import best_mask, to_latex
 
 MAX_COLUMNS = 8  # numeric columns that fit a page's text width with stacked intervals

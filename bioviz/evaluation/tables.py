@@ -1,6 +1,6 @@
 """Evaluation results as tables: long-form rows, and paper-ready models x metrics tables, best marked, CSV and LaTeX.
 
-:func:`results_table` turns result dicts (:mod:`bioviz.evaluation.run`) into long-form rows
+:func:`results_table` turns results (:class:`~bioviz.evaluation.result.EvalResult`) into long-form rows
 (one per model, task and metric); the wide tables work on those rows. Every metric here is "higher is better" (mAP, Acc@1, MRR, Spearman,
 ROC-AUC). A column's best is marked only when it is a finding: its interval lies above every
 other model's, or its paired difference from every other model excludes 0
@@ -17,8 +17,8 @@ import pandas as pd
 
 from bioviz.csv_export import frame_to_csv
 from bioviz.evaluation import paired
-
-from bioviz.evaluation.run import TASK_LABELS
+from bioviz.evaluation.result import EvalResult
+from bioviz.evaluation.tasks import TASK_LABELS
 
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
@@ -47,7 +47,7 @@ def metric_label(metric: str) -> str:
     return METRIC_LABELS.get(metric, metric)
 
 
-def results_table(results: list[dict]) -> list[dict]:
+def results_table(results: list[EvalResult]) -> list[dict]:
     """Results in long form: one row per (model, task, metric) with its interval and sample size.
 
     Returns
@@ -59,24 +59,23 @@ def results_table(results: list[dict]) -> list[dict]:
         test mAP is left out where the same model's ranking mAP is there (the same figure).
     """
     rows = []
-    ranked = {r["model"] for r in results if r["task"] == "ranking"}
+    ranked = {r.model for r in results if r.task == "ranking"}
     for result in results:
-        sizes = result.get("sizes", {})
-        for key, value in result.get("metrics", {}).items():
-            if result["task"] == "synonym" and key == DUPLICATE_OF_RANKING and result["model"] in ranked:
+        for key, value in result.metrics.items():
+            if result.task == "synonym" and key == DUPLICATE_OF_RANKING and result.model in ranked:
                 continue
-            interval = result.get("ci", {}).get(key)
+            interval = result.ci.get(key)
             low, high = interval[:2] if isinstance(interval, (list, tuple)) and len(interval) >= 2 else (None, None)
             rows.append({
-                "model": result["model"],
-                "task": TASK_LABELS.get(result["task"], result["task"]),
+                "model": result.model,
+                "task": TASK_LABELS.get(result.task, result.task),
                 "metric": metric_label(key),
                 "key": key,
-                "task_key": result["task"],
+                "task_key": result.task,
                 "value": value,
                 "ci_low": low,
                 "ci_high": high,
-                "n": _sample_size(key, sizes),
+                "n": _sample_size(key, result.sizes),
             })
     return rows
 
@@ -153,7 +152,7 @@ def _separated(top: str, column, models, lows: pd.DataFrame | None, highs: pd.Da
     return not math.isnan(low) and not any(math.isnan(h) for h in others) and low > max(others)
 
 
-def paired_beats(results: list[dict], *, n_boot: int = 1000, seed: int = 0) -> Callable[[str, tuple], bool]:
+def paired_beats(results: list[EvalResult], *, n_boot: int = 1000, seed: int = 0) -> Callable[[str, tuple], bool]:
     """``beats(model, (task, metric))`` for :func:`best_mask`: the paired difference from every
     other model on that column excludes 0 (:func:`bioviz.evaluation.paired.beats_all`)."""
     keys = {(r["task"], r["metric"]): (r["task_key"], r["key"]) for r in results_table(results)}
