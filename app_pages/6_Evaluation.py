@@ -283,7 +283,7 @@ if cross:
     for depth, reason in cross["skipped"].items():
         st.caption(f"level {depth} skipped: {md(reason)}")
     crossed = overlap.cross_level_reasons(list(computed_on[1]), model_labels(computed_on[1]), computed_on[0],
-                                          computed_on[6], SplitSpec(*computed_on[4]))
+                                          computed_on[6], split=SplitSpec(*computed_on[4]))
     if crossed:
         st.caption(md("  \n".join(crossed)))
 

@@ -56,7 +56,7 @@ def score(model: str, gold_path: Path, n_boot: int) -> list[dict]:
           f"{len(gold)} mentions, {int(mask.sum())} paraphrased", file=sys.stderr)
     rows = []
     for ranking in [Ranking("dense"), *(Ranking("hybrid", w) for w in WEIGHTS)]:
-        ranks = gold_ranks(gold, view, index, vectors, ranking, ontology=ontology, sparse=sparse)
+        ranks = gold_ranks(gold, view, index, vectors, ranking=ranking, ontology=ontology, sparse=sparse)
         figures, ci, sizes = normalisation_figures(ranks, mask, n_boot=n_boot)
         rows.append({"model": model, "ranking": ranking.kind, "weight": ranking.weight if ranking.hybrid else None,
                      "label": ranking.label, "level": view.title, "gold": gold.label, **sizes, **figures, "ci": ci})

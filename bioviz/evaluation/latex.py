@@ -88,7 +88,7 @@ def latex_tables(values: pd.DataFrame, lows: pd.DataFrame | None = None, highs: 
     """
     if values.empty:
         return ""
-    best = best_mask(values, lows, highs, digits) if best is None else best
+    best = best_mask(values, lows, highs, digits=digits) if best is None else best
     groups = column_groups(values.columns, max_columns)
     parts_of: dict[str, int] = {}
     for name, _ in groups:

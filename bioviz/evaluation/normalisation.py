@@ -139,7 +139,7 @@ def paraphrased(gold: GoldFile, view, ontology: Ontology | None = None) -> np.nd
     return np.array([mention.lower() not in names for mention in gold.mentions], dtype=bool)
 
 
-def gold_ranks(gold: GoldFile, view, index: NeighbourIndex, vectors: np.ndarray, ranking: Ranking, *,
+def gold_ranks(gold: GoldFile, view, index: NeighbourIndex, vectors: np.ndarray, *, ranking: Ranking,
                ontology: Ontology | None = None, sparse: SparseNames | None = None) -> np.ndarray:
     """The 1-based rank of each gold concept among every concept of the level, as term coding ranks them.
 

@@ -234,7 +234,7 @@ def result_marks(results: list[EvalResult], level: LevelSpec | None, split: Spli
     return marks
 
 
-def cross_level_reasons(models: list[str], labels: list[str], level: LevelSpec, depths, split: SplitSpec
+def cross_level_reasons(models: list[str], labels: list[str], level: LevelSpec, depths, *, split: SplitSpec
                         ) -> list[str]:
     """One line per model whose pretraining did not keep some of ``depths`` (levels under ``level``'s root) out.
 

@@ -49,7 +49,7 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def choose_split(models, shots=None, seed=None, test_per_class=None,
+def choose_split(models, *, shots=None, seed=None, test_per_class=None,
                  zero_shot_classes=None) -> tuple[SplitSpec, list[str]]:
     """The split to evaluate on: given settings, else the runs' own split, else the defaults.
 

@@ -119,7 +119,7 @@ def wide_tables(rows: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFr
     return pivot("value"), pivot("ci_low"), pivot("ci_high")
 
 
-def best_mask(values: pd.DataFrame, lows: pd.DataFrame | None = None, highs: pd.DataFrame | None = None,
+def best_mask(values: pd.DataFrame, lows: pd.DataFrame | None = None, highs: pd.DataFrame | None = None, *,
               digits: int | None = 3, beats: Callable[[str, tuple], bool] | None = None) -> pd.DataFrame:
     """True where a value is a column's best *and* that is a finding; NaN is never best.
 
@@ -170,14 +170,14 @@ def _number(value: float, digits: int) -> str:
     return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
 
 
-def display_table(values: pd.DataFrame, lows: pd.DataFrame, highs: pd.DataFrame, digits: int = 3,
+def display_table(values: pd.DataFrame, lows: pd.DataFrame, highs: pd.DataFrame, *, digits: int = 3,
                   show_ci: bool = True, best: pd.DataFrame | None = None) -> pd.DataFrame:
     """Strings ``0.361 [0.269, 0.456]`` per cell, a column's best prefixed with ``★``.
 
     ``best`` defaults to :func:`best_mask` by intervals alone. Column labels are flattened
     to ``task · metric`` for on-screen tables.
     """
-    best = best_mask(values, lows, highs, digits) if best is None else best
+    best = best_mask(values, lows, highs, digits=digits) if best is None else best
     out = pd.DataFrame(index=values.index)
     for column in values.columns:
         cells = []
@@ -206,7 +206,7 @@ def latex_escape(text: str) -> str:
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
 
 
-def to_latex(values: pd.DataFrame, lows: pd.DataFrame | None = None, highs: pd.DataFrame | None = None,
+def to_latex(values: pd.DataFrame, lows: pd.DataFrame | None = None, highs: pd.DataFrame | None = None, *,
              caption: str = "", label: str = "tab:evaluation", digits: int = 3,
              best: pd.DataFrame | None = None) -> str:
     """A booktabs table: one row per model, task headers spanning their metrics, best in bold.
@@ -229,7 +229,7 @@ def to_latex(values: pd.DataFrame, lows: pd.DataFrame | None = None, highs: pd.D
         A ``table`` environment that needs ``\\usepackage{booktabs}``; at most a page wide
         with a few columns: :func:`bioviz.evaluation.latex.latex_tables` splits wide ones.
     """
-    best = best_mask(values, lows, highs, digits) if best is None else best
+    best = best_mask(values, lows, highs, digits=digits) if best is None else best
     columns = list(values.columns)
     tasks = list(dict.fromkeys(task for task, _ in columns))
     lines = [r"\begin{table}[t]", r"\centering", r"\small",

@@ -285,7 +285,7 @@ class HierarchyAUCTask(SplitTask):
         view, split, s = self.data.view, self.data.split, self.data.settings
         seen = [view.names[i] for i in np.concatenate([split.train, split.validation])] + list(self.data.exclude)
         return protocols.hierarchy_pairs(self.data.need_ontology(self.name), view.root, seen,
-                                         s.pairs_per_distance, s.sample_seed)
+                                         per_distance=s.pairs_per_distance, seed=s.sample_seed)
 
     def held_out(self, built):
         return built  # the seen names were left out of the pairs when they were drawn
@@ -391,7 +391,7 @@ class NormalisationTask(EvalTask):
 
     @property
     def step_label(self) -> str:
-        return f"{self.label} ({self.ranking.label})"
+        return f"mention normalisation ({self.ranking.label})"
 
     def model_fields(self, label: str) -> dict:
         return {"model": f"{label} · {self.ranking.label}", "base_model": label, "ranking": self.ranking.label,
@@ -410,7 +410,7 @@ class NormalisationTask(EvalTask):
         m = self.mentions
         index, vectors = m.under(model.spec)
         sparse = SparseNames.build(m.view.names, index.space.names) if self.ranking.hybrid else None
-        ranks = gold_ranks(m.gold, m.view, index, vectors, self.ranking, ontology=m.ontology, sparse=sparse)
+        ranks = gold_ranks(m.gold, m.view, index, vectors, ranking=self.ranking, ontology=m.ontology, sparse=sparse)
         return Scored(*normalisation_figures(ranks, m.paraphrased, n_boot=self.settings.n_boot,
                                              seed=self.settings.sample_seed))
 

@@ -10,6 +10,7 @@ import pytest
 
 from bioviz.errors import EvaluationError
 from bioviz.evaluation import run as evaluation, splits, store
+from bioviz.evaluation.result import EvalResult
 from bioviz.evaluation.run import EvalSettings
 from bioviz.ontology import SplitSpec, level_view, load_source
 
@@ -141,3 +142,20 @@ def test_storing_results_keeps_the_run_fingerprint(tmp_path):
     store.store_with_run(run, "key", {"task": "ranking"})
     assert store.read_run_evaluations(run) == [{"task": "ranking"}]
     assert directory_fingerprint(run) == before  # cached vectors of the run stay valid
+
+
+def test_results_stored_before_eval_result_read_back_unchanged():
+    # As the dict-building code wrote them to BIOVIZ_HOME/eval and <run>/.eval.json (key order included).
+    ranking = {"model": "minilm", "model_spec": "minilm", "run_id": None, "fingerprint": "f1", "task": "ranking",
+               "metrics": {"map": 0.5}, "ci": {"map": [0.4, 0.6]}, "sizes": {"queries": 2, "skipped": 0},
+               "data": {"settings": {"n_boot": 50}}, "seconds": 0.1, "cached": False,
+               "per_item": {"rank": [1.0, None]}, "per_class": {"C1": 0.5}}
+    bench = {"model": "r (ab12)", "model_spec": "/runs/r", "run_id": "r", "fingerprint": "f2", "task": "MayoSRS",
+             "metrics": {"spearman": None}, "ci": {"spearman": None}, "sizes": {"pairs": 3, "covered": 3},
+             "data": {"benchmark": "mayosrs"}, "per_item": {"cosine": [0.1], "human": [1.0]}, "seconds": 0.2,
+             "cached": False}
+    for stored in (ranking, bench):
+        result = EvalResult.from_dict(stored)
+        assert result.to_dict() == stored
+    assert list(EvalResult.from_dict(ranking).to_dict()) == list(ranking)
+    assert EvalResult.from_dict(bench).per_class is None and EvalResult.from_dict(bench).metrics["spearman"] is None
