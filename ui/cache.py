@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from bioviz.evaluation.result import EvalResult
 from bioviz.models.encoding_estimate import time_left
 from bioviz.ontology import LevelSpec, load_source
 from bioviz.ontology.levels import LevelView
@@ -206,7 +205,7 @@ def _with_steps(what: str, work, starting: str = "loading the models…"):
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def evaluation_results(spec: LevelSpec, models: tuple, tasks: tuple, split: tuple, settings: tuple) -> list[EvalResult]:
+def evaluation_results(spec: LevelSpec, models: tuple, tasks: tuple, split: tuple, settings: tuple) -> list:
     """Results of the ontology protocols (:func:`bioviz.evaluation.run.evaluate`) for the selected view.
 
     ``split`` and ``settings`` are the fields of ``SplitSpec`` and ``EvalSettings``; results
@@ -222,7 +221,7 @@ def evaluation_results(spec: LevelSpec, models: tuple, tasks: tuple, split: tupl
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def benchmark_results(models: tuple, benchmarks: tuple, settings: tuple) -> list[EvalResult]:
+def benchmark_results(models: tuple, benchmarks: tuple, settings: tuple) -> list:
     """Spearman's rho of the models on relatedness benchmarks (names or stored upload paths)."""
     from bioviz.evaluation.run import EvalSettings, evaluate_benchmarks
 
@@ -330,7 +329,7 @@ def sparse_names(spec: LevelSpec, among: str, _index) -> SparseNames:
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def normalisation_results(spec: LevelSpec, models: tuple, gold, rankings: tuple, n_boot: int) -> list[EvalResult]:
+def normalisation_results(spec: LevelSpec, models: tuple, gold, rankings: tuple, n_boot: int) -> list:
     """Mention normalisation results of a gold file (a ``GoldFile``) on a level, per model and ranking, under a step bar."""
     # imported here like this module's other evaluation imports: every page imports ui.cache at start-up
     from bioviz.evaluation.run import EvalSettings, evaluate_normalisation
