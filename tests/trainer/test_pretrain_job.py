@@ -71,7 +71,7 @@ def test_a_pretrain_job_is_validated_and_runs_the_pretrain_module(queue_only, da
 @pytest.mark.parametrize("changes, reason", [
     ({"objectives": ["synonyms", "typo"]}, "unknown objective 'typo'"),
     ({"sources": ["nowhere.obo"]}, "unknown source 'nowhere.obo'"),
-    ({"batch_size": 1}, "--batch-size must be at least 2"),
+    ({"batch_size": 1}, "--batch-size must be >= 2"),
     ({"exclude_levels": ["hpo"]}, "expected SOURCE:ROOT:DEPTH"),
     ({"epoch": 2}, "unknown pretraining option 'epoch'"),
 ])
