@@ -41,11 +41,11 @@ from pathlib import Path
 
 from bioviz.ray_cluster import executor_name
 from trainer.crash_points import crash_point
-from trainer.jobs.kinds import kind_of
 from trainer.jobs.executor import (
     CANCEL_EXIT_CODE, CANCEL_GRACE_S, JOB_ID_ENV, Executor, LocalProcessExecutor, ProcessState, gpu_count,
     process_alive, process_handle, python_command,
 )
+from trainer.jobs.kinds import kind_of
 from trainer.jobs.progress import read_progress, summarise_progress, tail
 from trainer.jobs.store import (
     CANCELLED, FAILED, INTERRUPTED, QUEUED, RUNNING, STARTING, SUCCEEDED, Job, JobError, JobStore,
@@ -502,26 +502,3 @@ class Worker:
         if remove_run or job.status != SUCCEEDED:
             discard_run(job)
 
-
-def validate_config(config: dict) -> dict:
-    """Refuse a config the trainer would reject (unknown option, encoder, too many shots, missing base).
-
-    Runs :func:`trainer.config.validate` and :func:`trainer.data.check_feasible` (the one
-    time the level is loaded for a job before it runs).
-
-    Parameters
-    ----------
-    config : dict
-        Training options, without the device (the job's, see :meth:`Worker.submit`).
-
-    Returns
-    -------
-    dict
-        Every option, the encoder's defaults filled in (what the run will use).
-
-    Raises
-    ------
-    BiovizError
-        With the trainer's one-line reason.
-    """
-    return kind_of(config).validate(config)

@@ -24,8 +24,8 @@ from pathlib import Path
 from bioviz.errors import BiovizError
 from bioviz.paths import write_text_atomic
 from trainer.crash_points import crash_point
-from trainer.jobs.kinds import kind_of
 from trainer.jobs.executor import CANCEL_GRACE_S, Executor, python_command
+from trainer.jobs.kinds import kind_of
 from trainer.jobs.progress import read_progress, summarise_progress
 from trainer.jobs.queue import PROJECT_ROOT, Worker, discard_run, executor_from_env, job_env, outcome
 from trainer.jobs.store import CANCELLED, FAILED, INTERRUPTED, RUNNING, STARTING, SUCCEEDED, Job, JobStoreError
