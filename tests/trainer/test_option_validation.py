@@ -61,6 +61,11 @@ def test_every_ranged_option_has_a_case_and_the_base_configs_are_valid():
             ("pretrain", "objectives"), ("pretrain", "shots")} <= named
     for base, validate in CONFIGS.values():
         validate(base)
+    # Pure: a config validated (objectives de-duplicated, lists copied) is left as it was given.
+    given = pretrain_config.PretrainConfig(sources=("hpo",), objectives=["synonyms", "synonyms"])
+    checked = pretrain_config.validate(given)
+    assert checked.objectives == ["synonyms"] and checked.sources == ["hpo"]
+    assert given.objectives == ["synonyms", "synonyms"] and given.sources == ("hpo",)
 
 
 @pytest.mark.parametrize("kind, opt, value", CASES)
