@@ -12,9 +12,6 @@ import importlib
 import logging
 import sys
 
-from bioviz.cli import RefusedArgument
-from trainer.cli_common import EXIT_BAD_INPUT
-
 # Sub-command modules, in the order ``--help`` lists them (the job queue adds its own).
 COMMAND_MODULES = ("trainer.train_command", "trainer.pretrain.command", "trainer.jobs.cli")
 
@@ -47,11 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
-    try:
-        args = build_parser().parse_args(argv)
-    except RefusedArgument as error:  # a MODEL option that names nothing loadable: one line, as any bad input
-        sys.stderr.write(f"error: {error}\n")
-        return EXIT_BAD_INPUT
+    args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
     return int(args.handler(args) or 0)

@@ -17,9 +17,8 @@ import numpy as np
 
 from bioviz.errors import BiovizError, ModelError, SplitError
 from bioviz.models.cached_encoding import encode_cached
-from bioviz.models.model_spec import ModelSpec
+from bioviz.models.model_spec import PRESET_MODELS, ModelSpec
 from bioviz.models.registry import load_encoder, model_dimension
-from bioviz.models.model_spec import PRESET_MODELS
 from bioviz.models.runs import is_run_dir
 from bioviz.ontology import Ontology, Split
 from bioviz.ontology.levels import LevelView

@@ -206,7 +206,7 @@ def _with_steps(what: str, work, starting: str = "loading the models…"):
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def evaluation_results(spec: LevelSpec, models: tuple, tasks: tuple, split: tuple, settings: tuple) -> list[dict]:
+def evaluation_results(spec: LevelSpec, models: tuple, tasks: tuple, split: tuple, settings: tuple) -> list:
     """Results of the ontology protocols (:func:`bioviz.evaluation.run.evaluate`) for the selected view.
 
     ``split`` and ``settings`` are the fields of ``SplitSpec`` and ``EvalSettings``; results
@@ -217,17 +217,17 @@ def evaluation_results(spec: LevelSpec, models: tuple, tasks: tuple, split: tupl
 
     v = view(spec)
     return _with_steps("Ontology tasks", lambda bar: evaluate(
-        v, SplitSpec(*split).make(v), list(models), list(tasks), level_ontology(spec), EvalSettings(*settings),
-        steps=bar))
+        v, SplitSpec(*split).make(v), list(models), list(tasks), ontology=level_ontology(spec),
+        settings=EvalSettings(*settings), steps=bar))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def benchmark_results(models: tuple, benchmarks: tuple, settings: tuple) -> list[dict]:
+def benchmark_results(models: tuple, benchmarks: tuple, settings: tuple) -> list:
     """Spearman's rho of the models on relatedness benchmarks (names or stored upload paths)."""
     from bioviz.evaluation.run import EvalSettings, evaluate_benchmarks
 
     return _with_steps("Relatedness benchmarks", lambda bar: evaluate_benchmarks(
-        list(models), list(benchmarks), EvalSettings(*settings), steps=bar))
+        list(models), list(benchmarks), settings=EvalSettings(*settings), steps=bar))
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -237,8 +237,8 @@ def cross_level_table(spec: LevelSpec, models: tuple, depths: tuple, split: tupl
     from bioviz.ontology import SplitSpec
 
     table = _with_steps("Cross-level table", lambda bar: cross_level(
-        level_ontology(spec), list(models), list(depths), spec.root, SplitSpec(*split), spec.keep_ambiguous,
-        EvalSettings(*settings), steps=bar))
+        level_ontology(spec), list(models), depths=list(depths), root=spec.root, split_spec=SplitSpec(*split),
+        keep_ambiguous=spec.keep_ambiguous, settings=EvalSettings(*settings), steps=bar))
     table.pop("results")
     return table
 
@@ -330,16 +330,11 @@ def sparse_names(spec: LevelSpec, among: str, _index) -> SparseNames:
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def normalisation_results(spec: LevelSpec, models: tuple, gold, rankings: tuple, n_boot: int) -> list[dict]:
+def normalisation_results(spec: LevelSpec, models: tuple, gold, rankings: tuple, n_boot: int) -> list:
     """Mention normalisation results of a gold file (a ``GoldFile``) on a level, per model and ranking, under a step bar."""
     # imported here like this module's other evaluation imports: every page imports ui.cache at start-up
-    from bioviz.evaluation.normalisation import evaluate_normalisation
+    from bioviz.evaluation.run import EvalSettings, evaluate_normalisation
 
-    def work(bar) -> list[dict]:
-        steps = len(models) * len(rankings)
-        done = iter(range(steps))
-        return evaluate_normalisation(gold, spec, list(models), list(rankings), n_boot=n_boot,
-                                      index_of=lambda model: candidate_index(ModelSpec.parse(model), spec, "names"),
-                                      progress=lambda message: bar(next(done, steps - 1), steps, message))
-
-    return _with_steps("Mention normalisation", work)
+    return _with_steps("Mention normalisation", lambda bar: evaluate_normalisation(
+        gold, spec, list(models), list(rankings), settings=EvalSettings(n_boot=n_boot),
+        index_of=lambda model: candidate_index(ModelSpec.parse(model), spec, "names"), steps=bar))

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from bioviz.errors import BiovizError
+from bioviz.evaluation.result import EvalResult
 from bioviz.models.runs import is_run_dir, read_run
 
 # Config fields that may differ within a seed group (see the module's docstring).
@@ -65,20 +66,20 @@ def _config_key(config: dict) -> str:
     return json.dumps({k: v for k, v in config.items() if k not in SEED_FIELDS}, sort_keys=True, default=str)
 
 
-def seed_groups(results: list[dict]) -> list[SeedGroup]:
+def seed_groups(results: list[EvalResult]) -> list[SeedGroup]:
     """The seed groups among the trained runs of ``results`` (two or more seeds each).
 
     Parameters
     ----------
-    results : list of dict
-        Result dicts (:mod:`bioviz.evaluation.run`); a run is found by ``model_spec``.
+    results : list of EvalResult
+        A run is found by its ``model_spec``.
 
     Returns
     -------
     list of SeedGroup
         In the order the groups' first runs appear; runs that cannot be read are left out.
     """
-    labels = dict.fromkeys((r.get("model_spec"), r["model"]) for r in results)
+    labels = dict.fromkeys((r.model_spec, r.model) for r in results)
     members: dict[str, list[tuple[int, str]]] = {}
     names: dict[str, str] = {}
     for spec, label in labels:

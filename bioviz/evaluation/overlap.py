@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from bioviz.evaluation.result import EvalResult
 from bioviz.models.runs import is_run_dir, read_run
 from bioviz.ontology.level_spec import LevelSpec
 from bioviz.ontology.model import normalise_name
@@ -194,15 +195,14 @@ def benchmark_reason(pretraining: Pretraining, terms) -> str | None:
     return f"{seen} of its {len(distinct)} terms are texts of the pretraining pairs ({pretraining.sources_text})"
 
 
-def result_marks(results: list[dict], level: LevelSpec | None, split: SplitSpec | None,
+def result_marks(results: list[EvalResult], level: LevelSpec | None, split: SplitSpec | None,
                  benchmark_terms: dict[str, list[str]]) -> dict[tuple[str, str], str]:
     """The results whose data overlapped their model's pretraining, and why.
 
     Parameters
     ----------
-    results : list of dict
-        Evaluation results (``model`` label, ``model_spec``, ``task``; benchmark results
-        carry ``data.benchmark``).
+    results : list of EvalResult
+        Benchmark results carry ``data["benchmark"]``.
     level : LevelSpec or None
         The level the ontology tasks ran on.
     split : SplitSpec or None
@@ -218,24 +218,23 @@ def result_marks(results: list[dict], level: LevelSpec | None, split: SplitSpec 
     marks: dict[tuple[str, str], str] = {}
     found: dict[str, Pretraining | None] = {}
     for result in results:
-        spec = str(result.get("model_spec") or "")
+        spec = str(result.model_spec or "")
         if spec not in found:
             found[spec] = pretraining_of(spec)
         pretraining = found[spec]
         if pretraining is None:
             continue
-        data = result.get("data") if isinstance(result.get("data"), dict) else {}
-        task = str(result.get("task"))
-        if "benchmark" in data:
+        task = result.task
+        if "benchmark" in result.data:
             reason = benchmark_reason(pretraining, benchmark_terms.get(task, ())) if task in benchmark_terms else None
         else:
             reason = level_reason(pretraining, level, split) if level is not None and split is not None else None
         if reason:
-            marks[(str(result.get("model")), task)] = reason
+            marks[(result.model, task)] = reason
     return marks
 
 
-def cross_level_reasons(models: list[str], labels: list[str], level: LevelSpec, depths, split: SplitSpec
+def cross_level_reasons(models: list[str], labels: list[str], level: LevelSpec, depths, *, split: SplitSpec
                         ) -> list[str]:
     """One line per model whose pretraining did not keep some of ``depths`` (levels under ``level``'s root) out.
 

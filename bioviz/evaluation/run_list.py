@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+from bioviz.evaluation.result import EvalResult
 from bioviz.evaluation.store import is_result, read_run_evaluations
 from bioviz.evaluation.tables import results_table
 from bioviz.models.runs import RunRecord, shots_text
@@ -119,7 +120,7 @@ def stored_results_rows(run_dir: str | Path) -> list[dict]:
     rows = []
     for result in filter(is_result, read_run_evaluations(run_dir)):  # results of another form are skipped
         where = evaluated_on(result)
-        for row in results_table([result]):
+        for row in results_table([EvalResult.from_dict(result)]):
             rows.append({"evaluated on": where, **{k: v for k, v in row.items() if k not in ("model", "key")}})
     return sorted(rows, key=lambda r: (r["evaluated on"], r["task"]))
 

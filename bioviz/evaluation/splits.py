@@ -28,7 +28,7 @@ def split_spec_for_run(run_dir: str | Path) -> SplitSpec | None:
     return read_run(run_dir).split_spec()
 
 
-def choose_split(models, shots=None, seed=None, test_per_class=None,
+def choose_split(models, *, shots=None, seed=None, test_per_class=None,
                  zero_shot_classes=None) -> tuple[SplitSpec, list[str]]:
     """The split to evaluate on: given settings, else the runs' own split, else the defaults.
 

@@ -158,16 +158,17 @@ def mini_level():
 def test_a_damaged_cached_result_is_set_aside_and_recomputed(tmp_home, fake_eval_models, mini_level, how):
     onto, view, split = mini_level
     settings = evaluation.EvalSettings(n_boot=20)
-    [first] = evaluation.evaluate(view, split, "a", ["ranking"], onto, settings)
+    [first] = evaluation.evaluate(view, split, "a", ["ranking"], ontology=onto, settings=settings)
     [path] = (tmp_home / "eval").glob("*.json")
     if _DAMAGED_JSON[how] is None:
         damage(path, how)
     else:
         path.write_bytes(_DAMAGED_JSON[how])
-    [again] = evaluation.evaluate(view, split, "a", ["ranking"], onto, settings)
-    assert not again["cached"] and again["metrics"] == first["metrics"] and again["ci"] == first["ci"]
+    [again] = evaluation.evaluate(view, split, "a", ["ranking"], ontology=onto, settings=settings)
+    assert not again.cached and again.metrics == first.metrics and again.ci == first.ci
     assert len(set_aside_copies(tmp_home)) == 1
-    assert evaluation.evaluate(view, split, "a", ["ranking"], onto, settings)[0]["cached"]  # cached again
+    [cached] = evaluation.evaluate(view, split, "a", ["ranking"], ontology=onto, settings=settings)
+    assert cached.cached  # cached again
 
 
 _DAMAGED_RUN_RESULTS = {"garbage": None, "truncated": None, "empty": None, "a list": b"[]",

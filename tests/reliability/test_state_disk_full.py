@@ -135,9 +135,9 @@ def test_evaluation_result_writes_refused(evaluated_run, mini_level, monkeypatch
     before = (evaluated_run / store.RUN_EVAL_FILE).read_bytes()
     home = evaluated_run.parents[1]
     with full_disk(monkeypatch, home, error=REFUSALS[refusal]), caplog.at_level(logging.WARNING):
-        results = evaluation.evaluate(view, split, str(evaluated_run), ["hypernym"], onto,
-                                      evaluation.EvalSettings(n_boot=20))
-    assert results[0]["task"] == "hypernym" and not results[0]["cached"] and results[0]["metrics"]
+        results = evaluation.evaluate(view, split, str(evaluated_run), ["hypernym"], ontology=onto,
+                                      settings=evaluation.EvalSettings(n_boot=20))
+    assert results[0].task == "hypernym" and not results[0].cached and results[0].metrics
     assert _warned(caplog, "not caching")
     assert (evaluated_run / store.RUN_EVAL_FILE).read_bytes() == before  # what was stored is intact
     assert stray_files(home) == []
