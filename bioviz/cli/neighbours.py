@@ -1,4 +1,4 @@
-"""``python -m bioviz neighbours "text" --source SOURCE --model MODEL -k 10 [--ranking dense|hybrid] [--no-expand] --json``.
+"""``python -m bioviz neighbours "text" --source SOURCE --model MODEL -k 10 [--ranking dense|hybrid] [--no-expand]``.
 
 The nearest names of a query among the names of a concept level, with their concept,
 class, cosine score, and whether they share the query's class or concept. A query that is

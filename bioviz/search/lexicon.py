@@ -337,7 +337,7 @@ def expand_queries(infos: Sequence, expansion: Expansion = DEFAULT_EXPANSION,
 
 
 def expanded_forms(expansions: Sequence[QueryExpansion], model: str) -> ExpandedForms | None:
-    """The expanded forms of a batch of texts with their vectors under ``model`` (one batch); None when none expanded."""
+    """The expanded forms of a batch of texts and their vectors under ``model`` (one batch); None if none expanded."""
     texts, owners = [], []
     for position, found in enumerate(expansions):
         for form in found.forms:

@@ -313,7 +313,8 @@ def _matcher(index: NeighbourIndex) -> NameMatcher:
 
 
 def _hybrid_order(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo, ranking: Ranking,
-                  sparse: SparseNames | None, exclude, forms: ExpandedForms | None = None) -> tuple[np.ndarray, np.ndarray]:
+                  sparse: SparseNames | None, exclude,
+                  forms: ExpandedForms | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Every row's hybrid score and its ordering key (exact-match concepts' names lifted above all others)."""
     scores = name_scores(np.asarray(vector, dtype=np.float32).reshape(1, -1), index.vectors, ranking, sparse,
                          [query.text], forms=forms)[0]
