@@ -1,4 +1,4 @@
-"""``python -m bioviz code TERMS_FILE --source SOURCE --depth 1 --model MODEL [--model-b MODEL] -k 5 [--ranking dense|hybrid] --out coded.csv``.
+"""``python -m bioviz code TERMS_FILE --source SOURCE --depth 1 --model MODEL [--model-b MODEL] -k 5 [--ranking dense|hybrid] [--no-expand] --out coded.csv``.
 
 Codes a list of free-text terms: each term's top-k concepts of a level under one or two
 models, with codes, names, classes, cosine scores and the models' agreement
@@ -13,12 +13,14 @@ from pathlib import Path
 
 from bioviz.cli.common import (add_json, add_level_options, add_ranking_options, level_spec_from_args, model_argument,
                                rankings_from_args)
+from bioviz.cli.neighbours import add_expand_option, lexicon_for
 from bioviz.cli.progress import progress_bar
 from bioviz.csv_export import frame_to_csv
 from bioviz.errors import BiovizError
 from bioviz.models.model_spec import DEFAULT_MODEL
 from bioviz.output_paths import check_output_file, reporting_as
 from bioviz.paths import write_text_atomic
+from bioviz.search.lexicon import expansion_of
 from bioviz.search.neighbours import candidate_index
 from bioviz.search.term_coding import (MAX_K, MAX_TABLE_BYTES, agreement, code_term_list, export_frame,
                                        read_term_table, terms_from_column, terms_from_text)
@@ -42,6 +44,7 @@ def register(subparsers) -> None:
     parser.add_argument("--out", default=None, help="write the coding as CSV here (else the rows are printed)")
     add_level_options(parser)
     add_ranking_options(parser)
+    add_expand_option(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     add_json(parser)
     parser.set_defaults(handler=run)
@@ -79,12 +82,14 @@ def run(args) -> dict:
     for model in models:
         with progress_bar(f"encoding {len(view.names)} names ({model.spec})", disable=args.quiet) as progress:
             indexes.append(candidate_index(view, model, progress=progress))
+    lexicon_for(args, args.quiet)  # a first build's progress bar before the coding's
     with progress_bar(f"coding {len(terms)} terms", unit="term", disable=args.quiet) as progress:
         frame = code_term_list(terms, view, ontology, list(zip(models, indexes)), k=args.k, progress=progress,
-                               ranking=ranking)
+                               ranking=ranking, expansion=expansion_of(args.expand))
     export = export_frame(frame)
     result = {"terms": len(terms), "dropped_invisible": invisible, "rows": len(frame), "models": frame.attrs["models"],
               "source": view.source, "level": view.title, "k": args.k, "ranking": ranking.label,
+              "expanded": expansion_of(args.expand).label, "expansions": frame.attrs["expansions"],
               **{key: value for key, value in agreement(frame).items()
                                                   if key != "terms"}}
     if args.out:

@@ -22,7 +22,7 @@ from bioviz.errors import BiovizError, EvaluationError
 from bioviz.evaluation.metrics import bootstrap_mean_ci
 from bioviz.ontology import LevelSpec
 from bioviz.ontology.model import Ontology
-from bioviz.search.hybrid import EXACT_BOOST, NameMatcher, Ranking, SparseNames, name_scores
+from bioviz.search.hybrid import EXACT_BOOST, ExpandedForms, NameMatcher, Ranking, SparseNames, name_scores
 from bioviz.search.index import NeighbourIndex
 from bioviz.search.term_coding import exact_concepts, read_term_table, resolve_terms
 from bioviz.uploads import read_user_file
@@ -140,7 +140,8 @@ def paraphrased(gold: GoldFile, view, ontology: Ontology | None = None) -> np.nd
 
 
 def gold_ranks(gold: GoldFile, view, index: NeighbourIndex, vectors: np.ndarray, *, ranking: Ranking,
-               ontology: Ontology | None = None, sparse: SparseNames | None = None) -> np.ndarray:
+               ontology: Ontology | None = None, sparse: SparseNames | None = None,
+               forms: ExpandedForms | None = None) -> np.ndarray:
     """The 1-based rank of each gold concept among every concept of the level, as term coding ranks them.
 
     Parameters
@@ -156,6 +157,8 @@ def gold_ranks(gold: GoldFile, view, index: NeighbourIndex, vectors: np.ndarray,
         To resolve exact names (as term coding does).
     sparse : SparseNames, optional
         The index's names under the level's char-tfidf (a hybrid ranking needs them).
+    forms : ExpandedForms, optional
+        The mentions' synonym expansions under the model (:mod:`bioviz.search.lexicon`), as term coding scores them.
     """
     infos = resolve_terms(gold.mentions, view, ontology)
     texts = [info.text for info in infos]
@@ -168,7 +171,8 @@ def gold_ranks(gold: GoldFile, view, index: NeighbourIndex, vectors: np.ndarray,
     ranks = np.zeros(len(gold), dtype=np.int64)
     for lo in range(0, len(gold), _TERMS_PER_CHUNK):
         hi = min(lo + _TERMS_PER_CHUNK, len(gold))
-        scores = name_scores(vectors[lo:hi], index.vectors, ranking, sparse, texts[lo:hi])
+        scores = name_scores(vectors[lo:hi], index.vectors, ranking, sparse, texts[lo:hi],
+                             forms=forms.between(lo, hi) if forms is not None else None)
         best = np.maximum.reduceat(scores[:, order], starts, axis=1)  # a concept's score is its best name's
         for i, t in enumerate(range(lo, hi)):
             exact = list(exact_concepts(infos[t]))

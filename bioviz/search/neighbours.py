@@ -24,7 +24,7 @@ from bioviz.models.encoding_estimate import EncodingEstimate, estimate_encoding
 from bioviz.models.model_spec import ModelSpec
 from bioviz.ontology import DEFAULT_SPLIT, SplitSpec
 from bioviz.ontology.model import Ontology, normalise_name
-from bioviz.search.hybrid import EXACT_BOOST, NameMatcher, Ranking, SparseNames, name_scores
+from bioviz.search.hybrid import EXACT_BOOST, ExpandedForms, NameMatcher, Ranking, SparseNames, name_scores
 from bioviz.search.index import NeighbourIndex
 from bioviz.space import Space
 
@@ -243,7 +243,8 @@ def query_vector(text: str, model: ModelSpec) -> np.ndarray:
 def rank_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo, k: int = 10,
                     restrict_class: str | None = None,
                     other: tuple[NeighbourIndex, np.ndarray] | None = None, *,
-                    ranking: Ranking = Ranking(), sparse: SparseNames | None = None) -> list[dict]:
+                    ranking: Ranking = Ranking(), sparse: SparseNames | None = None,
+                    forms: ExpandedForms | None = None, other_forms: ExpandedForms | None = None) -> list[dict]:
     """Top-k neighbours of a query, marked as in the papers' ranking tables.
 
     Parameters
@@ -265,6 +266,11 @@ def rank_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo,
         then cosine plus the weighted char-tfidf cosine (``score`` is that sum).
     sparse : SparseNames, optional
         The index's names under the level's char-tfidf (:func:`sparse_names`): needed by ``hybrid``.
+    forms, other_forms : ExpandedForms, optional
+        The query's expanded forms (:func:`bioviz.search.lexicon.expanded_forms`) under this model and
+        the compared one: every name is then scored against the query and its forms, keeping the
+        best (:func:`~bioviz.search.hybrid.name_scores`); exact matches of the query itself still
+        come first under ``hybrid``.
 
     Returns
     -------
@@ -274,8 +280,9 @@ def rank_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo,
         positive when this model ranks the name higher).
     """
     exclude = index.rows_named(query.text) or None  # the query's own name is not its neighbour
-    if ranking.hybrid:
-        return _hybrid_neighbours(index, vector, query, k, restrict_class, other, ranking, sparse, exclude)
+    if ranking.hybrid or forms is not None:  # expanded forms are scored with every name, as hybrid is
+        scored = (ranking, sparse, forms, other_forms)
+        return _hybrid_neighbours(index, vector, query, k, restrict_class, other, scored, exclude)
     hits = index.search(vector, k=k, restrict_class=restrict_class, exclude_rows=exclude)
     rows = [h.as_dict() for h in hits]
     _mark(rows, query)
@@ -309,12 +316,13 @@ def _matcher(index: NeighbourIndex) -> NameMatcher:
 
 
 def _hybrid_order(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo, ranking: Ranking,
-                  sparse: SparseNames | None, exclude) -> tuple[np.ndarray, np.ndarray]:
+                  sparse: SparseNames | None, exclude,
+                  forms: ExpandedForms | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Every row's hybrid score and its ordering key (exact-match concepts' names lifted above all others)."""
     scores = name_scores(np.asarray(vector, dtype=np.float32).reshape(1, -1), index.vectors, ranking, sparse,
-                         [query.text])[0]
+                         [query.text], forms=forms)[0]
     key = scores.copy()
-    exact = set(_matcher(index).concepts(query.typed or "", query.text))
+    exact = set(_matcher(index).concepts(query.typed or "", query.text)) if ranking.hybrid else set()
     if exact:
         key[[row for row, concept in enumerate(index.concept_ids) if concept in exact]] += EXACT_BOOST
     if exclude:
@@ -323,10 +331,13 @@ def _hybrid_order(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo, r
 
 
 def _hybrid_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo, k: int,
-                       restrict_class: str | None, other, ranking: Ranking, sparse: SparseNames | None,
-                       exclude) -> list[dict]:
-    """:func:`rank_neighbours` under a hybrid ranking: every name scored (no approximate index)."""
-    scores, key = _hybrid_order(index, vector, query, ranking, sparse, exclude)
+                       restrict_class: str | None, other, scored: tuple, exclude) -> list[dict]:
+    """:func:`rank_neighbours` under a hybrid ranking or with expanded forms: every name scored (no approximate index).
+
+    ``scored`` is ``(ranking, sparse, forms, other_forms)``.
+    """
+    ranking, sparse, forms, other_forms = scored
+    scores, key = _hybrid_order(index, vector, query, ranking, sparse, exclude, forms)
     if restrict_class is not None and index.classes is not None:
         key[np.asarray([c != restrict_class for c in index.classes])] = -np.inf
     order = [int(row) for row in np.argsort(-key, kind="stable")[:k] if np.isfinite(key[row])]
@@ -334,16 +345,20 @@ def _hybrid_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryIn
     _mark(rows, query)
     if other is not None and rows:
         other_index, other_vector = other
-        _, other_key = _hybrid_order(other_index, other_vector, query, ranking, sparse, exclude)
+        _, other_key = _hybrid_order(other_index, other_vector, query, ranking, sparse, exclude, other_forms)
         for row in rows:
             row["other_rank"] = 1 + int(np.count_nonzero(other_key > other_key[row["row"]]))
             row["rank_change"] = row["other_rank"] - row["rank"]
     return rows
 
 
-def sparse_names(view, index: NeighbourIndex, ranking: Ranking) -> SparseNames | None:
-    """The char-tfidf rows a hybrid ranking over ``index`` needs (fitted on the level's names); None for dense."""
-    return SparseNames.build(view.names, index.space.names) if ranking.hybrid else None
+def sparse_names(view, index: NeighbourIndex, ranking: Ranking, progress: Progress | None = None) -> SparseNames | None:
+    """The char-tfidf rows a hybrid ranking over ``index`` needs (fitted on the level's names); None for dense.
+
+    ``progress(done, total)`` in names (:meth:`SparseNames.build`): on a large level the first
+    hybrid query spends tens of seconds here.
+    """
+    return SparseNames.build(view.names, index.space.names, progress) if ranking.hybrid else None
 
 
 AMONG = ("names", "train", "hypernyms")
