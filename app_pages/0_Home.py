@@ -55,6 +55,9 @@ NEXT_STEPS = (
      "See the level's names on a map, coloured by class, baseline beside a trained run."),
 )
 
+# The classes table's columns as a reader names them (the CSV keeps the field names).
+CLASS_COLUMNS = {"class": "Code", "label": "Class", "names": "Names", "hypernym_names": "Class names"}
+
 # The split preview's rows: Split.sizes() key -> what the row counts.
 SPLIT_ROWS = {"train": "training names", "validation": "validation names", "test": "test names",
               "zero_shot": "zero-shot names", "zero_shot_classes": "zero-shot classes",
@@ -126,7 +129,14 @@ table, split_col = st.columns([3, 2])
 with table:
     st.markdown("**Classes**")
     frame = pd.DataFrame(view.class_table())
-    st.dataframe(frame.style.format(thousands=","), hide_index=True, width="stretch", height=320)
+    # Narrow widths the grid spreads over its frame: a long class name is cut in its cell, never
+    # pushing the count columns out of sight (the table scrolled sideways at 1440 px).
+    st.dataframe(frame.rename(columns=CLASS_COLUMNS).style.format(thousands=","), hide_index=True, width="stretch",
+                 height=320, column_config={
+                     "Code": st.column_config.TextColumn(width=60), "Class": st.column_config.TextColumn(width=240),
+                     "Names": st.column_config.NumberColumn(width=70),
+                     "Class names": st.column_config.NumberColumn(
+                         width=90, help="Hypernym names: the class concept's own names and synonyms")})
     st.download_button("Download classes (CSV)", frame_to_csv(frame), "classes.csv", "text/csv")
 with split_col:
     st.markdown("**Few-shot split preview**")

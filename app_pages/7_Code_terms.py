@@ -48,25 +48,26 @@ def sync_url() -> None:
 def coding_table(frame: pd.DataFrame, labels: list[str], score_word: str, k: int) -> tuple[pd.DataFrame, dict]:
     """The table shown: per model its code, concept and score (and other codes when k > 1), the flags.
 
-    Empty text for what is missing (never "None"); columns sized so the table fits the page.
+    Empty text for what is missing (never "None"). Narrow widths, which the grid spreads over its frame:
+    two models' columns fit the page at 1440 px instead of scrolling sideways (names are cut in their cells).
     """
     tags = [f" · {label}" for label in labels]
     columns = {"term": "Term"}
-    config = {"Term": st.column_config.TextColumn(width="medium")}
+    config = {"Term": st.column_config.TextColumn(width=160)}
     for x, tag in zip("ab", tags):
         columns |= {f"code_{x}": f"Code{tag}", f"name_{x}": f"Concept{tag}", f"score_{x}": f"{score_word}{tag}"}
-        config |= {f"Code{tag}": st.column_config.TextColumn(width="small"),
-                   f"Concept{tag}": st.column_config.TextColumn(width="medium"),
-                   f"{score_word}{tag}": st.column_config.NumberColumn(format="%.3f", width="small")}
+        config |= {f"Code{tag}": st.column_config.TextColumn(width=80),
+                   f"Concept{tag}": st.column_config.TextColumn(width=180),
+                   f"{score_word}{tag}": st.column_config.NumberColumn(format="%.3f", width=70)}
         if k > 1 and len(labels) == 1:  # two models' other codes would not fit beside each other: in the cards
             columns[f"others_{x}"] = f"Other codes{tag}"
-            config[f"Other codes{tag}"] = st.column_config.TextColumn(width="small", help=f"The rest of the top {k}")
+            config[f"Other codes{tag}"] = st.column_config.TextColumn(width=160, help=f"The rest of the top {k}")
     if len(labels) == 2:
         columns["agree"] = "Agree"
-        config["Agree"] = st.column_config.CheckboxColumn(width="small", help="Both models give the same first concept")
+        config["Agree"] = st.column_config.CheckboxColumn(width=55, help="Both models give the same first concept")
     columns["low_confidence"] = "Review"
     config["Review"] = st.column_config.CheckboxColumn(
-        width="small", help="Low confidence: a low score or a close second concept under some model")
+        width=60, help="Low confidence: a low score or a close second concept under some model")
     display = frame[list(columns)].rename(columns=columns)
     text = [c for c in display.columns if display[c].dtype == object]
     display[text] = display[text].fillna("")
