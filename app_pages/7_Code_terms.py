@@ -49,16 +49,18 @@ def coding_table(frame: pd.DataFrame, labels: list[str], score_word: str, k: int
     """The table shown: per model its code, concept and score (and other codes when k > 1), the flags.
 
     Empty text for what is missing (never "None"). Narrow widths, which the grid spreads over its frame:
-    two models' columns fit the page at 1440 px instead of scrolling sideways (names are cut in their cells).
+    two models' columns fit the page at 1440 px instead of scrolling sideways (names are cut in their cells),
+    and their headers are short (``Code A``; the caption says which model is A) so they are not cut either.
     """
-    tags = [f" · {label}" for label in labels]
+    tags = [f" {x.upper()}" if len(labels) == 2 else "" for x in "ab"[:len(labels)]]
     columns = {"term": "Term"}
     config = {"Term": st.column_config.TextColumn(width=160)}
-    for x, tag in zip("ab", tags):
-        columns |= {f"code_{x}": f"Code{tag}", f"name_{x}": f"Concept{tag}", f"score_{x}": f"{score_word}{tag}"}
-        config |= {f"Code{tag}": st.column_config.TextColumn(width=80),
+    for x, tag, label in zip("ab", tags, labels):
+        columns |= {f"code_{x}": f"Code{tag}", f"name_{x}": f"Concept{tag}", f"score_{x}": f"Score{tag}"}
+        config |= {f"Code{tag}": st.column_config.TextColumn(width=80, help=f"The first concept's code under {label}"),
                    f"Concept{tag}": st.column_config.TextColumn(width=180),
-                   f"{score_word}{tag}": st.column_config.NumberColumn(format="%.3f", width=70)}
+                   f"Score{tag}": st.column_config.NumberColumn(format="%.3f", width=70,
+                                                                help=f"{score_word} under {label} (1.0: exact)")}
         if k > 1 and len(labels) == 1:  # two models' other codes would not fit beside each other: in the cards
             columns[f"others_{x}"] = f"Other codes{tag}"
             config[f"Other codes{tag}"] = st.column_config.TextColumn(width=160, help=f"The rest of the top {k}")
@@ -207,7 +209,8 @@ disagreeing = two and st.toggle("Only terms where the models' first concepts dif
 if disagreeing:
     shown = frame[~frame["agree"].astype(bool)].reset_index(drop=True)
 display, column_config = coding_table(shown, labels, score_word, result["k"])
-st.caption(f"One row per term: each model's first concept, ranked by that model's own {score_word.lower()}"
+st.caption((f"**A**: {md(labels[0])} · **B**: {md(labels[1])}. " if two else f"Model: {md(labels[0])}. ")
+           + f"One row per term: each model's first concept, ranked by that model's own {score_word.lower()}"
            f"{', with the other codes of its top ' + str(result['k']) if result['k'] > 1 else ''}. "
            "**Review** marks a low-confidence code: a low score, or a second concept close behind. "
            "Select a row for the concepts' cards.")
