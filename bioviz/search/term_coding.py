@@ -1,8 +1,11 @@
 """Code a list of free-text terms: each term's top-k concepts of a level under one or two models.
 
 What a clinical coder mapping a dataset to ICD-10-CM or HPO does by hand: for every term of a
-list (a column of a CSV/TSV file, or pasted lines), the concepts whose names are nearest, with
-their codes, names, classes and cosine scores, and, with two models, whether the models agree.
+list (a column of a CSV/TSV file, or pasted lines), one row: under each model the concept whose
+names are nearest, with its code, name, class, score and margin over the next concept, the other
+codes of the top k, whether two models agree, and a low-confidence flag
+(:mod:`bioviz.search.coding_confidence`). Each model ranks by its own scores: two models' cosines
+are on different scales, so they are never averaged.
 
 - A term that is an exact concept id (``R39.11``, ``r3911``) or an exact name of the ontology
   resolves to its concept (:func:`~bioviz.search.neighbours.resolve_query`): that concept comes
