@@ -9,8 +9,9 @@ from bioviz.csv_export import frame_to_csv
 from bioviz.errors import BiovizError
 from bioviz.figures import class_size_bar, export_config
 from bioviz.ontology import DEFAULT_SPLIT, SplitSpec
+from bioviz.ontology.levels import source_title
 from bioviz.uploads import MAX_UPLOAD_BYTES, check_upload_size, store_upload
-from ui import state
+from ui import cache, state
 from ui.markdown import md
 from ui.metric_row import metric_row
 
@@ -45,6 +46,21 @@ def use_server_path() -> None:
     state.choose_source(st.session_state["server_path"].strip())
 
 
+def level_words(view, ontology) -> str:
+    """The level in plain words: which concepts are its classes (the root by its name, not its id)."""
+    root = ontology.concepts.get(view.root)
+    # the whole ontology's root is named like the source itself: "ICD-10 · classes under “ICD-10”" says nothing
+    plain = (root.name if root is not None else "").lower().replace("-", "")
+    top = not plain or plain in source_title(view.source).lower().replace("-", "")
+    under = "the whole ontology" if top else f"“{root.name}”"
+    if view.mode == "synonyms":
+        return f"synonym sets under {under}"
+    if top:
+        return f"{len(view.classes):,} classes, its {'top-level groups' if view.depth == 1 else f'groups {view.depth} levels down'}"
+    where = "directly under" if view.depth == 1 else f"{view.depth} levels under"
+    return f"{len(view.classes):,} classes, the concepts {where} {under}"
+
+
 # What a first-time visitor does next: each page works on the level the sidebar selects.
 NEXT_STEPS = (
     ("app_pages/4_Neighbours.py", "Neighbours", ":material/search:",
@@ -54,6 +70,9 @@ NEXT_STEPS = (
     ("app_pages/2_Projection.py", "Projection", ":material/scatter_plot:",
      "See the level's names on a map, coloured by class, baseline beside a trained run."),
 )
+
+# The classes table's columns as a reader names them (the CSV keeps the field names).
+CLASS_COLUMNS = {"class": "Code", "label": "Class", "names": "Names", "hypernym_names": "Class names"}
 
 # The split preview's rows: Split.sizes() key -> what the row counts.
 SPLIT_ROWS = {"train": "training names", "validation": "validation names", "test": "test names",
@@ -97,7 +116,8 @@ if view is None:
 
 stats = view.stats()
 per_class = stats["names_per_class"]
-st.subheader(md(view.title))
+st.subheader(f"{md(source_title(view.source))} · {md(level_words(view, cache.level_ontology(state.selection())))}",
+             help=f"The level as other pages' titles name it: {view.title}")
 # Plain words on the tiles; the technical term is in the help.
 metric_row([("Classes", stats["classes"]), ("Names", stats["names"]),
             ("Class names", stats["hypernym_names"],
@@ -126,12 +146,22 @@ table, split_col = st.columns([3, 2])
 with table:
     st.markdown("**Classes**")
     frame = pd.DataFrame(view.class_table())
-    st.dataframe(frame.style.format(thousands=","), hide_index=True, width="stretch", height=320)
+    # Narrow widths the grid spreads over its frame: a long class name is cut in its cell, never
+    # pushing the count columns out of sight (the table scrolled sideways at 1440 px).
+    st.dataframe(frame.rename(columns=CLASS_COLUMNS).style.format(thousands=","), hide_index=True, width="stretch",
+                 height=320, column_config={
+                     "Code": st.column_config.TextColumn(width=60), "Class": st.column_config.TextColumn(width=240),
+                     "Names": st.column_config.NumberColumn(width=70),
+                     "Class names": st.column_config.NumberColumn(
+                         width=90, help="Hypernym names: the class concept's own names and synonyms")})
     st.download_button("Download classes (CSV)", frame_to_csv(frame), "classes.csv", "text/csv")
 with split_col:
     st.markdown("**Few-shot split preview**")
-    shots = st.number_input("Shots per class", min_value=1, max_value=500, value=DEFAULT_SPLIT.shots)
-    seed = st.number_input("Split seed", min_value=0, value=DEFAULT_SPLIT.seed)
+    shots = st.number_input("Shots per class", min_value=1, max_value=500, value=DEFAULT_SPLIT.shots,
+                            help="Training names per class (few-shot: a handful of examples per class); as many "
+                                 "again are kept for validation")
+    seed = st.number_input("Split seed", min_value=0, value=DEFAULT_SPLIT.seed,
+                           help="Which names are drawn: the same seed gives the same split")
     try:
         split = SplitSpec(shots=int(shots), seed=int(seed)).make(view)
         sizes = split.sizes()
@@ -139,11 +169,12 @@ with split_col:
                                   index=list(SPLIT_ROWS.values())).style.format("{:,}"), width="stretch")
         st.caption(split_caption(split, len(view.classes), len(view.names)))
         if split.short_classes:
-            st.warning(f"{len(split.short_classes)} classes have fewer than {1 + 2 * int(shots)} names "
+            count = len(split.short_classes)
+            st.warning(f"{count:,} class{'es have' if count != 1 else ' has'} fewer than {1 + 2 * int(shots)} names "
                        "(1 test + shots train + shots validation); they get what they have.")
     except BiovizError as error:
         st.error(md(error))
     if view.ambiguous:
-        with st.expander(f"{len(view.ambiguous)} ambiguous names"
+        with st.expander(f"{len(view.ambiguous):,} names in two or more classes"
                          f"{' (dropped)' if view.ambiguous_dropped else ' (kept)'}"):
             st.markdown(md(", ".join(view.ambiguous[:300])) + (" …" if len(view.ambiguous) > 300 else ""))

@@ -1,4 +1,4 @@
-"""Code a term list: each term's top-k concepts of the chosen level under one or two models, with agreement."""
+"""Code a term list: each term's first concept of the chosen level under one or two models, agreement, a review flag."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from bioviz.ontology import LevelSpec
 from bioviz.search.hybrid import DEFAULT_RANKING, RANKING_KINDS, Ranking, ranking_of
 from bioviz.search.lexicon import NO_EXPANSION, Expansion, expansion_of
 from bioviz.search.neighbours import concept_card
-from bioviz.search.term_coding import (EXACT, MAX_K, MAX_TABLE_BYTES, MAX_TERMS, agreement, code_term_list,
+from bioviz.search.term_coding import (MAX_K, MAX_TABLE_BYTES, MAX_TERMS, agreement, code_term_list,
                                        export_frame, read_term_table, terms_from_column, terms_from_text)
 from bioviz.text_clean import clean_texts
 from bioviz.uploads import check_upload_size
@@ -50,6 +50,37 @@ def sync_url() -> None:
                    expand="1" if s["ct_expand"] else "0")
 
 
+def coding_table(frame: pd.DataFrame, labels: list[str], score_word: str, k: int) -> tuple[pd.DataFrame, dict]:
+    """The table shown: per model its code, concept and score (and other codes when k > 1), the flags.
+
+    Empty text for what is missing (never "None"). Narrow widths, which the grid spreads over its frame:
+    two models' columns fit the page at 1440 px instead of scrolling sideways (names are cut in their cells),
+    and their headers are short (``Code A``; the caption says which model is A) so they are not cut either.
+    """
+    tags = [f" {x.upper()}" if len(labels) == 2 else "" for x in "ab"[:len(labels)]]
+    columns = {"term": "Term"}
+    config = {"Term": st.column_config.TextColumn(width=160)}
+    for x, tag, label in zip("ab", tags, labels):
+        columns |= {f"code_{x}": f"Code{tag}", f"name_{x}": f"Concept{tag}", f"score_{x}": f"Score{tag}"}
+        config |= {f"Code{tag}": st.column_config.TextColumn(width=80, help=f"The first concept's code under {label}"),
+                   f"Concept{tag}": st.column_config.TextColumn(width=180),
+                   f"Score{tag}": st.column_config.NumberColumn(format="%.3f", width=70,
+                                                                help=f"{score_word} under {label} (1.0: exact)")}
+        if k > 1 and len(labels) == 1:  # two models' other codes would not fit beside each other: in the cards
+            columns[f"others_{x}"] = f"Other codes{tag}"
+            config[f"Other codes{tag}"] = st.column_config.TextColumn(width=160, help=f"The rest of the top {k}")
+    if len(labels) == 2:
+        columns["agree"] = "Agree"
+        config["Agree"] = st.column_config.CheckboxColumn(width=55, help="Both models give the same first concept")
+    columns["low_confidence"] = "Review"
+    config["Review"] = st.column_config.CheckboxColumn(
+        width=60, help="Low confidence: a low score or a close second concept under some model")
+    display = frame[list(columns)].rename(columns=columns)
+    text = [c for c in display.columns if display[c].dtype == object]
+    display[text] = display[text].fillna("")
+    return display, config
+
+
 st.title("Code a term list")
 if view is None:
     sync_url()
@@ -62,8 +93,8 @@ except BiovizError as error:
     st.error(md(error))
     st.stop()
 st.caption(f"Each term's nearest concepts among the names of **{md(view.title)}** under "
-           f"**{' and '.join(md(label) for label in labels)}**, with codes, cosine scores"
-           + (" and whether the two models agree" if len(models) == 2 else "")
+           f"**{' and '.join(md(label) for label in labels)}**, with codes and scores"
+           + (", whether the two models agree" if len(models) == 2 else "") + " and a flag on codes to review"
            + ". A term that is an exact code or name of the ontology resolves to its concept (score 1.0, "
              "marked exact). The terms are read in memory only: not stored, not put in the URL.")
 
@@ -121,7 +152,7 @@ else:
             st.caption(f"{len(table):,} rows · {len(columns)} columns · first rows:")
             st.dataframe(table.head(5), hide_index=True)
 k = int(st.number_input("Concepts per term (k)", min_value=1, max_value=MAX_K, step=1, key="ct_k",
-                        help="The top k concepts of each model; with two models the table lists the union of both"))
+                        help="The first concept and k - 1 others under each model (the others are in the cards and the CSV)"))
 ranking = ranking_of(st.radio(
     "Ranking", list(RANKING_KINDS), key="ct_ranking", horizontal=True, format_func=lambda kind: ranking_of(kind).label,
     help="dense: the model's cosine (exact codes and names first). hybrid: also names equal but for case, spacing "
@@ -169,11 +200,14 @@ st.subheader(f"{' vs '.join(md(label) for label in labels)} · {md(result['ranki
 if frame.attrs.get("expansions"):
     st.caption("Expanded: " + " · ".join(md(note) for note in frame.attrs["expansions"]))
 summary = agreement(frame)
-figures = [("Terms", f"{summary['terms']:,}"),
-           ("Exact code or name", f"{summary['exact']:,}", {"help": "Terms that are an ontology code or name"})]
+figures = [("Terms", summary["terms"]),
+           ("Exact code or name", summary["exact"], {"help": "Terms that are an ontology code or name"}),
+           ("To review", summary["low_confidence"],
+            {"help": "Low confidence: under some model the first concept's score is low or the second concept "
+                     "scores close to it (thresholds per model, chosen on the GSC+ dev file)"})]
 if two:
-    figures += [("Same top-1 concept", f"{summary['same_top1']:,} of {summary['terms']:,}"),
-                (f"Mean overlap of the top {result['k']}", f"{summary['mean_overlap']:.2f}",
+    figures += [("Same first concept", f"{summary['same_top1']:,} of {summary['terms']:,}"),
+                (f"Shared in the top {result['k']}", f"{summary['mean_overlap']:.2f}",
                  {"help": "Concepts both models put in their top k, averaged over the terms"})]
 metric_row(figures)
 if result.get("invisible"):
@@ -182,21 +216,17 @@ if result.get("invisible"):
             "out of every other term.")
 
 shown = frame
-disagreeing = two and st.toggle("Only terms where the models' top-1 concepts differ", key="ct_disagree")
+disagreeing = two and st.toggle("Only terms where the models' first concepts differ", key="ct_disagree")
 if disagreeing:
-    shown = frame[~frame["same_top1"].astype(bool)].reset_index(drop=True)
-display = shown.drop(columns=["class_id"]).rename(columns={
-    "term": "Term", "rank": "Rank", "concept_id": "Code", "concept_name": "Concept", "class_label": "Class",
-    "match": "Match", "same_top1": "Same top-1", "overlap": f"Overlap (of {result['k']})",
-    **{f"rank_{x}": f"Rank · {label}" for x, label in zip("ab", labels)},
-    **{f"score_{x}": f"{score_word} · {label}" for x, label in zip("ab", labels)}})
-score_format = {f"{score_word} · {label}": st.column_config.NumberColumn(format="%.3f") for label in labels}
-st.caption("One row per term and concept in any model's top k; Rank orders a term's concepts by mean "
-           f"{score_word.lower()} (exact matches first), Rank · model is the concept's rank under that model (empty: outside its top k). "
-           "Select a row for the concept's card.")
+    shown = frame[~frame["agree"].astype(bool)].reset_index(drop=True)
+display, column_config = coding_table(shown, labels, score_word, result["k"])
+st.caption((f"**A**: {md(labels[0])} · **B**: {md(labels[1])}. " if two else f"Model: {md(labels[0])}. ")
+           + f"One row per term: each model's first concept, ranked by that model's own {score_word.lower()}"
+           f"{', with the other codes of its top ' + str(result['k']) if result['k'] > 1 else ''}. "
+           "**Review** marks a low-confidence code: a low score, or a second concept close behind. "
+           "Select a row for the concepts' cards.")
 event = st.dataframe(display, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
-                     key=TABLE_KEYS[disagreeing], column_config={"Match": st.column_config.TextColumn(
-                         help=f"{EXACT}: the term is this concept's code or name"), **score_format})
+                     key=TABLE_KEYS[disagreeing], column_config=column_config)
 # The CSV of thousands of rows is built only when the button is pressed (and that press does not rerun).
 st.download_button("Download the coding (CSV)", lambda: frame_to_csv(export_frame(frame)),
                    f"coded-terms-{re.sub(r'[^A-Za-z0-9]+', '-', result['title']).strip('-')[:60]}"
@@ -207,12 +237,13 @@ selected = list(event.selection.rows) if event is not None else []
 if selected and selected[0] < len(shown):
     row = shown.iloc[selected[0]]
     ontology = cache.level_ontology(result["level"])
-    with st.container(border=True):
-        try:
-            card = concept_card(ontology, row["concept_id"])
-        except BiovizError as error:
-            st.info(md(error))
-        else:
+    for code in dict.fromkeys(row[f"code_{x}"] for x in "ab"[:len(labels)] if row[f"code_{x}"]):
+        with st.container(border=True):
+            try:
+                card = concept_card(ontology, code)
+            except BiovizError as error:
+                st.info(md(error))
+                continue
             st.markdown(f"#### {md(card['name'])}  \n{md_code(card['id'])} · for the term **{md(row['term'])}**")
             if card["synonyms"]:
                 st.markdown("**Synonyms:** " + "; ".join(md(name) for name in card["synonyms"]))
@@ -220,3 +251,6 @@ if selected and selected[0] < len(shown):
                 st.markdown(f"**Definition:** {md(card['definition'])}")
             st.markdown("**Path to root:** " + " › ".join(f"{md(p['name'])} {md_code(p['id'])}"
                                                            for p in card["path"]))
+    others = [f"**{md(label)}**: {md(row[f'others_{x}'])}" for x, label in zip("ab", labels) if row[f"others_{x}"]]
+    if others:
+        st.caption(f"Other codes of the top {result['k']}: " + " · ".join(others))

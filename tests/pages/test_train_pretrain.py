@@ -43,7 +43,7 @@ def test_the_form_queues_a_pretrain_job_that_keeps_the_levels_held_out_names_out
     at = pretrain_page(open_app, data_dir)
     mini = str(data_dir / "mini.obo")
     assert at.multiselect(key="pretrain_sources").value == [mini]  # the sidebar's source
-    assert "hpo" in at.multiselect(key="pretrain_sources").options
+    assert "HPO" in at.multiselect(key="pretrain_sources").options  # its readable name
     assert any("SapBERT" in c.value for c in at.caption)  # one sentence per chosen objective
     assert at.toggle(key="pretrain_exclude").value is True and "mini.obo d1" in at.toggle(key="pretrain_exclude").label
     at.multiselect(key="pretrain_objectives").set_value(["definitions", "hierarchy"])

@@ -117,13 +117,14 @@ def home(shared_home, monkeypatch):
 
 def test_bioviz_code_out_on_a_hostile_table_and_terms_file(capsys, home, hostile_table, tmp_path):
     terms = tmp_path / "terms.csv"
-    terms.write_text('term\n"=HYPERLINK(""http://evil.example/x"",""click"")"\n@SUM(A1:A9)\nheart attack\n',
-                     encoding="utf-8")
+    # one row per term: a hostile concept name reaches the file as a term's first concept (cmd: H:5's own name)
+    terms.write_text('term\n"=HYPERLINK(""http://evil.example/x"",""click"")"\n@SUM(A1:A9)\nheart attack\n'
+                     '"=cmd|\' /C calc\'!A0"\n', encoding="utf-8")
     out = tmp_path / "coded.csv"
     code = main(["code", str(terms), "--column", "term", "--source", str(hostile_table), "--depth", "1",
                  "--model", "char-tfidf", "-k", "3", "--out", str(out), "--quiet", "--json"])
     assert code == 0, capsys.readouterr().err
-    assert json.loads(capsys.readouterr().out)["terms"] == 3
+    assert json.loads(capsys.readouterr().out)["terms"] == 4
     assert_inert(out.read_text(encoding="utf-8"), [PAYLOADS[0], PAYLOADS[1], PAYLOADS[2], "+heart attack"])
 
 

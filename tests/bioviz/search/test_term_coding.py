@@ -1,5 +1,7 @@
 """Coding a term list (bioviz.search.term_coding): concepts from name hits, exact codes, agreement, bounds."""
 
+import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -8,7 +10,9 @@ import pytest
 from bioviz.errors import BiovizError
 from bioviz.models.vector_cache import VectorCache
 from bioviz.ontology import level_view, load_source
-from bioviz.search import term_coding
+from bioviz.search import coding_confidence, term_coding
+from bioviz.search.coding_confidence import Confidence, confidence_for
+from bioviz.search.hybrid import DEFAULT_RANKING
 from bioviz.search.index import NeighbourIndex
 from bioviz.search.neighbours import QueryInfo, candidate_index
 from bioviz.search.term_coding import (MAX_TERM_CHARS, CodingModel, agreement, check_terms, code_term_list,
@@ -46,14 +50,15 @@ def test_name_hits_are_aggregated_to_concepts_with_the_best_score(toy):
     query = _unit(1.0, 0.0, 0.0)
     frame = code_terms(["x"], [QueryInfo("x")], [CodingModel("toy", index, query[None])], view, k=2)
     # C1's twelve names fill the first name fetch: the search fetches more until a second concept appears
-    assert list(frame["concept_id"]) == ["C1", "C2"]
-    assert frame.loc[0, "score_a"] == pytest.approx(1.0, abs=1e-4)  # its best name (c1 name 0), not a mean
-    assert frame.loc[1, "score_a"] == pytest.approx(float(_unit(1.0, 0.5, 0.0) @ query), abs=1e-4)
-    assert list(frame["class_label"]) == ["class one", "class one"] and set(frame["match"]) == {"nearest"}
-    assert list(frame["rank"]) == [1, 2] and list(frame["rank_a"]) == [1, 2]
+    row = frame.iloc[0]
+    assert len(frame) == 1 and row["code_a"] == "C1" and row["others_a"] == "C2"
+    assert row["score_a"] == pytest.approx(1.0, abs=1e-4)  # its best name (c1 name 0), not a mean
+    second = float(_unit(1.0, 0.5, 0.0) @ query)
+    assert row["margin_a"] == pytest.approx(1.0 - second, abs=1e-3)  # the gap to C2's best name
+    assert row["class_a"] == "class one" and row["match"] == "nearest"
 
 
-def test_two_models_agreement_and_scores_outside_the_other_top_k(toy):
+def test_two_models_are_each_ranked_by_their_own_scores(toy):
     view, index = toy
     # model B places C3's name on the query and C1's names away from it
     vectors_b = index.vectors.copy()
@@ -63,16 +68,35 @@ def test_two_models_agreement_and_scores_outside_the_other_top_k(toy):
     query = _unit(1.0, 0.0, 0.0)
     models = [CodingModel("toy", index, query[None]), CodingModel("moved", index_b, query[None])]
     frame = code_terms(["x"], [QueryInfo("x")], models, view, k=1)
-    assert set(frame["concept_id"]) == {"C1", "C3"}  # the union of both top-1 lists
-    by_concept = frame.set_index("concept_id")
-    assert by_concept.loc["C1", "rank_a"] == 1 and by_concept.loc["C3", "rank_b"] == 1
-    assert by_concept["rank_a"].isna()["C3"] and by_concept["rank_b"].isna()["C1"]
-    # each concept still has its score under the model that did not rank it
-    assert by_concept.loc["C3", "score_a"] == pytest.approx(0.0, abs=1e-4)
-    assert by_concept.loc["C1", "score_b"] == pytest.approx(0.0, abs=1e-4)
-    assert by_concept.loc["C3", "score_b"] == pytest.approx(float(_unit(1.0, 0.0, 0.2)[0]), abs=1e-4)
-    assert not frame["same_top1"].any() and set(frame["overlap"]) == {0}
-    assert agreement(frame) == {"terms": 1, "exact": 0, "same_top1": 0, "mean_overlap": 0.0}
+    row = frame.iloc[0]
+    assert len(frame) == 1 and (row["code_a"], row["code_b"]) == ("C1", "C3")  # one row: each model's first
+    assert row["score_b"] == pytest.approx(float(_unit(1.0, 0.0, 0.2)[0]), abs=1e-4)
+    assert row["others_a"] == row["others_b"] == ""  # k=1: no other codes
+    assert not row["agree"] and row["overlap"] == 0
+    assert agreement(frame) == {"terms": 1, "exact": 0, "low_confidence": 0, "same_top1": 0, "mean_overlap": 0.0}
+
+
+def test_a_low_score_or_a_close_second_concept_flags_the_term(toy, monkeypatch):
+    view, index = toy
+    query = _unit(1.0, 0.0, 0.0)
+    one = [CodingModel("toy", index, query[None])]
+    flag = code_terms(["x"], [QueryInfo("x")], one, view, k=2).loc[0, "low_confidence"]
+    assert not flag  # no thresholds for "toy" or the default model under dense here: nothing is low
+    monkeypatch.setitem(coding_confidence.THRESHOLDS, ("toy", "dense"), Confidence(1.5, 0.0))
+    assert code_terms(["x"], [QueryInfo("x")], one, view, k=2).loc[0, "low_confidence"]  # score 1.0 < 1.5
+    monkeypatch.setitem(coding_confidence.THRESHOLDS, ("toy", "dense"), Confidence(0.0, 0.2))
+    assert code_terms(["x"], [QueryInfo("x")], one, view, k=2).loc[0, "low_confidence"]  # margin ~0.11 < 0.2
+    monkeypatch.setitem(coding_confidence.THRESHOLDS, ("toy", "dense"), Confidence(0.0, 0.05))
+    assert not code_terms(["x"], [QueryInfo("x")], one, view, k=2).loc[0, "low_confidence"]
+
+
+def test_the_thresholds_are_those_the_dev_benchmark_chose():
+    chosen = json.loads((Path(__file__).resolve().parents[3] / "benchmarks" / "results"
+                         / "coding_confidence.json").read_text())
+    assert {(r["model"], r["ranking"]): Confidence(r["min_score"], r["min_margin"]) for r in chosen["rows"]} \
+        == coding_confidence.THRESHOLDS
+    # a model without thresholds of its own (a trained run) is judged by the default model's
+    assert confidence_for("my-run", DEFAULT_RANKING) == confidence_for("med-minilm", DEFAULT_RANKING)
 
 
 def test_k_and_model_count_are_checked(toy):
@@ -102,15 +126,17 @@ def test_an_exact_code_or_name_resolves_to_its_concept(mini):
     ontology, view, index = mini
     terms = ["mini:0000022", "Heart  Attack", "wheezy chest"]
     frame = code_term_list(terms, view, ontology, [("char-tfidf", index)], k=3)
-    first = frame[frame["rank"] == 1].set_index("term")
-    assert first.loc["mini:0000022", "concept_id"] == "MINI:0000022" and first.loc["mini:0000022", "match"] == "exact"
-    assert first.loc["mini:0000022", "concept_name"] == "asthma" and first.loc["mini:0000022", "score_a"] == 1.0
-    assert first.loc["Heart  Attack", "concept_id"] == "MINI:0000011"  # a synonym of myocardial infarction
-    assert first.loc["Heart  Attack", "class_label"] == "heart disease"
+    first = frame.set_index("term")
+    assert first.loc["mini:0000022", "code_a"] == "MINI:0000022" and first.loc["mini:0000022", "match"] == "exact"
+    assert first.loc["mini:0000022", "name_a"] == "asthma" and first.loc["mini:0000022", "score_a"] == 1.0
+    assert first.loc["Heart  Attack", "code_a"] == "MINI:0000011"  # a synonym of myocardial infarction
+    assert first.loc["Heart  Attack", "class_a"] == "heart disease"
     assert first.loc["wheezy chest", "match"] == "nearest"
+    assert not first.loc["mini:0000022", "low_confidence"]  # an exact match is never flagged
     # an exact concept is not listed twice: the rest of its top k are other concepts
-    for term, rows in frame.groupby("term"):
-        assert rows["concept_id"].is_unique and len(rows) == 3, term
+    for term, row in first.iterrows():
+        others = row["others_a"].split("; ")
+        assert len(others) == 2 and row["code_a"] not in others, term
     assert agreement(frame)["exact"] == 2
 
 
@@ -133,9 +159,11 @@ def test_terms_are_encoded_in_one_batch_per_model_and_not_cached(mini, monkeypat
     assert calls[0][1] == ["lung infect", "arrhythmia", "irregular beat"]  # the code is ranked as its concept's name
     assert calls[0][2] is False and sum(r["vectors"] for r in VectorCache().stats()) == before
     assert seen[-1] == (9, 9) and (6, 9) in seen  # both models' encoding, then the coding
-    assert frame["same_top1"].all() and set(frame["overlap"]) == {2}  # one model twice: full agreement
-    assert list(export_frame(frame).columns[7:11]) == ["rank (char-tfidf (A))", "score (char-tfidf (A))",
-                                                        "rank (char-tfidf (B))", "score (char-tfidf (B))"]
+    assert frame["agree"].all() and set(frame["overlap"]) == {2}  # one model twice: full agreement
+    assert list(export_frame(frame).columns) == [
+        "term", "match", *(f"{key} (char-tfidf ({x}))" for x in "AB"
+                           for key in ("code", "name", "class", "score", "margin", "other codes")),
+        "agree", "overlap", "low_confidence", "ranking"]
 
 
 # --- input: pasted lines, uploaded tables, bounds -----------------------------------------------

@@ -1,0 +1,72 @@
+"""When a coded term's first concept needs a coder's review: its score is low, or the next concept is close.
+
+A model's first concept for a term is flagged *low confidence* when its score is below
+``min_score`` or its margin (the score minus the second concept's) is below ``min_margin``.
+Scores are on each model's own scale (char-tfidf's cosines run higher than a transformer's, a
+hybrid score adds a weighted char-tfidf cosine), so the thresholds are per model and ranking.
+They were chosen on the GSC+ dev file (``assets/gold/gsc_plus_dev.tsv``) by
+``benchmarks/coding_confidence.py``, which writes them with their dev figures (share flagged,
+accuracy of the flagged and of the unflagged terms) to ``benchmarks/results/coding_confidence.json``;
+a test checks that :data:`THRESHOLDS` holds what that file chose. A model without its own
+thresholds (a trained run, a hub id) gets the default model's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from bioviz.models.model_spec import DEFAULT_MODEL
+from bioviz.search.hybrid import Ranking
+
+
+@dataclass(frozen=True)
+class Confidence:
+    """The thresholds below which a model's first concept is flagged for review.
+
+    Attributes
+    ----------
+    min_score : float
+        The first concept's score under the ranking.
+    min_margin : float
+        The first concept's score minus the second's.
+    """
+
+    min_score: float
+    min_margin: float
+
+    def low(self, score: float, margin: float) -> bool:
+        """Whether a first concept with this ``score`` and ``margin`` is flagged (a missing margin is not low).
+
+        >>> Confidence(0.7, 0.05).low(0.66, 0.2), Confidence(0.7, 0.05).low(0.9, 0.01), Confidence(0.7, 0.05).low(0.9, 0.2)
+        (True, True, False)
+        """
+        return bool(score < self.min_score or (not math.isnan(margin) and margin < self.min_margin))
+
+
+# (model, ranking label) -> thresholds; written from benchmarks/results/coding_confidence.json.
+# Dev figures (119 mentions; flagged share, accuracy of the unflagged): med-minilm hybrid w=1 40%, 0.90
+# (0.68 unflagged and flagged together); dense 31%, 0.88 (0.64 overall).
+THRESHOLDS: dict[tuple[str, str], Confidence] = {
+    ("med-minilm", "dense"): Confidence(0.794, 0.02),
+    ("med-minilm", "hybrid w=1"): Confidence(1.596, 0.05),
+    ("minilm", "dense"): Confidence(0.888, 0.0),
+    ("minilm", "hybrid w=1"): Confidence(1.593, 0.0),
+    ("char-tfidf", "dense"): Confidence(0.96, 0.0),
+    ("char-tfidf", "hybrid w=1"): Confidence(1.46, 0.04),
+}
+
+
+def confidence_for(model: str, ranking: Ranking) -> Confidence:
+    """The thresholds of ``model`` (a preset name or a model's label) under ``ranking``.
+
+    A model or ranking without its own thresholds gets the default model's under that ranking,
+    else under the closest ranking chosen (dense for dense, the default hybrid for a hybrid).
+    """
+    label = ranking.label
+    for key in ((model, label), (DEFAULT_MODEL, label)):
+        if key in THRESHOLDS:
+            return THRESHOLDS[key]
+    same_kind = [c for (m, r), c in THRESHOLDS.items() if m == model and r.split()[0] == ranking.kind]
+    fallback = [c for (m, r), c in THRESHOLDS.items() if m == DEFAULT_MODEL and r.split()[0] == ranking.kind]
+    return (same_kind or fallback or [Confidence(-math.inf, -math.inf)])[0]
