@@ -131,6 +131,8 @@ def test_the_ranking_is_chosen_shown_in_the_title_and_kept_in_the_url(app):
     at = app.run()
     at.text_area(key="ct_text").set_value("Heart-attack!\npneumonai")
     at.radio(key="ct_ranking").set_value("dense")
+    # without synonym expansion: "heart attack" would otherwise be scored as its HPO synonym's name
+    at.toggle(key="ct_expand").set_value(False)
     _code(at)
     assert "dense ranking" in at.subheader[0].value and "Score" in at.dataframe[0].value.columns
     assert at.query_params["ranking"] in ("dense", ["dense"])

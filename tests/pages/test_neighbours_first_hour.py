@@ -49,8 +49,8 @@ def test_a_first_encoding_is_announced_before_it_starts(app, monkeypatch):
     asked = []
 
     def estimate(view, model, among):  # the library's estimate (tested in tests/bioviz): its line is shown
-        asked.append((model, among))
-        return EncodingEstimate(model, 24_461, 24_461, 360.0, 68.0)
+        asked.append((model.spec, among))  # the page hands over the ModelSpec it parsed once
+        return EncodingEstimate(model.label, 24_461, 24_461, 360.0, 68.0)
 
     def encoding_stops_here(*args, **kwargs):  # the page must have spoken before this point
         raise BiovizError("stopped where the encoding would start")
@@ -72,7 +72,7 @@ def test_an_index_this_session_built_is_not_estimated_again(app, monkeypatch):
     real = neighbours.first_encoding_estimate
 
     def estimate(view, model, among):
-        asked.append(model)
+        asked.append(model.spec)
         return real(view, model, among)
 
     monkeypatch.setattr(neighbours, "first_encoding_estimate", estimate)
