@@ -85,8 +85,8 @@ def test_a_warm_up_stopped_midway_keeps_its_chunks_and_the_next_one_encodes_only
     monkeypatch.setattr(encoder, "_encode", dies_on_the_second_chunk)
     failed = warmup.warm_up([spec], "minilm", chunk=5)
     assert failed["state"] == "failed" and failed["error"] == "killed", "one line"
-    first = unique_names(view)[:5]
-    assert set(VectorCache().get(encoder.fingerprint, first)) == set(first), "the finished chunk is stored"
+    stored = VectorCache().get(encoder.fingerprint, unique_names(view))
+    assert len(stored) == 5, "the finished chunk is stored"
     assert not warmup.is_running(warmup.read_state())
     monkeypatch.setattr(encoder, "_encode", real)
     resumed = warmup.warm_up([spec], "minilm", chunk=5)
