@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from bioviz.models.embeddings import load_encoder
 from bioviz.models.encoding_estimate import estimate_encoding, time_left
 from bioviz.models.shared_encoding import EncodingProgress, encode_shared
 from bioviz.models.vector_cache import VectorCache
@@ -80,8 +81,6 @@ def prepare_vectors(models, spec: LevelSpec) -> None:
     session or a job is encoding already is waited for, with that encoding's progress
     (:func:`bioviz.models.shared_encoding.encode_shared`), not encoded a second time.
     """
-    from bioviz.models.embeddings import load_encoder
-
     names = view(spec).names
     for model in dict.fromkeys(m for m in models if m):
         encoder = load_encoder(model)
@@ -104,7 +103,7 @@ def view_space(model: str, spec: LevelSpec):
     Pages call :func:`prepare_vectors` first, so this mostly reads the stored block; otherwise
     a bar inside (replayed empty on a hit) follows the encoding.
     """
-    from bioviz.search.neighbours import level_space
+    from bioviz.search.neighbours import level_space  # as neighbour_index: the search package (faiss) off start-up
 
     bar = _EncodingBar("Embedding the level's names (cached on disk after the first time)…", banner=False)
     try:

@@ -175,8 +175,8 @@ def _chunk_order(missing: list[str], batch_size: int) -> list[str]:
 
 def _load_weights(encoder) -> None:
     """Load the weights before the clock starts, so the first chunk's rate is the encoding's alone."""
-    for part in (encoder, getattr(encoder, "base", None)):
-        getattr(part, "model", None)  # a property that loads them; char-tfidf has none
+    part = getattr(encoder, "base", None) or encoder  # a head run encodes through its input model's weights
+    getattr(part, "model", None)  # a property that loads them; char-tfidf has none
 
 
 def _on_cluster(encoder, missing: int) -> bool:
