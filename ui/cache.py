@@ -81,10 +81,12 @@ def prepare_vectors(models, spec: LevelSpec) -> None:
     session or a job is encoding already is waited for, with that encoding's progress
     (:func:`bioviz.models.shared_encoding.encode_shared`), not encoded a second time.
     """
+    ready = st.session_state.setdefault("_vectors_ready", set())  # a rerun does not hash the level's names again
     names = view(spec).names
-    for model in dict.fromkeys(m for m in models if m):
+    for model in dict.fromkeys(m for m in models if m and (m, spec) not in ready):
         encoder = load_encoder(model)
         if VectorCache().has_block(encoder.fingerprint, names):
+            ready.add((model, spec))
             continue
         bar = _EncodingBar(f"Checking which of {len(names):,} names have vectors under {encoder.label}…", banner=True)
         try:
@@ -92,6 +94,7 @@ def prepare_vectors(models, spec: LevelSpec) -> None:
             if estimate.needed:
                 bar.say(estimate.message())
                 encode_shared(encoder, names, report=bar, owner="a page")
+            ready.add((model, spec))
         finally:
             bar.close()
 
