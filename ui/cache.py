@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from bioviz.errors import BiovizError
 from bioviz.models.embeddings import load_encoder
 from bioviz.models.encoding_estimate import estimate_encoding, time_left
 from bioviz.models.shared_encoding import EncodingProgress, encode_shared
@@ -84,7 +85,10 @@ def prepare_vectors(models, spec: LevelSpec) -> None:
     ready = st.session_state.setdefault("_vectors_ready", set())  # a rerun does not hash the level's names again
     names = view(spec).names
     for model in dict.fromkeys(m for m in models if m and (m, spec) not in ready):
-        encoder = load_encoder(model)
+        try:
+            encoder = load_encoder(model)
+        except BiovizError:  # a model that cannot load: the page's own call for its vectors says why
+            continue
         if VectorCache().has_block(encoder.fingerprint, names):
             ready.add((model, spec))
             continue
