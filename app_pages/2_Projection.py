@@ -19,7 +19,7 @@ from bioviz.figures.theme import part_colours
 from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.views.movement import DEFAULT_K, arrow_rows, movers_table, part_summary
 from bioviz.views.projection import ProjectionParams, align_pair, pair_is_cached, preview_params
-from bioviz.models.runs import is_run_dir, model_labels, run_mtime, trained_from
+from bioviz.models.runs import model_labels, run_mtime, trained_from
 from bioviz.views.separation import MEASURES
 from ui import cache, compare, state
 from ui.markdown import md
@@ -48,12 +48,12 @@ def run_markers() -> tuple:
     note says why a run's own split cannot be used (another level, no split.json).
     """
     for model in (model_b, model_a):
-        if model and is_run_dir(model):
-            mtime = run_mtime(model)
+        if model and model.kind == "run":
+            mtime = run_mtime(model.path)
             if mtime is None:  # the run was deleted since the pickers were drawn
                 return None, ""
             try:
-                return cache.run_split(model, state.selection(), mtime), ""
+                return cache.run_split(str(model.path), state.selection(), mtime), ""
             except SplitError as error:
                 return None, str(error)
     return None, ""
@@ -178,9 +178,10 @@ def draw(pair, preview: bool = False) -> None:
                        highlight, caption, title, ",".join(highlight_classes), labelled_map, one_model)
     options = dict(highlight=highlight, method=pair.params.method.upper(), caption=caption, title=title,
                    highlight_classes=highlight_classes or None, contours=labelled_map)
-    fig = cache.figure(key, lambda: projection_map_figure(view, pair.rows, pair.coords_a, label_a, parts, **options)
+    fig = cache.figure(key, lambda: projection_map_figure(view, pair.rows, pair.coords_a, label_a, parts=parts, **options)
                        if one_model else projection_pair_figure(view, pair.rows, pair.coords_a, pair.coords_b,
-                                                                label_a, label_b, parts, disparity=pair.disparity,
+                                                                label_a, label_b, parts=parts,
+                                                                disparity=pair.disparity,
                                                                 **options))
     name = (slug(pair.params.method, label_a, view.source.split()[0], f"d{view.depth}") if one_model else
             slug(pair.params.method, label_a, "vs", label_b, view.source.split()[0], f"d{view.depth}"))
@@ -257,8 +258,9 @@ def show_movement() -> None:
                f"{pair.params.caption()}<br>{marks_caption}")
     key = cache.digest(state.selection(), label_a, label_b, moved.rows, moved_a, moved_b, parts, arrows, title,
                        caption)
-    fig = cache.figure(key, lambda: movement_figure(view, moved, moved_a, moved_b, arrows, parts, label_a, label_b,
-                                                    title, caption))
+    fig = cache.figure(key, lambda: movement_figure(view, moved, moved_a, moved_b, arrows, parts=parts,
+                                                    model_a=label_a, model_b=label_b, title=title,
+                                                    caption=caption))
     movers = movers_table(view, moved, parts)
     summary = part_summary(movers)
     # Column names say which model: the CSV is read away from the page.
@@ -280,7 +282,7 @@ def show_movement() -> None:
 if one_model:
     st.stop()  # what moved and per-class separation compare two models
 # Only a run against a model it was trained from: between unrelated models nothing was trained.
-trained = trained_from(model_b, model_a) or trained_from(model_a, model_b)
+trained = trained_from(model_b.spec, model_a.spec) or trained_from(model_a.spec, model_b.spec)
 if not trained:
     st.caption(f"What training moved: shown when one model is a run trained from the other ({md(label_b)} was not "
                f"trained from {md(label_a)}).")

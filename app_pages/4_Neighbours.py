@@ -16,7 +16,8 @@ from bioviz.models.vector_cache import VectorCache
 from bioviz.search.neighbours import (AMONG, comparison_rows, concept_card, first_encoding_estimate, rank_neighbours,
                                       resolve_query)
 from bioviz.ontology import DEFAULT_SPLIT
-from bioviz.search.hybrid import DEFAULT_RANKING, RANKING_KINDS, ranking_of
+from bioviz.search.hybrid import DEFAULT_RANKING, RANKING_KINDS, ExpandedForms, ranking_of
+from bioviz.search.lexicon import DEFAULT_EXPANSION, expand_queries, expansion_of, load_lexicon
 from ui import cache, compare, state
 from ui.markdown import md, md_code
 
@@ -28,14 +29,15 @@ two = model_b is not None
 # Page keys: from the URL (a shared link reopens the comparison), else as last used on this
 # page (Streamlit drops widget keys on a visit to another page), else the default.
 URL_NAMES = {"nb_query": "query", "nb_among": "among", "nb_k": "k", "nb_restrict": "restrict", "nb_image": "image",
-             "nb_ranking": "ranking"}
+             "nb_ranking": "ranking", "nb_expand": "expand"}
 
 AMONG_LABELS = {"names": "all names of the level", "train": f"training names ({DEFAULT_SPLIT.shots}-shot split, seed {DEFAULT_SPLIT.seed})",
                 "hypernyms": "class names (hypernyms)"}
 MAX_K = 100
 state.page_params({"nb_query": None, "nb_among": "names", "nb_k": 10, "nb_restrict": False, "nb_image": "png",
-                   "nb_ranking": DEFAULT_RANKING.kind},
-                    casts={"nb_query": lambda v: v or None, "nb_restrict": lambda v: v == "1"},
+                   "nb_ranking": DEFAULT_RANKING.kind, "nb_expand": True},
+                    casts={"nb_query": lambda v: v or None, "nb_restrict": lambda v: v == "1",
+                           "nb_expand": lambda v: v != "0"},
                     choices={"nb_among": list(AMONG), "nb_image": ["png", "svg"], "nb_ranking": list(RANKING_KINDS)},
                     url_names=URL_NAMES,
                     bounds={"nb_k": (1, MAX_K)})
@@ -60,7 +62,7 @@ def sync_url(query: str | None) -> None:
     state.keep(URL_NAMES)
     state.sync_url(k=str(st.session_state["nb_k"]), two="1" if two else "0", among=st.session_state["nb_among"],
                    restrict="1" if st.session_state["nb_restrict"] else "0", image=st.session_state["nb_image"],
-                   ranking=st.session_state["nb_ranking"])
+                   ranking=st.session_state["nb_ranking"], expand="1" if st.session_state["nb_expand"] else "0")
     state.set_url_param("query", query)
 
 
@@ -122,7 +124,7 @@ if query and len(view.names) > cache.MAX_BROWSER_NAMES:
         placeholder=f"{len(matches)} matching names: pick one to use it" if matches else "no matching names",
         disabled=not matches,
     )
-among_col, ranking_col = st.columns([3, 2])
+among_col, ranking_col, expand_col = st.columns([3, 2, 1], vertical_alignment="bottom")
 among = among_col.radio("Rank among", AMONG, format_func=AMONG_LABELS.get, key="nb_among", horizontal=True,
                         help="Training names reproduce the few-shot paper's Table 4; class names the hypernym "
                              "rankings of the higher-level semantics paper (Table 6)")
@@ -131,6 +133,11 @@ ranking = ranking_of(ranking_col.radio(
     help="dense: the model's cosine. hybrid: the names of a concept one of whose names equals the query but for "
          "case, spacing and punctuation first, then cosine + weight × character n-gram TF-IDF cosine (BioSyn's "
          f"scoring; weight and default chosen on the GSC+ dev file). Default: {DEFAULT_RANKING.kind}."))
+expansion = expansion_of(expand_col.toggle(
+    "Expand synonyms", key="nb_expand",
+    help="A query that is an ontology synonym (HPO synonyms, ICD-10-CM inclusion terms) is also ranked as its "
+         "concept's preferred name, each name keeping its best score: 'heart attack' as 'Myocardial infarction'. "
+         f"Dictionary lookup, not the model (scopes {', '.join(DEFAULT_EXPANSION.scopes)}; default on)."))
 # An exact code (R39.11, r3911) or an exact name in another case is its concept's name: that is ranked.
 info = resolve_query(query, view, ontology) if query else None
 restrict = st.toggle("Rank only names of the query's class", key="nb_restrict",
@@ -160,6 +167,14 @@ try:
     sparse = cache.sparse_names(level, among, indexes[0]) if ranking.hybrid else None  # same names for both models
     built.update((m, level, among) for m in models)
     vectors = [cache.query_vector(m, ranked) for m in models]
+    if expansion.on and not info.in_ontology:  # a name or id of the ontology is its own concept (see expand_queries)
+        with st.spinner("Reading the ontologies' synonyms (once per server)..."):
+            expanded = expand_queries([info], expansion, load_lexicon())[0]
+    else:
+        expanded = None
+    forms = [ExpandedForms.of(expanded.forms, [0] * len(expanded.forms),
+                              [cache.query_vector(m, form) for form in expanded.forms])
+             if expanded is not None and expanded.forms else None for m in models]
 except BiovizError as error:
     st.error(md(error))
     st.stop()
@@ -171,7 +186,9 @@ rankings = []
 for i, index in enumerate(indexes):
     other = (indexes[1 - i], vectors[1 - i]) if len(indexes) == 2 else None
     rankings.append(rank_neighbours(index, vectors[i], info, k=k, restrict_class=class_id, other=other,
-                                    ranking=ranking, sparse=sparse))
+                                    ranking=ranking, sparse=sparse, forms=forms[i],
+                                    other_forms=forms[1 - i] if other else None))
+note = expanded.note if expanded is not None else ""  # "heart attack → Myocardial infarction (HPO synonym)"
 
 # --- the query ---------------------------------------------------------------------------
 # The query, names, ids and definitions are the user's and the ontology's text: escaped (ui.markdown).
@@ -183,6 +200,9 @@ elif info.concept_ids:
     st.markdown(f"{shown_query} · an ontology name outside this level's names · {md(view.title)}")
 else:
     st.markdown(f"{shown_query} · free text (not an ontology name) · {md(view.title)}")
+if note:
+    st.caption(f"Expanded: {md(note)}. Each name keeps its best score against the query and the expanded "
+               "form (turn *Expand synonyms* off to rank the query alone).")
 if info.concept_ids and ontology is not None:
     with st.container(border=True):
         shown = info.concept_ids[0]
@@ -215,7 +235,7 @@ columns = st.columns(len(models))
 score_label = "Score" if ranking.hybrid else "Cosine"  # a hybrid score is cosine + weight x char-tfidf cosine
 for column, label, rows in zip(columns, labels, rankings):
     with column:
-        st.markdown(f"**{md(label)}** · {md(ranking.label)} ranking")
+        st.markdown(f"**{md(label)}** · {md(ranking.label)} ranking" + (f" · {md(note)}" if note else ""))
         if not rows:
             st.info("No names to rank.")
             continue
@@ -229,6 +249,7 @@ for column, label, rows in zip(columns, labels, rankings):
 export = pd.DataFrame(comparison_rows(rankings[0], rankings[1] if len(rankings) > 1 else None, labels[0],
                                       labels[1] if len(labels) > 1 else None, ranked))
 export["ranking"] = ranking.label  # which scores these are, in the file itself
+export["expansion"] = note  # and what the query was expanded to ("" when not)
 file_stem = f"{neighbours_file_stem(ranked)}-{ranking.slug}"
 st.download_button("Download the comparison (CSV)", frame_to_csv(export), f"{file_stem}.csv", "text/csv")
 # Runs only while open (on_change="rerun"): building the figure was a good part of every rerun.
@@ -236,7 +257,8 @@ image = st.expander("Image-ready table (camera icon: PNG at 2x; or SVG)", key="n
 with image:
     fmt = st.radio("Format", ["png", "svg"], horizontal=True, key="nb_image")
     if image.open:
-        fig = neighbour_table_figure(ranked, list(zip(labels, rankings)), f"{view.title} · {ranking.label} ranking", k,
+        title = f"{view.title} · {ranking.label} ranking" + (f" · {note}" if note else "")
+        fig = neighbour_table_figure(ranked, list(zip(labels, rankings)), title, k,
                                      info.class_label, score_label=score_label)
         # at its own width: the figure is laid out for it (stretched, its columns would leave the text)
         st.plotly_chart(fig, width="content", config=export_config_as(file_stem, fmt))

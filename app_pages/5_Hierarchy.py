@@ -113,7 +113,7 @@ part = drawn_part(tree, node, int(st.session_state["levels"]))
 if part.cut:
     caption += f" · {len(part.tree):,} of {len(tree):,} nodes drawn"
 drawn_values = values[part.rows] if values is not None else None
-fig = hierarchy_figure(part.tree, drawn_values, st.session_state["kind"], title, caption, value_label,
+fig = hierarchy_figure(part.tree, drawn_values, st.session_state["kind"], title, caption, value_label=value_label,
                        focus=node if node != tree.root else None, max_depth=int(st.session_state["levels"]))
 frame = part.tree.nodes.assign(value=drawn_values if drawn_values is not None else np.nan)
 st.session_state["_node_table_ids"] = list(frame["id"])

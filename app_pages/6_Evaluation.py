@@ -45,7 +45,7 @@ labels = list(choices)
 by_spec = {spec: label for label, spec in choices.items()}
 if "eval_models" not in st.session_state:
     wanted = [state.model_from_url(m) for m in st.query_params.get("eval_models", "").split("|") if m] or \
-        [model_a, model_b]
+        [m.spec for m in (model_a, model_b) if m]
     st.session_state["eval_models"] = [by_spec[m] for m in wanted if m in by_spec] or labels[:1]
 
 st.title("Evaluation")
@@ -90,7 +90,7 @@ image_format = compare.image_format()
 # The sidebar's baseline first, then its compared model: the first two get the baseline/compared
 # colour pair in every figure (bioviz.figures.evaluation.model_colours), as on the other pages.
 models = sorted((choices[label] for label in st.session_state["eval_models"]),
-                key=lambda m: (m != model_a, m != model_b))
+                key=lambda m: (m != model_a.spec, m != (model_b.spec if model_b else None)))
 state.sync_url(eval_models="|".join(state.url_model(m) for m in models), **compare.changed_url_values(PARAMS))
 
 
@@ -195,8 +195,8 @@ if stored["request"] != request:
 
 results, cross = stored["results"], stored["cross"]
 rows = results_table(results)
-model_names = list(dict.fromkeys(r["model"] for r in results))
-where = f"{view.title}" if any(r["task"] in TASKS for r in results) else "relatedness benchmarks"
+model_names = list(dict.fromkeys(r.model for r in results))
+where = f"{view.title}" if any(r.task in TASKS for r in results) else "relatedness benchmarks"
 title_models = " vs ".join(model_names) if len(model_names) <= 4 else f"{len(model_names)} models"
 caption = (f"split {split_spec.shots} shots, seed {split_spec.seed}{zero_shot} · 95% bootstrap intervals "
            f"({settings.n_boot} resamples)")
@@ -225,10 +225,10 @@ if marks:
                   "on data that overlaps this evaluation. Pretrain with this level kept out (Train page, *Keep the "
                   "evaluation level's held-out names out*, same split) for a held-out figure.  \n"
                   + overlap.marks_caption(marks, task_label)))
-if any(r["task"] == "synonym" for r in results) and any(r["task"] == "ranking" for r in results):
+if any(r.task == "synonym" for r in results) and any(r.task == "ranking" for r in results):
     st.caption("Synonym retrieval's test mAP is the semantic similarity ranking mAP (the same queries and "
                "references): shown once, under ranking.")
-sizes = pd.DataFrame([{"model": r["model"], "task": TASK_LABELS.get(r["task"], r["task"]), **r["sizes"]}
+sizes = pd.DataFrame([{"model": r.model, "task": TASK_LABELS.get(r.task, r.task), **r.sizes}
                       for r in results])
 with st.expander("Sample sizes"):
     st.dataframe(sizes, width="stretch", hide_index=True)
@@ -284,11 +284,11 @@ if cross:
     for depth, reason in cross["skipped"].items():
         st.caption(f"level {depth} skipped: {md(reason)}")
     crossed = overlap.cross_level_reasons(list(computed_on[1]), model_labels(computed_on[1]), computed_on[0],
-                                          computed_on[6], SplitSpec(*computed_on[4]))
+                                          computed_on[6], split=SplitSpec(*computed_on[4]))
     if crossed:
         st.caption(md("  \n".join(crossed)))
 
-per_class = {r["model"]: r["per_class"] for r in results if r["task"] == "ranking" and r.get("per_class")}
+per_class = {r.model: r.per_class for r in results if r.task == "ranking" and r.per_class}
 if per_class:
     with st.expander("Ranking mAP per class"):
         names = dict(zip(view.classes, view.class_labels))

@@ -10,11 +10,13 @@ import streamlit as st
 
 from bioviz.csv_export import frame_to_csv
 from bioviz.errors import BiovizError
-from bioviz.models.embeddings import load_encoder
 from bioviz.models.encoding_estimate import time_left
+from bioviz.models.model_spec import ModelSpec
+from bioviz.models.registry import load_encoder
 from bioviz.models.runs import model_labels
 from bioviz.ontology import LevelSpec
 from bioviz.search.hybrid import DEFAULT_RANKING, RANKING_KINDS, Ranking, ranking_of
+from bioviz.search.lexicon import NO_EXPANSION, Expansion, expansion_of
 from bioviz.search.neighbours import concept_card
 from bioviz.search.term_coding import (EXACT, MAX_K, MAX_TABLE_BYTES, MAX_TERMS, agreement, code_term_list,
                                        export_frame, read_term_table, terms_from_column, terms_from_text)
@@ -28,9 +30,11 @@ RESULT = "_ct_result"  # the last coding of this session: shown again on every r
 TERM_COLUMN = re.compile(r"term|name|text|label|diagnos|descr|condition|phenotype|problem|symptom", re.I)
 TABLE_KEYS = {False: "ct_table", True: "ct_table_disagree"}  # one selection per row set: rows are positions
 INPUTS = {"paste": "Paste terms (one per line)", "upload": "Upload a CSV/TSV file"}
-state.page_params({"ct_input": "paste", "ct_k": 5, "ct_ranking": DEFAULT_RANKING.kind},
+state.page_params({"ct_input": "paste", "ct_k": 5, "ct_ranking": DEFAULT_RANKING.kind, "ct_expand": True},
                   choices={"ct_input": list(INPUTS), "ct_ranking": list(RANKING_KINDS)},
-                  url_names={"ct_input": "input", "ct_k": "k", "ct_ranking": "ranking"}, bounds={"ct_k": (1, MAX_K)})
+                  casts={"ct_expand": lambda v: v != "0"},
+                  url_names={"ct_input": "input", "ct_k": "k", "ct_ranking": "ranking", "ct_expand": "expand"},
+                  bounds={"ct_k": (1, MAX_K)})
 
 state.restore_form(state.current_page())  # the pasted terms, after a visit to another page
 view = state.current_view()
@@ -41,8 +45,9 @@ s = st.session_state
 
 def sync_url() -> None:
     """Mirror the page's settings in the URL (never the terms: they are the user's data) and keep them."""
-    state.keep(["ct_input", "ct_k", "ct_text", "ct_ranking"])
-    state.sync_url(k=str(s["ct_k"]), input=s["ct_input"], two="1" if model_b else "0", ranking=s["ct_ranking"])
+    state.keep(["ct_input", "ct_k", "ct_text", "ct_ranking", "ct_expand"])
+    state.sync_url(k=str(s["ct_k"]), input=s["ct_input"], two="1" if model_b else "0", ranking=s["ct_ranking"],
+                   expand="1" if s["ct_expand"] else "0")
 
 
 st.title("Code a term list")
@@ -64,8 +69,8 @@ st.caption(f"Each term's nearest concepts among the names of **{md(view.title)}*
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def coded(terms: tuple[str, ...], specs: tuple[str, ...], fingerprints: tuple[str, ...], level: LevelSpec, k: int,
-          ranking: Ranking, _indexes) -> pd.DataFrame:
+def coded(terms: tuple[str, ...], specs: tuple[ModelSpec, ...], fingerprints: tuple[str, ...], level: LevelSpec, k: int,
+          ranking: Ranking, _indexes, expansion: Expansion = NO_EXPANSION) -> pd.DataFrame:
     """The coding of ``terms``, kept by the terms, models, level and k (``_indexes``: the models' name indexes).
 
     The models' fingerprints are part of the key: a run trained again in the same folder codes afresh.
@@ -85,7 +90,7 @@ def coded(terms: tuple[str, ...], specs: tuple[str, ...], fingerprints: tuple[st
 
     try:
         return code_term_list(terms, cache.view(level), cache.level_ontology(level), list(zip(specs, _indexes)),
-                              k=k, progress=progress, ranking=ranking)
+                              k=k, progress=progress, ranking=ranking, expansion=expansion)
     finally:
         bar.empty()
 
@@ -122,6 +127,10 @@ ranking = ranking_of(st.radio(
     help="dense: the model's cosine (exact codes and names first). hybrid: also names equal but for case, spacing "
          "and punctuation first, then cosine + weight × character n-gram TF-IDF cosine (BioSyn's scoring; weight "
          f"and default chosen on the GSC+ dev file). Default: {DEFAULT_RANKING.kind}."))
+expansion = expansion_of(st.toggle(
+    "Expand synonyms", key="ct_expand",
+    help="A term the ontology does not name but that is an ontology synonym (HPO synonyms, ICD-10-CM inclusion "
+         "terms) is also ranked as its concept's preferred name: 'heart attack' as 'Myocardial infarction'."))
 sync_url()
 run = st.button("Code the terms", type="primary", disabled=source == "upload" and table is None)
 
@@ -134,7 +143,7 @@ if run:
         cache.prepare_vectors(models, level)  # a first encoding: its estimate, then a bar with the time left
         indexes = [cache.candidate_index(m, level, "names") for m in models]
         fingerprints = tuple(load_encoder(m).fingerprint for m in models)
-        frame = coded(tuple(terms), tuple(models), fingerprints, level, k, ranking, indexes)
+        frame = coded(tuple(terms), tuple(models), fingerprints, level, k, ranking, indexes, expansion)
     except BiovizError as error:
         st.error(md(error))
         st.stop()
@@ -158,6 +167,8 @@ if result["models"] != tuple(models) or result["level"] != state.selection() or 
 score_word = "Hybrid score" if result["ranking"].hybrid else "Cosine"
 st.subheader(f"{' vs '.join(md(label) for label in labels)} · {md(result['ranking'].label)} ranking · "
              f"{md(result['title'])}")
+if frame.attrs.get("expansions"):
+    st.caption("Expanded: " + " · ".join(md(note) for note in frame.attrs["expansions"]))
 summary = agreement(frame)
 figures = [("Terms", f"{summary['terms']:,}"),
            ("Exact code or name", f"{summary['exact']:,}", {"help": "Terms that are an ontology code or name"})]

@@ -62,7 +62,7 @@ def main(argv=None) -> dict:
     os.environ["BIOVIZ_HOME"] = args.home or tempfile.mkdtemp(prefix="bench-backends-")
 
     from bioviz.evaluation.benchmarks import BUNDLED, load_benchmark, score_benchmark
-    from bioviz.models.embeddings import load_encoder
+    from bioviz.models.registry import load_encoder
     from bioviz.models.quantized import backend_encoder, ensure_export
     from bioviz.ontology import level_view, load_source
 

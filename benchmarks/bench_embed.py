@@ -47,7 +47,8 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     os.environ["BIOVIZ_HOME"] = args.home or tempfile.mkdtemp(prefix="bench-embed-")
 
-    from bioviz.models.embeddings import encode_cached, load_encoder
+    from bioviz.models.cached_encoding import encode_cached
+    from bioviz.models.registry import load_encoder
     from bioviz.ontology import level_view, load_source
     from bioviz.models.vector_cache import VectorCache
 

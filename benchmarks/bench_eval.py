@@ -63,18 +63,18 @@ def main() -> None:
         split = SplitSpec().make(view)
         for model in args.models:
             started = time.perf_counter()
-            evaluate(view, split, model, "all", ontology, use_cache=False)  # fills the vector cache
+            evaluate(view, split, model, "all", ontology=ontology, use_cache=False)  # fills the vector cache
             evaluate_benchmarks(model, "all", use_cache=False)
             warm = time.perf_counter() - started
             started = time.perf_counter()
-            results = evaluate(view, split, model, "all", ontology, use_cache=False)
+            results = evaluate(view, split, model, "all", ontology=ontology, use_cache=False)
             results += evaluate_benchmarks(model, "all", use_cache=False)
             elapsed = time.perf_counter() - started
-            per_task = " ".join(f"{r['task']}={r['seconds']:.2f}" for r in results)
+            per_task = " ".join(f"{r.task}={r.seconds:.2f}" for r in results)
             print(f"{level:<10} {model:<12} {warm:>10.1f} {elapsed:>12.2f} {elapsed / BUDGET_S:>9.3f}  {per_task}")
 
         # Vectorised vs per-query loop on the synonym task's training names (each ranks all others).
-        from bioviz.models.embeddings import embed
+        from bioviz.models.registry import embed
 
         problem = synonym_problems(view, split)["train"]
         space = embed(list(problem.queries), args.models[0])

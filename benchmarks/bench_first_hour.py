@@ -49,7 +49,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from bioviz.models import vector_cache  # noqa: E402
-from bioviz.models.embeddings import HeadRunEncoder, load_encoder  # noqa: E402
+from bioviz.models.encoders import HeadRunEncoder  # noqa: E402
+from bioviz.models.registry import load_encoder
 from bioviz.models.runs import runs_dir, set_run_name  # noqa: E402
 from bioviz.ontology import LevelSpec  # noqa: E402
 from bioviz.search.index import NeighbourIndex  # noqa: E402

@@ -69,7 +69,7 @@ def main() -> int:
 
     import torch
 
-    from bioviz.models.embeddings import load_sentence_transformer
+    from bioviz.models.encoders import load_sentence_transformer
     from bioviz.ontology.model import normalise_name
     from trainer.pretrain.command import ProgressPrinter
     from trainer.pretrain.config import PretrainConfig, validate

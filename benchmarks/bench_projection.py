@@ -46,7 +46,7 @@ from bioviz.space import Space, l2_normalise  # noqa: E402
 
 def real_vectors(n: int):
     """``(Space a, Space b, view)``: ICD-10-CM chapter names under char-tfidf and a perturbed copy."""
-    from bioviz.models.embeddings import embed
+    from bioviz.models.registry import embed
     from bioviz.ontology import level_view, load_source
 
     view = level_view(load_source("icd10cm"), 1)

@@ -121,7 +121,7 @@ def bench_jobs(args) -> dict:
 
 def bench_embed(args) -> dict:
     from bioviz.models import ray_embedding
-    from bioviz.models.embeddings import load_encoder
+    from bioviz.models.registry import load_encoder
     from bioviz.ontology import level_view, load_source
 
     os.environ["BIOVIZ_HOME"] = tempfile.mkdtemp(prefix="bench-embed-")

@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere, without installing
 
 from bioviz.evaluation.normalisation import (EXAMPLE_GOLD, EXAMPLE_LEVEL, check_gold_ids, gold_ranks,  # noqa: E402
-                                             load_gold, normalisation_result, paraphrased)
+                                             load_gold, normalisation_figures, paraphrased)
 from bioviz.search.hybrid import Ranking, SparseNames  # noqa: E402
 from bioviz.search.neighbours import candidate_index  # noqa: E402
 from bioviz.search.term_coding import encode_terms, resolve_terms  # noqa: E402
@@ -56,11 +56,10 @@ def score(model: str, gold_path: Path, n_boot: int) -> list[dict]:
           f"{len(gold)} mentions, {int(mask.sum())} paraphrased", file=sys.stderr)
     rows = []
     for ranking in [Ranking("dense"), *(Ranking("hybrid", w) for w in WEIGHTS)]:
-        ranks = gold_ranks(gold, view, index, vectors, ranking, ontology=ontology, sparse=sparse)
-        result = normalisation_result(ranks, mask, model=model, ranking=ranking, n_boot=n_boot)
+        ranks = gold_ranks(gold, view, index, vectors, ranking=ranking, ontology=ontology, sparse=sparse)
+        figures, ci, sizes = normalisation_figures(ranks, mask, n_boot=n_boot)
         rows.append({"model": model, "ranking": ranking.kind, "weight": ranking.weight if ranking.hybrid else None,
-                     "label": ranking.label, "level": view.title, "gold": gold.label, **result["sizes"],
-                     **result["metrics"], "ci": result["ci"]})
+                     "label": ranking.label, "level": view.title, "gold": gold.label, **sizes, **figures, "ci": ci})
     return rows
 
 

@@ -117,7 +117,7 @@ def prefill_vectors(source: Path, depths, models, seed: int = 0) -> dict:
     """
     import numpy as np
 
-    from bioviz.models.embeddings import load_encoder, model_dimension
+    from bioviz.models.registry import load_encoder, model_dimension
     from bioviz.models.vector_cache import VectorCache
     from bioviz.ontology import LevelSpec, load_source
 

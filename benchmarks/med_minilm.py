@@ -57,7 +57,7 @@ def exclusions() -> int:
 
 def speed(models, names: list[str], rounds: int = 3) -> dict:
     """Names per second of each model on this CPU, measured alternately in one process (no cache)."""
-    from bioviz.models.embeddings import load_sentence_transformer
+    from bioviz.models.encoders import load_sentence_transformer
 
     loaded = {m: load_sentence_transformer(m, device="cpu") for m in models}
     for model in loaded.values():  # warm-up: the first batch pays for lazy initialisation
@@ -73,7 +73,7 @@ def speed(models, names: list[str], rounds: int = 3) -> dict:
 
 def scores(models, out: Path) -> dict:
     """Relatedness (reported only), class retrieval, leaf-to-parent and CPU speed of ``models``, side by side."""
-    from bioviz.models.embeddings import load_sentence_transformer
+    from bioviz.models.encoders import load_sentence_transformer
     from bioviz.ontology.level_spec import LevelSpec
     from pretrain_recipes import evaluation_problems, score
 

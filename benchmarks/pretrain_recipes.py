@@ -107,7 +107,7 @@ def prepare(directory: Path, sources, objectives, leaf_queries: int, exclude_nam
     """
     from safetensors.torch import load_file, save_file
 
-    from bioviz.models.embeddings import resolve
+    from bioviz.models.model_spec import ModelSpec
     from trainer.pretrain.dataset import build_pairs
     from trainer.pretrain.leakage import held_out_names
     from trainer.pretrain.pairs_file import save_pairset
@@ -218,7 +218,7 @@ def run(directory: Path, out: Path, recipes, keep, batch_size: int, epochs: int,
     """Pretrain and score each recipe (``base``: the base model alone)."""
     import torch
 
-    from bioviz.models.embeddings import load_sentence_transformer
+    from bioviz.models.encoders import load_sentence_transformer
     from trainer.pretrain.command import ProgressPrinter
     from trainer.pretrain.config import PretrainConfig, validate
     from trainer.pretrain.fit import pretrain

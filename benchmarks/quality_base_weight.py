@@ -42,7 +42,7 @@ from quality_train import BENCHMARKS, add_level_options, parse_assignments, run_
 def score_weights(config) -> dict:
     """Train a head once, then score every candidate weight the trainer considered (one row each)."""
     from bioviz.evaluation.benchmarks import load_benchmark, score_benchmark
-    from bioviz.models.embeddings import embed
+    from bioviz.models.registry import embed
     from trainer.base_mix import mix
     from trainer.data import prepare
     from trainer.encoders import BaseMix

@@ -73,7 +73,7 @@ def best_validation(result) -> dict:
 
 
 def run_one(config, with_relatedness: bool) -> dict:
-    from bioviz.models.embeddings import embed
+    from bioviz.models.registry import embed
     from trainer.data import prepare
     from trainer.loop import Trainer
 

@@ -13,21 +13,20 @@ path exists, is missing, is a file or a folder, so a refusal reveals nothing abo
 server's disk. Relative paths are read inside the data folders, never in the server's
 working directory.
 
-Only ``ui/`` calls this module.
+Only ``ui/`` calls this module, and :meth:`bioviz.models.model_spec.ModelSpec.shared` (the
+policy for models, which the app alone calls).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from bioviz.errors import BiovizError
-from bioviz.models.model_spec import PRESET_MODELS, looks_like_path
 from bioviz.paths import home
 
 DATA_DIRS_ENV = "BIOVIZ_DATA_DIRS"
-# The names that are never paths: bundled sources and models (as the loaders spell them).
+# The names that are never paths: the bundled sources (as the loaders spell them).
 BUNDLED_SOURCES = ("icd10", "icd10cm", "hpo")
 _SHOWN_CHARS = 120  # a refused path is echoed back at most this long
 _NAME_MAX, _PATH_MAX = 255, 4096  # Linux's limits (os.pathconf): no longer file name or path exists
@@ -134,47 +133,3 @@ def shared_source(source: str) -> str:
     if str(source).strip() in BUNDLED_SOURCES:
         return str(source).strip()
     return str(shared_path(source))
-
-
-@dataclass(frozen=True)
-class SharedModel:
-    """A MODEL string the app may use, and what it is.
-
-    Attributes
-    ----------
-    spec : str
-        What to hand the model loader: a preset name, a real path inside a model folder, or
-        a hub id.
-    kind : str
-        ``preset``, ``local`` or ``hub``.
-    """
-
-    spec: str
-    kind: str
-
-
-def shared_model(spec: str) -> SharedModel:
-    """Check a MODEL string against the policy: presets, models inside the model folders, hub ids.
-
-    A path must lie in :func:`model_dirs`. An ``org/name`` id is a hub id unless it names
-    a model directory inside a model folder; one that names a file or folder in the server's
-    working directory (where the model loader would look first) is refused, because the
-    loader would open it instead of the hub model.
-
-    Raises
-    ------
-    UnsharedPathError
-        A path outside the model folders.
-    """
-    spec = str(spec).strip()
-    if spec in PRESET_MODELS:
-        return SharedModel(spec, "preset")
-    folders = model_dirs()
-    if not spec or "\0" in spec or looks_like_path(spec):
-        return SharedModel(str(shared_path(spec, folders)), "local")
-    found = [os.path.join(folder, spec) for folder in folders if os.path.lexists(os.path.join(folder, spec))]
-    if found:
-        return SharedModel(str(shared_path(found[0], folders)), "local")
-    if os.path.lexists(spec):  # the loader would read the working directory's copy
-        raise refusal(spec)
-    return SharedModel(spec, "hub")

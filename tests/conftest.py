@@ -188,8 +188,9 @@ def evaluated_run(tmp_home, fake_eval_models):
     onto = load_source(str(DATA / "mini.obo"))
     view = level_view(onto, depth=1)
     settings = evaluation.EvalSettings(n_boot=20)
-    evaluation.evaluate(view, evaluation.SplitSpec(shots=2).make(view), [str(run)], ["ranking"], onto, settings)
-    evaluation.evaluate_benchmarks([str(run)], "mayosrs", settings)
+    evaluation.evaluate(view, evaluation.SplitSpec(shots=2).make(view), [str(run)], ["ranking"], ontology=onto,
+                        settings=settings)
+    evaluation.evaluate_benchmarks([str(run)], "mayosrs", settings=settings)
     return run
 
 

@@ -18,11 +18,11 @@ from bioviz.errors import BiovizError
 from bioviz.ontology.level_spec import LevelSpec
 from bioviz.ontology.splits import DEFAULT_SHOTS, DEFAULT_SPLIT_SEED, SplitSpec
 from trainer.base_mix import BASE_WEIGHTS
+from trainer.devices import DEVICES
 from trainer.options import option, options
 
 ENCODERS = ("residual", "dan", "cca", "hierarchical", "definitions")
 STOP_ON = ("auto", "loss", "mAP")
-DEVICES = ("auto", "cpu", "cuda")
 HEADS = ("residual", "dan", "cca", "hierarchical")  # the types that train a head over base vectors
 
 # Per-encoder defaults from the papers: batch size, learning rate, max epochs, stopping criterion,
@@ -37,8 +37,39 @@ _DEFAULTS = {
 }
 
 
+# The split fields both configs declare (a training run's split; a pretraining's excluded levels').
+_SPLIT_OPTIONS = {
+    "shots": {"default": DEFAULT_SHOTS, "help": "training (and validation) names per class; all = all names",
+              "min": 1, "none": "all", "label": "Shots per class"},
+    "test_per_class": {"default": 1, "help": "held-out test names per class", "min": 0,
+                       "label": "Test names per class"},
+    "zero_shot_classes": {"default": 0, "help": "classes held out entirely (count, or fraction when < 1)", "min": 0,
+                          "label": "Zero-shot classes"},
+    "split_seed": {"default": None, "help": "seed of the few-shot split (None: same as seed)", "min": 0,
+                   "label": "Split seed"},
+}
+
+
+def split_option(name: str, **changes):
+    """A fresh :func:`~trainer.options.option` for split field ``name`` (``shots``, ``test_per_class``,
+    ``zero_shot_classes``, ``split_seed``), with ``changes`` (another help or default)."""
+    return option(**{**_SPLIT_OPTIONS[name], **changes})
+
+
+class SplitFields:
+    """The :class:`~bioviz.ontology.splits.SplitSpec` of a config declaring the split fields."""
+
+    @property
+    def split(self) -> SplitSpec:
+        """The split drawn: ``shots``, ``test_per_class``, ``zero_shot_classes`` and the split seed
+        (``split_seed``, or ``seed`` when that is None)."""
+        seed = self.seed if self.split_seed is None else self.split_seed
+        return SplitSpec(shots=self.shots, seed=seed, test_per_class=self.test_per_class,
+                         zero_shot_classes=self.zero_shot_classes)
+
+
 @dataclass
-class TrainConfig:
+class TrainConfig(SplitFields):
     """Everything needed to reproduce a training run.
 
     ``None`` fields take the encoder type's default in :func:`validate`. The level is kept
@@ -53,16 +84,14 @@ class TrainConfig:
     synonyms: bool = option(False, "synonym-set mode: every concept is its own class (depth ignored)",
                             label="Synonym sets")
     keep_ambiguous: bool = option(False, "keep names found under several classes", label="Keep ambiguous names")
-    shots: int | None = option(DEFAULT_SHOTS, "training (and validation) names per class; all = all names",
-                               min=1, none="all", label="Shots per class")
-    test_per_class: int = option(1, "held-out test names per class", min=0, label="Test names per class")
-    zero_shot_classes: float = option(0, "classes held out entirely (count, or fraction when < 1)", min=0,
-                                      label="Zero-shot classes")
+    shots: int | None = split_option("shots")
+    test_per_class: int = split_option("test_per_class")
+    zero_shot_classes: float = split_option("zero_shot_classes")
     encoder: str = option("residual", "residual | dan | cca | hierarchical | definitions", choices=ENCODERS)
     base: str = option("minilm", "MODEL whose vectors are the input (a run directory works too)")
     init: str | None = option(None, "continual learning: train on the outputs of this earlier run")
     seed: int = option(DEFAULT_SPLIT_SEED, "seed of weights, sampling and dropout", min=0, label="Random seed")
-    split_seed: int | None = option(None, "seed of the few-shot split (None: same as seed)", min=0, label="Split seed")
+    split_seed: int | None = split_option("split_seed")
     epochs: int | None = option(None, "maximum epochs (100 for heads, 1 for definitions)", min=1, per_encoder=True,
                                 label="Maximum epochs")
     hidden: int = option(9600, "hidden layer width (fewshot §3.3 tunes 9,600)", min=1, label="Hidden layer width")
@@ -133,14 +162,6 @@ class TrainConfig:
     def level(self) -> LevelSpec:
         """The level trained on (from the flat ``source``, ``root``, ``depth`` ... fields)."""
         return LevelSpec.from_config(self.to_dict())
-
-    @property
-    def split(self) -> SplitSpec:
-        """The split drawn: ``shots``, ``test_per_class``, ``zero_shot_classes`` and the split seed
-        (``split_seed``, or ``seed`` when that is None)."""
-        seed = self.seed if self.split_seed is None else self.split_seed
-        return SplitSpec(shots=self.shots, seed=seed, test_per_class=self.test_per_class,
-                         zero_shot_classes=self.zero_shot_classes)
 
     @property
     def input_model(self) -> str:

@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from bioviz.errors import BiovizError, ModelError, SplitError
-from bioviz.models.embeddings import load_encoder, model_dimension, resolve
-from bioviz.models.shared_encoding import encode_shared
-from bioviz.models.model_spec import PRESET_MODELS
+from bioviz.models.model_spec import PRESET_MODELS, ModelSpec
+from bioviz.models.registry import load_encoder, model_dimension
 from bioviz.models.runs import is_run_dir
+from bioviz.models.shared_encoding import encode_shared
 from bioviz.ontology import Ontology, Split
 from bioviz.ontology.levels import LevelView
 from bioviz.ontology.sources import BUNDLED
@@ -43,7 +43,7 @@ def check_models(config: TrainConfig) -> None:
 
         if not torch.cuda.is_available():
             raise BiovizError("device cuda requested but no CUDA GPU is available (use --device auto or cpu)")
-    ref = resolve(config.base)  # raises ModelError with a one-line reason
+    ref = ModelSpec.parse(config.base)  # raises ModelError with a one-line reason
     if ref.kind == "char-tfidf" and config.init is None:
         raise ModelError("char-tfidf cannot be a training base: a run must be a sentence-transformers "
                          "model (use minilm, a model directory or a hub id)")

@@ -85,7 +85,7 @@ def definition_pairs(data: TrainingData, scope: str = "train", max_pairs: int = 
     return names, texts, counts
 
 
-def fine_tune(c, data: TrainingData, device, emit: Emit, cancel: CancelFlag) -> TrainResult:
+def fine_tune(c, data: TrainingData, *, device, emit: Emit, cancel: CancelFlag) -> TrainResult:
     """Fine-tune the base model of config ``c`` on definition pairs (InfoNCE, in-batch negatives).
 
     ``device``, ``emit`` and ``cancel`` as for :func:`trainer.finetune.fit_sentence_transformer`.
@@ -98,8 +98,8 @@ def fine_tune(c, data: TrainingData, device, emit: Emit, cancel: CancelFlag) -> 
         raise BiovizError("definitions: fewer than two (name, definition) pairs in the training names")
     logger.info("definitions: %d pairs (%s)", len(names), counts)
     result = fit_sentence_transformer(
-        c, data, device, emit, cancel, {"anchor": names, "positive": texts}, MultipleNegativesRankingLoss,
-        loss_name="contrastive", batch_sampler=BatchSamplers.NO_DUPLICATES,
+        c, data, device=device, emit=emit, cancel=cancel, columns={"anchor": names, "positive": texts},
+        make_loss=MultipleNegativesRankingLoss, loss_name="contrastive", batch_sampler=BatchSamplers.NO_DUPLICATES,
     )
     result.metrics["pairs"] = {"pairs": len(names), **counts}
     return result

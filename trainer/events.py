@@ -112,7 +112,7 @@ class CancelFlag:
             raise Cancelled("training cancelled")
 
 
-@dataclass
+@dataclass(kw_only=True)  # ten fields: built by name only
 class TrainResult:
     """What a finished training hands to the exporter.
 

@@ -23,7 +23,7 @@ def _input_modules(input_model: str) -> list:
     """The input model's modules, ending with a Normalize."""
     from sentence_transformers.sentence_transformer.modules import Normalize
 
-    from bioviz.models.embeddings import load_sentence_transformer
+    from bioviz.models.encoders import load_sentence_transformer
 
     model = load_sentence_transformer(input_model, device="cpu")
     modules = list(model)

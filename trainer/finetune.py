@@ -54,7 +54,48 @@ class HierarchyMultiSimilarityLoss(nn.Module):
         return self.ms(torch.cat([anchors, partners]), cats.to(anchors.device))
 
 
-def fit_sentence_transformer(c, data, device: torch.device, emit: Emit, cancel: CancelFlag, columns: dict,
+class _EpochReport:
+    """Each epoch of a fine-tuning as a bioviz ``epoch`` event: mean logged loss, validation mAP, ETA."""
+
+    def __init__(self, c, emit: Emit, evaluator, loss_name: str):
+        self.c, self.emit, self.evaluator, self.loss_name = c, emit, evaluator, loss_name
+        self.started = self.epoch_started = time.perf_counter()
+        self.history: list[dict] = []
+        self.per_epoch: list[float] = []
+
+    def __call__(self, model, bridge) -> None:
+        epoch, epochs = len(self.history) + 1, self.c.epochs
+        val_map = self.evaluator(model)[self.evaluator.primary_metric]
+        loss = bridge.epoch_loss()
+        now = time.perf_counter()
+        self.per_epoch.append(now - self.epoch_started)
+        self.epoch_started = now
+        elapsed = now - self.started
+        losses = {self.loss_name: loss, "total": loss}
+        self.history.append({"epoch": epoch, "losses": losses, "val_mAP": val_map, "val_loss": None,
+                             "seconds": self.per_epoch[-1]})
+        self.emit({"event": "epoch", "epoch": epoch, "max_epochs": epochs, "losses": losses,
+                   "val_metric": val_map, "val_name": "mAP", "val_mAP": val_map, "elapsed_s": elapsed,
+                   "eta_s": elapsed / epoch * (epochs - epoch)})
+
+
+def _split_vectors(model, data) -> np.ndarray:
+    """The run's vectors: the split's names encoded, every other row zero.
+
+    Only the split's names are encoded: encoding a whole large view again (tens of thousands
+    of names through the transformer) would cost more than the fine-tuning.
+    """
+    from trainer.evaluators import encode_unit  # imports sentence-transformers (seconds)
+
+    split = data.split
+    split_rows = np.unique(np.concatenate([split.train, split.validation, split.test, split.zero_shot]))
+    vectors = np.zeros((len(data.view.names), model.get_embedding_dimension()), dtype=np.float32)
+    if len(split_rows):
+        vectors[split_rows] = encode_unit(model, [data.view.names[i] for i in split_rows])
+    return vectors
+
+
+def fit_sentence_transformer(c, data, *, device: torch.device, emit: Emit, cancel: CancelFlag, columns: dict,
                              make_loss: Callable, loss_name: str, batch_sampler=None) -> TrainResult:
     """Fine-tune the base model of config ``c`` on a dataset and return a TrainResult.
 
@@ -77,105 +118,35 @@ def fit_sentence_transformer(c, data, device: torch.device, emit: Emit, cancel: 
     batch_sampler : optional
         A :class:`~sentence_transformers.base.sampler.BatchSamplers` value.
     """
-    from datasets import Dataset
-    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
-    from transformers import TrainerCallback
-    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+    from datasets import Dataset  # imported here: datasets imports pyarrow and pandas (seconds)
 
-    from bioviz.models.embeddings import load_sentence_transformer
-    from bioviz.evaluation.metrics import class_retrieval_map
+    from bioviz.models.encoders import load_sentence_transformer  # imported here: it imports the hub client
+    from trainer import hf_bridge  # imports transformers and sentence-transformers (seconds)
+    from trainer.evaluators import ClassRetrievalEvaluator  # imports sentence-transformers (seconds)
 
     model = load_sentence_transformer(c.base, device=str(device))
-    split, labels = data.split, data.view.labels
-    eval_names = [data.view.names[i] for i in np.concatenate([split.train, split.validation])]
-
-    def encode(texts: list[str]) -> np.ndarray:
-        return model.encode(texts, batch_size=128, convert_to_numpy=True, normalize_embeddings=True,
-                            show_progress_bar=False)
-
-    history: list[dict] = []
-    per_epoch: list[float] = []
-    started = time.perf_counter()
-    state = {"epoch_started": started, "losses": []}
-
-    class Reporter(TrainerCallback):
-        """Bridges the Hugging Face trainer to bioviz callbacks and the cancel flag."""
-
-        def on_step_end(self, args, train_state, control, **kwargs):
-            if cancel.is_set():
-                control.should_training_stop = True
-            return control
-
-        def on_log(self, args, train_state, control, logs=None, **kwargs):
-            if logs and "loss" in logs:
-                state["losses"].append(float(logs["loss"]))
-
-        def on_epoch_end(self, args, train_state, control, **kwargs):
-            if cancel.is_set():
-                return control
-            epoch = len(history) + 1
-            vectors = encode(eval_names)
-            n_train = len(split.train)
-            val_map = float(class_retrieval_map(vectors[n_train:], labels[split.validation], vectors[:n_train],
-                                                labels[split.train])) if len(split.validation) else float("nan")
-            loss = float(np.mean(state["losses"])) if state["losses"] else float("nan")
-            state["losses"] = []
-            now = time.perf_counter()
-            per_epoch.append(now - state["epoch_started"])
-            state["epoch_started"] = now
-            elapsed = now - started
-            losses = {loss_name: loss, "total": loss}
-            history.append({"epoch": epoch, "losses": losses, "val_mAP": val_map, "val_loss": None,
-                            "seconds": per_epoch[-1]})
-            emit({"event": "epoch", "epoch": epoch, "max_epochs": c.epochs, "losses": losses,
-                           "val_metric": val_map, "val_name": "mAP", "val_mAP": val_map, "elapsed_s": elapsed,
-                           "eta_s": elapsed / epoch * (c.epochs - epoch)})
-            return control
-
+    report = _EpochReport(c, emit, ClassRetrievalEvaluator(data, "validation"), loss_name)
+    bridge = hf_bridge.RunBridge(cancel, on_epoch=lambda bridge, _state: report(model, bridge))
     dataset = Dataset.from_dict(columns)
     n_rows = len(next(iter(columns.values())))
     steps_per_epoch = max(1, int(np.ceil(n_rows / c.batch_size)))
     extra = {"batch_sampler": batch_sampler} if batch_sampler is not None else {}
     with tempfile.TemporaryDirectory(prefix="bioviz-finetune-") as scratch:
-        args = SentenceTransformerTrainingArguments(
-            output_dir=scratch,
-            num_train_epochs=c.epochs,
-            per_device_train_batch_size=c.batch_size,
-            learning_rate=c.lr,
-            weight_decay=c.weight_decay,
-            warmup_steps=round(c.warmup_ratio * steps_per_epoch * c.epochs),
-            lr_scheduler_type="linear",
-            seed=c.seed,
-            data_seed=c.seed,
-            save_strategy="no",
-            report_to="none",
-            logging_steps=max(1, steps_per_epoch // 4),
-            disable_tqdm=True,
-            use_cpu=device.type == "cpu",
-            dataloader_num_workers=0,
-            **extra,
-        )
-        fit = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset, loss=make_loss(model),
-                                         callbacks=[Reporter()])
-        # The printer callback writes log dicts to stdout, which carries only the JSON summary.
-        fit.remove_callback(PrinterCallback)
-        fit.remove_callback(ProgressCallback)
-        fit.train()
+        args = hf_bridge.training_arguments(c, scratch, warmup_steps=round(c.warmup_ratio * steps_per_epoch * c.epochs),
+                                            logging_steps=max(1, steps_per_epoch // 4),
+                                            use_cpu=device.type == "cpu", save_strategy="no", **extra)
+        hf_bridge.quiet_trainer(model=model, args=args, train_dataset=dataset, loss=make_loss(model),
+                                bridge=bridge).train()
     if cancel.is_set():
         raise Cancelled("training cancelled")
-    training_s = time.perf_counter() - started
+    training_s = time.perf_counter() - report.started
     model.eval()
-    # Only the split's names are evaluated: encoding a whole large view again (tens of
-    # thousands of names through the transformer) would cost more than the fine-tuning.
-    split_rows = np.unique(np.concatenate([split.train, split.validation, split.test, split.zero_shot]))
-    vectors = np.zeros((len(data.view.names), model.get_embedding_dimension()), dtype=np.float32)
-    if len(split_rows):
-        vectors[split_rows] = encode([data.view.names[i] for i in split_rows])
-    return TrainResult(None, model, None, vectors, history, len(history), False, training_s, per_epoch,
-                       str(device), metrics={})
+    return TrainResult(head=None, model=model, projection=None, vectors=_split_vectors(model, data),
+                       history=report.history, best_epoch=len(report.history), stopped_early=False,
+                       training_s=training_s, per_epoch_s=report.per_epoch, device=str(device), metrics={})
 
 
-def fine_tune_hierarchy(c, data, device: torch.device, emit: Emit, cancel: CancelFlag) -> TrainResult:
+def fine_tune_hierarchy(c, data, *, device: torch.device, emit: Emit, cancel: CancelFlag) -> TrainResult:
     """HiPrBERT-style fine-tuning of the base transformer with the hierarchical multi-similarity loss.
 
     Arguments as for :func:`fit_sentence_transformer`.
@@ -194,7 +165,7 @@ def fine_tune_hierarchy(c, data, device: torch.device, emit: Emit, cancel: Cance
     columns = {"anchor": names, "partner": [names[int(p)] for p in partners],
                "label": [int(i) * n + int(p) for i, p in enumerate(partners)]}
     return fit_sentence_transformer(
-        c, data, device, emit, cancel, columns,
-        lambda model: HierarchyMultiSimilarityLoss(model, categories, c.ms_alpha, c.ms_beta, c.ms_lambda),
+        c, data, device=device, emit=emit, cancel=cancel, columns=columns,
+        make_loss=lambda model: HierarchyMultiSimilarityLoss(model, categories, c.ms_alpha, c.ms_beta, c.ms_lambda),
         loss_name="ms",
     )

@@ -25,18 +25,11 @@ from trainer import encoders
 from trainer.base_mix import choose_base_weight, mix
 from trainer.config import TrainConfig
 from trainer.data import TrainingData
+from trainer.devices import resolve_device
 from trainer.events import CancelFlag, TrainResult, broadcast, epoch_estimate
 from trainer.objectives import OBJECTIVES, fine_tuning
 
 logger = logging.getLogger(__name__)
-
-def resolve_device(name: str) -> torch.device:
-    """``auto`` -> CUDA when present (else MPS, else CPU); ``cpu``/``cuda`` as given."""
-    if name == "auto":
-        from bioviz.models.embeddings import device
-
-        return torch.device(device())
-    return torch.device(name)
 
 
 def _adam(parameters, lr: float, device: torch.device) -> torch.optim.Optimizer:
@@ -63,22 +56,41 @@ def encode_in_chunks(model: torch.nn.Module, x: torch.Tensor, chunk: int = 4096)
 def retrieval_figures(vectors: np.ndarray, data: TrainingData) -> dict:
     """Class-retrieval mAP (higher-level-semantics §4.3) of validation, test and zero-shot names.
 
-    Validation and test names rank the training names; zero-shot names rank each other.
+    Validation and test names rank the training names; zero-shot names rank each other
+    (:class:`trainer.evaluators.ClassRetrievalEvaluator`).
     """
-    from bioviz.evaluation.metrics import class_retrieval_map
+    from trainer.evaluators import ClassRetrievalEvaluator  # imports sentence-transformers (seconds)
 
-    split, labels = data.split, data.view.labels
     out = {}
-    train_v, train_l = vectors[split.train], labels[split.train]
-    for part in ("validation", "test"):
-        rows = getattr(split, part)
-        out[part] = {"mAP": float(class_retrieval_map(vectors[rows], labels[rows], train_v, train_l)),
-                     "names": len(rows)} if len(rows) else {"mAP": None, "names": 0}
-    if len(split.zero_shot):
-        rows = split.zero_shot
-        out["zero_shot"] = {"mAP": float(class_retrieval_map(vectors[rows], labels[rows], vectors[rows], labels[rows],
-                                                            exclude_self=True)), "names": len(rows)}
+    for part in ("validation", "test", "zero_shot"):
+        evaluator = ClassRetrievalEvaluator(data, part)
+        if len(evaluator):
+            out[part] = {"mAP": evaluator.score(vectors[evaluator.rows]), "names": len(evaluator)}
+        elif part != "zero_shot":
+            out[part] = {"mAP": None, "names": 0}
     return out
+
+
+class _BestEpoch:
+    """Early stopping's record: the best epoch so far on the validation criterion, and its weights."""
+
+    def __init__(self, model: torch.nn.Module, *, higher_is_better: bool, patience: int):
+        self.higher_is_better, self.patience = higher_is_better, patience
+        self.value, self.epoch, self.state = None, 0, copy.deepcopy(model.state_dict())
+
+    def consider(self, epoch: int, value: float, model: torch.nn.Module) -> None:
+        """Keep the model's weights when ``value`` is the best so far (NaN never is)."""
+        improved = self.value is None or (value > self.value if self.higher_is_better else value < self.value)
+        if improved and not np.isnan(value):
+            self.value, self.epoch, self.state = value, epoch, copy.deepcopy(model.state_dict())
+
+    def should_stop(self, epoch: int, model: torch.nn.Module) -> bool:
+        """Whether ``patience`` epochs passed without improvement."""
+        if epoch - self.epoch >= self.patience and self.epoch > 0:
+            return True
+        if self.epoch == 0 and epoch >= self.patience:  # no usable validation figure: keep the last
+            self.state, self.epoch = copy.deepcopy(model.state_dict()), epoch
+        return False
 
 
 class Trainer:
@@ -102,7 +114,7 @@ class Trainer:
         self.data = data
         self.emit = broadcast(callbacks)
         self.cancel = cancel or CancelFlag()
-        self.device = resolve_device(config.device)
+        self.device = torch.device(resolve_device(config.device))
 
     # ----------------------------------------------------------------- entry point
     def run(self) -> TrainResult:
@@ -117,7 +129,8 @@ class Trainer:
                     "validation_names": len(self.data.split.validation),
                     "baseline_val_mAP": baseline["validation"]["mAP"]})
         path = fine_tuning(c)
-        result = path(c, self.data, self.device, self.emit, self.cancel) if path else self._train_head()
+        result = (path(c, self.data, device=self.device, emit=self.emit, cancel=self.cancel) if path
+                  else self._train_head())
         result.metrics = {"baseline": baseline, "trained": retrieval_figures(result.vectors, self.data),
                           **result.metrics}
         return result
@@ -125,107 +138,103 @@ class Trainer:
     # ----------------------------------------------------------------- heads
     def _train_head(self) -> TrainResult:
         """Train the configuration's head (:data:`trainer.objectives.OBJECTIVES`) with early stopping."""
-        c, data, dev = self.config, self.data, self.device
-        split, labels_np = data.split, data.view.labels
-        train_rows, val_rows = split.train, split.validation
-        objective = OBJECTIVES[c.encoder](c, data, dev, self.generator)
+        from trainer.evaluators import ClassRetrievalEvaluator  # imports sentence-transformers (seconds)
+
+        c, data = self.config, self.data
+        objective = OBJECTIVES[c.encoder](c, data, self.device, self.generator)
         model = objective.build_head()
-        optimiser = _adam(model.parameters(), c.lr, dev)
-        x_dev = objective.device_inputs
-        weights = {"triplet": c.triplet_weight, "ground": c.grounding_weight, "context": c.context_weight, "ms": 1.0}
-
-        def weighted_total(terms: dict):
-            """The multi-task loss: the papers' weighted sum of the terms (all weights 1 by default)."""
-            return sum(weights[name] * value for name, value in terms.items())
-
-        def validation_loss(encoded_val: torch.Tensor) -> float:
-            """The multi-task loss on validation names, from their (eval-mode) encodings."""
-            if not len(val_rows):
-                return float("nan")
-            with torch.no_grad():
-                return float(weighted_total(objective.validation_terms(encoded_val)))
-
-        def validation_map(encoded: torch.Tensor) -> float:
-            from bioviz.evaluation.metrics import class_retrieval_map
-
-            if not len(val_rows):
-                return float("nan")
-            enc = l2_normalise(encoded.numpy())  # the metric assumes unit rows
-            return float(class_retrieval_map(enc[n_train:], labels_np[val_rows], enc[:n_train],
-                                             labels_np[train_rows]))
-
+        optimiser = _adam(model.parameters(), c.lr, self.device)
+        x_dev, n_train, val_rows = objective.device_inputs, len(data.split.train), data.split.validation
+        evaluator = ClassRetrievalEvaluator(data, "validation")
         # What the head keeps of the base's similarities between classes (a relatedness proxy
         # computed on validation names only; quality_train.py can select on it).
-        retention = CrossClassRetention(data.vectors[val_rows], labels_np[val_rows])
-
+        retention = CrossClassRetention(data.vectors[val_rows], data.view.labels[val_rows])
+        best = _BestEpoch(model, higher_is_better=c.stop_on == "mAP", patience=c.patience)
         history: list[dict] = []
-        per_epoch: list[float] = []
-        best_value, best_epoch, best_state = None, 0, copy.deepcopy(model.state_dict())
-        higher_is_better = c.stop_on == "mAP"
         stopped_early = False
         started = time.perf_counter()
-        n_train = len(train_rows)
         # One eval-mode pass over training + validation names per epoch serves the validation
         # figures of this epoch and the negative sampling of the next.
-        tv_rows = torch.from_numpy(np.concatenate([train_rows, val_rows]))
+        tv_rows = torch.from_numpy(evaluator.rows)
         encoded = encode_in_chunks(model, x_dev[tv_rows]).cpu()
         for epoch in range(1, c.epochs + 1):
             epoch_started = time.perf_counter()
-            model.train()
-            batches = objective.epoch_batches(encoded[:n_train])
-            sums: dict[str, float] = {}
-            seen = 0
-            for local in batches:
-                self.cancel.check()
-                terms = objective.batch_terms(model, local)
-                total = weighted_total(terms)
-                optimiser.zero_grad(set_to_none=True)
-                total.backward()
-                optimiser.step()
-                for name, value in terms.items():
-                    sums[name] = sums.get(name, 0.0) + float(value.detach()) * len(local)
-                sums["total"] = sums.get("total", 0.0) + float(total.detach()) * len(local)
-                seen += len(local)
-            self.cancel.check()
-            epoch_losses = {k: v / max(seen, 1) for k, v in sums.items()}
+            epoch_losses = self._train_epoch(model, objective, optimiser, encoded[:n_train])
             encoded = encode_in_chunks(model, x_dev[tv_rows]).cpu()
-            val_map = validation_map(encoded)
-            val_loss = validation_loss(encoded[n_train:]) if c.stop_on == "loss" else None
-            value = val_map if higher_is_better else val_loss
-            improved = best_value is None or (value > best_value if higher_is_better else value < best_value)
-            if improved and not np.isnan(value):  # NaN never improves
-                best_value, best_epoch, best_state = value, epoch, copy.deepcopy(model.state_dict())
+            val_map = evaluator.score(l2_normalise(encoded.numpy()))  # the metric assumes unit rows
+            val_loss = self._validation_loss(objective, encoded[n_train:]) if c.stop_on == "loss" else None
+            value = val_map if best.higher_is_better else val_loss
+            best.consider(epoch, value, model)
             elapsed = time.perf_counter() - started
-            per_epoch.append(time.perf_counter() - epoch_started)
             record = {"epoch": epoch, "losses": epoch_losses, "val_mAP": val_map, "val_loss": val_loss,
-                      "val_retention": retention(encoded[n_train:].numpy()), "seconds": per_epoch[-1]}
+                      "val_retention": retention(encoded[n_train:].numpy()),
+                      "seconds": time.perf_counter() - epoch_started}
             history.append(record)
             self.emit({"event": "epoch", "epoch": epoch, "max_epochs": c.epochs, "losses": epoch_losses,
-                        "val_metric": value, "val_name": c.stop_on, "val_mAP": val_map,
-                        "val_retention": record["val_retention"],
-                        "elapsed_s": elapsed,
-                        **epoch_estimate(epoch, c.epochs, elapsed, best_epoch, c.patience)})
-            if epoch - best_epoch >= c.patience and best_epoch > 0:
+                       "val_metric": value, "val_name": c.stop_on, "val_mAP": val_map,
+                       "val_retention": record["val_retention"], "elapsed_s": elapsed,
+                       **epoch_estimate(epoch, c.epochs, elapsed, best.epoch, c.patience)})
+            if best.should_stop(epoch, model):
                 stopped_early = epoch < c.epochs
                 break
-            if best_epoch == 0 and epoch >= c.patience:  # no usable validation figure: keep the last
-                best_state, best_epoch = copy.deepcopy(model.state_dict()), epoch
         training_s = time.perf_counter() - started
-        model.load_state_dict(best_state)
-        # The head's outputs for every name, once and on the training device: the base-weight
-        # choice reads the training and validation rows, the run's vectors all of them.
-        outputs = encode_in_chunks(model, x_dev).cpu().numpy()
+        model.load_state_dict(best.state)
+        head, vectors, extra = self._finish_head(model, objective, evaluator.rows, retention)
+        logger.info("trained %s: best epoch %d of %d in %.1fs", c.encoder, best.epoch, len(history), training_s)
+        return TrainResult(head=head, model=None, projection=objective.projection, vectors=vectors, history=history,
+                           best_epoch=best.epoch, stopped_early=stopped_early, training_s=training_s,
+                           per_epoch_s=[record["seconds"] for record in history], device=str(self.device),
+                           metrics=extra)
+
+    def _weighted_total(self, terms: dict):
+        """The multi-task loss: the papers' weighted sum of the terms (all weights 1 by default)."""
+        c = self.config
+        weights = {"triplet": c.triplet_weight, "ground": c.grounding_weight, "context": c.context_weight, "ms": 1.0}
+        return sum(weights[name] * value for name, value in terms.items())
+
+    def _train_epoch(self, model, objective, optimiser, encoded_train: torch.Tensor) -> dict[str, float]:
+        """One pass over the epoch's batches; the mean of each loss term (and ``total``) per name."""
+        model.train()
+        sums: dict[str, float] = {}
+        seen = 0
+        for local in objective.epoch_batches(encoded_train):
+            self.cancel.check()
+            terms = objective.batch_terms(model, local)
+            total = self._weighted_total(terms)
+            optimiser.zero_grad(set_to_none=True)
+            total.backward()
+            optimiser.step()
+            for name, value in terms.items():
+                sums[name] = sums.get(name, 0.0) + float(value.detach()) * len(local)
+            sums["total"] = sums.get("total", 0.0) + float(total.detach()) * len(local)
+            seen += len(local)
+        self.cancel.check()
+        return {k: v / max(seen, 1) for k, v in sums.items()}
+
+    def _validation_loss(self, objective, encoded_val: torch.Tensor) -> float:
+        """The multi-task loss on validation names, from their (eval-mode) encodings."""
+        if not len(self.data.split.validation):
+            return float("nan")
+        with torch.no_grad():
+            return float(self._weighted_total(objective.validation_terms(encoded_val)))
+
+    def _finish_head(self, model, objective, rows: np.ndarray, retention) -> tuple:
+        """The trained head (with its base weight), the run's vectors and the head's metrics.
+
+        The head's outputs for every name are computed once, on the training device: the
+        base-weight choice reads the training and validation ``rows``, the run's vectors all of them.
+        """
+        data = self.data
+        outputs = encode_in_chunks(model, objective.device_inputs).cpu().numpy()
         model = model.cpu()
         head = objective.trained_head(model)
-        mixing = self._choose_base_weight(outputs, np.concatenate([train_rows, val_rows]), retention)
+        mixing = self._choose_base_weight(outputs, rows, retention)
         if mixing["weight"] > 0:
             head = encoders.BaseMix(head, mixing["weight"], mixing["scale"])
         head.eval()
         vectors = mix(outputs, data.vectors, mixing["weight"], mixing["scale"])
         extra = {"base_mix": mixing, **objective.metrics(lambda vectors: retrieval_figures(vectors, data))}
-        logger.info("trained %s: best epoch %d of %d in %.1fs", c.encoder, best_epoch, len(history), training_s)
-        return TrainResult(head, None, objective.projection, vectors, history, best_epoch, stopped_early, training_s,
-                           per_epoch, str(self.device), metrics=extra)
+        return head, vectors, extra
 
     def _choose_base_weight(self, outputs: np.ndarray, rows: np.ndarray, retention) -> dict:
         """The weight of the input in the run's output, fixed or chosen on validation (:mod:`trainer.base_mix`).

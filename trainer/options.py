@@ -8,7 +8,9 @@ values. The command line's flags, the Train form's widgets and the range checks 
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import json
 import types
 import typing
 from dataclasses import dataclass
@@ -21,7 +23,8 @@ def option(default=_MISSING, help: str = "", *, encoders: tuple[str, ...] | None
            min: float | None = None, max: float | None = None,  # noqa: A002
            min_exclusive: bool = False, max_exclusive: bool = False, choices: tuple | None = None,
            offered: tuple | None = None, none: str | None = None, per_encoder: bool = False,
-           label: str | None = None, default_factory=_MISSING):
+           label: str | None = None, flag: str | None = None, repeat: bool = False, metavar: str | None = None,
+           default_factory=_MISSING):
     """A dataclass field with its description in the metadata.
 
     Parameters
@@ -44,10 +47,17 @@ def option(default=_MISSING, help: str = "", *, encoders: tuple[str, ...] | None
         The default depends on the encoder type (None until :func:`trainer.config.validate`).
     label : str, optional
         The human name a form shows (``Test names per class``); None: made from the field's name.
+    flag : str, optional
+        The command line's flag when it is not the field's name (``--pairs`` for ``pairs_file``).
+    repeat : bool
+        A list field given by repeating its flag (``--exclude-level A --exclude-level B``), not
+        by one flag with several values.
+    metavar : str, optional
+        The value's name in ``--help`` (default: the field's name in capitals).
     """
     metadata = {"help": help, "encoders": encoders, "min": min, "max": max, "min_exclusive": min_exclusive,
                 "max_exclusive": max_exclusive, "choices": choices, "offered": offered, "none": none,
-                "per_encoder": per_encoder, "label": label}
+                "per_encoder": per_encoder, "label": label, "flag": flag, "repeat": repeat, "metavar": metavar}
     if default_factory is not _MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -61,7 +71,8 @@ class Option:
     ----------
     name : str
     kind : type
-        ``bool``, ``int``, ``float``, ``str`` or ``dict`` (from the field's annotation).
+        ``bool``, ``int``, ``float``, ``str``, ``list`` or ``dict`` (from the field's annotation);
+        a list's items are strings, each one of ``choices`` when given.
     optional : bool
         None is allowed (the annotation includes None).
     default : object
@@ -85,6 +96,9 @@ class Option:
     none: str | None = None
     per_encoder: bool = False
     label: str | None = None
+    flag: str | None = None
+    repeat: bool = False
+    metavar: str | None = None
 
     @property
     def title(self) -> str:
@@ -94,6 +108,15 @@ class Option:
         ('Split seed', 'Learning rate')
         """
         return self.label or self.name.replace("_", " ").capitalize()
+
+    @property
+    def cli_flag(self) -> str:
+        """The command line's flag: the declared one, else ``--`` and the name with dashes.
+
+        >>> Option("batch_size", int, False, 64).cli_flag
+        '--batch-size'
+        """
+        return self.flag or "--" + self.name.replace("_", "-")
 
     @property
     def help_text(self) -> str:
@@ -120,23 +143,39 @@ class Option:
             return f"{'<' if self.max_exclusive else '<='} {high:g}"
         return ""
 
-    def problem(self, value) -> str | None:
-        """Why ``value`` is not allowed for this field (one line), or None when it is."""
+    def problem(self, value, name: str | None = None) -> str | None:
+        """Why ``value`` is not allowed for this field (one line, naming it ``name``, default the
+        field's name), or None when it is.
+
+        >>> Option("loss", str, False, "mnrl", choices=("mnrl", "cached")).problem("x", "--loss")
+        "unknown --loss 'x': choose one of mnrl, cached"
+        """
+        name = name or self.name
         if value is None:
-            return None if self.optional else f"{self.name} must be given"
+            return None if self.optional else f"{name} must be given"
+        if self.kind is list:
+            return self._list_problem(value, name)
         if self.choices is not None:
             if value not in self.choices:
-                return f"unknown {self.name} {value!r}: choose one of {', '.join(map(str, self.choices))}"
+                return f"unknown {name} {value!r}: choose one of {', '.join(map(str, self.choices))}"
             return None
         if self.kind is bool:
-            return None if isinstance(value, bool) else f"{self.name} must be true or false (got {value!r})"
+            return None if isinstance(value, bool) else f"{name} must be true or false (got {value!r})"
         if self.kind in (int, float):
-            return self._number_problem(value)
+            return self._number_problem(value, name)
         if not isinstance(value, self.kind):
-            return f"{self.name} must be a {self.kind.__name__} (got {value!r})"
+            return f"{name} must be a {self.kind.__name__} (got {value!r})"
         return None
 
-    def _number_problem(self, value) -> str | None:
+    def _list_problem(self, value, name: str) -> str | None:
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            return f"{name} must be a list of names (got {value!r})"
+        unknown = [item for item in value if self.choices is not None and item not in self.choices]
+        if unknown:
+            return f"unknown {name} {unknown[0]!r}: choose any of {', '.join(map(str, self.choices))}"
+        return None
+
+    def _number_problem(self, value, name: str) -> str | None:
         kinds = (int,) if self.kind is int else (int, float)
         ok = isinstance(value, kinds) and not isinstance(value, bool)
         if ok and self.min is not None:
@@ -147,7 +186,7 @@ class Option:
             return None
         wanted = self.range_text() or ("an integer" if self.kind is int else "a number")
         alternative = f", or {self.none}" if self.none else ""
-        return f"{self.name} must be {wanted}{alternative} (got {value!r})"
+        return f"{name} must be {wanted}{alternative} (got {value!r})"
 
 
 def _kind(hint) -> tuple[type, bool]:
@@ -155,8 +194,24 @@ def _kind(hint) -> tuple[type, bool]:
     if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
         args = typing.get_args(hint)
         base = next(a for a in args if a is not type(None))
-        return base, type(None) in args
-    return hint, False
+        return _kind(base)[0], type(None) in args
+    return typing.get_origin(hint) or hint, False
+
+
+def from_stored(cls, values, **missing):
+    """An instance of dataclass ``cls`` from stored ``values`` (a job's or a run's config file).
+
+    Fields ``cls`` does not know are left out (a file written by another version) and fields
+    the file lacks keep their defaults; ``missing`` gives required fields a value when absent.
+    Nothing is checked: what was stored is read back as it was written.
+
+    >>> from trainer.config import TrainConfig
+    >>> c = from_stored(TrainConfig, {"encoder": "dan", "gone": 1}, source="?")
+    >>> c.source, c.encoder, c.depth
+    ('?', 'dan', 1)
+    """
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{**missing, **{k: v for k, v in values.items() if k in names}})
 
 
 @lru_cache(maxsize=None)
@@ -178,3 +233,65 @@ def options(cls) -> tuple[Option, ...]:
         meta = {k: v for k, v in f.metadata.items() if k in Option.__dataclass_fields__}
         out.append(Option(name=f.name, kind=kind, optional=optional, default=default, **meta))
     return tuple(out)
+
+
+NONE_WORDS = ("none", "all", "null")  # spell None for any optional option (plus its own word, e.g. auto)
+
+
+def _value_parser(opt: Option):
+    """The argparse ``type`` of an option: its field type, None from a none word when optional."""
+    if opt.kind is dict:
+        def parse(text: str):
+            try:
+                value = json.loads(text)
+            except ValueError:
+                value = None
+            if not isinstance(value, dict):
+                raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
+            return value
+    elif opt.kind is list:
+        return str
+    elif opt.optional:
+        words = (*NONE_WORDS, opt.none) if opt.none else NONE_WORDS
+
+        def parse(text: str):
+            return None if text.strip().lower() in words else opt.kind(text)
+    else:
+        return opt.kind
+    parse.__name__ = opt.kind.__name__  # argparse names the type in "invalid int value"
+    return parse
+
+
+def add_arguments(parser: argparse.ArgumentParser, opts, *, suppress: bool) -> None:
+    """One flag per option of ``opts``, typed from its field, its value stored under the field's name.
+
+    Ranges and choices are left to the config's ``validate`` (one line, exit code 2), so a
+    value the command line takes is refused with the same words a config file's is.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+    opts : iterable of Option
+    suppress : bool
+        Options left out are absent from the parsed namespace (``argparse.SUPPRESS``), so that
+        they do not override a config file; else they take the field's default.
+    """
+    for opt in opts:
+        default = argparse.SUPPRESS if suppress else opt.default
+        common = {"dest": opt.name, "default": default, "help": opt.help_text}
+        if opt.kind is bool:
+            parser.add_argument(opt.cli_flag, action="store_true", **common)
+            continue
+        metavar = opt.metavar or opt.name.upper()
+        if opt.kind is list:
+            shape = {"action": "append"} if opt.repeat else {"nargs": "+"}
+            parser.add_argument(opt.cli_flag, type=str, metavar=metavar, **shape, **common)
+        else:
+            parser.add_argument(opt.cli_flag, type=_value_parser(opt), metavar=metavar, **common)
+
+
+def values_from_args(args: argparse.Namespace, opts) -> dict:
+    """``field -> value`` of the options of ``opts`` present in ``args`` (lists left out: empty)."""
+    values = {opt.name: getattr(args, opt.name) for opt in opts if hasattr(args, opt.name)}
+    return {name: ([] if values[name] is None and opt.kind is list else values[name])
+            for opt in opts for name in [opt.name] if name in values}

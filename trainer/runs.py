@@ -19,7 +19,9 @@ import time
 from pathlib import Path
 
 from bioviz.errors import BiovizError
-from bioviz.models.embeddings import HeadRunEncoder, encode_cached, load_encoder
+from bioviz.models.cached_encoding import encode_cached
+from bioviz.models.encoders import HeadRunEncoder
+from bioviz.models.registry import load_encoder
 from bioviz.models.encoding_estimate import RateWindow
 from bioviz.paths import fsync_dir, fsync_tree
 from trainer.config import TrainConfig, validate

@@ -22,32 +22,7 @@ from bioviz.output_paths import check_output_file
 from trainer.cli_common import add_json_option, print_summary, refuse, run_cancellable
 from trainer.config import OPTIONS, TrainConfig, read_config, validate
 from trainer.data import check_models
-from trainer.options import Option
-
-NONE_WORDS = ("none", "all", "null")  # spell None for any optional option (plus its own word, e.g. auto)
-
-
-def _value_parser(opt: Option):
-    """The argparse ``type`` of an option: its field type, None from a none word when optional."""
-    if opt.kind is dict:
-        def parse(text: str):
-            try:
-                value = json.loads(text)
-            except ValueError:
-                value = None
-            if not isinstance(value, dict):
-                raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
-            return value
-    elif opt.optional:
-        words = (*NONE_WORDS, opt.none) if opt.none else NONE_WORDS
-
-        def parse(text: str):
-            return None if text.strip().lower() in words else opt.kind(text)
-    else:
-        return opt.kind
-    parse.__name__ = opt.kind.__name__  # argparse names the type in "invalid int value"
-    return parse
-
+from trainer.options import add_arguments, values_from_args
 
 def add_config_options(parser: argparse.ArgumentParser) -> None:
     """``--config FILE`` and one option per TrainConfig field, typed from the field.
@@ -57,13 +32,7 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     """
     parser.add_argument("--config", metavar="FILE",
                         help="JSON object of training options (options given here override it)")
-    for opt in OPTIONS.values():
-        flag = "--" + opt.name.replace("_", "-")
-        if opt.kind is bool:
-            parser.add_argument(flag, action="store_true", default=argparse.SUPPRESS, help=opt.help_text)
-        else:
-            parser.add_argument(flag, type=_value_parser(opt), default=argparse.SUPPRESS,
-                                metavar=opt.name.upper(), help=opt.help_text)
+    add_arguments(parser, OPTIONS.values(), suppress=True)
 
 
 def register(subparsers) -> None:
@@ -86,7 +55,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         Unreadable config file, unknown options in it, or no source.
     """
     values = read_config(args.config) if getattr(args, "config", None) else {}
-    values.update({name: getattr(args, name) for name in OPTIONS if hasattr(args, name)})
+    values.update(values_from_args(args, OPTIONS.values()))
     return TrainConfig.from_dict(values)
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import streamlit as st
 
 from bioviz.errors import BiovizError
-from bioviz.models.embeddings import load_encoder
 from bioviz.models.encoding_estimate import estimate_encoding, time_left
+from bioviz.models.model_spec import ModelSpec
+from bioviz.models.registry import load_encoder
 from bioviz.models.shared_encoding import EncodingProgress, encode_shared
 from bioviz.models.vector_cache import VectorCache
 from bioviz.ontology import LevelSpec, load_source
@@ -104,7 +105,7 @@ def prepare_vectors(models, spec: LevelSpec) -> None:
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def view_space(model: str, spec: LevelSpec):
+def view_space(model: ModelSpec, spec: LevelSpec):
     """Vectors of every name of the selected level view under ``model`` (a Space).
 
     Pages call :func:`prepare_vectors` first, so this mostly reads the stored block; otherwise
@@ -120,15 +121,15 @@ def view_space(model: str, spec: LevelSpec):
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def term_space(model: str, terms: tuple):
+def term_space(model: ModelSpec, terms: tuple):
     """Vectors of a short term list under ``model`` (a Space)."""
-    from bioviz.models.embeddings import embed
+    from bioviz.models.registry import embed
 
     return embed(list(terms), model)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def projection(model: str, spec: LevelSpec, params: tuple, _label: str = "Layout"):
+def projection(model: ModelSpec, spec: LevelSpec, params: tuple, _label: str = "Layout"):
     """``(rows, coords)``: the selected view under ``model`` projected with ``ProjectionParams(*params)``.
 
     The rows are the class-stratified sample for the point cap; coordinates also live in
@@ -155,7 +156,7 @@ def projection(model: str, spec: LevelSpec, params: tuple, _label: str = "Layout
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def movement(model_a: str, model_b: str, spec: LevelSpec, params: tuple, k: int):
+def movement(model_a: ModelSpec, model_b: ModelSpec, spec: LevelSpec, params: tuple, k: int):
     """``(Movement, coords_a, coords_b)``: what training moved between the two aligned layouts of ``params``.
 
     Same rows and layouts as the Projection figure (:func:`projection`, aligned with
@@ -180,7 +181,7 @@ def movement(model_a: str, model_b: str, spec: LevelSpec, params: tuple, k: int)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def separation(model_a: str, model_b: str, spec: LevelSpec, measure: str, max_names: int, seed: int):
+def separation(model_a: ModelSpec, model_b: ModelSpec, spec: LevelSpec, measure: str, max_names: int, seed: int):
     """Per-class separation of the selected view under two models."""
     from bioviz.views.separation import compare_separation
 
@@ -273,7 +274,7 @@ def _with_steps(what: str, work, starting: str = "loading the models…"):
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def evaluation_results(spec: LevelSpec, models: tuple, tasks: tuple, split: tuple, settings: tuple) -> list[dict]:
+def evaluation_results(spec: LevelSpec, models: tuple, tasks: tuple, split: tuple, settings: tuple) -> list:
     """Results of the ontology protocols (:func:`bioviz.evaluation.run.evaluate`) for the selected view.
 
     ``split`` and ``settings`` are the fields of ``SplitSpec`` and ``EvalSettings``; results
@@ -284,17 +285,17 @@ def evaluation_results(spec: LevelSpec, models: tuple, tasks: tuple, split: tupl
 
     v = view(spec)
     return _with_steps("Ontology tasks", lambda bar: evaluate(
-        v, SplitSpec(*split).make(v), list(models), list(tasks), level_ontology(spec), EvalSettings(*settings),
-        steps=bar))
+        v, SplitSpec(*split).make(v), list(models), list(tasks), ontology=level_ontology(spec),
+        settings=EvalSettings(*settings), steps=bar))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def benchmark_results(models: tuple, benchmarks: tuple, settings: tuple) -> list[dict]:
+def benchmark_results(models: tuple, benchmarks: tuple, settings: tuple) -> list:
     """Spearman's rho of the models on relatedness benchmarks (names or stored upload paths)."""
     from bioviz.evaluation.run import EvalSettings, evaluate_benchmarks
 
     return _with_steps("Relatedness benchmarks", lambda bar: evaluate_benchmarks(
-        list(models), list(benchmarks), EvalSettings(*settings), steps=bar))
+        list(models), list(benchmarks), settings=EvalSettings(*settings), steps=bar))
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -304,8 +305,8 @@ def cross_level_table(spec: LevelSpec, models: tuple, depths: tuple, split: tupl
     from bioviz.ontology import SplitSpec
 
     table = _with_steps("Cross-level table", lambda bar: cross_level(
-        level_ontology(spec), list(models), list(depths), spec.root, SplitSpec(*split), spec.keep_ambiguous,
-        EvalSettings(*settings), steps=bar))
+        level_ontology(spec), list(models), depths=list(depths), root=spec.root, split_spec=SplitSpec(*split),
+        keep_ambiguous=spec.keep_ambiguous, settings=EvalSettings(*settings), steps=bar))
     table.pop("results")
     return table
 
@@ -314,7 +315,7 @@ def cross_level_table(spec: LevelSpec, models: tuple, depths: tuple, split: tupl
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
-def neighbour_index(model: str, spec: LevelSpec):
+def neighbour_index(model: ModelSpec, spec: LevelSpec):
     """``(NeighbourIndex, stats)`` over the selected view's names under ``model``.
 
     Vectors come from the disk cache; names missing there are encoded under a progress bar
@@ -348,7 +349,7 @@ def neighbour_index(model: str, spec: LevelSpec):
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
-def query_vector(model: str, text: str):
+def query_vector(model: ModelSpec, text: str):
     """Unit vector of one query text under ``model``."""
     from bioviz.search.neighbours import query_vector as encode
 
@@ -377,7 +378,7 @@ def held_out_names(spec: LevelSpec) -> list[str]:
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def candidate_index(model: str, spec: LevelSpec, among: str):
+def candidate_index(model: ModelSpec, spec: LevelSpec, among: str):
     """Index of the names a query is ranked against (``bioviz.search.neighbours.AMONG``) under ``model``."""
     from bioviz.search.neighbours import candidate_index as build
 
@@ -394,16 +395,11 @@ def sparse_names(spec: LevelSpec, among: str, _index) -> SparseNames:
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def normalisation_results(spec: LevelSpec, models: tuple, gold, rankings: tuple, n_boot: int) -> list[dict]:
+def normalisation_results(spec: LevelSpec, models: tuple, gold, rankings: tuple, n_boot: int) -> list:
     """Mention normalisation results of a gold file (a ``GoldFile``) on a level, per model and ranking, under a step bar."""
     # imported here like this module's other evaluation imports: every page imports ui.cache at start-up
-    from bioviz.evaluation.normalisation import evaluate_normalisation
+    from bioviz.evaluation.run import EvalSettings, evaluate_normalisation
 
-    def work(bar) -> list[dict]:
-        steps = len(models) * len(rankings)
-        done = iter(range(steps))
-        return evaluate_normalisation(gold, spec, list(models), list(rankings), n_boot=n_boot,
-                                      index_of=lambda model: candidate_index(model, spec, "names"),
-                                      progress=lambda message: bar(next(done, steps - 1), steps, message))
-
-    return _with_steps("Mention normalisation", work)
+    return _with_steps("Mention normalisation", lambda bar: evaluate_normalisation(
+        gold, spec, list(models), list(rankings), settings=EvalSettings(n_boot=n_boot),
+        index_of=lambda model: candidate_index(ModelSpec.parse(model), spec, "names"), steps=bar))

@@ -37,14 +37,14 @@ def _show(stored: dict, image_format: str) -> None:
     rows = result_tables.results_table(results)
     values, lows, highs = result_tables.wide_tables(rows)
     st.dataframe(result_tables.display_table(values, lows, highs, show_ci=True), width="stretch")
-    sizes = results[0]["sizes"]
+    sizes = results[0].sizes
     caption = (f"{gold.label}: {sizes['queries']} mentions, {sizes['paraphrased.queries']} paraphrased (not a name "
                f"of the level) · {title} · 95% bootstrap intervals ({stored['n_boot']} resamples)")
     st.caption(md(caption))
-    labels = dict.fromkeys(r["base_model"] for r in results)  # readable labels: never a run's path
+    labels = dict.fromkeys(r.base_model for r in results)  # readable labels: never a run's path
     name = slug("normalisation", gold.label.rsplit(".", 1)[0], *labels, *stored["rankings"])
     st.download_button("Download CSV", result_tables.to_csv(rows), f"{name}.csv", "text/csv", key="_norm_csv")
-    models = " vs ".join(dict.fromkeys(r["model"] for r in results))
+    models = " vs ".join(dict.fromkeys(r.model for r in results))
     fig = metric_bars(rows, f"Mention normalisation · {models} · {title}", caption)
     compare.show_figure(fig, name, image_format, key="bars-normalisation")
 

@@ -1,7 +1,8 @@
 """Which models a session may load: the path policy, and no Hub download a link alone asked for.
 
-A MODEL string reaching the app is a preset, a model directory (allowed only inside the
-model folders of :mod:`bioviz.server_paths`) or a Hugging Face Hub id. Loading a hub id that
+A MODEL reaching the app is parsed once, under the server's path policy
+(:meth:`~bioviz.models.model_spec.ModelSpec.shared`): a preset, a model directory (allowed only
+inside the model folders of :mod:`bioviz.server_paths`) or a Hugging Face Hub id. Loading a hub id that
 is not in the local cache downloads the whole repository when the server is online, so an
 id that came from a link (``?model_a=someone/huge-repo``) waits for the user to press
 *Download*; ids the user typed or confirmed in this session are *trusted* and load at once.
@@ -9,12 +10,11 @@ id that came from a link (``?model_a=someone/huge-repo``) waits for the user to 
 
 from __future__ import annotations
 
-import os
-
 import streamlit as st
 
 from bioviz.errors import BiovizError
-from bioviz.server_paths import shared_model
+from bioviz.models.model_files import hub_offline
+from bioviz.models.model_spec import ModelSpec
 from ui.markdown import md
 
 TRUSTED = "_bioviz_trusted_models"  # hub ids this session typed or confirmed
@@ -23,13 +23,6 @@ TRUSTED = "_bioviz_trusted_models"  # hub ids this session typed or confirmed
 def trust(spec: str) -> None:
     """Mark a model the user chose themselves (typed in, or confirmed): it may be downloaded."""
     st.session_state.setdefault(TRUSTED, set()).add(spec.strip())
-
-
-def hub_offline() -> bool:
-    """Whether the Hugging Face Hub may not be reached (``HF_HUB_OFFLINE``), as the model loader decides."""
-    from huggingface_hub import constants
-
-    return bool(constants.HF_HUB_OFFLINE) or os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0", "false")
 
 
 def hub_download_needed(repo_id: str) -> bool:
@@ -49,27 +42,28 @@ def hub_download_needed(repo_id: str) -> bool:
     return False
 
 
-def usable_model(spec: str, key: str) -> str:
-    """The MODEL string to load for ``spec``, or stop the page with a one-line reason or a question.
+def usable_model(spec: str, key: str) -> ModelSpec:
+    """The model to load for the picked text ``spec``, or stop the page with a one-line reason or a question.
 
-    A path outside the model folders stops the page with the policy's message; a hub id
-    that would be downloaded and that the user has not chosen themselves stops it with a
-    *Download* button (``key`` tells the buttons of the two pickers apart).
+    A path outside the model folders (or a directory that is no model) stops the page with
+    the one-line message; a hub id that would be downloaded and that the user has not chosen
+    themselves stops it with a *Download* button (``key`` tells the buttons of the two
+    pickers apart).
 
     Returns
     -------
-    str
-        A preset name, a real path inside a model folder, or a hub id safe to load now.
+    ModelSpec
+        A preset, a directory inside a model folder (at its real path), or a hub id safe to load now.
     """
     try:
-        model = shared_model(spec)
+        model = ModelSpec.shared(spec)
     except BiovizError as error:
         st.error(md(error))
         st.stop()
     if model.kind != "hub" or model.spec in st.session_state.get(TRUSTED, set()):
-        return model.spec
+        return model
     if not hub_download_needed(model.spec):
-        return model.spec
+        return model
     st.warning(md(f"The link asks for the model {model.spec}, which is not on this server: loading it downloads "
                   "the whole repository from the Hugging Face Hub."))
     if st.button(f"Download {md(model.spec)} from the Hugging Face Hub?", key=f"_download_{key}"):

@@ -31,7 +31,7 @@ from bioviz.ontology import LevelSpec, list_sources
 from bioviz.ontology.levels import LevelView
 from bioviz.ontology.sources import source_kind
 from bioviz.ontology.umls import COMMON_SABS, DEFAULT_SAB, HIERARCHIES, SEMANTIC_GROUPS
-from bioviz.models.model_spec import BASELINE_MODEL, DEFAULT_MODEL, PRESET_MODELS
+from bioviz.models.model_spec import BASELINE_MODEL, DEFAULT_MODEL, PRESET_MODELS, ModelSpec, looks_like_path
 from bioviz.models.runs import distinct_labels, list_runs
 from bioviz.uploads import original_name
 from ui import cache
@@ -71,9 +71,12 @@ def _canonical_source(source: str) -> str:
 
 
 def _canonical_model(spec: str) -> str:
-    """The checked form of a MODEL string (a real path inside a model folder); a refused one unchanged."""
+    """The checked text of a link's or typed MODEL (a run id -> its real path); a refused one unchanged.
+
+    Kept as text in the session (the pickers' value); :func:`model_pickers` parses it once per run.
+    """
     try:
-        return server_paths.shared_model(spec).spec
+        return ModelSpec.from_query(spec).spec
     except BiovizError:
         return spec
 
@@ -109,14 +112,17 @@ def url_source(source: str) -> str:
 
 
 def url_model(spec: str) -> str:
-    """How a link carries a MODEL string: a trained run by its run id (the folder's name), never its server path."""
-    if not server_paths.looks_like_path(spec):
+    """How a link carries a picker's MODEL text (:meth:`ModelSpec.to_query`); a refused path as typed."""
+    if not looks_like_path(spec):
         return spec
-    return _relative_form(spec, server_paths.model_dirs(), _canonical_model)
+    try:
+        return ModelSpec.shared(spec).to_query()
+    except BiovizError:
+        return spec
 
 
 def model_from_url(spec: str) -> str:
-    """The MODEL string a link's model value names (a run id -> its run directory; a refused one unchanged)."""
+    """The MODEL text a link's model value names (a run id -> its run directory; a refused one unchanged)."""
     return _canonical_model(spec)
 
 
@@ -277,8 +283,11 @@ def sync_url(**extra: str) -> None:
     """Write the shared selection (and a page's own ``extra`` keys) into the URL."""
     spec = selection()
     values = {**spec.to_query(), "source": url_source(spec.source)}
+    chosen = dict(zip(("model_a", "model_b"), st.session_state.get(MODELS) or (None, None)))
     for key in ("model_a", "model_b"):
-        if st.session_state.get(key):
+        if chosen.get(key) is not None:  # parsed by the pickers on this run
+            values[key] = chosen[key].to_query()
+        elif st.session_state.get(key):  # kept for pages that take no model (or one)
             values[key] = url_model(st.session_state[key])
     options = spec.source_options
     values.update({k: v for k, v in extra.items() if v not in (None, "")})
@@ -451,7 +460,7 @@ def _use_custom_model() -> None:
     st.session_state.pop(f"_{key}_label", None)
 
 
-def model_pickers(models: str) -> tuple[str, str | None]:
+def model_pickers(models: str) -> tuple[ModelSpec | None, ModelSpec | None]:
     """Sidebar pickers for the baseline model (``model_a``) and the compared one (``model_b``).
 
     Parameters
@@ -463,8 +472,8 @@ def model_pickers(models: str) -> tuple[str, str | None]:
     Returns
     -------
     (model_a, model_b)
-        MODEL strings; ``model_b`` is None when the page takes one model. Pages read them
-        back with :func:`chosen_models`.
+        The models, parsed once here (:func:`ui.models.usable_model`); ``model_b`` is None
+        when the page takes one model. Pages read them back with :func:`chosen_models`.
     """
     if models == NO_MODELS:
         st.session_state[MODELS] = (None, None)
@@ -499,6 +508,9 @@ def model_pickers(models: str) -> tuple[str, str | None]:
     return chosen
 
 
-def chosen_models() -> tuple[str, str | None]:
-    """``(model_a, model_b)`` as the sidebar's pickers chose them on this run (``model_b`` None: one model)."""
+def chosen_models() -> tuple[ModelSpec, ModelSpec | None]:
+    """``(model_a, model_b)`` as the sidebar's pickers chose them on this run (``model_b`` None: one model).
+
+    :class:`ModelSpec` values, hashable: ``ui.cache`` functions take them as their key.
+    """
     return st.session_state[MODELS]

@@ -25,6 +25,14 @@ COMMAND_MODULES = ("sources", "levels", "embed", "neighbours", "code", "evaluate
 COMMAND_NAMES = {"eval": "evaluate"}
 
 
+class RefusedArgument(Exception):
+    """An option's value refused with its own one-line reason (a ``type=`` that parses, e.g. ``--model``).
+
+    Not a ValueError, which argparse would turn into "invalid value": :func:`main` prints the
+    reason as every other bad input, ``error: <reason>``, exit code 2.
+    """
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that exits with code 2 and one line, like every other bad input."""
 
@@ -71,7 +79,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except RefusedArgument as error:
+        sys.stderr.write(f"error: {error}\n")
+        return 2
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
     try:

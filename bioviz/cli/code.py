@@ -1,4 +1,4 @@
-"""``python -m bioviz code TERMS_FILE --source SOURCE --depth 1 --model MODEL [--model-b MODEL] -k 5 [--ranking dense|hybrid] --out coded.csv``.
+"""``python -m bioviz code TERMS_FILE --source SOURCE --depth 1 --model MODEL [--model-b MODEL] -k 5 [--ranking dense|hybrid] [--no-expand] --out coded.csv``.
 
 Codes a list of free-text terms: each term's top-k concepts of a level under one or two
 models, with codes, names, classes, cosine scores and the models' agreement
@@ -11,13 +11,16 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from bioviz.cli.common import add_json, add_level_options, add_ranking_options, level_spec_from_args, rankings_from_args
+from bioviz.cli.common import (add_json, add_level_options, add_ranking_options, level_spec_from_args, model_argument,
+                               rankings_from_args)
+from bioviz.cli.neighbours import add_expand_option, lexicon_for
 from bioviz.cli.progress import progress_bar
 from bioviz.csv_export import frame_to_csv
 from bioviz.errors import BiovizError
 from bioviz.models.model_spec import DEFAULT_MODEL
 from bioviz.output_paths import check_output_file, reporting_as
 from bioviz.paths import write_text_atomic
+from bioviz.search.lexicon import expansion_of
 from bioviz.search.neighbours import candidate_index
 from bioviz.search.term_coding import (MAX_K, MAX_TABLE_BYTES, agreement, code_term_list, export_frame,
                                        read_term_table, terms_from_column, terms_from_text)
@@ -32,15 +35,16 @@ def register(subparsers) -> None:
                         help="one term per line, or a CSV/TSV file (give the terms' --column)")
     parser.add_argument("--column", default=None, help="the column of a CSV/TSV TERMS_FILE that holds the terms")
     parser.add_argument("--source", default="icd10", help="icd10, icd10cm, hpo, or a path")
-    parser.add_argument("--model", default=DEFAULT_MODEL,
+    parser.add_argument("--model", default=DEFAULT_MODEL, type=model_argument,
                         help="med-minilm (default), minilm, char-tfidf, a sentence-transformers directory or hub id, "
                              "or a run directory")
-    parser.add_argument("--model-b", default=None, metavar="MODEL",
+    parser.add_argument("--model-b", default=None, metavar="MODEL", type=model_argument,
                         help="a second model: both models' concepts, and whether they agree")
     parser.add_argument("-k", type=int, default=5, help=f"concepts per term and model (1 to {MAX_K})")
     parser.add_argument("--out", default=None, help="write the coding as CSV here (else the rows are printed)")
     add_level_options(parser)
     add_ranking_options(parser)
+    add_expand_option(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     add_json(parser)
     parser.set_defaults(handler=run)
@@ -76,14 +80,16 @@ def run(args) -> dict:
     models = [args.model] + ([args.model_b] if args.model_b else [])
     indexes = []
     for model in models:
-        with progress_bar(f"encoding {len(view.names)} names ({model})", disable=args.quiet) as progress:
+        with progress_bar(f"encoding {len(view.names)} names ({model.spec})", disable=args.quiet) as progress:
             indexes.append(candidate_index(view, model, progress=progress))
+    lexicon_for(args, args.quiet)  # a first build's progress bar before the coding's
     with progress_bar(f"coding {len(terms)} terms", unit="term", disable=args.quiet) as progress:
         frame = code_term_list(terms, view, ontology, list(zip(models, indexes)), k=args.k, progress=progress,
-                               ranking=ranking)
+                               ranking=ranking, expansion=expansion_of(args.expand))
     export = export_frame(frame)
     result = {"terms": len(terms), "dropped_invisible": invisible, "rows": len(frame), "models": frame.attrs["models"],
               "source": view.source, "level": view.title, "k": args.k, "ranking": ranking.label,
+              "expanded": expansion_of(args.expand).label, "expansions": frame.attrs["expansions"],
               **{key: value for key, value in agreement(frame).items()
                                                   if key != "terms"}}
     if args.out:

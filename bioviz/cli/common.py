@@ -4,10 +4,29 @@ from __future__ import annotations
 
 import argparse
 
+from bioviz.cli import RefusedArgument
+from bioviz.errors import ModelError
+from bioviz.models.model_spec import ModelSpec
 from bioviz.ontology import LevelSpec
 from bioviz.ontology.level_spec import SOURCE_OPTION_KEYS
 from bioviz.ontology.umls import DEFAULT_SAB, HIERARCHIES
 from bioviz.search.hybrid import DEFAULT_RANKING, RANKING_KINDS, Ranking, ranking_of
+
+
+def model_argument(text: str) -> ModelSpec:
+    """``type=`` of a MODEL option (``--model``, ``--compare``, ``--base``): the MODEL parsed once.
+
+    The command line is the machine's own user: any path is accepted (no server policy).
+
+    Raises
+    ------
+    RefusedArgument
+        With the one-line reason the MODEL cannot be loaded (a missing directory, a damaged run).
+    """
+    try:
+        return ModelSpec.parse(text)
+    except ModelError as error:
+        raise RefusedArgument(str(error)) from None
 
 
 def add_json(parser: argparse.ArgumentParser) -> None:

@@ -8,7 +8,7 @@ cluster at ``RAY_ADDRESS`` (:mod:`bioviz.models.ray_embedding`) and cached here.
 
 from __future__ import annotations
 
-from bioviz.cli.common import add_json, add_level_options, level_spec_from_args
+from bioviz.cli.common import add_json, add_level_options, level_spec_from_args, model_argument
 from bioviz.cli.embed_backend import add_backend_option, run_backend
 from bioviz.cli.progress import progress_bar
 from bioviz.errors import BiovizError
@@ -21,7 +21,7 @@ def register(subparsers) -> None:
     """Add the ``embed`` sub-command."""
     parser = subparsers.add_parser("embed", help="encode every name of a concept level (cached on disk)")
     parser.add_argument("source", help="icd10, icd10cm, hpo, or a path (.obo, UMLS META dir, .tsv/.csv)")
-    parser.add_argument("--model", default="minilm",
+    parser.add_argument("--model", default="minilm", type=model_argument,
                         help="minilm, char-tfidf, a sentence-transformers directory or hub id, or a run directory")
     add_level_options(parser)
     parser.add_argument("--batch-size", type=int, default=64, help="names per forward pass")
@@ -45,7 +45,7 @@ def run(args) -> dict:
             raise BiovizError(f"--backend {args.backend} encodes on this machine only; drop --executor ray")
         return run_backend(args, view)
     where = executor_name(args.executor)
-    with ray_embedding.executor(where), progress_bar(f"encoding ({args.model})", disable=args.quiet) as progress:
+    with ray_embedding.executor(where), progress_bar(f"encoding ({args.model.spec})", disable=args.quiet) as progress:
         space, info = level_space(view, args.model, batch_size=args.batch_size, progress=progress,
                                   use_cache=not args.no_cache)
     return {"source": view.source, "level": view.title, "model": space.model_id, "executor": where, **info}

@@ -7,7 +7,7 @@ backends of issue 16 and the command's other options change independently.
 from __future__ import annotations
 
 from bioviz.cli.progress import progress_bar
-from bioviz.models.embeddings import encode_cached
+from bioviz.models.cached_encoding import encode_cached
 from bioviz.models.quantized import BACKENDS, backend_encoder
 
 
@@ -25,7 +25,7 @@ def run_backend(args, view) -> dict:
     from the cache and never mixes torch and int8 vectors.
     """
     encoder = backend_encoder(args.model, args.backend)
-    with progress_bar(f"encoding ({args.model}, {args.backend})", disable=args.quiet) as progress:
+    with progress_bar(f"encoding ({args.model.spec}, {args.backend})", disable=args.quiet) as progress:
         vectors, stats = encode_cached(encoder, view.names, batch_size=args.batch_size, progress=progress,
                                        use_cache=not args.no_cache)
     return {"source": view.source, "level": view.title, "model": encoder.label, "backend": args.backend,

@@ -17,7 +17,8 @@ from pathlib import Path
 from bioviz.errors import EvaluationError
 from bioviz.evaluation import aggregate, latex, paired
 from bioviz.evaluation import tables as result_tables
-from bioviz.evaluation.run import EvalSettings
+from bioviz.evaluation.result import EvalResult
+from bioviz.evaluation.tasks import EvalSettings
 
 
 def add_compare_options(parser) -> None:
@@ -30,7 +31,7 @@ def add_compare_options(parser) -> None:
                        help="write booktabs tables (one per task family, at most 8 numeric columns) to FILE")
 
 
-def comparisons(results: list[dict], args, settings: EvalSettings) -> dict:
+def comparisons(results: list[EvalResult], args, settings: EvalSettings) -> dict:
     """The comparison parts of the output: ``differences``, ``seed_groups``, ``latex`` (the file written).
 
     Raises
@@ -61,7 +62,7 @@ def _difference(d: paired.Difference, as_json: bool) -> dict:
             "delta": "-" if d.delta is None else f"{d.delta:+.3f}", "paired 95% CI": ci}
 
 
-def write_latex(results: list[dict], path: str, settings: EvalSettings) -> str:
+def write_latex(results: list[EvalResult], path: str, settings: EvalSettings) -> str:
     """Write the results' LaTeX tables to ``path`` (best in bold only where it is a finding)."""
     values, lows, highs = result_tables.wide_tables(result_tables.results_table(results))
     beats = result_tables.paired_beats(results, n_boot=settings.n_boot, seed=settings.sample_seed)

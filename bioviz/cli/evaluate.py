@@ -23,6 +23,7 @@ from bioviz.cli.common import add_json, add_level_options, add_ranking_options, 
 from bioviz.cli.eval_compare import add_compare_options, comparisons
 from bioviz.errors import EvaluationError
 from bioviz.evaluation import normalisation, run as evaluation, splits
+from bioviz.evaluation.result import EvalResult
 from bioviz.evaluation.run import EvalSettings
 from bioviz.evaluation.tables import results_table
 from bioviz.models.runs import is_run_dir, read_run
@@ -89,11 +90,13 @@ def _run_level_warnings(models: list[str], args) -> list[str]:
     for model in models:
         if not is_run_dir(model) or splits.run_seen_names(model):
             continue
-        config = read_run(model).config
-        trained = (config.get("source"), config.get("root"), config.get("depth"))
+        level = read_run(model).settings.level
+        if level is None or not level.source:
+            continue
+        trained = (level.source, level.root, level.depth)
         asked = (args.source, args.root, args.depth)
-        if config.get("source") and (trained[0] != asked[0] or (trained[1] or None) != (asked[1] or None)
-                                     or (not args.synonyms and trained[2] != asked[2])):
+        if (trained[0] != asked[0] or (trained[1] or None) != (asked[1] or None)
+                or (not args.synonyms and trained[2] != asked[2])):
             warnings.append(f"{model} was trained on {trained[0]} root={trained[1]} depth={trained[2]}: "
                             "names held out here may have been training names there")
     return warnings
@@ -112,7 +115,7 @@ def _depths(text: str | None) -> list[int]:
     return depths
 
 
-def _normalisation(args, models: list[str], settings: EvalSettings, progress) -> tuple[list[dict], dict]:
+def _normalisation(args, models: list[str], settings: EvalSettings, progress) -> tuple[list[EvalResult], dict]:
     """The mention normalisation results of ``--gold`` (on ``--source``'s level, else GSC+'s), and what was scored."""
     if not args.gold:
         raise EvaluationError(f"--task {normalisation.TASK} needs --gold FILE (a 'mention' and a concept id column, "
@@ -120,9 +123,8 @@ def _normalisation(args, models: list[str], settings: EvalSettings, progress) ->
     gold = normalisation.load_gold(args.gold)
     level = level_spec_from_args(args) if args.source else normalisation.EXAMPLE_LEVEL
     rankings = rankings_from_args(args)
-    results = normalisation.evaluate_normalisation(gold, level, models, rankings, n_boot=settings.n_boot,
-                                                   seed=settings.sample_seed, progress=progress)
-    return results, {"gold": gold.label, "mentions": len(gold), "level": results[0]["level"],
+    results = evaluation.evaluate_normalisation(gold, level, models, rankings, settings=settings, progress=progress)
+    return results, {"gold": gold.label, "mentions": len(gold), "level": results[0].level,
                      "rankings": [r.label for r in rankings]}
 
 
@@ -139,9 +141,10 @@ def run(args) -> dict:
     depths = _depths(args.cross_level)
     models = args.model
     out: dict = {"settings": settings.__dict__, "warnings": []}
-    results: list[dict] = []
+    results: list[EvalResult] = []
+    shared = {"settings": settings, "use_cache": not args.no_cache, "progress": progress}
     if args.benchmark:
-        results += evaluation.evaluate_benchmarks(models, args.benchmark, settings, not args.no_cache, progress)
+        results += evaluation.evaluate_benchmarks(models, args.benchmark, **shared)
     if wants_normalisation:
         scored, out["normalisation"] = _normalisation(args, models, settings, progress)
         results += scored
@@ -153,21 +156,21 @@ def run(args) -> dict:
         view = level.load(ontology)
         split = spec.make(view)
         tasks = evaluation.expand_tasks(args.task or "all")
-        results += evaluation.evaluate(view, split, models, tasks, ontology, settings, not args.no_cache, progress)
+        results += evaluation.evaluate(view, split, models, tasks, ontology=ontology, **shared)
         out["view"] = {k: v for k, v in view.stats().items() if k != "names_per_class"}
         out["split"] = {**spec.__dict__, **split.sizes()}
         if depths:
-            table = evaluation.cross_level(ontology, models, depths, args.root, spec, args.keep_ambiguous,
-                                           settings, not args.no_cache, progress)
+            table = evaluation.cross_level(ontology, models, depths=depths, root=args.root, split_spec=spec,
+                                           keep_ambiguous=args.keep_ambiguous, **shared)
             table.pop("results")
             out["cross_level"] = table
-    out["models"] = list(dict.fromkeys((r["model"], r["model_spec"], r["fingerprint"]) for r in results))
+    out["models"] = list(dict.fromkeys((r.model, r.model_spec, r.fingerprint) for r in results))
     out["models"] = [{"label": m[0], "spec": m[1], "fingerprint": m[2]} for m in out["models"]]
     out.update(comparisons(results, args, settings))
     out["seconds"] = round(time.perf_counter() - started, 2)
     if args.json:
         # per-item values (what the differences are computed from) stay out: thousands per result
-        out["results"] = [{k: v for k, v in r.items() if k != "per_item"} for r in results]
+        out["results"] = [{k: v for k, v in r.to_dict().items() if k != "per_item"} for r in results]
         return out
     # Readable form: one line per figure.
     out.pop("settings")

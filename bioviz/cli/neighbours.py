@@ -1,19 +1,24 @@
-"""``python -m bioviz neighbours "text" --source SOURCE --model MODEL -k 10 [--ranking dense|hybrid] --json``.
+"""``python -m bioviz neighbours "text" --source SOURCE --model MODEL -k 10 [--ranking dense|hybrid] [--no-expand]``.
 
 The nearest names of a query among the names of a concept level, with their concept,
-class, cosine score, and whether they share the query's class or concept.
+class, cosine score, and whether they share the query's class or concept. A query that is
+an ontology synonym is also ranked as its concept's preferred name (``expansion`` says so:
+``heart attack → Myocardial infarction (HPO synonym)``; :mod:`bioviz.search.lexicon`).
 """
 
 from __future__ import annotations
 
+import argparse
 import time
 
-from bioviz.cli.common import add_json, add_level_options, add_ranking_options, level_spec_from_args, rankings_from_args
+from bioviz.cli.common import (add_json, add_level_options, add_ranking_options, level_spec_from_args, model_argument,
+                               rankings_from_args)
 from bioviz.cli.progress import progress_bar
 from bioviz.errors import BiovizError
 from bioviz.models.model_spec import DEFAULT_MODEL
 from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.search.index import NeighbourIndex
+from bioviz.search.lexicon import DEFAULT_EXPANSION, expand_queries, expanded_forms, expansion_of, load_lexicon
 from bioviz.search.neighbours import (AMONG, candidate_index, level_space, query_vector, rank_neighbours, resolve_query,
                                       sparse_names)
 
@@ -23,10 +28,10 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("neighbours", help="nearest names of a query text in a concept level")
     parser.add_argument("text", help="the query: any text, an ontology name, or a concept id (R39.11, HP:0001250)")
     parser.add_argument("--source", default="icd10", help="icd10, icd10cm, hpo, or a path")
-    parser.add_argument("--model", default=DEFAULT_MODEL,
+    parser.add_argument("--model", default=DEFAULT_MODEL, type=model_argument,
                         help="med-minilm (default), minilm, char-tfidf, a sentence-transformers directory or hub id, "
                              "or a run directory")
-    parser.add_argument("--compare", default=None, metavar="MODEL",
+    parser.add_argument("--compare", default=None, metavar="MODEL", type=model_argument,
                         help="a second model: each neighbour also gets its rank under it")
     parser.add_argument("-k", type=int, default=10, help="number of neighbours")
     parser.add_argument("--among", choices=AMONG, default="names",
@@ -36,9 +41,25 @@ def register(subparsers) -> None:
                         help="rank only names of this class (a concept id at the level)")
     add_level_options(parser)
     add_ranking_options(parser)
+    add_expand_option(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     add_json(parser)
     parser.set_defaults(handler=run)
+
+
+def add_expand_option(parser) -> None:
+    """``--expand/--no-expand``: synonym-lexicon query expansion (shared with ``code``)."""
+    parser.add_argument("--expand", action=argparse.BooleanOptionalAction, default=True,
+                        help="also rank a query that is an ontology synonym as its concept's preferred name "
+                             f"(synonym scopes {', '.join(DEFAULT_EXPANSION.scopes)}; default on)")
+
+
+def lexicon_for(args, quiet: bool):
+    """The bundled lexicon when ``--expand`` (a progress bar on its first build), else None."""
+    if not args.expand:
+        return None
+    with progress_bar("reading the ontologies' synonyms (once)", unit="step", disable=quiet) as progress:
+        return load_lexicon(progress=progress)
 
 
 def run(args) -> dict:
@@ -53,17 +74,23 @@ def run(args) -> dict:
     ontology = level.ontology()
     view = level.load(ontology)
     query = resolve_query(args.text, view, ontology)  # a concept id ranks the concept's name
+    expansion = expansion_of(args.expand)
+    expanded = expand_queries([query], expansion, lexicon_for(args, args.quiet))
     models = [args.model] + ([args.compare] if args.compare else [])
-    indexes, vectors, infos = [], [], []
+    indexes, vectors, infos, forms = [], [], [], []
     for model in models:
-        with progress_bar(f"encoding {len(view.names)} names ({model})", disable=args.quiet) as progress:
+        with progress_bar(f"encoding {len(view.names)} names ({model.spec})", disable=args.quiet) as progress:
             space, info = level_space(view, model, progress=progress)
         indexes.append(candidate_index(view, model, args.among, base=NeighbourIndex.from_view(space, view)))
         vectors.append(query_vector(query.text, model))
+        forms.append(expanded_forms(expanded, model))
         infos.append(info)
     other = (indexes[1], vectors[1]) if args.compare else None
+    with progress_bar(f"char-tfidf of {len(view.names):,} names (first query)", unit="name",
+                      disable=args.quiet or not ranking.hybrid) as progress:
+        sparse = sparse_names(view, indexes[0], ranking, progress=progress)
     rows = rank_neighbours(indexes[0], vectors[0], query, k=args.k, restrict_class=args.restrict_class, other=other,
-                           ranking=ranking, sparse=sparse_names(view, indexes[0], ranking))
+                           ranking=ranking, sparse=sparse, forms=forms[0], other_forms=forms[-1] if other else None)
     for row in rows:
         row.pop("row", None)
     result = {
@@ -75,6 +102,8 @@ def run(args) -> dict:
         "level": view.title,
         "k": args.k,
         "ranking": ranking.label,
+        "expansion": expanded[0].note or None,
+        "expanded": expansion.label,
         "query_in_ontology": query.in_ontology,
         "query_class": query.class_id,
         "query_class_label": query.class_label,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from bioviz.cli.common import add_json, add_level_options, level_spec_from_args
+from bioviz.cli.common import add_json, add_level_options, level_spec_from_args, model_argument
 from bioviz.cli.progress import progress_bar
 from bioviz.search.neighbours import level_space
 from bioviz.views.projection import METHODS, ProjectionParams, cache_path, project, stratified_sample
@@ -23,7 +23,7 @@ def register(subparsers) -> None:
     """Add the ``project`` sub-command."""
     parser = subparsers.add_parser("project", help="2-D projection (UMAP or PCA) of a concept level (cached on disk)")
     parser.add_argument("source", help="icd10, icd10cm, hpo, or a path (.obo, UMLS META dir, .tsv/.csv)")
-    parser.add_argument("--model", default="minilm",
+    parser.add_argument("--model", default="minilm", type=model_argument,
                         help="minilm, char-tfidf, a sentence-transformers directory or hub id, or a run directory")
     add_level_options(parser)
     parser.add_argument("--method", choices=METHODS, default="umap", help="umap (cosine) or pca")
@@ -43,7 +43,7 @@ def run(args) -> dict:
                               max_points=args.max_points, seed=args.seed)  # BiovizError on bad settings
     started = time.perf_counter()
     view = level_spec_from_args(args).load()
-    with progress_bar(f"encoding ({args.model})", disable=args.quiet) as progress:
+    with progress_bar(f"encoding ({args.model.spec})", disable=args.quiet) as progress:
         space, info = level_space(view, args.model, progress=progress)
     rows = stratified_sample(view.labels, params.max_points, params.seed)
     cached = cache_path(space, rows, params).exists()

@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from bioviz.errors import BiovizError
-from bioviz.models.runs import default_run_name, is_run_dir, read_run
+from bioviz.evaluation.result import EvalResult
+from bioviz.models.runs import is_run_dir, read_run
 
 # Config fields that may differ within a seed group (see the module's docstring).
 SEED_FIELDS = ("seed", "split", "device")
@@ -65,35 +66,35 @@ def _config_key(config: dict) -> str:
     return json.dumps({k: v for k, v in config.items() if k not in SEED_FIELDS}, sort_keys=True, default=str)
 
 
-def seed_groups(results: list[dict]) -> list[SeedGroup]:
+def seed_groups(results: list[EvalResult]) -> list[SeedGroup]:
     """The seed groups among the trained runs of ``results`` (two or more seeds each).
 
     Parameters
     ----------
-    results : list of dict
-        Result dicts (:mod:`bioviz.evaluation.run`); a run is found by ``model_spec``.
+    results : list of EvalResult
+        A run is found by its ``model_spec``.
 
     Returns
     -------
     list of SeedGroup
         In the order the groups' first runs appear; runs that cannot be read are left out.
     """
-    labels = dict.fromkeys((r.get("model_spec"), r["model"]) for r in results)
+    labels = dict.fromkeys((r.model_spec, r.model) for r in results)
     members: dict[str, list[tuple[int, str]]] = {}
     names: dict[str, str] = {}
     for spec, label in labels:
         if not isinstance(spec, str) or not is_run_dir(spec):
             continue
         try:
-            config = read_run(spec).config
+            run = read_run(spec)
         except BiovizError:  # a damaged run.json: listed as damaged elsewhere, not grouped here
             continue
-        seed = config.get("seed")
-        if not isinstance(seed, int) or isinstance(seed, bool):
+        seed = run.settings.seed
+        if seed is None:
             continue
-        key = _config_key(config)
+        key = _config_key(run.config)
         members.setdefault(key, []).append((seed, label))
-        names.setdefault(key, default_run_name(config))
+        names.setdefault(key, run.default_name)
     groups = []
     for key, runs in members.items():
         runs = sorted(dict.fromkeys(runs))

@@ -229,7 +229,7 @@ def score_benchmark(benchmark: Benchmark, term_vectors: dict[str, np.ndarray], n
     return {
         "cosines": all_cosines,
         "spearman": metrics.spearman(cosines, human),
-        "ci": {"spearman": metrics.spearman_bootstrap_ci(cosines, human, n_boot, seed)},
+        "ci": {"spearman": metrics.spearman_bootstrap_ci(cosines, human, n_boot=n_boot, seed=seed)},
         "pairs": len(benchmark),
         "covered": int(covered.sum()),
     }

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bioviz.evaluation.run import TASK_LABELS
+from bioviz.evaluation.tasks import TASK_LABELS
 from bioviz.evaluation.tables import best_mask, to_latex
 
 MAX_COLUMNS = 8  # numeric columns that fit a page's text width with stacked intervals
@@ -88,7 +88,7 @@ def latex_tables(values: pd.DataFrame, lows: pd.DataFrame | None = None, highs: 
     """
     if values.empty:
         return ""
-    best = best_mask(values, lows, highs, digits) if best is None else best
+    best = best_mask(values, lows, highs, digits=digits) if best is None else best
     groups = column_groups(values.columns, max_columns)
     parts_of: dict[str, int] = {}
     for name, _ in groups:

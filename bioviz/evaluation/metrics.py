@@ -126,7 +126,7 @@ def _chunk_stats(scores: np.ndarray, relevant: np.ndarray, with_ap: bool = True)
     return ap, first_rank
 
 
-def ranking_stats(query_vectors, reference_vectors, relevance, exclude_self: bool = False,
+def ranking_stats(query_vectors, reference_vectors, relevance, *, exclude_self: bool = False,
                   reference_groups=None, with_ap: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Per-query average precision and rank of the first relevant reference.
 
@@ -183,7 +183,7 @@ def ranking_stats(query_vectors, reference_vectors, relevance, exclude_self: boo
     return ap, first_rank
 
 
-def average_precisions(query_vectors, query_labels, reference_vectors, reference_labels,
+def average_precisions(query_vectors, query_labels, reference_vectors, reference_labels, *,
                        exclude_self: bool = False) -> np.ndarray:
     """Average precision of each query for retrieving references of its own class.
 
@@ -209,11 +209,11 @@ def average_precisions(query_vectors, query_labels, reference_vectors, reference
     array([1.])
     """
     ap, _ = ranking_stats(query_vectors, reference_vectors,
-                          label_relevance(query_labels, reference_labels), exclude_self)
+                          label_relevance(query_labels, reference_labels), exclude_self=exclude_self)
     return ap
 
 
-def class_retrieval_map(query_vectors, query_labels, reference_vectors, reference_labels,
+def class_retrieval_map(query_vectors, query_labels, reference_vectors, reference_labels, *,
                         exclude_self: bool = False) -> float:
     """Mean average precision of retrieving references of the query's class.
 
@@ -221,7 +221,8 @@ def class_retrieval_map(query_vectors, query_labels, reference_vectors, referenc
     names; synonym retrieval (conceptual-grounding §5.1) is the same with concepts as
     classes. Queries with no relevant reference are left out (NaN when none is left).
     """
-    ap = average_precisions(query_vectors, query_labels, reference_vectors, reference_labels, exclude_self)
+    ap = average_precisions(query_vectors, query_labels, reference_vectors, reference_labels,
+                            exclude_self=exclude_self)
     return _nanmean(ap)
 
 
@@ -247,7 +248,7 @@ def per_class_map(ap: np.ndarray, query_labels) -> dict:
     return out
 
 
-def ranking_metrics(query_vectors, reference_vectors, relevance, exclude_self: bool = False,
+def ranking_metrics(query_vectors, reference_vectors, relevance, *, exclude_self: bool = False,
                     reference_groups=None, with_ap: bool = True, n_boot: int = 1000, seed: int = 0,
                     per_query: bool = False) -> dict:
     """mAP, Acc@1 and MRR of one ranking task, with bootstrap intervals and sample sizes.
@@ -274,8 +275,8 @@ def ranking_metrics(query_vectors, reference_vectors, relevance, exclude_self: b
         without ``with_ap``), ``ci`` (``metric -> [low, high]``), ``queries`` (scored),
         ``skipped`` (queries without a relevant reference), ``references`` (candidates).
     """
-    ap, rank = ranking_stats(query_vectors, reference_vectors, relevance, exclude_self,
-                             reference_groups, with_ap)
+    ap, rank = ranking_stats(query_vectors, reference_vectors, relevance, exclude_self=exclude_self,
+                             reference_groups=reference_groups, with_ap=with_ap)
     scored = ~np.isnan(rank)
     # (named apart from the ``per_query`` flag, which it used to shadow)
     values_of = {"acc1": (rank[scored] == 1).astype(float), "mrr": 1.0 / rank[scored]}
@@ -457,7 +458,7 @@ def _spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return (rx * ry).sum(axis=1) / denominator
 
 
-def spearman_bootstrap_ci(x, y, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> list[float]:
+def spearman_bootstrap_ci(x, y, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> list[float]:
     """Percentile bootstrap interval of Spearman's rho, resampling pairs with replacement.
 
     Resamples where every value ties (rho undefined) are left out.

@@ -13,7 +13,6 @@ on HPO synonym sets under HP:0000118 (:data:`EXAMPLE_LEVEL`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,13 +20,11 @@ import numpy as np
 
 from bioviz.errors import BiovizError, EvaluationError
 from bioviz.evaluation.metrics import bootstrap_mean_ci
-from bioviz.models.embeddings import load_encoder
 from bioviz.ontology import LevelSpec
 from bioviz.ontology.model import Ontology
-from bioviz.search.hybrid import EXACT_BOOST, NameMatcher, Ranking, SparseNames, name_scores
+from bioviz.search.hybrid import EXACT_BOOST, ExpandedForms, NameMatcher, Ranking, SparseNames, name_scores
 from bioviz.search.index import NeighbourIndex
-from bioviz.search.neighbours import candidate_index
-from bioviz.search.term_coding import encode_terms, exact_concepts, read_term_table, resolve_terms
+from bioviz.search.term_coding import exact_concepts, read_term_table, resolve_terms
 from bioviz.uploads import read_user_file
 
 TASK = "normalisation"
@@ -142,8 +139,9 @@ def paraphrased(gold: GoldFile, view, ontology: Ontology | None = None) -> np.nd
     return np.array([mention.lower() not in names for mention in gold.mentions], dtype=bool)
 
 
-def gold_ranks(gold: GoldFile, view, index: NeighbourIndex, vectors: np.ndarray, ranking: Ranking, *,
-               ontology: Ontology | None = None, sparse: SparseNames | None = None) -> np.ndarray:
+def gold_ranks(gold: GoldFile, view, index: NeighbourIndex, vectors: np.ndarray, *, ranking: Ranking,
+               ontology: Ontology | None = None, sparse: SparseNames | None = None,
+               forms: ExpandedForms | None = None) -> np.ndarray:
     """The 1-based rank of each gold concept among every concept of the level, as term coding ranks them.
 
     Parameters
@@ -159,6 +157,8 @@ def gold_ranks(gold: GoldFile, view, index: NeighbourIndex, vectors: np.ndarray,
         To resolve exact names (as term coding does).
     sparse : SparseNames, optional
         The index's names under the level's char-tfidf (a hybrid ranking needs them).
+    forms : ExpandedForms, optional
+        The mentions' synonym expansions under the model (:mod:`bioviz.search.lexicon`), as term coding scores them.
     """
     infos = resolve_terms(gold.mentions, view, ontology)
     texts = [info.text for info in infos]
@@ -171,7 +171,8 @@ def gold_ranks(gold: GoldFile, view, index: NeighbourIndex, vectors: np.ndarray,
     ranks = np.zeros(len(gold), dtype=np.int64)
     for lo in range(0, len(gold), _TERMS_PER_CHUNK):
         hi = min(lo + _TERMS_PER_CHUNK, len(gold))
-        scores = name_scores(vectors[lo:hi], index.vectors, ranking, sparse, texts[lo:hi])
+        scores = name_scores(vectors[lo:hi], index.vectors, ranking, sparse, texts[lo:hi],
+                             forms=forms.between(lo, hi) if forms is not None else None)
         best = np.maximum.reduceat(scores[:, order], starts, axis=1)  # a concept's score is its best name's
         for i, t in enumerate(range(lo, hi)):
             exact = list(exact_concepts(infos[t]))
@@ -193,68 +194,16 @@ def rank_metrics(ranks: np.ndarray, *, n_boot: int = 1000, seed: int = 0) -> tup
     return metrics, {key: bootstrap_mean_ci(values, n_boot, seed) for key, values in per_mention.items()}
 
 
-def normalisation_result(ranks: np.ndarray, paraphrased_mask: np.ndarray, *, model: str, ranking: Ranking,
-                         n_boot: int = 1000, seed: int = 0, extra: dict | None = None) -> dict:
-    """One result in the form of :mod:`bioviz.evaluation.run` (``model``, ``task``, ``metrics``, ``ci``, ``sizes``).
+def normalisation_figures(ranks: np.ndarray, paraphrased_mask: np.ndarray, *, n_boot: int = 1000,
+                          seed: int = 0) -> tuple[dict, dict, dict]:
+    """``(metrics, ci, sizes)`` of gold ranks: Acc@1, Acc@5 and MRR on all mentions and on the paraphrased ones.
 
-    ``model`` is labelled with the ranking (``minilm · hybrid w=0.3``); the paraphrased
-    figures are ``paraphrased.acc1`` etc.
+    The paraphrased figures are ``paraphrased.acc1`` etc.; the sizes ``queries`` and
+    ``paraphrased.queries``. The task that scores a gold file per model and ranking is
+    :class:`bioviz.evaluation.tasks.NormalisationTask`.
     """
     metrics, ci = rank_metrics(ranks, n_boot=n_boot, seed=seed)
     para_metrics, para_ci = rank_metrics(ranks[paraphrased_mask], n_boot=n_boot, seed=seed)
     metrics.update({f"paraphrased.{key}": value for key, value in para_metrics.items()})
     ci.update({f"paraphrased.{key}": value for key, value in para_ci.items()})
-    return {"model": f"{model} · {ranking.label}", "base_model": model, "model_spec": model, "ranking": ranking.label,
-            "task": TASK,
-            "metrics": metrics, "ci": ci, "sizes": {"queries": int(len(ranks)),
-                                                    "paraphrased.queries": int(paraphrased_mask.sum())},
-            **(extra or {})}
-
-
-def evaluate_normalisation(gold: GoldFile, level: LevelSpec, models: Sequence[str], rankings: Sequence[Ranking], *,
-                           n_boot: int = 1000, seed: int = 0,
-                           index_of: Callable[[str], NeighbourIndex] | None = None,
-                           progress: Callable[[str], None] | None = None) -> list[dict]:
-    """Score every model under every ranking on a gold file over a level; one result per pair.
-
-    Parameters
-    ----------
-    gold : GoldFile
-    level : LevelSpec
-        The level the file was coded on (GSC+: :data:`EXAMPLE_LEVEL`).
-    models : sequence of str
-        MODEL strings.
-    rankings : sequence of Ranking
-    n_boot, seed : int
-        Bootstrap resamples and seed of the intervals.
-    index_of : callable, optional
-        ``index_of(model)`` -> the level's name index (a page passes its cached one).
-    progress : callable, optional
-        ``progress(message)`` before each model and ranking.
-
-    Raises
-    ------
-    BiovizError
-        Gold ids outside the level, an unknown model, or no models or rankings.
-    """
-    if not models or not rankings:
-        raise EvaluationError("choose at least one model and one ranking")
-    ontology = level.ontology()
-    view = level.load(ontology)
-    check_gold_ids(gold, view)
-    mask = paraphrased(gold, view, ontology)
-    texts = [info.text for info in resolve_terms(gold.mentions, view, ontology)]
-    results = []
-    for model in models:
-        index = index_of(model) if index_of is not None else candidate_index(view, model)
-        vectors = encode_terms(texts, model)
-        encoder = load_encoder(model)  # its readable label and fingerprint (no weights loaded for them)
-        for ranking in rankings:
-            if progress is not None:
-                progress(f"{model}: mention normalisation ({ranking.label})")
-            sparse = SparseNames.build(view.names, index.space.names) if ranking.hybrid else None
-            ranks = gold_ranks(gold, view, index, vectors, ranking, ontology=ontology, sparse=sparse)
-            extra = {"gold": gold.label, "level": view.title, "model_spec": model, "fingerprint": encoder.fingerprint}
-            results.append(normalisation_result(ranks, mask, model=encoder.label, ranking=ranking,
-                                                n_boot=n_boot, seed=seed, extra=extra))
-    return results
+    return metrics, ci, {"queries": int(len(ranks)), "paraphrased.queries": int(paraphrased_mask.sum())}

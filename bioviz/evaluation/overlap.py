@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from bioviz.evaluation.result import EvalResult
 from bioviz.models.runs import is_run_dir, read_run
 from bioviz.ontology.level_spec import LevelSpec
 from bioviz.ontology.model import normalise_name
@@ -80,8 +81,8 @@ class Pretraining:
     @property
     def sources_text(self) -> str:
         """``hpo, mini.obo``: the pretraining sources by name (a path by its file name, never the server's path)."""
-        config = self.record.get("config") if isinstance(self.record.get("config"), dict) else {}
-        sources = config.get("sources") if isinstance(config.get("sources"), list) else []
+        settings = self.record.get("config") if isinstance(self.record.get("config"), dict) else {}
+        sources = settings.get("sources") if isinstance(settings.get("sources"), list) else []
         return ", ".join(Path(str(s)).name or str(s) for s in sources) or "?"
 
 
@@ -130,11 +131,11 @@ def pretraining_of(model: str) -> Pretraining | None:
         if not is_run_dir(path):
             return None
         try:
-            config = read_run(path).config
+            source = read_run(path).input
         except Exception as error:  # noqa: BLE001 - a damaged run: nothing to follow, never fatal here
             logger.info("cannot follow %s for pretraining: %s", path.name, error)
             return None
-        nxt = next((config[k] for k in ("input_model", "init", "base") if isinstance(config.get(k), str)), None)
+        nxt = source.spec if source is not None else None
         if not nxt or nxt == spec:
             return None
         spec = nxt
@@ -194,15 +195,14 @@ def benchmark_reason(pretraining: Pretraining, terms) -> str | None:
     return f"{seen} of its {len(distinct)} terms are texts of the pretraining pairs ({pretraining.sources_text})"
 
 
-def result_marks(results: list[dict], level: LevelSpec | None, split: SplitSpec | None,
+def result_marks(results: list[EvalResult], level: LevelSpec | None, split: SplitSpec | None,
                  benchmark_terms: dict[str, list[str]]) -> dict[tuple[str, str], str]:
     """The results whose data overlapped their model's pretraining, and why.
 
     Parameters
     ----------
-    results : list of dict
-        Evaluation results (``model`` label, ``model_spec``, ``task``; benchmark results
-        carry ``data.benchmark``).
+    results : list of EvalResult
+        Benchmark results carry ``data["benchmark"]``.
     level : LevelSpec or None
         The level the ontology tasks ran on.
     split : SplitSpec or None
@@ -218,24 +218,23 @@ def result_marks(results: list[dict], level: LevelSpec | None, split: SplitSpec 
     marks: dict[tuple[str, str], str] = {}
     found: dict[str, Pretraining | None] = {}
     for result in results:
-        spec = str(result.get("model_spec") or "")
+        spec = str(result.model_spec or "")
         if spec not in found:
             found[spec] = pretraining_of(spec)
         pretraining = found[spec]
         if pretraining is None:
             continue
-        data = result.get("data") if isinstance(result.get("data"), dict) else {}
-        task = str(result.get("task"))
-        if "benchmark" in data:
+        task = result.task
+        if "benchmark" in result.data:
             reason = benchmark_reason(pretraining, benchmark_terms.get(task, ())) if task in benchmark_terms else None
         else:
             reason = level_reason(pretraining, level, split) if level is not None and split is not None else None
         if reason:
-            marks[(str(result.get("model")), task)] = reason
+            marks[(result.model, task)] = reason
     return marks
 
 
-def cross_level_reasons(models: list[str], labels: list[str], level: LevelSpec, depths, split: SplitSpec
+def cross_level_reasons(models: list[str], labels: list[str], level: LevelSpec, depths, *, split: SplitSpec
                         ) -> list[str]:
     """One line per model whose pretraining did not keep some of ``depths`` (levels under ``level``'s root) out.
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from bioviz.errors import EvaluationError
 from bioviz.evaluation import metrics
+from bioviz.evaluation.result import EvalResult
 
 # Resamples per chunk are chosen so one chunk's index matrix stays near this many entries.
 _CHUNK_ENTRIES = 4_000_000
@@ -160,15 +161,13 @@ def paired_auc_delta(baseline_sims, model_sims, distances, key: str, *, n_boot: 
     return delta, _percentiles(boot), n
 
 
-def item_values(result: dict, key: str) -> np.ndarray | None:
+def item_values(result: EvalResult, key: str) -> np.ndarray | None:
     """The per-item values a ranking figure is the mean of, or None when the result lacks them.
 
     ``map`` is the mean AP, ``mrr`` of 1 / rank, ``acc1`` of rank == 1 (a prefix such as
     ``test.`` names the synonym-retrieval part).
     """
-    per_item = result.get("per_item")
-    if not isinstance(per_item, dict):
-        return None
+    per_item = result.per_item
     prefix, name = (key.rsplit(".", 1)[0] + ".", key.rsplit(".", 1)[1]) if "." in key else ("", key)
     source = per_item.get(prefix + ("ap" if name == "map" else "rank"))
     if not isinstance(source, list) or name not in ("map", "mrr", "acc1"):
@@ -187,13 +186,13 @@ def _floats(values) -> np.ndarray | None:
     return np.array([np.nan if v is None else v for v in values], dtype=float)
 
 
-def difference(baseline: dict, model: dict, key: str, *, n_boot: int = 1000, seed: int = 0) -> Difference:
+def difference(baseline: EvalResult, model: EvalResult, key: str, *, n_boot: int = 1000, seed: int = 0) -> Difference:
     """``model``'s figure ``key`` minus ``baseline``'s, with a paired interval when both results
     keep per-item values of the same items (same task and data), else without one."""
-    a, b = baseline.get("metrics", {}).get(key), model.get("metrics", {}).get(key)
+    a, b = baseline.metrics.get(key), model.metrics.get(key)
     delta = None if a is None or b is None else float(b) - float(a)
-    out = dict(model=model["model"], baseline=baseline["model"], task=model["task"], metric=key)
-    if delta is None or baseline.get("data") != model.get("data"):
+    out = dict(model=model.model, baseline=baseline.model, task=model.task, metric=key)
+    if delta is None or baseline.data != model.data:
         return Difference(**out, delta=delta, ci=None, n=0)
     try:
         paired = _paired(baseline, model, key, n_boot, seed)
@@ -206,11 +205,9 @@ def difference(baseline: dict, model: dict, key: str, *, n_boot: int = 1000, see
     return Difference(**out, delta=delta, ci=ci, n=n)
 
 
-def _paired(baseline: dict, model: dict, key: str, n_boot: int, seed: int):
+def _paired(baseline: EvalResult, model: EvalResult, key: str, n_boot: int, seed: int):
     """(delta, ci, n) from both results' per-item values, or None when either lacks them."""
-    pa, pb = baseline.get("per_item"), model.get("per_item")
-    if not isinstance(pa, dict) or not isinstance(pb, dict):
-        return None
+    pa, pb = baseline.per_item, model.per_item
     if key == "spearman":
         a, b, h = _floats(pa.get("cosine")), _floats(pb.get("cosine")), _floats(pb.get("human"))
         if a is None or b is None or h is None:
@@ -227,15 +224,14 @@ def _paired(baseline: dict, model: dict, key: str, n_boot: int, seed: int):
     return paired_mean_delta(a, b, n_boot=n_boot, seed=seed)
 
 
-def differences(results: list[dict], baseline: str, *, n_boot: int = 1000, seed: int = 0) -> list[Difference]:
+def differences(results: list[EvalResult], baseline: str, *, n_boot: int = 1000, seed: int = 0) -> list[Difference]:
     """Every other model's difference from ``baseline`` on every task and figure both have.
 
     Parameters
     ----------
-    results : list of dict
-        Result dicts (:mod:`bioviz.evaluation.run`).
+    results : list of EvalResult
     baseline : str
-        The baseline's label (``result["model"]``) or MODEL string (``result["model_spec"]``).
+        The baseline's label (``result.model``) or MODEL string (``result.model_spec``).
     n_boot, seed : int
         Paired bootstrap resamples and their seed.
 
@@ -249,29 +245,29 @@ def differences(results: list[dict], baseline: str, *, n_boot: int = 1000, seed:
     EvaluationError
         When no result is the baseline's.
     """
-    base = {r["task"]: r for r in results if baseline in (r.get("model"), r.get("model_spec"))}
+    base = {r.task: r for r in results if baseline in (r.model, r.model_spec)}
     if not base:
-        models = ", ".join(dict.fromkeys(r["model"] for r in results))
+        models = ", ".join(dict.fromkeys(r.model for r in results))
         raise EvaluationError(f"baseline {baseline!r} is not among the evaluated models ({models})")
     out = []
     for result in results:
-        reference = base.get(result["task"])
-        if reference is None or result is reference or result.get("model") == reference.get("model"):
+        reference = base.get(result.task)
+        if reference is None or result is reference or result.model == reference.model:
             continue
-        for key in result.get("metrics", {}):
-            if key in reference.get("metrics", {}):
+        for key in result.metrics:
+            if key in reference.metrics:
                 out.append(difference(reference, result, key, n_boot=n_boot, seed=seed))
     return out
 
 
-def beats_all(results: list[dict], model: str, task: str, key: str, *, n_boot: int = 1000,
+def beats_all(results: list[EvalResult], model: str, task: str, key: str, *, n_boot: int = 1000,
               seed: int = 0) -> bool:
     """True when ``model``'s paired difference from every other model on ``task``/``key``
     has an interval above 0 (the paired test behind a best mark)."""
-    mine = next((r for r in results if r["model"] == model and r["task"] == task), None)
+    mine = next((r for r in results if r.model == model and r.task == task), None)
     if mine is None:
         return False
-    others = [r for r in results if r["task"] == task and r["model"] != model and key in r.get("metrics", {})]
+    others = [r for r in results if r.task == task and r.model != model and key in r.metrics]
     for other in others:
         d = difference(other, mine, key, n_boot=n_boot, seed=seed)
         if d.ci is None or not d.ci[0] > 0:

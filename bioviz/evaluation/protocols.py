@@ -221,7 +221,7 @@ def leaf_to_parent_problem(ontology: Ontology, root: str, max_queries: int = 200
     )
 
 
-def hierarchy_pairs(ontology: Ontology, root: str, exclude_names=(), per_distance: int = 1000,
+def hierarchy_pairs(ontology: Ontology, root: str, exclude_names=(), *, per_distance: int = 1000,
                     seed: int = 0) -> PairSample:
     """A fixed-seed sample of name pairs at each hierarchy distance (hiprbert §3.3, §4.2).
 

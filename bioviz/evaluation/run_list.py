@@ -9,9 +9,10 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+from bioviz.evaluation.result import EvalResult
 from bioviz.evaluation.store import is_result, read_run_evaluations
 from bioviz.evaluation.tables import results_table
-from bioviz.models.runs import PRETRAIN_KIND, RunInfo, level_label, shots_text
+from bioviz.models.runs import RunRecord, shots_text
 
 
 def _stored_level_text(view: dict) -> str:
@@ -25,7 +26,7 @@ def _stored_level_text(view: dict) -> str:
     return f"{view.get('source') or '?'}{under} {cut}"
 
 
-def _created(run: RunInfo) -> str:
+def _created(run: RunRecord) -> str:
     """``YYYY-MM-DD HH:MM`` (UTC) from ``run.json``, else from its modification time; ``?`` if neither."""
     try:
         return dt.datetime.fromisoformat(run.created).astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
@@ -53,31 +54,31 @@ def _test_map(metrics: dict, which: str):
     return _number(test.get("mAP")) if isinstance(test, dict) else None
 
 
-def run_row(run: RunInfo) -> dict:
+def run_row(run: RunRecord) -> dict:
     """One line of the run list: its name, what was trained on what, when, and what is stored with it.
 
-    ``name`` is the run's readable name (the user's, else the default, :attr:`RunInfo.name`),
-    ``run`` its id. A damaged run (:attr:`RunInfo.damaged`) gets a line too, with the reason
+    ``name`` is the run's readable name (the user's, else the default, :attr:`RunRecord.name`),
+    ``run`` its id. A damaged run (:attr:`RunRecord.damaged`) gets a line too, with the reason
     under ``damaged`` (None for a sound run) and nothing it cannot know.
     """
-    c = run.config
-    if c.get("kind") == PRETRAIN_KIND:  # a pretrained base model: no level, no shots, its sources instead
-        sources = c.get("sources") if isinstance(c.get("sources"), list) else []
-        c = {**c, "input_label": c.get("base")}
-        trained_on = "pretraining on " + (", ".join(Path(str(s)).name for s in sources) or "?")
+    settings = run.settings
+    pretraining = settings.pretraining
+    if pretraining is not None:  # a pretrained base model: no level, no shots, its sources instead
+        trained_on = "pretraining on " + (", ".join(Path(s).name for s in pretraining.sources) or "?")
+        shots = None
     else:
-        trained_on = level_label(c)
-    shots = c.get("shots", "?")
+        trained_on = settings.level.label if settings.level is not None else "?"
+        shots = ("all" if settings.shots is None else settings.shots) if settings.shots_known else "?"
+    source = settings.input
     mix = run.metrics.get("base_mix")
-    init = c.get("init")
     return {
         "name": None if run.damaged else run.name,
         "run": run.run_id,
-        "encoder": None if run.damaged else _cell(c.get("encoder", "?")),
+        "encoder": None if run.damaged else settings.encoder or "?",
         "trained on": None if run.damaged else trained_on,
-        "shots": None if run.damaged or c.get("kind") == PRETRAIN_KIND else "all" if "shots" in c and shots is None else _cell(shots),
-        "base": None if run.damaged else Path(str(init)).name + " (init)" if init
-        else _cell(c.get("input_label") or c.get("base", "?")),
+        "shots": None if run.damaged else shots,
+        "base": None if run.damaged else Path(settings.init).name + " (init)" if settings.init
+        else (source.label if source is not None else None) or settings.base or "?",
         "created (UTC)": _created(run),
         "test mAP base": _test_map(run.metrics, "baseline"),
         "test mAP trained": _test_map(run.metrics, "trained"),
@@ -119,7 +120,7 @@ def stored_results_rows(run_dir: str | Path) -> list[dict]:
     rows = []
     for result in filter(is_result, read_run_evaluations(run_dir)):  # results of another form are skipped
         where = evaluated_on(result)
-        for row in results_table([result]):
+        for row in results_table([EvalResult.from_dict(result)]):
             rows.append({"evaluated on": where, **{k: v for k, v in row.items() if k not in ("model", "key")}})
     return sorted(rows, key=lambda r: (r["evaluated on"], r["task"]))
 

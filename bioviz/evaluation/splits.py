@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from bioviz.errors import EvaluationError, ModelError
-from bioviz.models.runs import RUN_FILE, is_run_dir, read_run, read_split_names
+from bioviz.errors import EvaluationError
+from bioviz.models.runs import is_run_dir, read_run, read_split_names
 from bioviz.ontology import DEFAULT_SPLIT, SplitSpec
 
 
@@ -25,31 +25,10 @@ def split_spec_for_run(run_dir: str | Path) -> SplitSpec | None:
     """
     if not is_run_dir(run_dir):
         return None
-    config = read_run(run_dir).config
-    if "shots" not in config:
-        return None
-    seed = config.get("split_seed")
-    shots = config.get("shots")
-    zero_shot = config.get("zero_shot_classes", 0) or 0
-    try:
-        if not (shots is None or _is_number(shots)) or not _is_number(zero_shot):
-            raise TypeError("not a number")
-        return SplitSpec(
-            shots=shots,
-            seed=int(config.get("seed", DEFAULT_SPLIT.seed) if seed is None else seed),
-            test_per_class=int(config.get("test_per_class", DEFAULT_SPLIT.test_per_class)),
-            zero_shot_classes=zero_shot,
-        )
-    except (TypeError, ValueError):
-        raise ModelError(f"run {Path(run_dir).name} is damaged: its split settings in {RUN_FILE} are not numbers; "
-                         "delete it or train it again") from None
+    return read_run(run_dir).split_spec()
 
 
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def choose_split(models, shots=None, seed=None, test_per_class=None,
+def choose_split(models, *, shots=None, seed=None, test_per_class=None,
                  zero_shot_classes=None) -> tuple[SplitSpec, list[str]]:
     """The split to evaluate on: given settings, else the runs' own split, else the defaults.
 

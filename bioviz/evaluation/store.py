@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 # Bump when a metric's definition or a protocol changes: old cached results stop matching.
 EVAL_VERSION = 1
 # Results stored with a run. A dot-file, because the embedding cache keys a run's vectors by a
-# hash of its files minus dot-files (bioviz.models.embeddings): storing results must not change it.
+# hash of its files minus dot-files (bioviz.models.model_files): storing results must not change it.
 RUN_EVAL_FILE = ".eval.json"
 
 

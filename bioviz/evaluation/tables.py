@@ -1,6 +1,6 @@
 """Evaluation results as tables: long-form rows, and paper-ready models x metrics tables, best marked, CSV and LaTeX.
 
-:func:`results_table` turns result dicts (:mod:`bioviz.evaluation.run`) into long-form rows
+:func:`results_table` turns results (:class:`~bioviz.evaluation.result.EvalResult`) into long-form rows
 (one per model, task and metric); the wide tables work on those rows. Every metric here is "higher is better" (mAP, Acc@1, MRR, Spearman,
 ROC-AUC). A column's best is marked only when it is a finding: its interval lies above every
 other model's, or its paired difference from every other model excludes 0
@@ -17,8 +17,8 @@ import pandas as pd
 
 from bioviz.csv_export import frame_to_csv
 from bioviz.evaluation import paired
-
-from bioviz.evaluation.run import TASK_LABELS
+from bioviz.evaluation.result import EvalResult
+from bioviz.evaluation.tasks import TASK_LABELS
 
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
@@ -47,7 +47,7 @@ def metric_label(metric: str) -> str:
     return METRIC_LABELS.get(metric, metric)
 
 
-def results_table(results: list[dict]) -> list[dict]:
+def results_table(results: list[EvalResult]) -> list[dict]:
     """Results in long form: one row per (model, task, metric) with its interval and sample size.
 
     Returns
@@ -59,24 +59,23 @@ def results_table(results: list[dict]) -> list[dict]:
         test mAP is left out where the same model's ranking mAP is there (the same figure).
     """
     rows = []
-    ranked = {r["model"] for r in results if r["task"] == "ranking"}
+    ranked = {r.model for r in results if r.task == "ranking"}
     for result in results:
-        sizes = result.get("sizes", {})
-        for key, value in result.get("metrics", {}).items():
-            if result["task"] == "synonym" and key == DUPLICATE_OF_RANKING and result["model"] in ranked:
+        for key, value in result.metrics.items():
+            if result.task == "synonym" and key == DUPLICATE_OF_RANKING and result.model in ranked:
                 continue
-            interval = result.get("ci", {}).get(key)
+            interval = result.ci.get(key)
             low, high = interval[:2] if isinstance(interval, (list, tuple)) and len(interval) >= 2 else (None, None)
             rows.append({
-                "model": result["model"],
-                "task": TASK_LABELS.get(result["task"], result["task"]),
+                "model": result.model,
+                "task": TASK_LABELS.get(result.task, result.task),
                 "metric": metric_label(key),
                 "key": key,
-                "task_key": result["task"],
+                "task_key": result.task,
                 "value": value,
                 "ci_low": low,
                 "ci_high": high,
-                "n": _sample_size(key, sizes),
+                "n": _sample_size(key, result.sizes),
             })
     return rows
 
@@ -120,7 +119,7 @@ def wide_tables(rows: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFr
     return pivot("value"), pivot("ci_low"), pivot("ci_high")
 
 
-def best_mask(values: pd.DataFrame, lows: pd.DataFrame | None = None, highs: pd.DataFrame | None = None,
+def best_mask(values: pd.DataFrame, lows: pd.DataFrame | None = None, highs: pd.DataFrame | None = None, *,
               digits: int | None = 3, beats: Callable[[str, tuple], bool] | None = None) -> pd.DataFrame:
     """True where a value is a column's best *and* that is a finding; NaN is never best.
 
@@ -153,7 +152,7 @@ def _separated(top: str, column, models, lows: pd.DataFrame | None, highs: pd.Da
     return not math.isnan(low) and not any(math.isnan(h) for h in others) and low > max(others)
 
 
-def paired_beats(results: list[dict], *, n_boot: int = 1000, seed: int = 0) -> Callable[[str, tuple], bool]:
+def paired_beats(results: list[EvalResult], *, n_boot: int = 1000, seed: int = 0) -> Callable[[str, tuple], bool]:
     """``beats(model, (task, metric))`` for :func:`best_mask`: the paired difference from every
     other model on that column excludes 0 (:func:`bioviz.evaluation.paired.beats_all`)."""
     keys = {(r["task"], r["metric"]): (r["task_key"], r["key"]) for r in results_table(results)}
@@ -171,14 +170,14 @@ def _number(value: float, digits: int) -> str:
     return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
 
 
-def display_table(values: pd.DataFrame, lows: pd.DataFrame, highs: pd.DataFrame, digits: int = 3,
+def display_table(values: pd.DataFrame, lows: pd.DataFrame, highs: pd.DataFrame, *, digits: int = 3,
                   show_ci: bool = True, best: pd.DataFrame | None = None) -> pd.DataFrame:
     """Strings ``0.361 [0.269, 0.456]`` per cell, a column's best prefixed with ``★``.
 
     ``best`` defaults to :func:`best_mask` by intervals alone. Column labels are flattened
     to ``task · metric`` for on-screen tables.
     """
-    best = best_mask(values, lows, highs, digits) if best is None else best
+    best = best_mask(values, lows, highs, digits=digits) if best is None else best
     out = pd.DataFrame(index=values.index)
     for column in values.columns:
         cells = []
@@ -207,7 +206,7 @@ def latex_escape(text: str) -> str:
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
 
 
-def to_latex(values: pd.DataFrame, lows: pd.DataFrame | None = None, highs: pd.DataFrame | None = None,
+def to_latex(values: pd.DataFrame, lows: pd.DataFrame | None = None, highs: pd.DataFrame | None = None, *,
              caption: str = "", label: str = "tab:evaluation", digits: int = 3,
              best: pd.DataFrame | None = None) -> str:
     """A booktabs table: one row per model, task headers spanning their metrics, best in bold.
@@ -230,7 +229,7 @@ def to_latex(values: pd.DataFrame, lows: pd.DataFrame | None = None, highs: pd.D
         A ``table`` environment that needs ``\\usepackage{booktabs}``; at most a page wide
         with a few columns: :func:`bioviz.evaluation.latex.latex_tables` splits wide ones.
     """
-    best = best_mask(values, lows, highs, digits) if best is None else best
+    best = best_mask(values, lows, highs, digits=digits) if best is None else best
     columns = list(values.columns)
     tasks = list(dict.fromkeys(task for task, _ in columns))
     lines = [r"\begin{table}[t]", r"\centering", r"\small",

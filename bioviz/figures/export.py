@@ -17,9 +17,9 @@ def export_config_as(filename: str, fmt: str = "png") -> dict:
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown image format {fmt!r}: use one of {', '.join(FORMATS)}")
-    config = export_config(filename)
-    config["toImageButtonOptions"] = {**config["toImageButtonOptions"], "format": fmt}
-    return config
+    options = export_config(filename)
+    options["toImageButtonOptions"] = {**options["toImageButtonOptions"], "format": fmt}
+    return options
 
 
 def slug(*parts: object) -> str:

@@ -60,6 +60,7 @@ def hierarchy_figure(
     kind: str = "icicle",
     title: str = "",
     caption: str | None = None,
+    *,
     value_label: str = "mAP gain",
     focus: str | None = None,
     max_depth: int | None = None,
@@ -120,27 +121,10 @@ def hierarchy_figure(
     boxes = node_boxes(kind, ids, parents, nodes["names"].to_numpy(), opened, depth, plot_w, plot_h, LABEL_SIZE)
     if values is not None:
         values = np.asarray(values, dtype=float)
-        bound = colour_bound(values, sorted(boxes))
-        shown = np.where(np.isfinite(values), values, 0.0)
-        marker = {
-            "colors": shown, "colorscale": t["diverging"] + "_r", "cmin": -bound, "cmax": bound, "cmid": 0.0,
-            # A short colour-bar title leaves the drawing its width; the hover names the measure.
-            "colorbar": {"title": {"text": "gain" if "gain" in value_label else value_label}, "thickness": 14},
-        }
-        value_text = [("n/a" if not np.isfinite(v) else f"{v:+.3f}") for v in values]
-    else:
-        palette = t["qualitative"]
-        marker = {"colors": [palette[d % len(palette)] for d in nodes["depth"]]}
-        value_text = [""] * len(nodes)
+    marker, value_text = _marker(nodes, values, value_label, sorted(boxes), t)
     marker["line"] = {"width": [3 if nid == marked else 1 for nid in ids],
                       "color": [MARK_LINE if nid == marked else "#ffffff" for nid in ids]}
-    text = []
-    for i, (nid, label) in enumerate(zip(ids, labels)):
-        if i in boxes:
-            fitted = fitted_label(boxes[i], label, nid, value_text[i], LABEL_SIZE)
-        else:
-            fitted = "<br>".join(wrap(label, 160, LABEL_SIZE, max_lines=2) + ([value_text[i]] if value_text[i] else []))
-        text.append(f"<b>{fitted}</b>" if nid == marked and fitted else fitted)
+    text = _box_texts(ids, labels, value_text, boxes, marked)
     customdata = np.column_stack([nodes["id"], nodes["label"], nodes["names"], nodes["classes"], value_text,
                                   nodes["extra_parents"]])
     hover = ("<b>%{customdata[1]}</b> (%{customdata[0]})<br>%{customdata[2]} names · %{customdata[3]} classes"
@@ -153,13 +137,7 @@ def hierarchy_figure(
         marker=marker, customdata=customdata, hovertemplate=hover, maxdepth=depth,
         level="" if opened == tree.root else opened, textfont={"size": LABEL_SIZE},
     )
-    if kind == "icicle":
-        trace = go.Icicle(**common, tiling={"orientation": "h"})
-    elif kind == "sunburst":
-        trace = go.Sunburst(**common, insidetextorientation="radial")
-    else:
-        trace = go.Treemap(**common, pathbar={"visible": True})
-    fig = go.Figure(trace)
+    fig = go.Figure(_TRACES[kind](**common))
     if values is not None:
         caption = _with_largest(caption, values, labels, sorted(boxes), value_label)
     apply_theme(fig, title, caption, height=height, width=width, margin={"l": 12, "r": 12, "b": 12}, top=12,
@@ -167,3 +145,38 @@ def hierarchy_figure(
     # Text that would have to shrink below a legible size is hidden (hover still names every node).
     fig.update_layout(uniformtext={"minsize": 10, "mode": "hide"})
     return fig
+
+
+def _marker(nodes, values: np.ndarray | None, value_label: str, shown: list[int], t: dict) -> tuple[dict, list[str]]:
+    """Node colours (a diverging scale fitted to the shown gains, or depth) and each node's value text."""
+    if values is None:
+        palette = t["qualitative"]
+        return {"colors": [palette[d % len(palette)] for d in nodes["depth"]]}, [""] * len(nodes)
+    bound = colour_bound(values, shown)
+    marker = {
+        "colors": np.where(np.isfinite(values), values, 0.0), "colorscale": t["diverging"] + "_r",
+        "cmin": -bound, "cmax": bound, "cmid": 0.0,
+        # A short colour-bar title leaves the drawing its width; the hover names the measure.
+        "colorbar": {"title": {"text": "gain" if "gain" in value_label else value_label}, "thickness": 14},
+    }
+    return marker, [("n/a" if not np.isfinite(v) else f"{v:+.3f}") for v in values]
+
+
+def _box_texts(ids: list[str], labels: list[str], value_text: list[str], boxes: dict, marked: str | None
+               ) -> list[str]:
+    """Each node's text: fitted to its box when drawn at opening, else its name on two lines."""
+    text = []
+    for i, (nid, label) in enumerate(zip(ids, labels)):
+        if i in boxes:
+            fitted = fitted_label(boxes[i], label, nid, value_text[i], LABEL_SIZE)
+        else:
+            fitted = "<br>".join(wrap(label, 160, LABEL_SIZE, max_lines=2) + ([value_text[i]] if value_text[i] else []))
+        text.append(f"<b>{fitted}</b>" if nid == marked and fitted else fitted)
+    return text
+
+
+_TRACES = {
+    "icicle": lambda **common: go.Icicle(**common, tiling={"orientation": "h"}),
+    "sunburst": lambda **common: go.Sunburst(**common, insidetextorientation="radial"),
+    "treemap": lambda **common: go.Treemap(**common, pathbar={"visible": True}),
+}

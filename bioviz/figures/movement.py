@@ -55,7 +55,7 @@ def arrow_groups(view: LevelView, part_of: np.ndarray, labels: np.ndarray, arrow
 
 
 def movement_figure(view: LevelView, movement: Movement, coords_a: np.ndarray, coords_b: np.ndarray,
-                    arrows: np.ndarray, parts: np.ndarray | None = None, model_a: str = "baseline",
+                    arrows: np.ndarray, *, parts: np.ndarray | None = None, model_a: str = "baseline",
                     model_b: str = "compared", title: str | None = None, caption: str | None = None,
                     width: int | None = None, height: int | None = None) -> go.Figure:
     """Arrows from the baseline layout to the aligned compared layout for chosen names.
@@ -108,42 +108,8 @@ def movement_figure(view: LevelView, movement: Movement, coords_a: np.ndarray, c
     ))
     plot_px = width - 2 * SIDE
     entry_px = _entry_px([f"{name} (000)" for name, _, _ in groups], plot_px)
-    for name, colour, chosen in groups:
-        part = name  # the legend group
-        start, end = coords_a[chosen], coords_b[chosen]
-        # One trace of line segments (None between them) per part: a few traces, not one per arrow.
-        xs = np.column_stack([start[:, 0], end[:, 0], np.full(len(chosen), np.nan)]).ravel()
-        ys = np.column_stack([start[:, 1], end[:, 1], np.full(len(chosen), np.nan)]).ravel()
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line={"color": colour, "width": 1.3},
-                                 opacity=0.75, hoverinfo="skip", showlegend=False, legendgroup=part))
-        fig.add_trace(go.Scatter(x=start[:, 0], y=start[:, 1], mode="markers", hoverinfo="skip",
-                                 marker={"color": colour, "size": 4, "opacity": 0.7}, showlegend=False,
-                                 legendgroup=part))
-        delta = end - start
-        # Plotly's marker angle is clockwise from "up"; both axes share one scale, so the data
-        # direction is the drawn direction.
-        angles = np.degrees(np.arctan2(delta[:, 0], delta[:, 1]))
-        view_rows = rows[chosen]
-        customdata = np.column_stack([
-            view_rows.astype(str), [view.names[r] for r in view_rows], [view.name_concepts[r] for r in view_rows],
-            [view.class_labels[view.labels[r]] for r in view_rows],
-            [_number(movement.precision_a[i]) for i in chosen], [_number(movement.precision_b[i]) for i in chosen],
-            [f"{movement.displacement[i]:.2f}" for i in chosen],
-        ])
-        # The legend would draw the first arrowhead at its own angle: a proxy entry points right.
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines+markers",
-                                 name=f"{shorten(name, entry_px - text_width(' (000)', LEGEND_FONT), LEGEND_FONT)} "
-                                      f"({len(chosen)})",
-                                 legendgroup=part, line={"color": colour, "width": 1.3}, hoverinfo="skip",
-                                 marker={"symbol": "arrow", "angle": 90, "size": 9, "color": colour}))
-        fig.add_trace(go.Scatter(
-            x=end[:, 0], y=end[:, 1], mode="markers", name=name, showlegend=False,
-            legendgroup=part, customdata=customdata,
-            marker={"symbol": "arrow", "angle": angles, "size": 9, "color": colour, "line": {"width": 0}},
-            hovertemplate=("<b>%{customdata[1]}</b><br>%{customdata[2]} · %{customdata[3]}<br>"
-                           f"{name.replace('%', '%%')} · moved %{{customdata[6]}} · same-class precision@{movement.k} "
-                           "%{customdata[4]} → %{customdata[5]}<extra></extra>"),
-        ))
+    for group in groups:
+        _add_arrows(fig, view, movement, (coords_a, coords_b), group, entry_px)
     spans = [hi - lo for lo, hi in ranges]
     plot_height = height or int(np.clip(plot_px * spans[1] / max(spans[0], 1e-9), 320, 640))
     fig.update_xaxes(range=ranges[0], showticklabels=False, zeroline=False, showgrid=False)
@@ -170,6 +136,47 @@ def movement_figure(view: LevelView, movement: Movement, coords_a: np.ndarray, c
         hoverlabel={"font": {"size": 13}},
     )
     return fig
+
+
+def _add_arrows(fig: go.Figure, view: LevelView, movement: Movement, coords: tuple[np.ndarray, np.ndarray],
+                group: tuple[str, str, np.ndarray], entry_px: float) -> None:
+    """One group's arrows (its legend name is its legend group): segments, tails, a legend proxy, heads."""
+    name, colour, chosen = group
+    rows = movement.rows
+    start, end = coords[0][chosen], coords[1][chosen]
+    # One trace of line segments (None between them) per part: a few traces, not one per arrow.
+    xs = np.column_stack([start[:, 0], end[:, 0], np.full(len(chosen), np.nan)]).ravel()
+    ys = np.column_stack([start[:, 1], end[:, 1], np.full(len(chosen), np.nan)]).ravel()
+    fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line={"color": colour, "width": 1.3},
+                             opacity=0.75, hoverinfo="skip", showlegend=False, legendgroup=name))
+    fig.add_trace(go.Scatter(x=start[:, 0], y=start[:, 1], mode="markers", hoverinfo="skip",
+                             marker={"color": colour, "size": 4, "opacity": 0.7}, showlegend=False,
+                             legendgroup=name))
+    delta = end - start
+    # Plotly's marker angle is clockwise from "up"; both axes share one scale, so the data
+    # direction is the drawn direction.
+    angles = np.degrees(np.arctan2(delta[:, 0], delta[:, 1]))
+    view_rows = rows[chosen]
+    customdata = np.column_stack([
+        view_rows.astype(str), [view.names[r] for r in view_rows], [view.name_concepts[r] for r in view_rows],
+        [view.class_labels[view.labels[r]] for r in view_rows],
+        [_number(movement.precision_a[i]) for i in chosen], [_number(movement.precision_b[i]) for i in chosen],
+        [f"{movement.displacement[i]:.2f}" for i in chosen],
+    ])
+    # The legend would draw the first arrowhead at its own angle: a proxy entry points right.
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines+markers",
+                             name=f"{shorten(name, entry_px - text_width(' (000)', LEGEND_FONT), LEGEND_FONT)} "
+                                  f"({len(chosen)})",
+                             legendgroup=name, line={"color": colour, "width": 1.3}, hoverinfo="skip",
+                             marker={"symbol": "arrow", "angle": 90, "size": 9, "color": colour}))
+    fig.add_trace(go.Scatter(
+        x=end[:, 0], y=end[:, 1], mode="markers", name=name, showlegend=False,
+        legendgroup=name, customdata=customdata,
+        marker={"symbol": "arrow", "angle": angles, "size": 9, "color": colour, "line": {"width": 0}},
+        hovertemplate=("<b>%{customdata[1]}</b><br>%{customdata[2]} · %{customdata[3]}<br>"
+                       f"{name.replace('%', '%%')} · moved %{{customdata[6]}} · same-class precision@{movement.k} "
+                       "%{customdata[4]} → %{customdata[5]}<extra></extra>"),
+    ))
 
 
 def _entry_px(names: list[str], plot_px: float) -> float:

@@ -9,6 +9,8 @@ WebGL (``Scattergl``) draws 2-D panels, so tens of thousands of points stay inte
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -74,6 +76,7 @@ def projection_pair_figure(
     coords_b: np.ndarray | None,
     model_a: str,
     model_b: str | None,
+    *,
     parts: np.ndarray | None = None,
     highlight: np.ndarray | None = None,
     method: str = "UMAP",
@@ -136,152 +139,246 @@ def projection_pair_figure(
         Every point carries ``customdata = [view row, name, concept]``; one trace per class
         and split part (its class and part are in the trace's hover text).
     """
-    t = theme()
-    width = width or t["export_width"]
+    width = width or theme()["export_width"]
     rows = np.asarray(rows, dtype=np.int64)
+    panels = _panels(coords_a, coords_b, disparity)
+    points = _points(view, rows, parts, highlight, highlight_classes)
+    two = coords_b is not None
+    plot_px = width - 2 * SIDE
+    panel_px = plot_px * (1 - SPACING) / 2 if two else plot_px
+    fig = make_subplots(rows=1, cols=len(panels.drawn), specs=[[{"type": "scene" if panels.three_d else "xy"}]
+                                                              * len(panels.drawn)],
+                        horizontal_spacing=SPACING,
+                        subplot_titles=_panel_titles(model_a, model_b if two else None, panel_px, panels.apart,
+                                                     theme()))
+    legend = _add_legend(fig, view, panels, points, split_shown=parts is not None, contours=contours,
+                         plot_px=plot_px)
+    _add_points(fig, view, panels, points, contours=contours)
+    panel_height = _set_axes(fig, view, panels, points, method=method, panel_px=panel_px, height=height,
+                             contours=contours)
+    if panels.apart:
+        note = (f"layouts too different for one scale (Procrustes disparity {disparity:.3f}): "
+                "each panel has its own axes")
+        caption = f"{caption}<br>{note}" if caption else note
+    title = title or (f"{method} · {model_a} vs {model_b} · {view.title}" if two
+                      else f"{method} · {model_a} · {view.title}")
+    _finish_layout(fig, title=title, caption=caption, width=width, panel_height=panel_height, legend=legend,
+                   three_d=panels.three_d)
+    return fig
+
+
+def projection_map_figure(view: LevelView, rows: np.ndarray, coords: np.ndarray, model: str,
+                          *, parts: np.ndarray | None = None, **options) -> go.Figure:
+    """One model's map: a single panel of the level's names, coloured by class.
+
+    The pair figure with one panel (:func:`projection_pair_figure` with ``coords_b`` None);
+    ``options`` are that function's keyword arguments (``contours``, ``caption``, ...).
+    """
+    return projection_pair_figure(view, rows, coords, None, model, None, parts=parts, **options)
+
+
+@dataclass(frozen=True)
+class _Panels:
+    """Where each panel's points are drawn: its axis ranges, its points clipped to them."""
+
+    ranges: list            # per panel, ``[[lo, hi], ...]`` per dimension
+    drawn: dict             # panel column -> coordinates moved inside the ranges
+    outside: dict           # panel column -> mask of the points outside the ranges
+    apart: bool             # each panel has axes of its own (layouts too different)
+    three_d: bool
+    dims: int
+
+
+@dataclass(frozen=True)
+class _Points:
+    """What every point looks like: its class, split part, selection and hover data."""
+
+    labels: np.ndarray
+    parts: np.ndarray
+    selected: np.ndarray
+    customdata: np.ndarray
+    colours: dict
+    chosen: frozenset
+    size: int
+
+    @property
+    def dim_others(self) -> bool:
+        return bool(self.selected.any())
+
+
+def _panels(coords_a: np.ndarray, coords_b: np.ndarray | None, disparity: float | None) -> _Panels:
+    """Axis ranges fitted to the bulk of the points, one scale for both panels unless they differ too much."""
     # float32 is ample for drawing and halves the coordinates in the JSON sent to the browser.
     panels = [np.asarray(c, dtype=np.float32) for c in (coords_a, coords_b) if c is not None]
-    dims = panels[0].shape[1]
-    three_d = dims == 3
     apart = len(panels) == 2 and disparity is not None and disparity > DISPARATE
-    # One scale for both panels, unless the layouts are too different to share one.
-    panel_ranges = [_ranges([c]) for c in panels] if apart else [_ranges(panels)] * len(panels)
-    outside = {col: ~_inside(c, r) for col, (c, r) in enumerate(zip(panels, panel_ranges), start=1)}
-    drawn = {col: _at_edge(c, r) for col, (c, r) in enumerate(zip(panels, panel_ranges), start=1)}
-    spec = {"type": "scene"} if three_d else {"type": "xy"}
-    plot_px = width - 2 * SIDE
-    panel_px = plot_px * (1 - SPACING) / 2 if len(panels) == 2 else plot_px
-    titles = _panel_titles(model_a, model_b if len(panels) == 2 else None, panel_px, apart, t)
-    fig = make_subplots(rows=1, cols=len(panels), specs=[[spec] * len(panels)], horizontal_spacing=SPACING,
-                        subplot_titles=titles)
+    ranges = [_ranges([c]) for c in panels] if apart else [_ranges(panels)] * len(panels)
+    outside = {col: ~_inside(c, r) for col, (c, r) in enumerate(zip(panels, ranges), start=1)}
+    drawn = {col: _at_edge(c, r) for col, (c, r) in enumerate(zip(panels, ranges), start=1)}
+    dims = panels[0].shape[1]
+    return _Panels(ranges, drawn, outside, apart, dims == 3, dims)
+
+
+def _points(view: LevelView, rows: np.ndarray, parts: np.ndarray | None, highlight: np.ndarray | None,
+            highlight_classes: list[str] | None) -> _Points:
     colours = class_colours(view.classes)
-    chosen = set(highlight_classes or [])
+    chosen = frozenset(highlight_classes or [])
     if chosen:
-        colours = {c: (colour if c in chosen else t["other_classes"]) for c, colour in colours.items()}
-    symbols = PART_SYMBOLS_3D if three_d else PART_SYMBOLS
-    labels = view.labels[rows]
-    part_of_row = parts[rows] if parts is not None else np.full(len(rows), "unused", dtype=object)
+        colours = {c: (colour if c in chosen else theme()["other_classes"]) for c, colour in colours.items()}
     selected = np.zeros(len(rows), dtype=bool)
     if highlight is not None and len(highlight):
         selected = np.isin(rows, np.asarray(highlight, dtype=np.int64))
-    dim_others = bool(selected.any())
-    size = 4 if len(rows) > 20_000 else 6 if len(rows) > 3_000 else 8
     # Hover: the per-point name and concept travel as customdata; the class and split part
     # are the same for every point of a trace and go into its hovertemplate as text, which
     # keeps the figure JSON small for tens of thousands of points.
-    customdata = np.column_stack([
-        rows.astype(str),
-        [view.names[r] for r in rows],
-        [view.name_concepts[r] for r in rows],
-    ])
+    customdata = np.column_stack([rows.astype(str), [view.names[r] for r in rows],
+                                  [view.name_concepts[r] for r in rows]])
+    return _Points(
+        labels=view.labels[rows],
+        parts=parts[rows] if parts is not None else np.full(len(rows), "unused", dtype=object),
+        selected=selected, customdata=customdata, colours=colours, chosen=chosen,
+        size=4 if len(rows) > 20_000 else 6 if len(rows) > 3_000 else 8,
+    )
 
-    def hover(class_label: str, part: str) -> str:
-        safe = class_label.replace("%", "%%").replace("{", "(").replace("}", ")")
-        return f"<b>%{{customdata[1]}}</b><br>%{{customdata[2]}} · {safe}<br>{part}<extra></extra>"
 
-    def scatter(coords: np.ndarray, mask: np.ndarray, **kwargs):
-        if three_d:
-            return go.Scatter3d(x=coords[mask, 0], y=coords[mask, 1], z=coords[mask, 2], mode="markers", **kwargs)
-        return go.Scattergl(x=coords[mask, 0], y=coords[mask, 1], mode="markers", **kwargs)
+def _hover(class_label: str, part: str) -> str:
+    safe = class_label.replace("%", "%%").replace("{", "(").replace("}", ")")
+    return f"<b>%{{customdata[1]}}</b><br>%{{customdata[2]}} · {safe}<br>{part}<extra></extra>"
 
-    def legend_proxy(name: str, group: str, marker: dict):
-        # Legend entries are drawn with the first point's symbol; a point-less proxy trace
-        # gives each entry a plain marker, and its legend group toggles the real traces.
-        common = dict(name=name, legendgroup=group, showlegend=True, marker=marker, hoverinfo="skip", mode="markers")
-        if three_d:
-            return go.Scatter3d(x=[None], y=[None], z=[None], **common)
-        return go.Scattergl(x=[None], y=[None], **common)
 
-    def group_of(class_id: str) -> str:
-        return class_id if not chosen or class_id in chosen else "other classes"
+def _scatter(three_d: bool, coords: np.ndarray, mask: np.ndarray, **kwargs):
+    if three_d:
+        return go.Scatter3d(x=coords[mask, 0], y=coords[mask, 1], z=coords[mask, 2], mode="markers", **kwargs)
+    return go.Scattergl(x=coords[mask, 0], y=coords[mask, 1], mode="markers", **kwargs)
 
-    present = [int(c) for c in np.unique(labels)]
+
+def _legend_proxy(three_d: bool, name: str, group: str, marker: dict):
+    # Legend entries are drawn with the first point's symbol; a point-less proxy trace
+    # gives each entry a plain marker, and its legend group toggles the real traces.
+    common = dict(name=name, legendgroup=group, showlegend=True, marker=marker, hoverinfo="skip", mode="markers")
+    if three_d:
+        return go.Scatter3d(x=[None], y=[None], z=[None], **common)
+    return go.Scattergl(x=[None], y=[None], **common)
+
+
+def _present_classes(view: LevelView, points: _Points) -> list[int]:
+    present = [int(c) for c in np.unique(points.labels)]
     # Grey classes first, so the highlighted ones are drawn over them.
-    present.sort(key=lambda c: bool(chosen) and view.classes[c] in chosen)
-    shown_parts = [p for p in PART_SYMBOLS if p in set(part_of_row.tolist())]
-    entries = _legend_entries(view, present, chosen, contours and not three_d, colours, t)
+    present.sort(key=lambda c: bool(points.chosen) and view.classes[c] in points.chosen)
+    return present
+
+
+def _add_legend(fig: go.Figure, view: LevelView, panels: _Panels, points: _Points, *, split_shown: bool,
+                contours: bool, plot_px: float) -> tuple[int, int, float]:
+    """Add the legend's proxy entries; returns the legend's entries, columns and entry width (of the plot's)."""
+    symbols = PART_SYMBOLS_3D if panels.three_d else PART_SYMBOLS
+    present = _present_classes(view, points)
+    shown_parts = [p for p in PART_SYMBOLS if p in set(points.parts.tolist())]
+    entries = _legend_entries(view, present, set(points.chosen), contours and not panels.three_d,
+                              points.colours, theme())
     entries += [(f"<i>{part}</i>", f"part-{part}", {"color": "#52606d", "size": 9, "symbol": symbols[part]})
-                for part in (shown_parts if parts is not None and len(shown_parts) > 1 else [])]
-    n_outside = int(sum(out.sum() for out in outside.values()))
+                for part in (shown_parts if split_shown and len(shown_parts) > 1 else [])]
+    n_outside = int(sum(out.sum() for out in panels.outside.values()))
     if n_outside:
         entries.append((f"outside the view, drawn at its edge ({n_outside})", "outside",
                         {"color": "#52606d", "size": 9, "symbol": OUTSIDE_SYMBOL, "line": {"width": 1.5}}))
-    if dim_others:
-        entries.append((f"selected ({int(selected.sum())})", "selected",
+    if points.dim_others:
+        entries.append((f"selected ({int(points.selected.sum())})", "selected",
                         {"color": "#52606d", "size": 10, "line": {"width": 1.5, "color": "#111111"}}))
     columns, entry_px = _legend_columns([name for name, _, _ in entries], plot_px)
     for name, group, marker in entries:
         if group != "selected":
-            fig.add_trace(legend_proxy(shorten(name, entry_px, LEGEND_FONT) if "<i>" not in name else name, group,
-                                       marker), row=1, col=1)
-    for col in drawn:
-        coords, out = drawn[col], outside[col]
+            shown = shorten(name, entry_px, LEGEND_FONT) if "<i>" not in name else name
+            fig.add_trace(_legend_proxy(panels.three_d, shown, group, marker), row=1, col=1)
+    return len(entries), columns, entry_px / plot_px
+
+
+def _add_points(fig: go.Figure, view: LevelView, panels: _Panels, points: _Points, *, contours: bool) -> None:
+    """One trace per class and split part on each panel, then the outliers' rings and the selection."""
+    symbols = PART_SYMBOLS_3D if panels.three_d else PART_SYMBOLS
+    present = _present_classes(view, points)
+    for col, coords in panels.drawn.items():
         # One trace per class and split part, so symbol and size are single values: plotly
         # validates per-point symbol lists element by element, which dominates the build
         # time of a 20k-point figure.
         for class_index in present:
             class_id = view.classes[class_index]
-            grey = bool(chosen) and class_id not in chosen
+            grey = bool(points.chosen) and class_id not in points.chosen
             for part in PART_SYMBOLS:
-                mask = (labels == class_index) & (part_of_row == part)
+                mask = (points.labels == class_index) & (points.parts == part)
                 if not mask.any():
                     continue
                 marker = {
-                    "color": colours[class_id],
+                    "color": points.colours[class_id],
                     # Split names a little larger than the rest, told apart by shape alone.
-                    "size": size if part == "unused" else size + 2,
+                    "size": points.size if part == "unused" else points.size + 2,
                     "symbol": symbols[part],
-                    "opacity": (DIMMED_OPACITY if dim_others else OTHER_OPACITY if grey
-                                else MAP_OPACITY if contours and not three_d else 0.8),
+                    "opacity": (DIMMED_OPACITY if points.dim_others else OTHER_OPACITY if grey
+                                else MAP_OPACITY if contours and not panels.three_d else 0.8),
                     "line": {"width": 0},
                 }
-                fig.add_trace(scatter(coords, mask, name=class_id, legendgroup=group_of(class_id), showlegend=False,
-                                      marker=marker, customdata=customdata[mask],
-                                      hovertemplate=hover(view.class_labels[class_index], part)), row=1, col=col)
-        if out.any():
-            # Outliers stay in their class's trace (hover, selection and split markers as for
-            # any name), moved onto the edge; a ring around each says it is not where it lies.
-            marker = {"color": OUTSIDE_RING, "size": size + 7, "symbol": OUTSIDE_SYMBOL, "line": {"width": 1.5}}
-            fig.add_trace(scatter(coords, out, name="outside the view", legendgroup="outside", showlegend=False,
-                                  marker=marker, hoverinfo="skip"), row=1, col=col)
-        if dim_others:
-            marker = {"color": [colours[view.classes[c]] for c in labels[selected]], "size": size + 5,
-                      "symbol": "circle", "line": {"width": 1.5, "color": "#111111"}, "opacity": 1.0}
-            fig.add_trace(scatter(coords, selected, name=f"selected ({int(selected.sum())})", legendgroup="selected",
-                                  showlegend=col == 1, marker=marker, customdata=customdata[selected],
-                                  hovertemplate=hover("selected", "")), row=1, col=col)
-    axis_names = [f"{method} {i + 1}" for i in range(dims)]
-    # The tallest panel's shape sets the height (panels with their own axes differ in shape).
-    aspect = max((r[1][1] - r[1][0]) / max(r[0][1] - r[0][0], 1e-9) for r in panel_ranges)
-    panel_height = height or int(np.clip(panel_px * aspect, 300, 720)) if not three_d else (height or 560)
-    if three_d:
-        for col, r in enumerate(panel_ranges, start=1):
+                group = class_id if not grey else "other classes"
+                fig.add_trace(_scatter(panels.three_d, coords, mask, name=class_id, legendgroup=group,
+                                       showlegend=False, marker=marker, customdata=points.customdata[mask],
+                                       hovertemplate=_hover(view.class_labels[class_index], part)), row=1, col=col)
+        _add_marks(fig, view, panels, points, col)
+
+
+def _add_marks(fig: go.Figure, view: LevelView, panels: _Panels, points: _Points, col: int) -> None:
+    """Rings on the outliers drawn at the edge, and the user's selection on top, on one panel."""
+    coords, out = panels.drawn[col], panels.outside[col]
+    if out.any():
+        # Outliers stay in their class's trace (hover, selection and split markers as for
+        # any name), moved onto the edge; a ring around each says it is not where it lies.
+        marker = {"color": OUTSIDE_RING, "size": points.size + 7, "symbol": OUTSIDE_SYMBOL, "line": {"width": 1.5}}
+        fig.add_trace(_scatter(panels.three_d, coords, out, name="outside the view", legendgroup="outside",
+                               showlegend=False, marker=marker, hoverinfo="skip"), row=1, col=col)
+    if points.dim_others:
+        selected = points.selected
+        marker = {"color": [points.colours[view.classes[c]] for c in points.labels[selected]], "size": points.size + 5,
+                  "symbol": "circle", "line": {"width": 1.5, "color": "#111111"}, "opacity": 1.0}
+        fig.add_trace(_scatter(panels.three_d, coords, selected, name=f"selected ({int(selected.sum())})",
+                               legendgroup="selected", showlegend=col == 1, marker=marker,
+                               customdata=points.customdata[selected], hovertemplate=_hover("selected", "")),
+                      row=1, col=col)
+
+
+
+def _set_axes(fig: go.Figure, view: LevelView, panels: _Panels, points: _Points, *, method: str,
+              panel_px: float, height: int | None, contours: bool) -> int:
+    """Unit-less axes per panel (and the class map when asked); returns the panel height in pixels."""
+    axis_names = [f"{method} {i + 1}" for i in range(panels.dims)]
+    if panels.three_d:
+        for col, r in enumerate(panels.ranges, start=1):
             # Projection axes have no units: neither tick labels nor the gridlines they would name.
             fig.update_layout({"scene" if col == 1 else f"scene{col}": {
                 **{f"{axis}axis": {"title": name, "range": r[i], "showticklabels": False, "showgrid": False}
                    for i, (axis, name) in enumerate(zip("xyz", axis_names))},
                 "aspectmode": "cube",
             }})
-    else:
-        for col, r in enumerate(panel_ranges, start=1):
-            # Projection axes have no units: no tick labels, no gridlines; the method is in the title.
-            fig.update_xaxes(range=r[0], showticklabels=False, zeroline=False, showgrid=False, row=1, col=col)
-            # Same x/y scale within each panel, so distances are not stretched.
-            fig.update_yaxes(range=r[1], showticklabels=False, zeroline=False, showgrid=False,
-                             scaleanchor="x" if col == 1 else f"x{col}", scaleratio=1, row=1, col=col)
-            if contours:
-                panel_spans = [hi - lo for lo, hi in r]
-                scale = min(panel_px / panel_spans[0], panel_height / panel_spans[1])  # pixels per map unit
-                _class_map(fig, col, drawn[col][~outside[col]], labels[~outside[col]], view, r, colours,
-                           chosen, scale)
-    if apart:
-        note = (f"layouts too different for one scale (Procrustes disparity {disparity:.3f}): "
-                "each panel has its own axes")
-        caption = f"{caption}<br>{note}" if caption else note
-    title = title or (f"{method} · {model_a} vs {model_b} · {view.title}" if len(panels) == 2
-                      else f"{method} · {model_a} · {view.title}")
-    # The legend goes under the panels, so the two panels get the full width.
-    legend_rows = int(np.ceil(len(entries) / columns)) if entries else 0
+        return height or 560
+    # The tallest panel's shape sets the height (panels with their own axes differ in shape).
+    aspect = max((r[1][1] - r[1][0]) / max(r[0][1] - r[0][0], 1e-9) for r in panels.ranges)
+    panel_height = height or int(np.clip(panel_px * aspect, 300, 720))
+    for col, r in enumerate(panels.ranges, start=1):
+        # Projection axes have no units: no tick labels, no gridlines; the method is in the title.
+        fig.update_xaxes(range=r[0], showticklabels=False, zeroline=False, showgrid=False, row=1, col=col)
+        # Same x/y scale within each panel, so distances are not stretched.
+        fig.update_yaxes(range=r[1], showticklabels=False, zeroline=False, showgrid=False,
+                         scaleanchor="x" if col == 1 else f"x{col}", scaleratio=1, row=1, col=col)
+        if contours:
+            spans = [hi - lo for lo, hi in r]
+            scale = min(panel_px / spans[0], panel_height / spans[1])  # pixels per map unit
+            inside = ~panels.outside[col]
+            _class_map(fig, col, panels.drawn[col][inside], points.labels[inside], view, r, points.colours,
+                       set(points.chosen), scale)
+    return panel_height
+
+
+def _finish_layout(fig: go.Figure, *, title: str, caption: str | None, width: int, panel_height: int,
+                   legend: tuple[int, int, float], three_d: bool) -> None:
+    """Title, caption, and the legend under the panels, at a height fixed in pixels."""
+    entries, columns, entry_width = legend
+    legend_rows = int(np.ceil(entries / columns)) if entries else 0
     legend_px = 10 + LEGEND_ROW_PX * legend_rows
     apply_theme(fig, title, caption, height=None, width=width, margin={"l": SIDE, "r": SIDE, "b": legend_px + 12},
                 top=30, caption_offset=legend_px + 8)
@@ -294,22 +391,10 @@ def projection_pair_figure(
                 "yref": "container", "yanchor": "top", "xanchor": "left",
                 "itemsizing": "constant", "font": {"size": LEGEND_FONT},
                 # the text's share of the plot width: the marker and padding come on top
-                "entrywidth": entry_px / plot_px,
-                "entrywidthmode": "fraction", "tracegroupgap": 0},
+                "entrywidth": entry_width, "entrywidthmode": "fraction", "tracegroupgap": 0},
         dragmode="lasso" if not three_d else "orbit",
         hoverlabel={"font": {"size": 13}},
     )
-    return fig
-
-
-def projection_map_figure(view: LevelView, rows: np.ndarray, coords: np.ndarray, model: str,
-                          parts: np.ndarray | None = None, **options) -> go.Figure:
-    """One model's map: a single panel of the level's names, coloured by class.
-
-    The pair figure with one panel (:func:`projection_pair_figure` with ``coords_b`` None);
-    ``options`` are that function's keyword arguments (``contours``, ``caption``, ...).
-    """
-    return projection_pair_figure(view, rows, coords, None, model, None, parts, **options)
 
 
 def _panel_titles(model_a: str, model_b: str | None, panel_px: float, apart: bool, t: dict) -> list[str]:

@@ -1,6 +1,6 @@
 """How long a first encoding will take, from the rate each model was measured at.
 
-Every time names are encoded (:func:`bioviz.models.embeddings.encode_cached`), the names
+Every time names are encoded (:func:`bioviz.models.cached_encoding.encode_cached`), the names
 per second are recorded for the model's fingerprint in ``BIOVIZ_HOME/embeddings/rates.json``
 (:func:`record_rate`). Before a page encodes a level, :func:`estimate_encoding` counts the
 names the vector cache lacks and divides by that rate, so the page can say "about 6 min to
@@ -222,7 +222,7 @@ def estimate_encoding(encoder, names, cache: VectorCache | None = None) -> Encod
     Parameters
     ----------
     encoder : Encoder
-        From :func:`bioviz.models.embeddings.load_encoder` (weights need not be loaded).
+        From :func:`bioviz.models.registry.load_encoder` (weights need not be loaded).
     names : sequence of str
         E.g. every name of a level view.
     cache : VectorCache, optional

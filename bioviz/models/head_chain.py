@@ -130,21 +130,21 @@ class DenseStep:
             Weights that are damaged, do not have the configuration's shape, or are not finite.
         """
         try:
-            config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+            dense = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             raise NotAHeadChain(f"{folder.name}/config.json cannot be read") from None
-        if not isinstance(config, dict):
+        if not isinstance(dense, dict):
             raise NotAHeadChain(f"{folder.name}/config.json is not an object")
-        if config.get("use_residual") or config.get("module_input_name", _EMBEDDING) != _EMBEDDING or \
-                config.get("module_output_name", _EMBEDDING) != _EMBEDDING:
+        if dense.get("use_residual") or dense.get("module_input_name", _EMBEDDING) != _EMBEDDING or \
+                dense.get("module_output_name", _EMBEDDING) != _EMBEDDING:
             raise NotAHeadChain(f"{folder.name} is not a plain Dense module")
-        activation = _activation(config.get("activation_function", "torch.nn.modules.activation.Tanh"))
-        shape = (config.get("out_features"), config.get("in_features"))
+        activation = _activation(dense.get("activation_function", "torch.nn.modules.activation.Tanh"))
+        shape = (dense.get("out_features"), dense.get("in_features"))
         if not all(isinstance(n, int) and not isinstance(n, bool) for n in shape):
             raise NotAHeadChain(f"{folder.name}/config.json gives no in_features and out_features")
         weights = _dense_weights(folder)
         weight = weights.get("linear.weight")
-        bias = weights.get("linear.bias") if config.get("bias", True) else None
+        bias = weights.get("linear.bias") if dense.get("bias", True) else None
         for name, array, expected in (("weight", weight, shape), ("bias", bias, shape[:1])):
             if name == "weight" and array is None:
                 raise cannot_load(folder.parent, f"its Dense module {folder.name} has no weight")

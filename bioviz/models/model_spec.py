@@ -27,9 +27,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bioviz.errors import ModelError
+from bioviz.errors import BiovizError, ModelError
+from bioviz.models import char_tfidf
 from bioviz.models.load_errors import cannot_load, foreign_module_reason, foreign_module_type
+from bioviz.models.model_files import directory_fingerprint, hub_snapshot
 from bioviz.models.runs import is_run_dir, read_run
+from bioviz.server_paths import model_dirs, refusal, shared_path
 
 _REPO = Path(__file__).resolve().parents[2]
 MED_MINILM_DIR = _REPO / "assets" / "models" / "med-minilm"
@@ -146,18 +149,108 @@ class ModelSpec:
                 return cls(spec, "char-tfidf", None, spec)
             return cls(spec, "bundled", preset.path(), spec)
         path = Path(spec).expanduser()
-        if path.is_dir():
+        # os.path answers False where the system cannot name the path (a hub id longer than NAME_MAX)
+        if os.path.isdir(path):
             if is_run_dir(path):
                 run = read_run(path)  # ModelError (one line) for a damaged run.json
                 check_model_files(path, f"run {run.run_id} is damaged:", "; delete it or train it again")
                 return cls(spec, "run", path.resolve(), run.label)
             check_model_files(path, f"{spec} is not a model directory:")
             return cls(spec, "directory", path.resolve(), path.resolve().name)
-        if path.exists():
+        if os.path.lexists(path):
             raise ModelError(f"{spec} is a file: a model is a directory (sentence-transformers or transformers)")
         if looks_like_path(spec):
             raise ModelError(f"model directory {spec} not found")
         return cls(spec, "hub", None, spec)
+
+    @classmethod
+    def shared(cls, text: str) -> "ModelSpec":
+        """What ``text`` names under the server's path policy: the app's one parse of a picked or linked MODEL.
+
+        A preset as is; a path (absolute, or relative to a model folder: a run by its id)
+        only inside :func:`bioviz.server_paths.model_dirs`, opened at its real path; an
+        ``org/name`` id is a hub id unless it names a model directory inside a model folder.
+        One that names a file or folder in the server's working directory (where the loaders
+        would look first) is refused, because they would open it instead of the hub model.
+        The command line, run by the machine's own user, uses :meth:`parse`.
+
+        Raises
+        ------
+        UnsharedPathError
+            A path outside the model folders (the same message whether or not it exists).
+        ModelError
+            A shared path that is not a model directory, or a damaged run.
+        """
+        return cls.parse(_policy_text(text))
+
+    @classmethod
+    def from_query(cls, value: str) -> "ModelSpec":
+        """The model a link's ``model_a``/``model_b`` value names (a run id, an old link's absolute path).
+
+        Raises
+        ------
+        BiovizError
+            As :meth:`shared`: nothing from a link is trusted.
+        """
+        return cls.shared(value)
+
+    def to_query(self) -> str:
+        """How a link carries it: a run or model directory by its path inside its model folder (a run by its id).
+
+        A preset or hub id is itself. A link never carries the server's absolute path where a
+        shorter form reads back (:meth:`from_query`) as the same directory.
+        """
+        if not looks_like_path(self.spec):
+            return self.spec
+        forms = []
+        for folder in model_dirs():
+            try:
+                forms.append(str(Path(self.spec).relative_to(folder)))
+            except ValueError:
+                continue
+        for relative in sorted(forms, key=len):  # the innermost folder gives the shortest form
+            if relative != "." and _reads_back(relative, self.spec):
+                return relative
+        return self.spec
+
+    @classmethod
+    def of(cls, model: "ModelSpec | str") -> "ModelSpec":
+        """``model`` itself, or the text parsed (for the public functions many callers give text).
+
+        Raises
+        ------
+        ModelError
+            Text that names nothing that can be loaded.
+        """
+        return model if isinstance(model, ModelSpec) else cls.parse(model)
+
+    def files(self) -> Path:
+        """Directory of its weights: the local one, or a hub id's snapshot (downloaded only when online).
+
+        Raises
+        ------
+        ModelError
+            For char-tfidf (no model files), or a hub id neither cached nor downloadable.
+        """
+        if not self.is_neural:
+            raise ModelError("char-tfidf is a lexical baseline, not a sentence-transformers model")
+        return self.path if self.path is not None else hub_snapshot(self.spec)
+
+    def fingerprint(self) -> str:
+        """Hash of what determines its vectors (weights and configuration files, not its name).
+
+        Keys the vector cache, so a changed model never serves stale vectors. A plain
+        transformers checkpoint is pooled with [CLS], which the hash says.
+
+        Raises
+        ------
+        ModelError
+            As :meth:`files`, for a neural model whose files cannot be found.
+        """
+        if not self.is_neural:
+            return char_tfidf.load_default().fingerprint
+        path = self.files()
+        return directory_fingerprint(path, extra="" if (path / "modules.json").is_file() else "cls")
 
     @property
     def is_preset(self) -> bool:
@@ -173,6 +266,36 @@ class ModelSpec:
     def is_local(self) -> bool:
         """Whether its files are a directory on this machine (a run or a model directory)."""
         return self.kind in ("run", "directory")
+
+
+def _policy_text(text: str) -> str:
+    """The MODEL text the server policy lets the app open for ``text`` (a real path inside a model folder).
+
+    Raises
+    ------
+    UnsharedPathError
+        A path outside the model folders, or a name the working directory holds.
+    """
+    spec = str(text).strip()
+    if spec in PRESETS:
+        return spec
+    folders = model_dirs()
+    if not spec or "\0" in spec or looks_like_path(spec):
+        return str(shared_path(spec, folders))
+    found = [os.path.join(folder, spec) for folder in folders if os.path.lexists(os.path.join(folder, spec))]
+    if found:
+        return str(shared_path(found[0], folders))
+    if os.path.lexists(spec):  # the loader would read the working directory's copy
+        raise refusal(spec)
+    return spec
+
+
+def _reads_back(relative: str, real: str) -> bool:
+    """Whether the policy reads ``relative`` as ``real`` (a name another model folder also holds does not)."""
+    try:
+        return _policy_text(relative) == real
+    except BiovizError:
+        return False
 
 
 def looks_like_path(spec: str) -> bool:

@@ -36,14 +36,10 @@ from pathlib import Path
 import numpy as np
 
 from bioviz.errors import ModelError
-from bioviz.models.embeddings import (
-    Encoder,
-    HeadRunEncoder,
-    SentenceTransformerEncoder,
-    dimension_from_files,
-    load_encoder,
-    load_sentence_transformer,
-)
+from bioviz.models.encoders import Encoder, HeadRunEncoder, SentenceTransformerEncoder, load_sentence_transformer
+from bioviz.models.model_files import dimension_from_files
+from bioviz.models.model_spec import ModelSpec
+from bioviz.models.registry import load_encoder
 from bioviz.paths import home
 from bioviz.space import l2_normalise
 
@@ -286,13 +282,13 @@ def _onnx_int8(encoder: Encoder) -> Encoder:
     return OnnxInt8Encoder(encoder)
 
 
-def backend_encoder(spec: str, backend: str = "torch") -> Encoder:
-    """The encoder of a MODEL string under a backend, loaded once per process.
+def backend_encoder(spec: ModelSpec | str, backend: str = "torch") -> Encoder:
+    """The encoder of a MODEL under a backend, loaded once per process.
 
     Parameters
     ----------
-    spec : str
-        A MODEL string (:mod:`bioviz.models.embeddings`).
+    spec : ModelSpec or str
+        The model (text is parsed, as :func:`bioviz.models.registry.load_encoder` does).
     backend : str
         ``torch`` (the model as it is), ``onnx-int8`` (its transformer as an int8 ONNX Runtime
         graph, exported once into ``BIOVIZ_HOME/onnx``) or ``openvino-int8`` (not offered yet).

@@ -1,6 +1,6 @@
 """Encoding names on a Ray cluster with Ray Data (``BIOVIZ_EXECUTOR=ray``, or ``embed --executor ray``).
 
-:func:`bioviz.models.embeddings.encode_cached` asks :func:`wanted` whether the names it is
+:func:`bioviz.models.cached_encoding.encode_cached` asks :func:`wanted` whether the names it is
 missing go to the cluster; if so :func:`encode` splits them into batches,
 ``ray.data.from_items(...).map_batches(BatchEncoder, concurrency=..., batch_size=...)``
 encodes them on the workers (one model load per worker actor, one GPU each when the cluster
@@ -65,7 +65,7 @@ def wanted(label: str, kind: str | None, missing: int) -> bool:
     label : str
         The model's readable name (for the log).
     kind : str or None
-        How a worker would find the model (:class:`bioviz.models.embeddings.ModelRef` kind), or
+        How a worker would find the model (:attr:`bioviz.models.encoders.Encoder.worker_kind`), or
         None for an encoder that is not a plain sentence-transformers model.
     missing : int
         Names not in the vector cache.
@@ -85,8 +85,8 @@ class BatchEncoder:
     Parameters
     ----------
     load : callable
-        ``load(spec) -> Encoder`` (:func:`bioviz.models.embeddings.load_encoder`, passed in:
-        this module is imported by that one).
+        ``load(spec) -> Encoder`` (:func:`bioviz.models.encoders.worker_encoder`, passed in, so
+        that this module imports no encoder).
     spec : str
         The MODEL string.
     fingerprint : str
@@ -131,7 +131,7 @@ def encode(encoder, load: Callable, texts: list[str], batch_size: int = 64,
     encoder : SentenceTransformerEncoder
         The app's encoder (its spec and fingerprint travel; its weights do not).
     load : callable
-        What a worker loads the encoder with (:func:`bioviz.models.embeddings.load_encoder`).
+        What a worker loads the encoder with (:func:`bioviz.models.encoders.worker_encoder`).
     texts : list of str
     batch_size : int
         Names per forward pass.

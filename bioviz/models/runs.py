@@ -11,35 +11,25 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from bioviz.errors import BiovizError, ModelError, SplitError
+from bioviz.models.run_record import (  # noqa: F401 - re-exported: the names runs.py has always offered
+    LEVEL_KEYS, NAME_FILE, NAME_MAX, PRETRAIN_KIND, RUN_FILE, SOURCE_NAMES, RunRecord, check_run_name,
+    default_run_name, is_run_dir, pairs_text, pretrained_run_name, read_run_name, run_mtime, short_run_id,
+)
 from bioviz.ontology import LevelSpec
 from bioviz.ontology.splits import SPLIT_PARTS, UNUSED
 from bioviz.paths import subdir, write_text_atomic
-from bioviz.text_clean import is_invisible
 
 logger = logging.getLogger(__name__)
 
-RUN_FILE = "run.json"
 SPLIT_FILE = "split.json"  # the names of each split part, written by trainer.runs
-# The name the user gave the run: one line of UTF-8 text in a file of its own, so that naming
-# a run never rewrites run.json (the trainer's record) and never changes the run's weights'
-# fingerprint (bioviz.models.embeddings leaves it out of the hash).
-NAME_FILE = "name.txt"
-NAME_MAX = 80  # characters of a run name: room for a readable phrase, short enough for a legend
-# Job ids as the job queue makes them (20261122-192803-ecd5): the last part tells runs apart
-_JOB_ID = re.compile(r"^\d{8}-\d{6}-(?P<short>[0-9a-z]{2,8})$")
-# Readable names of the bundled sources (other sources are named by their file)
-SOURCE_NAMES = {"icd10": "ICD-10", "icd10cm": "ICD-10-CM", "hpo": "HPO"}
-# run.json config "kind" of a pretrained base model published by a pretrain job (trainer.jobs.pretrain_job)
-PRETRAIN_KIND = "pretrain"
-# LevelView.stats() fields that identify the level a run was trained on
-LEVEL_KEYS = ("source", "root", "depth", "mode", "classes", "names")
+# A run as listed and read: the one typed record of its run.json (the name RunInfo is kept for importers)
+RunInfo = RunRecord
 
 
 def runs_dir() -> Path:
@@ -47,87 +37,8 @@ def runs_dir() -> Path:
     return subdir("runs")
 
 
-def is_run_dir(path: str | Path) -> bool:
-    """True when ``path`` is a complete trained run (has ``run.json``)."""
-    return (Path(path) / RUN_FILE).is_file()
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    """What the views need to know about a run without loading it.
-
-    A run whose ``run.json`` cannot be read (not JSON, not UTF-8, not an object, a config
-    that is not an object) is *damaged*: ``damaged`` says why in one line, ``config`` and
-    ``metrics`` are empty, and it is never offered as a model (:func:`list_runs`).
-    """
-
-    path: Path
-    run_id: str
-    config: dict
-    metrics: dict
-    created: str | None = None  # ISO time written by the trainer (absent in older runs)
-    modified: float | None = None  # mtime of run.json when it was read (None: unknown)
-    damaged: str | None = None  # why run.json cannot be used; None for a sound run
-    user_name: str | None = None  # the name the user gave the run (NAME_FILE); None: the default name
-
-    @property
-    def default_name(self) -> str:
-        """The name built from the run's config (:func:`default_run_name`)."""
-        return default_run_name(self.config)
-
-    @property
-    def name(self) -> str:
-        """The run's readable name: the user's (:func:`set_run_name`), else :attr:`default_name`."""
-        return self.user_name or self.default_name
-
-    @property
-    def short_id(self) -> str:
-        """The part of the run id that tells runs apart (``ecd5`` of ``20261122-192803-ecd5``; else the id)."""
-        return short_run_id(self.run_id)
-
-    @property
-    def label(self) -> str:
-        """``name (short id)`` for pickers, legends, tables and titles; ``run-id (damaged: why)``.
-
-        The short id keeps two runs of the same name apart (tables are keyed by label).
-        """
-        if self.damaged:
-            return f"{self.run_id} (damaged: {self.damaged})"
-        return f"{self.name} ({self.short_id})"
-
-
-def _kind(value) -> str:
-    """``a list``, ``null``, ``a string`` ... for one-line reasons."""
-    if value is None:
-        return "null"
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(type(value), "a number")
-
-
-def _parse_run(path: Path) -> RunInfo:
-    """``run.json`` of ``path`` as a RunInfo; raises ValueError (the one-line reason) when it cannot serve."""
-    file = path / RUN_FILE
-    raw = file.read_bytes()
-    modified = file.stat().st_mtime
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise ValueError(f"{RUN_FILE} is not UTF-8 text") from None
-    except ValueError as error:
-        raise ValueError(f"{RUN_FILE} is not valid JSON ({str(error).splitlines()[0]})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{RUN_FILE} holds {_kind(data)}, not an object")
-    for key in ("config", "metrics"):
-        if key in data and not isinstance(data[key], dict):
-            raise ValueError(f"the {key} in {RUN_FILE} is {_kind(data[key])}, not an object")
-    run_id = data.get("run_id")
-    created = data.get("created")
-    return RunInfo(path, run_id if isinstance(run_id, str) and run_id.strip() else path.name,
-                   data.get("config", {}), data.get("metrics", {}), created if isinstance(created, str) else None,
-                   modified, user_name=read_run_name(path))
-
-
-def read_run(path: str | Path) -> RunInfo:
-    """Read ``run.json`` of a run directory.
+def read_run(path: str | Path) -> RunRecord:
+    """Read ``run.json`` of a run directory (:meth:`RunRecord.read`).
 
     Raises
     ------
@@ -135,46 +46,14 @@ def read_run(path: str | Path) -> RunInfo:
         One line naming the run and what is wrong: no ``run.json`` (not a run, or deleted),
         or a damaged one (not UTF-8, not JSON, not an object, a config that is not an object).
     """
-    path = Path(path)
-    try:
-        return _parse_run(path)
-    except FileNotFoundError:
-        raise ModelError(f"{path} is not a trained run (no {RUN_FILE})") from None
-    except OSError as error:
-        raise ModelError(f"run {path.name} cannot be read: {error.strerror or error}") from None
-    except ValueError as error:
-        raise ModelError(f"run {path.name} is damaged: {error}; delete it or train it again") from None
+    return RunRecord.read(path)
 
 
-def run_mtime(path: str | Path) -> float | None:
-    """Modification time of a run's ``run.json``, or None when it is gone (a run deleted meanwhile).
-
-    Pages key their caches on it, so a run trained again under the same path is read afresh.
-    """
-    try:
-        return (Path(path) / RUN_FILE).stat().st_mtime
-    except OSError:
-        return None
-
-
-def _listed(child: Path) -> RunInfo | None:
-    """The RunInfo of one directory under the runs folder; a damaged one marked as such; None if not a run."""
-    try:
-        if not child.is_dir() or not is_run_dir(child):
-            return None
-        return _parse_run(child)
-    except FileNotFoundError:  # deleted between listing the folder and reading it
-        return None
-    except (OSError, ValueError) as error:
-        reason = str(error) if isinstance(error, ValueError) else f"{RUN_FILE} cannot be read ({error.strerror})"
-        return RunInfo(child, child.name, {}, {}, None, run_mtime(child), reason)
-
-
-def list_runs(base: str | Path | None = None, include_damaged: bool = False) -> list[RunInfo]:
+def list_runs(base: str | Path | None = None, include_damaged: bool = False) -> list[RunRecord]:
     """Complete runs under ``base`` (default ``BIOVIZ_HOME/runs``), newest first.
 
     Never fails over one run: a run deleted while the folder is read is left out, and a
-    damaged one (see :class:`RunInfo`) is left out with a logged warning, or listed with its
+    damaged one (see :class:`RunRecord`) is left out with a logged warning, or listed with its
     ``damaged`` reason when ``include_damaged`` (for the run list, which shows it).
 
     Parameters
@@ -182,7 +61,7 @@ def list_runs(base: str | Path | None = None, include_damaged: bool = False) -> 
     base : path-like, optional
         Folder of run directories.
     include_damaged : bool
-        Also return damaged runs (``RunInfo.damaged`` set). Pickers of models leave it off.
+        Also return damaged runs (``RunRecord.damaged`` set). Pickers of models leave it off.
     """
     base = Path(base) if base else runs_dir()
     try:
@@ -192,7 +71,7 @@ def list_runs(base: str | Path | None = None, include_damaged: bool = False) -> 
         children = []
     runs = []
     for child in children:
-        run = _listed(child)
+        run = RunRecord.listed(child)
         if run is None:
             continue
         if run.damaged and not include_damaged:
@@ -231,87 +110,6 @@ def level_label(config: dict) -> str:
 # ---------------------------------------------------------------------------- names
 
 
-def short_run_id(run_id: str) -> str:
-    """The part of a run id that tells runs apart: the random tail of a job id, else the whole id.
-
-    >>> short_run_id("20261122-192803-ecd5"), short_run_id("my-run")
-    ('ecd5', 'my-run')
-    """
-    match = _JOB_ID.match(run_id)
-    return match.group("short") if match else run_id
-
-
-def _source_name(source) -> str:
-    """``HPO``, ``ICD-10``, ``ICD-10-CM``; a file source by its stem (``mini`` for ``/data/mini.obo``)."""
-    text = str(source or "?").strip()
-    if text in SOURCE_NAMES:
-        return SOURCE_NAMES[text]
-    path = Path(text)
-    if path.name in ("META", "") and path.parent.name:  # a UMLS release: META under its release folder
-        return f"UMLS {path.parent.name}"
-    return path.stem or text
-
-
-def pairs_text(count) -> str:
-    """``20k``, ``1.5k``, ``640``; ``all`` when no cap (None).
-
-    >>> pairs_text(20000), pairs_text(1500), pairs_text(640), pairs_text(None)
-    ('20k', '1.5k', '640', 'all')
-    """
-    if not isinstance(count, int) or isinstance(count, bool):
-        return "all"
-    return f"{count / 1000:.3g}k" if count >= 1000 else str(count)
-
-
-def pretrained_run_name(config: dict) -> str:
-    """The name of a pretrained base model (``python -m trainer pretrain`` as a job): base, objectives, pairs.
-
-    The pairs are those it trained on (``train_pairs``) once known, else the cap asked for.
-
-    >>> pretrained_run_name({"kind": "pretrain", "base": "minilm", "objectives": ["synonyms", "hierarchy"],
-    ...                      "max_pairs": 20000})
-    'pretrained minilm: synonyms+hierarchy, 20k pairs'
-    """
-    base = str(config.get("base") or "?")
-    base = Path(base).name if "/" in base and Path(base).is_absolute() else base
-    objectives = config.get("objectives") if isinstance(config.get("objectives"), list) else []
-    pairs = config.get("train_pairs", config.get("max_pairs"))
-    return f"pretrained {base}: {'+'.join(map(str, objectives)) or '?'}, {pairs_text(pairs)} pairs"
-
-
-def default_run_name(config: dict) -> str:
-    """A readable name from what a run trained: encoder, level, shots.
-
-    >>> default_run_name({"encoder": "residual", "source": "hpo", "depth": 1, "shots": 15})
-    'residual · HPO d1 · 15-shot'
-    >>> default_run_name({"encoder": "hierarchical", "finetune": True, "source": "/data/mini.obo",
-    ...                   "root": "X:1", "depth": 2, "shots": None, "init": "/runs/a"})
-    'hierarchical fine-tuned (continued) · mini under X:1 d2 · all names'
-    >>> default_run_name({})
-    'run · ? · ?'
-    """
-    config = config if isinstance(config, dict) else {}
-    if config.get("kind") == PRETRAIN_KIND:
-        return pretrained_run_name(config)
-    encoder = str(config.get("encoder") or "run")
-    if config.get("finetune") is True:
-        encoder += " fine-tuned"
-    if config.get("init"):
-        encoder += " (continued)"
-    if "source" in config:
-        root = config.get("root")
-        under = f" under {root}" if isinstance(root, str) and root else ""
-        depth = config.get("depth")
-        cut = "synonym sets" if config.get("synonyms") is True else f"d{depth}" if isinstance(depth, int) else "?"
-        level = f"{_source_name(config['source'])}{under} {cut}"
-    else:
-        level = "?"
-    shots = config.get("shots", "?")
-    shots = "all names" if "shots" in config and shots is None else \
-        f"{shots}-shot" if isinstance(shots, int) and not isinstance(shots, bool) else "?"
-    return f"{encoder} · {level} · {shots}"
-
-
 def distinct_labels(runs) -> dict[Path, str]:
     """``path -> label`` for a list of runs, with the whole run id where two labels would be equal.
 
@@ -320,7 +118,7 @@ def distinct_labels(runs) -> dict[Path, str]:
 
     Parameters
     ----------
-    runs : iterable of RunInfo
+    runs : iterable of RunRecord
     """
     runs = list(runs)
     seen: dict[str, int] = {}
@@ -330,53 +128,7 @@ def distinct_labels(runs) -> dict[Path, str]:
             for run in runs}
 
 
-def check_run_name(name: str) -> str:
-    """``name`` stripped, if it can name a run; the one-line reason otherwise.
-
-    A name is one line of at most :data:`NAME_MAX` characters without control or format
-    characters (which could hide text or break a table, a legend or LaTeX).
-
-    Raises
-    ------
-    BiovizError
-        Not text, empty, too long, several lines, or a control character.
-    """
-    if not isinstance(name, str):
-        raise BiovizError(f"a run name is text, not {type(name).__name__}")
-    text = name.strip()
-    if not text:
-        raise BiovizError("a run name cannot be empty (clear it to go back to the default name)")
-    bad = next((ch for ch in text if is_invisible(ch)), None)
-    if bad is not None:
-        what = "several lines" if bad in "\n\r\u2028\u2029\x0b\x0c\x85" else f"the control character {bad!r}"
-        raise BiovizError(f"a run name is one line of plain text: this one has {what}")
-    if len(text) > NAME_MAX:
-        raise BiovizError(f"a run name has at most {NAME_MAX} characters (this one has {len(text)})")
-    return text
-
-
-def read_run_name(path: str | Path) -> str | None:
-    """The name the user gave run ``path``; None when it has none, or the file cannot serve as one.
-
-    A name file edited by hand into something that is not a valid name is ignored with a
-    warning (the run keeps its default name): a listing never fails over it.
-    """
-    file = Path(path) / NAME_FILE
-    try:
-        text = file.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as error:
-        logger.warning("ignoring the name of run %s: %s", Path(path).name, error)
-        return None
-    try:
-        return check_run_name(text)
-    except BiovizError as error:
-        logger.warning("ignoring the name of run %s: %s", Path(path).name, error)
-        return None
-
-
-def set_run_name(path: str | Path, name: str | None) -> RunInfo:
+def set_run_name(path: str | Path, name: str | None) -> RunRecord:
     """Give run ``path`` a readable name, or go back to its default name (``None`` or blank).
 
     The name goes into its own small file (:data:`NAME_FILE`), written atomically: ``run.json``
@@ -391,7 +143,7 @@ def set_run_name(path: str | Path, name: str | None) -> RunInfo:
 
     Returns
     -------
-    RunInfo
+    RunRecord
         The run as read again, with its new name.
 
     Raises
@@ -433,7 +185,7 @@ class RunSplit:
     shots: int | None
     seed: int | None
     zero_shot_classes: int
-    label: str | None = None  # the run's readable label (RunInfo.label); the id when None
+    label: str | None = None  # the run's readable label (RunRecord.label); the id when None
 
     def describe(self) -> str:
         """``<run label>'s own split (15 shots, seed 0, 2 zero-shot classes)`` for captions."""
@@ -474,9 +226,7 @@ def run_split(path: str | Path, view) -> RunSplit:
     names = read_split_names(path)
     if names is None:
         raise SplitError(f"{run.run_id} has no {SPLIT_FILE}")
-    trained_on = _mapping(run.config.get("view"))
-    here = view.stats()
-    if any(trained_on.get(key) != here[key] for key in LEVEL_KEYS):
+    if not run.settings.trained_on(view.stats()):
         raise SplitError(f"{run.run_id} was trained on another level")
     rows_of: dict[str, list[int]] = {}
     for row, name in enumerate(view.names):
@@ -487,21 +237,14 @@ def run_split(path: str | Path, view) -> RunSplit:
             if name not in rows_of:
                 raise SplitError(f"{run.run_id}'s split has names this level lacks (e.g. {name!r})")
             parts[rows_of[name]] = label
-    split = _mapping(run.config.get("split"))
-    zero_shot = split.get("zero_shot_classes")
-    return RunSplit(run.run_id, parts, split.get("shots", run.config.get("shots")), split.get("seed"),
-                    len(zero_shot) if isinstance(zero_shot, list) else 0, run.label)
-
-
-def _mapping(value) -> dict:
-    """``value`` when it is a dict, else empty (a field of run.json that is not an object)."""
-    return value if isinstance(value, dict) else {}
+    split = run.split
+    return RunSplit(run.run_id, parts, split.shots, split.seed, split.zero_shot_count, run.label)
 
 
 def model_labels(models) -> list[str]:
     """Readable labels of MODEL strings, for table headers, legends and CSV columns.
 
-    A run is named by its label (:attr:`RunInfo.label`: its readable name and short id, the
+    A run is named by its label (:attr:`RunRecord.label`: its readable name and short id, the
     whole id where two runs' labels would be equal, :func:`distinct_labels`), never by its
     path; a model directory by its folder's name (no server path is shown); anything else
     (``minilm``, a hub id) as given. The same label twice (a model compared with itself)
@@ -509,16 +252,16 @@ def model_labels(models) -> list[str]:
 
     Parameters
     ----------
-    models : sequence of str
-        MODEL strings.
+    models : sequence of str or ModelSpec
+        MODEL texts, or :class:`~bioviz.models.model_spec.ModelSpec` values (read by their text).
 
     Examples
     --------
     >>> model_labels(["minilm", "minilm"])
     ['minilm (A)', 'minilm (B)']
     """
-    models = list(models)
-    runs: dict[int, RunInfo] = {}
+    models = [getattr(model, "spec", model) for model in models]  # a ModelSpec: model_spec imports this module
+    runs: dict[int, RunRecord] = {}
     for i, model in enumerate(models):
         if is_run_dir(model):
             try:
@@ -553,11 +296,11 @@ def input_chain(model: str | Path) -> list[str]:
         if not is_run_dir(spec):
             break
         try:
-            config = read_run(spec).config
+            source = read_run(spec).input
         except (OSError, BiovizError) as error:
             logger.info("cannot follow %s to its input model: %s", spec, error)
             break
-        nxt = next((config[k] for k in ("input_model", "init", "base") if isinstance(config.get(k), str)), None)
+        nxt = source.spec if source is not None else None
         if not nxt or nxt == spec or nxt in chain:
             break
         chain.append(nxt)

@@ -36,7 +36,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from bioviz.models import ray_embedding
-from bioviz.models.embeddings import EmbedStats, SentenceTransformerEncoder, encode_cached, resolve
+from bioviz.models.cached_encoding import EmbedStats, encode_cached
 from bioviz.models.encoding_estimate import RateWindow, format_duration, measured_rate
 from bioviz.models.vector_cache import VectorCache
 from bioviz.paths import atomic_path, subdir
@@ -181,8 +181,7 @@ def _load_weights(encoder) -> None:
 
 def _on_cluster(encoder, missing: int) -> bool:
     """Whether the Ray cluster takes these names (in one call: small chunks would each stay here)."""
-    kind = resolve(encoder.spec).kind if type(encoder) is SentenceTransformerEncoder else None
-    return ray_embedding.wanted(encoder.label, kind, missing)
+    return ray_embedding.wanted(encoder.label, getattr(encoder, "worker_kind", None), missing)
 
 
 def encode_claimed(encoder, texts: list[str], claimant: _Claimant, *, batch_size: int = 64,
@@ -267,7 +266,7 @@ def encode_shared(encoder, texts, *, batch_size: int = 64, progress: Callable[[i
     Parameters
     ----------
     encoder : Encoder
-        From :func:`bioviz.models.embeddings.load_encoder`.
+        From :func:`bioviz.models.registry.load_encoder`.
     texts : sequence of str
         E.g. every name of a level.
     batch_size : int
@@ -282,7 +281,7 @@ def encode_shared(encoder, texts, *, batch_size: int = 64, progress: Callable[[i
     Returns
     -------
     (vectors, stats)
-        As :func:`~bioviz.models.embeddings.encode_cached` gives them for ``texts``.
+        As :func:`~bioviz.models.cached_encoding.encode_cached` gives them for ``texts``.
     """
     texts = list(texts)
     if len(texts) < CLAIM_MIN or VectorCache().has_block(encoder.fingerprint, texts):

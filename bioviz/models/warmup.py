@@ -202,8 +202,9 @@ def warm_up(levels=DEFAULT_LEVELS, model: str = DEFAULT_MODEL, chunk: int = CHUN
         The final state; None when another warm-up holds this ``BIOVIZ_HOME``'s lock (nothing
         is written then).
     """
-    from bioviz.models.embeddings import encode_cached, load_encoder  # torch stays off the app's start-up
-    from bioviz.models.shared_encoding import claim, encode_claimed  # imports the embeddings module: as above
+    from bioviz.models.cached_encoding import encode_cached
+    from bioviz.models.registry import load_encoder
+    from bioviz.models.shared_encoding import claim, encode_claimed  # torch stays off the app's start-up
     from bioviz.models.vector_cache import VectorCache
 
     levels = list(levels)

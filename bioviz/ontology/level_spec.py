@@ -103,11 +103,12 @@ class LevelSpec:
         )
 
     @classmethod
-    def from_config(cls, config: Mapping) -> "LevelSpec":
-        """The level of a training config or ``run.json`` ``config`` (flat fields)."""
-        return cls(source=config.get("source", ""), root=config.get("root"), depth=config.get("depth", 1) or 1,
-                   synonyms=bool(config.get("synonyms")), keep_ambiguous=bool(config.get("keep_ambiguous")),
-                   options=config.get("source_options") or ())
+    def from_config(cls, fields: Mapping) -> "LevelSpec":
+        """The level of a training config's flat fields (a job's config; a run's through
+        :class:`bioviz.models.run_record.RunSettings`)."""
+        return cls(source=fields.get("source", ""), root=fields.get("root"), depth=fields.get("depth", 1) or 1,
+                   synonyms=bool(fields.get("synonyms")), keep_ambiguous=bool(fields.get("keep_ambiguous")),
+                   options=fields.get("source_options") or ())
 
     def replace(self, **changes) -> "LevelSpec":
         """A copy with ``changes`` (e.g. another depth)."""

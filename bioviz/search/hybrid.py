@@ -25,7 +25,7 @@ import hashlib
 import math
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +35,7 @@ from bioviz.errors import BiovizError
 from bioviz.models.char_tfidf import CharTfidfModel, fit
 from bioviz.paths import home
 
+Progress = Callable[[int, int], None]  # progress(done, total), as bioviz.models.encoders has it
 DENSE, HYBRID = "dense", "hybrid"
 RANKING_KINDS = (DENSE, HYBRID)
 MAX_WEIGHT = 10.0
@@ -138,6 +139,25 @@ def _fit_key(names: Sequence[str]) -> str:
     return digest.hexdigest()[:24]
 
 
+def _rows_key(names: Sequence[str]) -> str:
+    return hashlib.sha256("\x1f".join(names).encode("utf-8")).hexdigest()[:16]  # in order: rows follow names
+
+
+def _read_rows(path, rows: int, columns: int):
+    """A cached names' char-tfidf matrix (``scipy.sparse.load_npz``: no pickle), checked against its level."""
+    from scipy import sparse  # imported here: scipy is heavy and only a hybrid ranking needs it
+
+    matrix = sparse.load_npz(path)
+    if matrix.shape != (rows, columns):
+        raise ValueError(f"char-tfidf rows of shape {matrix.shape}, expected {(rows, columns)}")
+    return matrix
+
+
+# Levels with this many names keep their char-tfidf rows on disk (a transform of 110k names costs ~20 s);
+# smaller ones transform in under a second and are not worth the disk.
+CACHED_ROWS = 20_000
+_ROWS_PER_CHUNK = 10_000  # names per transform between progress reports
+
 _fits: dict[str, CharTfidfModel] = {}
 _fits_lock = threading.Lock()
 
@@ -180,10 +200,35 @@ class SparseNames:
     matrix: object
 
     @classmethod
-    def build(cls, level_names: Sequence[str], names: Sequence[str]) -> SparseNames:
-        """``names`` (an index's) under the char-tfidf fitted on ``level_names`` (the level's)."""
+    def build(cls, level_names: Sequence[str], names: Sequence[str], progress: Progress | None = None) -> SparseNames:
+        """``names`` (an index's) under the char-tfidf fitted on ``level_names`` (the level's).
+
+        On a large level this is the slow part of a first hybrid query (ICD-10-CM's 110k names: a
+        fit and a transform of tens of seconds each), so ``progress(done, total)`` counts names: the
+        fit as the level's names at once (instant when its fit is cached), then ``names`` in chunks.
+        The rows of a level of :data:`CACHED_ROWS` names or more are kept on disk beside the fit.
+        """
+        names = list(names)
+        total = len(level_names) + len(names)
+        report = progress or (lambda done, total: None)
+        report(0, total)
         model = level_tfidf(level_names)
-        return cls(model, model.sparse_vectors(list(names)).tocsr())
+        report(len(level_names), total)
+        path = home() / "models" / f"level-tfidf-{_fit_key(level_names)}-rows-{_rows_key(names)}.npz"
+        cached = len(names) >= CACHED_ROWS
+        matrix = read_cache(path, lambda p: _read_rows(p, len(names), len(model.vocabulary))) if cached else None
+        if matrix is None:
+            from scipy import sparse  # imported here: scipy is heavy and only a hybrid ranking needs it
+
+            parts = []
+            for lo in range(0, len(names), _ROWS_PER_CHUNK):
+                parts.append(model.sparse_vectors(names[lo:lo + _ROWS_PER_CHUNK]))
+                report(len(level_names) + min(lo + _ROWS_PER_CHUNK, len(names)), total)
+            matrix = sparse.vstack(parts, format="csr") if parts else model.sparse_vectors([]).tocsr()
+            if cached:
+                write_cache(path, lambda handle: sparse.save_npz(handle, matrix), suffix=".npz")
+        report(total, total)
+        return cls(model, matrix.tocsr())
 
     def __len__(self) -> int:
         return int(self.matrix.shape[0])
@@ -191,12 +236,55 @@ class SparseNames:
     def scores(self, texts: Sequence[str]) -> np.ndarray:
         """``(len(texts), n_names)`` float32 char-tfidf cosines."""
         terms = self.model.sparse_vectors(list(texts))
-        return np.asarray((terms @ self.matrix.T).toarray(), dtype=np.float32)
+        # rows x terms as CSR times CSC: about 10x faster than terms @ matrix.T, which converts the whole matrix
+        return np.asarray((self.matrix @ terms.T).T.toarray(), dtype=np.float32)
+
+
+@dataclass(frozen=True, eq=False)
+class ExpandedForms:
+    """Other forms of a batch of terms (a synonym's preferred name, :mod:`bioviz.search.lexicon`), with their vectors.
+
+    Attributes
+    ----------
+    texts : tuple of str
+        The forms.
+    owners : numpy.ndarray
+        ``int64``: the position, in the batch, of the term each form belongs to.
+    vectors : numpy.ndarray
+        ``(n_forms, dim)`` unit vectors under the ranking's model.
+    """
+
+    texts: tuple[str, ...]
+    owners: np.ndarray
+    vectors: np.ndarray
+
+    @classmethod
+    def of(cls, texts: Sequence[str], owners: Sequence[int], vectors: np.ndarray) -> ExpandedForms:
+        """Checked: one owner and one vector per form."""
+        owners = np.asarray(owners, dtype=np.int64)
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if len(texts) != len(owners) or len(vectors) != len(texts):
+            raise BiovizError(f"{len(texts)} expanded forms but {len(owners)} owners and {len(vectors)} vectors")
+        return cls(tuple(texts), owners, vectors)
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def between(self, lo: int, hi: int) -> ExpandedForms:
+        """The forms of terms ``lo`` to ``hi - 1``, their owners counted from ``lo`` (for a chunk of terms)."""
+        keep = (self.owners >= lo) & (self.owners < hi)
+        return ExpandedForms(tuple(t for t, k in zip(self.texts, keep) if k), self.owners[keep] - lo,
+                             self.vectors[keep])
 
 
 def name_scores(term_vectors: np.ndarray, name_vectors: np.ndarray, ranking: Ranking,
-                sparse: SparseNames | None = None, texts: Sequence[str] = ()) -> np.ndarray:
+                sparse: SparseNames | None = None, texts: Sequence[str] = (), *,
+                forms: ExpandedForms | None = None) -> np.ndarray:
     """``(n_terms, n_names)`` scores: dense cosine, plus ``weight`` times char-tfidf cosine for a hybrid ranking.
+
+    With ``forms`` (expanded forms of some terms), a term's score for a name is the best over the
+    term and its forms, each scored the same way: a synonym's preferred name counts as if it had
+    been typed, and the term itself is never scored lower than without expansion.
 
     Raises
     ------
@@ -204,9 +292,13 @@ def name_scores(term_vectors: np.ndarray, name_vectors: np.ndarray, ranking: Ran
         A hybrid ranking without the names' char-tfidf rows, or rows that do not fit the names.
     """
     scores = np.asarray(term_vectors, dtype=np.float32) @ np.asarray(name_vectors, dtype=np.float32).T
-    if not ranking.hybrid or ranking.weight == 0:
-        return scores
-    if sparse is None or len(sparse) != scores.shape[1] or len(texts) != scores.shape[0]:
-        raise BiovizError("a hybrid ranking needs the char-tfidf rows of the same names and the terms' texts")
-    scores += np.float32(ranking.weight) * sparse.scores(texts)
+    if ranking.hybrid and ranking.weight != 0:
+        if sparse is None or len(sparse) != scores.shape[1] or len(texts) != scores.shape[0]:
+            raise BiovizError("a hybrid ranking needs the char-tfidf rows of the same names and the terms' texts")
+        scores += np.float32(ranking.weight) * sparse.scores(texts)
+    if forms is not None and len(forms):
+        if int(forms.owners.max()) >= scores.shape[0]:
+            raise BiovizError("expanded forms of terms outside this batch")
+        extra = name_scores(forms.vectors, name_vectors, ranking, sparse, forms.texts)
+        np.maximum.at(scores, forms.owners, extra)  # max over a term's forms (owners may repeat)
     return scores

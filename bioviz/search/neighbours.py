@@ -17,12 +17,15 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from bioviz.errors import BiovizError
-from bioviz.models.embeddings import Progress, embed, encode_cached, load_encoder
+from bioviz.models.cached_encoding import encode_cached
+from bioviz.models.encoders import Progress
+from bioviz.models.registry import embed, load_encoder
 from bioviz.models.encoding_estimate import EncodingEstimate, estimate_encoding
+from bioviz.models.model_spec import ModelSpec
 from bioviz.models.shared_encoding import encode_shared
 from bioviz.ontology import DEFAULT_SPLIT, SplitSpec
 from bioviz.ontology.model import Ontology, normalise_name
-from bioviz.search.hybrid import EXACT_BOOST, NameMatcher, Ranking, SparseNames, name_scores
+from bioviz.search.hybrid import EXACT_BOOST, ExpandedForms, NameMatcher, Ranking, SparseNames, name_scores
 from bioviz.search.index import NeighbourIndex
 from bioviz.space import Space
 
@@ -214,8 +217,8 @@ def resolve_query(text: str, view, ontology: Ontology | None = None) -> QueryInf
     return replace(info, text=spelling, typed=text, resolved_by="name")
 
 
-def level_space(view, model: str, batch_size: int = 64, progress: Progress | None = None,
-                use_cache: bool = True, *, report=None, owner: str = "a command") -> tuple[Space, dict]:
+def level_space(view, model: ModelSpec, *, batch_size: int = 64, progress: Progress | None = None,
+                use_cache: bool = True, report=None, owner: str = "a command") -> tuple[Space, dict]:
     """Vectors of every name of ``view`` under ``model``, through the vector cache.
 
     A level another process is encoding already (the warm-up, a page, a job) is waited for,
@@ -241,7 +244,7 @@ def level_space(view, model: str, batch_size: int = 64, progress: Progress | Non
     return Space(tuple(view.names), vectors, encoder.label), info
 
 
-def query_vector(text: str, model: str) -> np.ndarray:
+def query_vector(text: str, model: ModelSpec) -> np.ndarray:
     """Unit vector of one query text."""
     return embed([text], model).vectors[0]
 
@@ -249,7 +252,8 @@ def query_vector(text: str, model: str) -> np.ndarray:
 def rank_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo, k: int = 10,
                     restrict_class: str | None = None,
                     other: tuple[NeighbourIndex, np.ndarray] | None = None, *,
-                    ranking: Ranking = Ranking(), sparse: SparseNames | None = None) -> list[dict]:
+                    ranking: Ranking = Ranking(), sparse: SparseNames | None = None,
+                    forms: ExpandedForms | None = None, other_forms: ExpandedForms | None = None) -> list[dict]:
     """Top-k neighbours of a query, marked as in the papers' ranking tables.
 
     Parameters
@@ -271,6 +275,11 @@ def rank_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo,
         then cosine plus the weighted char-tfidf cosine (``score`` is that sum).
     sparse : SparseNames, optional
         The index's names under the level's char-tfidf (:func:`sparse_names`): needed by ``hybrid``.
+    forms, other_forms : ExpandedForms, optional
+        The query's expanded forms (:func:`bioviz.search.lexicon.expanded_forms`) under this model and
+        the compared one: every name is then scored against the query and its forms, keeping the
+        best (:func:`~bioviz.search.hybrid.name_scores`); exact matches of the query itself still
+        come first under ``hybrid``.
 
     Returns
     -------
@@ -280,8 +289,9 @@ def rank_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo,
         positive when this model ranks the name higher).
     """
     exclude = index.rows_named(query.text) or None  # the query's own name is not its neighbour
-    if ranking.hybrid:
-        return _hybrid_neighbours(index, vector, query, k, restrict_class, other, ranking, sparse, exclude)
+    if ranking.hybrid or forms is not None:  # expanded forms are scored with every name, as hybrid is
+        scored = (ranking, sparse, forms, other_forms)
+        return _hybrid_neighbours(index, vector, query, k, restrict_class, other, scored, exclude)
     hits = index.search(vector, k=k, restrict_class=restrict_class, exclude_rows=exclude)
     rows = [h.as_dict() for h in hits]
     _mark(rows, query)
@@ -315,12 +325,13 @@ def _matcher(index: NeighbourIndex) -> NameMatcher:
 
 
 def _hybrid_order(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo, ranking: Ranking,
-                  sparse: SparseNames | None, exclude) -> tuple[np.ndarray, np.ndarray]:
+                  sparse: SparseNames | None, exclude,
+                  forms: ExpandedForms | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Every row's hybrid score and its ordering key (exact-match concepts' names lifted above all others)."""
     scores = name_scores(np.asarray(vector, dtype=np.float32).reshape(1, -1), index.vectors, ranking, sparse,
-                         [query.text])[0]
+                         [query.text], forms=forms)[0]
     key = scores.copy()
-    exact = set(_matcher(index).concepts(query.typed or "", query.text))
+    exact = set(_matcher(index).concepts(query.typed or "", query.text)) if ranking.hybrid else set()
     if exact:
         key[[row for row, concept in enumerate(index.concept_ids) if concept in exact]] += EXACT_BOOST
     if exclude:
@@ -329,10 +340,13 @@ def _hybrid_order(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo, r
 
 
 def _hybrid_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo, k: int,
-                       restrict_class: str | None, other, ranking: Ranking, sparse: SparseNames | None,
-                       exclude) -> list[dict]:
-    """:func:`rank_neighbours` under a hybrid ranking: every name scored (no approximate index)."""
-    scores, key = _hybrid_order(index, vector, query, ranking, sparse, exclude)
+                       restrict_class: str | None, other, scored: tuple, exclude) -> list[dict]:
+    """:func:`rank_neighbours` under a hybrid ranking or with expanded forms: every name scored (no approximate index).
+
+    ``scored`` is ``(ranking, sparse, forms, other_forms)``.
+    """
+    ranking, sparse, forms, other_forms = scored
+    scores, key = _hybrid_order(index, vector, query, ranking, sparse, exclude, forms)
     if restrict_class is not None and index.classes is not None:
         key[np.asarray([c != restrict_class for c in index.classes])] = -np.inf
     order = [int(row) for row in np.argsort(-key, kind="stable")[:k] if np.isfinite(key[row])]
@@ -340,16 +354,20 @@ def _hybrid_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryIn
     _mark(rows, query)
     if other is not None and rows:
         other_index, other_vector = other
-        _, other_key = _hybrid_order(other_index, other_vector, query, ranking, sparse, exclude)
+        _, other_key = _hybrid_order(other_index, other_vector, query, ranking, sparse, exclude, other_forms)
         for row in rows:
             row["other_rank"] = 1 + int(np.count_nonzero(other_key > other_key[row["row"]]))
             row["rank_change"] = row["other_rank"] - row["rank"]
     return rows
 
 
-def sparse_names(view, index: NeighbourIndex, ranking: Ranking) -> SparseNames | None:
-    """The char-tfidf rows a hybrid ranking over ``index`` needs (fitted on the level's names); None for dense."""
-    return SparseNames.build(view.names, index.space.names) if ranking.hybrid else None
+def sparse_names(view, index: NeighbourIndex, ranking: Ranking, progress: Progress | None = None) -> SparseNames | None:
+    """The char-tfidf rows a hybrid ranking over ``index`` needs (fitted on the level's names); None for dense.
+
+    ``progress(done, total)`` in names (:meth:`SparseNames.build`): on a large level the first
+    hybrid query spends tens of seconds here.
+    """
+    return SparseNames.build(view.names, index.space.names, progress) if ranking.hybrid else None
 
 
 AMONG = ("names", "train", "hypernyms")
@@ -365,7 +383,7 @@ def candidate_names(view, among: str = "names") -> list[str]:
     return [name for class_id in view.classes for name in view.hypernym_names.get(class_id, [])]
 
 
-def first_encoding_estimate(view, model: str, among: str = "names") -> EncodingEstimate:
+def first_encoding_estimate(view, model: ModelSpec, among: str = "names") -> EncodingEstimate:
     """How long the first use of ``model`` on ``view`` will encode for, before it starts.
 
     Counts the names the vector cache lacks and divides by the model's measured rate
@@ -375,8 +393,8 @@ def first_encoding_estimate(view, model: str, among: str = "names") -> EncodingE
     Parameters
     ----------
     view : LevelView
-    model : str
-        A MODEL string.
+    model : ModelSpec
+        The model, parsed once by the caller.
     among : str
         The candidate set (:data:`AMONG`) whose names would be encoded.
 
@@ -388,14 +406,14 @@ def first_encoding_estimate(view, model: str, among: str = "names") -> EncodingE
     return estimate_encoding(load_encoder(model), candidate_names(view, among))
 
 
-def candidate_index(view, model: str, among: str = "names", base: NeighbourIndex | None = None,
+def candidate_index(view, model: ModelSpec, among: str = "names", *, base: NeighbourIndex | None = None,
                     progress: Progress | None = None, split: SplitSpec = DEFAULT_SPLIT) -> NeighbourIndex:
     """The names a query is ranked against, as in the papers' tables.
 
     Parameters
     ----------
     view : LevelView
-    model : str
+    model : ModelSpec
     among : str
         ``names``: every name of the level; ``train``: the training names of the few-shot
         split (``split``, by default the one default split), as fewshot-biomedical-names Table 4 ranks training names

@@ -32,10 +32,13 @@ import numpy as np
 import pandas as pd
 
 from bioviz.errors import BiovizError, shown, shown_list
-from bioviz.models.embeddings import Progress, embed
+from bioviz.models.encoders import Progress
+from bioviz.models.model_spec import ModelSpec
+from bioviz.models.registry import embed
 from bioviz.ontology.model import Ontology
-from bioviz.search.hybrid import NameMatcher, Ranking, SparseNames, name_scores
+from bioviz.search.hybrid import ExpandedForms, NameMatcher, Ranking, SparseNames, name_scores
 from bioviz.search.index import NeighbourIndex
+from bioviz.search.lexicon import NO_EXPANSION, Expansion, expand_queries, expanded_forms, expansion_notes
 from bioviz.search.neighbours import QueryInfo, resolve_query
 from bioviz.text_clean import clean_texts
 
@@ -148,7 +151,7 @@ def resolve_terms(terms: Sequence[str], view, ontology: Ontology | None = None) 
     return [resolve_query(term, view, ontology) for term in terms]
 
 
-def encode_terms(texts: Sequence[str], model: str, progress: Progress | None = None) -> np.ndarray:
+def encode_terms(texts: Sequence[str], model: ModelSpec, progress: Progress | None = None) -> np.ndarray:
     """Unit vectors of ``texts`` under ``model``, in one batch (not one call per term).
 
     Not stored in the disk vector cache: a dataset's terms are the user's, and would only
@@ -180,12 +183,16 @@ class CodingModel:
         ``(n_terms, dim)`` unit vectors of the resolved terms (:func:`encode_terms`).
     sparse : SparseNames, optional
         The index's names under the level's char-tfidf: needed by a hybrid ranking.
+    forms : ExpandedForms, optional
+        Synonym expansions of the terms under this model (:mod:`bioviz.search.lexicon`): a name's
+        score is then the best over a term and its forms.
     """
 
     label: str
     index: NeighbourIndex
     vectors: np.ndarray
     sparse: SparseNames | None = None
+    forms: ExpandedForms | None = None
 
 
 class _NameConcepts:
@@ -347,7 +354,8 @@ def code_terms(terms: Sequence[str], infos: Sequence[QueryInfo], models: Sequenc
     records = []
     for lo in range(0, len(terms), chunk):
         hi = min(lo + chunk, len(terms))
-        scores = [name_scores(m.vectors[lo:hi], lookup.vectors, ranking, m.sparse, texts[lo:hi])
+        scores = [name_scores(m.vectors[lo:hi], lookup.vectors, ranking, m.sparse, texts[lo:hi],
+                              forms=m.forms.between(lo, hi) if m.forms is not None else None)
                   for m, lookup in zip(models, names)]
         fetch = k * _NAMES_PER_CONCEPT + max((len(e) for e in exact[lo:hi]), default=0)
         heads = [_NameConcepts.heads(matrix, fetch) for matrix in scores]
@@ -439,8 +447,9 @@ def export_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return export
 
 
-def code_term_list(terms: Sequence[str], view, ontology: Ontology | None, models: Sequence[tuple[str, NeighbourIndex]],
-                   k: int = 5, progress: Progress | None = None, *, ranking: Ranking = Ranking()) -> pd.DataFrame:
+def code_term_list(terms: Sequence[str], view, ontology: Ontology | None,
+                   models: Sequence[tuple[ModelSpec, NeighbourIndex]], k: int = 5, progress: Progress | None = None, *,
+                   ranking: Ranking = Ranking(), expansion: Expansion = NO_EXPANSION) -> pd.DataFrame:
     """Resolve, encode (one batch per model) and code ``terms``: :func:`code_terms` from plain inputs.
 
     Parameters
@@ -449,7 +458,7 @@ def code_term_list(terms: Sequence[str], view, ontology: Ontology | None, models
         Checked terms (:func:`check_terms`).
     view : LevelView
     ontology : Ontology, optional
-    models : sequence of (MODEL string, NeighbourIndex)
+    models : sequence of (ModelSpec, NeighbourIndex)
         The index over the level's names under that model (``candidate_index(..., "names")``).
     k : int
     progress : callable, optional
@@ -457,17 +466,25 @@ def code_term_list(terms: Sequence[str], view, ontology: Ontology | None, models
         (``total`` is the number of terms times one more than the models).
     ranking : Ranking
         Dense or hybrid (:func:`code_terms`); a hybrid ranking fits char-tfidf on the level's names.
+    expansion : Expansion
+        Which ontology synonyms a term that the level's ontology does not name is also ranked as its
+        concept's preferred name for (:func:`bioviz.search.lexicon.expand_queries`); the frame's
+        ``attrs["expansions"]`` lists the notes.
     """
     terms = list(terms)
     infos = resolve_terms(terms, view, ontology)
     texts = [info.text for info in infos]
+    expanded = expand_queries(infos, expansion)
     steps = (len(models) + 1) * len(texts)
 
     def report_from(offset: int) -> Progress | None:
         return None if progress is None else (lambda done, _total: progress(offset + done, steps))
 
     coding = [CodingModel(index.space.model_id, index, encode_terms(texts, model, report_from(m * len(texts))),
-                          SparseNames.build(view.names, index.space.names) if ranking.hybrid else None)
+                          SparseNames.build(view.names, index.space.names) if ranking.hybrid else None,
+                          expanded_forms(expanded, model))
               for m, (model, index) in enumerate(models)]
-    return code_terms(terms, infos, coding, view, ontology, k, progress=report_from(len(models) * len(texts)),
-                      ranking=ranking)
+    frame = code_terms(terms, infos, coding, view, ontology, k, progress=report_from(len(models) * len(texts)),
+                       ranking=ranking)
+    frame.attrs["expansions"] = expansion_notes(expanded)
+    return frame

@@ -57,7 +57,7 @@ def app(tmp_path_factory):
     big = write_table(data / "ten_thousand.tsv", classes=20, per_class=500)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("BIOVIZ_HOME", str(home))
-        from bioviz.models.embeddings import load_encoder
+        from bioviz.models.registry import load_encoder
         from bioviz.models.vector_cache import VectorCache
 
         names = list(dict.fromkeys(level_names(big, home)))
@@ -127,7 +127,8 @@ def test_neighbours_waits_for_the_warm_ups_encoding_instead_of_encoding_again(ap
     # The stand-in warm-up claims the level, then holds it until the page has been seen waiting (a busy
     # machine may take a minute to open the page), then encodes (slowed) and says how many it encoded.
     script = ("import json, pathlib, sys, time\n"
-              "from bioviz.models.embeddings import encode_cached, load_encoder\n"
+              "from bioviz.models.cached_encoding import encode_cached\n"
+              "from bioviz.models.registry import load_encoder\n"
               "from bioviz.models.shared_encoding import claim, encode_claimed\n"
               "from bioviz.ontology import LevelSpec\n"
               "names, encoder = LevelSpec(sys.argv[1], depth=1).load().names, load_encoder('minilm')\n"

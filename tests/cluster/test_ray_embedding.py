@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from bioviz.cli import main
-from bioviz.models.embeddings import encode_cached, load_encoder
+from bioviz.models.cached_encoding import encode_cached
+from bioviz.models.registry import load_encoder
 from bioviz.models.vector_cache import VectorCache
 from bioviz.ontology import level_view, load_source
 

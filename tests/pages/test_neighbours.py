@@ -194,3 +194,22 @@ def test_the_ranking_is_chosen_shown_and_kept_in_the_url(app):
     assert set(frame["Name"][:2]) <= {"heart attack", "myocardial infarction", "MI"}
     assert any("hybrid w=" in m.value for m in at.markdown)
     assert at.query_params["ranking"] in ("hybrid", ["hybrid"])
+
+
+def test_a_synonym_query_is_expanded_and_says_so_until_turned_off(app, monkeypatch):
+    from bioviz.search import lexicon
+
+    # a one-entry lexicon in place of the bundled one (same process as the page): free text that is a synonym
+    entry = lexicon.LexiconEntry("Coronary thrombosis", "myocardial infarction", "MINI:0000011", "HPO", "EXACT")
+    monkeypatch.setitem(lexicon._loaded, lexicon.lexicon_path().name, lexicon.Lexicon([entry]))
+    app.query_params["query"] = "coronary thrombosis"
+    app.query_params["k"] = "3"
+    at = app.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    note = "coronary thrombosis → myocardial infarction (HPO synonym)"
+    assert any(note in c.value for c in at.caption)
+    assert any(note in m.value for m in at.markdown)  # beside each ranking's title
+    assert [t.value["Name"].iloc[0] for t in at.table] == ["myocardial infarction"] * 2
+    at.toggle(key="nb_expand").set_value(False).run()
+    assert not at.exception and not any(note in c.value for c in at.caption)
+    assert at.query_params["expand"] in ("0", ["0"])

@@ -88,7 +88,7 @@ def save_head_run(path, run_id: str):
     """A head run on minilm as a training job writes it (small random head), under BIOVIZ_HOME/runs."""
     import torch
 
-    from bioviz.models.embeddings import load_encoder
+    from bioviz.models.registry import load_encoder
     from trainer.encoders import BaseMix, ResidualEncoder
     from trainer.export import save_head_model
 

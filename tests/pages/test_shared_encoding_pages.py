@@ -8,7 +8,7 @@ import threading
 import time
 
 from bioviz.models import shared_encoding, warmup
-from bioviz.models.embeddings import load_encoder
+from bioviz.models.registry import load_encoder
 from bioviz.models.shared_encoding import claim, encode_claimed
 from bioviz.ontology import LevelSpec
 

@@ -120,7 +120,10 @@ def test_two_jobs_back_to_back_the_second_waits_visibly(page, tmp_path):
     rows = {r["job"]: r for r in table(at)}
     assert rows[first.id]["status"] == RUNNING
     assert rows[second.id]["status"] == QUEUED and rows[second.id]["progress"] == "waiting (#1 in queue)"
-    assert at.selectbox(key="train_job").value == second.id  # newest first
+    # The running job is shown first (its curves move), not the newer one that only waits.
+    assert at.selectbox(key="train_job").value == first.id
+    assert not any("Waiting in the queue" in i.value for i in at.info)
+    at.selectbox(key="train_job").set_value(second.id).run()
     assert "Waiting in the queue (#1)" in at.info[0].value
     at.button(key=f"train_cancel_{second.id}").click().run()
     assert {r["job"]: r for r in table(at)}[second.id]["status"] == "cancelled"

@@ -12,7 +12,7 @@ from tests.pages.test_train import PAGE, STANDIN, table
 from tests.support.polling import wait_for
 from trainer.jobs.queue import Worker
 from trainer.jobs.store import RUNNING, SUCCEEDED
-from ui.train_jobs import POLL_S, newly_finished, page_out_of_date, poll_interval
+from ui.train.polling import POLL_S, newly_finished, page_out_of_date, poll_interval
 
 
 def _record_timers(monkeypatch) -> list[float]:

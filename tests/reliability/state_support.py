@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bioviz.models.embeddings import Encoder
+from bioviz.models.encoders import Encoder
 
 # How a cache file is damaged: random bytes, cut in half, emptied, its first bytes overwritten.
 DAMAGES = ("garbage", "truncated", "empty", "scribbled header")
@@ -70,11 +70,11 @@ class TrigramEncoder(Encoder):
 
 def use_trigram_encoder(monkeypatch) -> TrigramEncoder:
     """Make every MODEL string load one :class:`TrigramEncoder` (the library and the CLI alike)."""
-    from bioviz.models import embeddings
+    from bioviz.models import registry
     from bioviz.search import neighbours
 
     encoder = TrigramEncoder()
-    monkeypatch.setattr(embeddings, "load_encoder", lambda spec: encoder)
+    monkeypatch.setattr(registry, "load_encoder", lambda spec: encoder)
     monkeypatch.setattr(neighbours, "load_encoder", lambda spec: encoder)
     return encoder
 

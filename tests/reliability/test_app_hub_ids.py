@@ -19,7 +19,7 @@ QUESTION = "Download someone/huge-repo from the Hugging Face Hub?"
 @pytest.fixture
 def downloads(tmp_home, monkeypatch, tmp_path):
     """Hub ids the model loader was asked to fetch (online, with an empty Hugging Face cache)."""
-    from bioviz.models import embeddings
+    from bioviz.models import model_spec
     from ui import models
 
     asked = []
@@ -32,7 +32,7 @@ def downloads(tmp_home, monkeypatch, tmp_path):
     monkeypatch.setattr(models, "hub_offline", lambda: False)
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "hf-cache"))
-    monkeypatch.setattr(embeddings, "_hub_snapshot", fetch)
+    monkeypatch.setattr(model_spec, "hub_snapshot", fetch)
     return asked
 
 

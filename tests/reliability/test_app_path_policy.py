@@ -17,7 +17,9 @@ import sys
 import pytest
 
 from bioviz import server_paths
-from bioviz.server_paths import UnsharedPathError, refusal, shared_model, shared_path, shared_source
+from bioviz.errors import ModelError
+from bioviz.models.model_spec import ModelSpec
+from bioviz.server_paths import UnsharedPathError, refusal, shared_path, shared_source
 from test_app_support import DATA, ROOT, no_traceback, open_app, share
 from ui.markdown import md
 
@@ -92,17 +94,21 @@ def test_a_symlinked_data_folder_still_shares_its_files(tmp_path, monkeypatch):
 def test_model_paths_follow_the_policy_and_hub_ids_stay_hub_ids(disk, monkeypatch):
     runs = disk / "home" / "runs" / "r1"
     runs.mkdir(parents=True)
-    assert shared_model(str(runs)).spec == str(runs) and shared_model(str(runs)).kind == "local"
-    assert shared_model("minilm").kind == "preset"
-    assert shared_model("someone/some-model") == server_paths.SharedModel("someone/some-model", "hub")
-    assert shared_model("./biolord").spec == str(disk / "data" / "biolord"), "relative: inside the data folder"
+    (runs / "config.json").write_text("{}")  # a transformers checkpoint, as far as parsing goes
+    model = ModelSpec.shared(str(runs))
+    assert (model.spec, model.kind, model.path) == (str(runs), "directory", runs)
+    assert model.to_query() == "r1" and ModelSpec.from_query("r1") == model, "a link carries a run by its id"
+    assert ModelSpec.shared("minilm").kind == "bundled"
+    assert ModelSpec.shared("someone/some-model") == ModelSpec("someone/some-model", "hub", None, "someone/some-model")
+    with pytest.raises(ModelError, match="^model directory .*biolord not found$"):  # relative: inside the data folder
+        ModelSpec.shared("./biolord")
     for text in ("/etc", "/no/such/model", "../private", str(disk / "private"), "~", "./etc/ssl"):
         with pytest.raises(UnsharedPathError) as caught:
-            shared_model(text)
+            ModelSpec.shared(text)
         assert str(caught.value) == str(refusal(text))
     monkeypatch.chdir(ROOT)  # an org/name that is a folder of the server's working directory is not a hub id
     with pytest.raises(UnsharedPathError):
-        shared_model("tests/data")
+        ModelSpec.shared("tests/data")
 
 
 @pytest.fixture

@@ -46,7 +46,7 @@ PAGE_PARAMETERS = {
         "limit": number_values(2, 60), "concept": TEXT, "order": CHOICE, "colour": CHOICE},
     "app_pages/4_Neighbours.py": {
         "query": ["heart attack", *TEXT], "among": CHOICE, "k": number_values(1, 100), "restrict": BOOL,
-        "image": CHOICE, "two": BOOL, "concept": TEXT, "ranking": CHOICE},
+        "image": CHOICE, "two": BOOL, "concept": TEXT, "ranking": CHOICE, "expand": BOOL},
     "app_pages/5_Hierarchy.py": {
         "kind": CHOICE, "colour": ["none", *CHOICE], "levels": number_values(1, 100), "node": TEXT, "mention": TEXT},
     "app_pages/6_Evaluation.py": {
@@ -54,7 +54,8 @@ PAGE_PARAMETERS = {
         "eval_shots": number_values(1, 1000), "eval_seed": number_values(0, 10_000), "eval_tpc": number_values(1, 50),
         "eval_zero": number_values(0.0, 10_000.0), "eval_own": BOOL, "eval_cross": ["1", "", *TEXT],
         "eval_boot": number_values(0, 10_000), "eval_models": TEXT},
-    "app_pages/7_Code_terms.py": {"k": number_values(1, 50), "input": CHOICE, "two": BOOL, "ranking": CHOICE},
+    "app_pages/7_Code_terms.py": {"k": number_values(1, 50), "input": CHOICE, "two": BOOL, "ranking": CHOICE,
+                                 "expand": BOOL},
 }
 # The level selection and the models: read by every page.
 SHARED_PARAMETERS = {

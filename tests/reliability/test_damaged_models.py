@@ -25,7 +25,8 @@ import pytest
 
 from bioviz.cli import main
 from bioviz.errors import ModelError
-from bioviz.models.embeddings import bundled_minilm_path, embed, load_encoder
+from bioviz.models.model_spec import bundled_minilm_path
+from bioviz.models.registry import embed, load_encoder
 from bioviz.models.load_errors import check_finite
 from bioviz.models.vector_cache import DB_NAME
 from test_app_support import DATA, ROOT, no_traceback, open_app, share
@@ -241,7 +242,7 @@ def test_non_finite_vectors_are_refused_where_they_are_produced():
 
 def test_a_missing_module_folder_is_blamed_only_when_one_is_missing():
     """minilm names a 2_Normalize folder it does not ship: never the reason a load failed."""
-    from bioviz.models.embeddings import _missing_module_folder
+    from bioviz.models.encoders import _missing_module_folder
 
     assert _missing_module_folder(bundled_minilm_path()) is None
 

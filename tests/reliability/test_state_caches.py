@@ -21,8 +21,8 @@ from state_support import DAMAGES, TrigramEncoder, damage, set_aside_copies, use
 from bioviz.cache_files import read_cache
 from bioviz.cli import main
 from bioviz.evaluation import run as evaluation, store
-from bioviz.models import char_tfidf, embeddings
-from bioviz.models.embeddings import encode_cached
+from bioviz.models import cached_encoding, char_tfidf
+from bioviz.models.cached_encoding import encode_cached
 from bioviz.models.vector_cache import VectorCache, default_path
 from bioviz.ontology import SplitSpec, level_view, load_source
 from bioviz.space import Space
@@ -81,7 +81,7 @@ def test_neighbours_command_with_a_damaged_vector_database(tmp_home, monkeypatch
 
 @pytest.mark.parametrize("how", [*DAMAGES, "wrong shape"])
 def test_a_damaged_vector_block_is_set_aside_and_rewritten(tmp_home, monkeypatch, caplog, how):
-    monkeypatch.setattr(embeddings, "BLOCK_MIN", 10)  # blocks for a small request
+    monkeypatch.setattr(cached_encoding, "BLOCK_MIN", 10)  # blocks for a small request
     encoder = TrigramEncoder()
     first, _ = encode_cached(encoder, NAMES)
     [block] = (default_path().parent / "blocks").glob("*.npy")
@@ -158,16 +158,17 @@ def mini_level():
 def test_a_damaged_cached_result_is_set_aside_and_recomputed(tmp_home, fake_eval_models, mini_level, how):
     onto, view, split = mini_level
     settings = evaluation.EvalSettings(n_boot=20)
-    [first] = evaluation.evaluate(view, split, "a", ["ranking"], onto, settings)
+    [first] = evaluation.evaluate(view, split, "a", ["ranking"], ontology=onto, settings=settings)
     [path] = (tmp_home / "eval").glob("*.json")
     if _DAMAGED_JSON[how] is None:
         damage(path, how)
     else:
         path.write_bytes(_DAMAGED_JSON[how])
-    [again] = evaluation.evaluate(view, split, "a", ["ranking"], onto, settings)
-    assert not again["cached"] and again["metrics"] == first["metrics"] and again["ci"] == first["ci"]
+    [again] = evaluation.evaluate(view, split, "a", ["ranking"], ontology=onto, settings=settings)
+    assert not again.cached and again.metrics == first.metrics and again.ci == first.ci
     assert len(set_aside_copies(tmp_home)) == 1
-    assert evaluation.evaluate(view, split, "a", ["ranking"], onto, settings)[0]["cached"]  # cached again
+    [cached] = evaluation.evaluate(view, split, "a", ["ranking"], ontology=onto, settings=settings)
+    assert cached.cached  # cached again
 
 
 _DAMAGED_RUN_RESULTS = {"garbage": None, "truncated": None, "empty": None, "a list": b"[]",

@@ -24,8 +24,8 @@ from state_support import TrigramEncoder, full_database, full_disk, stray_files,
 
 from bioviz.cli import main
 from bioviz.evaluation import run as evaluation, store
-from bioviz.models import char_tfidf, embeddings
-from bioviz.models.embeddings import encode_cached
+from bioviz.models import cached_encoding, char_tfidf
+from bioviz.models.cached_encoding import encode_cached
 from bioviz.models.vector_cache import VectorCache, default_path
 from bioviz.ontology import SplitSpec, level_view, load_source
 from bioviz.space import Space
@@ -89,7 +89,7 @@ def test_vector_database_that_cannot_even_be_created(tmp_home, monkeypatch):
 
 @pytest.mark.parametrize("refusal", REFUSALS)
 def test_vector_block_write_refused(tmp_home, monkeypatch, caplog, refusal):
-    monkeypatch.setattr(embeddings, "BLOCK_MIN", 10)
+    monkeypatch.setattr(cached_encoding, "BLOCK_MIN", 10)
     encoder = TrigramEncoder()
     expected, _ = encode_cached(encoder, NAMES, use_cache=False)
     with full_disk(monkeypatch, tmp_home, error=REFUSALS[refusal]), caplog.at_level(logging.WARNING):
@@ -135,9 +135,9 @@ def test_evaluation_result_writes_refused(evaluated_run, mini_level, monkeypatch
     before = (evaluated_run / store.RUN_EVAL_FILE).read_bytes()
     home = evaluated_run.parents[1]
     with full_disk(monkeypatch, home, error=REFUSALS[refusal]), caplog.at_level(logging.WARNING):
-        results = evaluation.evaluate(view, split, str(evaluated_run), ["hypernym"], onto,
-                                      evaluation.EvalSettings(n_boot=20))
-    assert results[0]["task"] == "hypernym" and not results[0]["cached"] and results[0]["metrics"]
+        results = evaluation.evaluate(view, split, str(evaluated_run), ["hypernym"], ontology=onto,
+                                      settings=evaluation.EvalSettings(n_boot=20))
+    assert results[0].task == "hypernym" and not results[0].cached and results[0].metrics
     assert _warned(caplog, "not caching")
     assert (evaluated_run / store.RUN_EVAL_FILE).read_bytes() == before  # what was stored is intact
     assert stray_files(home) == []

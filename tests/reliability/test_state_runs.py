@@ -24,7 +24,8 @@ from bioviz.cli import main
 from bioviz.errors import ModelError, SplitError
 from bioviz.evaluation.run_list import run_row, stored_results_rows
 from bioviz.evaluation.splits import choose_split, split_spec_for_run
-from bioviz.models.embeddings import bundled_minilm_path, embed, resolve
+from bioviz.models.model_spec import ModelSpec, bundled_minilm_path
+from bioviz.models.registry import embed
 from bioviz.models.runs import list_runs, read_run, run_split
 from bioviz.ontology import level_view, load_source
 
@@ -84,7 +85,7 @@ def test_a_damaged_run_is_listed_as_damaged_and_never_breaks_the_list(tmp_home, 
 @pytest.mark.parametrize("how", DAMAGED_RUN_JSON)
 def test_a_damaged_run_used_as_a_model_is_one_line(tmp_home, capsys, how):
     run = make_run(tmp_home / "runs" / "broken", DAMAGED_RUN_JSON[how])
-    for read in (read_run, resolve, split_spec_for_run, lambda path: choose_split([str(path)])):
+    for read in (read_run, ModelSpec.parse, split_spec_for_run, lambda path: choose_split([str(path)])):
         with pytest.raises(ModelError, match=r"^run broken is damaged: .*run\.json") as caught:
             read(str(run))
         assert "\n" not in str(caught.value)
@@ -107,7 +108,7 @@ def test_split_settings_that_are_not_numbers_make_a_damaged_run(tmp_home):
 def test_a_run_without_model_files_is_refused_before_anything_loads(tmp_home):
     run = make_run(tmp_home / "runs" / "hollow", {"run_id": "hollow", "config": {}})
     with pytest.raises(ModelError, match="run hollow is damaged: it has neither modules.json"):
-        resolve(str(run))
+        ModelSpec.parse(str(run))
 
 
 def test_a_run_missing_a_module_folder_is_one_line(tmp_home):

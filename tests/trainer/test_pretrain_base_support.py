@@ -13,7 +13,8 @@ import json
 
 import pytest
 
-from bioviz.models.embeddings import bundled_minilm_path, load_sentence_transformer
+from bioviz.models.encoders import load_sentence_transformer
+from bioviz.models.model_spec import bundled_minilm_path
 from trainer.cli import main
 from trainer.pretrain import fit
 from trainer.pretrain.fit import CHECKPOINTS, RESULT_FILE

@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from bioviz.models.embeddings import load_encoder, load_sentence_transformer
+from bioviz.models.encoders import load_sentence_transformer
+from bioviz.models.registry import load_encoder
 from trainer.cli import main
 from trainer.events import CancelFlag, Cancelled
 from trainer.pretrain.config import CONFIG_FILE, PretrainConfig, validate
@@ -67,9 +68,9 @@ def test_an_interrupted_run_resumes_from_its_checkpoint(data_dir, tmp_home, tmp_
 @pytest.mark.parametrize("extra, reason", [
     (["--objectives", "synonyms", "typo"], "unknown objective 'typo'"),
     (["--sources", "nowhere.obo"], "unknown source 'nowhere.obo'"),
-    (["--batch-size", "1"], "--batch-size must be at least 2"),
+    (["--batch-size", "1"], "--batch-size must be >= 2"),
     (["--exclude-level", "hpo"], "expected SOURCE:ROOT:DEPTH"),
-    (["--max-seq-length", "2"], "--max-seq-length must be at least 8"),
+    (["--max-seq-length", "2"], "--max-seq-length must be >= 8"),
 ])
 def test_bad_input_is_one_line_and_creates_nothing(extra, reason, data_dir, tmp_home, tmp_path, capsys):
     out = tmp_path / "pretrained"

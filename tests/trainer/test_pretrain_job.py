@@ -13,7 +13,7 @@ import pytest
 from bioviz.errors import BiovizError
 from bioviz.models import runs
 from trainer.jobs import pretrain_job
-from trainer.jobs.progress import job_row, summarise_progress
+from trainer.jobs.progress import describe_config, job_row, summarise_progress
 from trainer.jobs.queue import Worker
 from trainer.jobs.runner import train_command
 from trainer.jobs.store import CANCELLED, QUEUED, JobError
@@ -37,7 +37,7 @@ def test_a_pretrain_job_from_a_pair_file_keeps_its_absolute_path_and_says_so(que
     job = queue_only.submit({"kind": "pretrain", "pairs_file": "all.pairs.json.gz", "max_pairs": None}, device="cpu")
     saved = json.loads(open(job.config_path).read())
     assert saved["pairs_file"] == str(tmp_path / "all.pairs.json.gz") and saved["sources"] == []
-    assert pretrain_job.describe(job.config) == ("pretrain on pair file all.pairs.json.gz · every objective · "
+    assert describe_config(job.config) == ("pretrain on pair file all.pairs.json.gz · every objective · "
                                                  "all pairs · base minilm")
     with pytest.raises(BiovizError, match="do not apply to --pairs"):
         queue_only.submit({"kind": "pretrain", "pairs_file": "all.pairs.json.gz", "exclude_levels": ["hpo::1"]},
@@ -65,13 +65,13 @@ def test_a_pretrain_job_is_validated_and_runs_the_pretrain_module(queue_only, da
     assert command[1:4] == ["-m", pretrain_job.MODULE, "train"] and "--progress-file" in command
     row = job_row(job, [job])
     assert row["run"].startswith("pretrained minilm: synonyms, 2k pairs (")
-    assert pretrain_job.describe(job.config) == "pretrain on mini.obo · synonyms · 2k pairs · base minilm"
+    assert describe_config(job.config) == "pretrain on mini.obo · synonyms · 2k pairs · base minilm"
 
 
 @pytest.mark.parametrize("changes, reason", [
     ({"objectives": ["synonyms", "typo"]}, "unknown objective 'typo'"),
     ({"sources": ["nowhere.obo"]}, "unknown source 'nowhere.obo'"),
-    ({"batch_size": 1}, "--batch-size must be at least 2"),
+    ({"batch_size": 1}, "--batch-size must be >= 2"),
     ({"exclude_levels": ["hpo"]}, "expected SOURCE:ROOT:DEPTH"),
     ({"epoch": 2}, "unknown pretraining option 'epoch'"),
 ])
@@ -105,7 +105,7 @@ def test_only_an_unfinished_pretrain_job_with_a_run_to_continue_resumes(queue_on
     (work / "pretrain-config.json").write_text("{}")
     again = queue_only.resume(job.id)
     assert again.config["resume_from"] == str(work) and again.status == QUEUED
-    assert "resumed" in pretrain_job.describe(again.config)
+    assert "resumed" in describe_config(again.config)
 
 
 def test_a_checkpoint_cut_short_is_dropped_and_the_one_before_kept(tmp_path):

@@ -61,7 +61,7 @@ def test_train_cli_end_to_end_writes_a_loadable_run(data_dir, tmp_home, tmp_path
 
     from sentence_transformers import SentenceTransformer
 
-    from bioviz.models.embeddings import embed
+    from bioviz.models.registry import embed
 
     names = ["heart attack", "hives"]
     direct = SentenceTransformer(str(out), device="cpu").encode(names, normalize_embeddings=True)
@@ -93,7 +93,7 @@ def test_cca_run_also_saves_the_projection_alone(data_dir, tmp_home, tmp_path, c
     assert "cca_projection" in summary and summary["base_weight"] == 0.5
     from sentence_transformers import SentenceTransformer
 
-    from bioviz.models.embeddings import embed
+    from bioviz.models.registry import embed
 
     assert embed(["asthma"], str(out / "cca_projection"), use_cache=False).vectors.shape == (1, 384)
     # CCA, DAN and the input carried alongside: still only built-in modules, still exact.

@@ -48,9 +48,17 @@ TRAINER_STATE = "trainer_state.json"  # written last into a checkpoint by transf
 JOB_FIELDS = ("kind", "resume_from")
 
 
-def is_pretrain(config) -> bool:
-    """Whether a job config is a pretrain job's."""
-    return isinstance(config, dict) and config.get("kind") == PRETRAIN_KIND
+def kind_name(config) -> str | None:
+    """The ``kind`` a job config names (``pretrain``), None when it names none (a training run's).
+
+    The one look at the marker; :func:`trainer.jobs.kinds.kind_of` turns it into the job's kind.
+    """
+    return config.get("kind") if isinstance(config, dict) else None
+
+
+def resumed_from(config) -> str | None:
+    """The work directory a pretrain job continues (its ``resume_from``), None for a fresh one."""
+    return config.get("resume_from") if isinstance(config, dict) else None
 
 
 def work_dir(config_path: str | Path) -> Path:
@@ -90,38 +98,44 @@ def job_config(values: dict) -> dict:
     if unknown:
         raise BiovizError(f"unknown pretraining option {unknown[0]!r}")
     settings = {k: v for k, v in values.items() if k in fields}
-    settings["sources"] = [_absolute(s) for s in settings.get("sources") or []]
-    for source in settings["sources"]:
+    sources = [_absolute(s) for s in settings.get("sources") or []]
+    for source in sources:
         if source not in BUNDLED and not Path(source).exists():
             raise BiovizError(f"unknown source {source!r}: use one of {', '.join(BUNDLED)}, an .obo file or a "
                               "UMLS directory")
-    for key in ("base", "pairs_file", "exclude_names"):
-        if settings.get(key):
-            settings[key] = _absolute(settings[key])
-    settings.setdefault("objectives", [])  # none given: every objective of a pair file, else refused in one line
-    config = validate(PretrainConfig(**settings))
-    for i, level in enumerate(config.exclude_levels):
+    paths = {key: _absolute(settings[key]) for key in ("base", "pairs_file", "exclude_names") if settings.get(key)}
+    # No objective given: every objective of a pair file, else refused in one line.
+    config = validate(PretrainConfig(**{"objectives": [], **settings, **paths, "sources": sources}))
+    for level in config.exclude_levels:
         parse_level(level)  # a malformed level is refused here, in one line
-        source, rest = level.split(":", 1)
-        config.exclude_levels[i] = f"{_absolute(source)}:{rest}"
-    out = {"kind": PRETRAIN_KIND, **{k: v for k, v in config.to_dict().items() if k != "device"}}
-    if values.get("resume_from"):
-        out["resume_from"] = str(values["resume_from"])
+    excluded = [f"{_absolute(level.split(':', 1)[0])}:{level.split(':', 1)[1]}" for level in config.exclude_levels]
+    out = {"kind": PRETRAIN_KIND, **dataclasses.replace(config, exclude_levels=excluded).to_dict()}
+    del out["device"]
+    if resume := resumed_from(values):
+        out["resume_from"] = str(resume)
     return out
 
 
-def describe(config: dict) -> str:
-    """``pretrain on hpo, mini.obo · synonyms+hierarchy · 20k pairs · base minilm`` for tables and titles."""
+def resume_request(config: dict, config_path: str | Path) -> dict:
+    """The config of a job that continues the job of ``config`` (its work directory as ``resume_from``)."""
+    return {**config, "resume_from": str(work_dir(config_path))}
+
+
+def describe(config, resumed: bool = False) -> str:
+    """``pretrain on hpo, mini.obo · synonyms+hierarchy · 20k pairs · base minilm`` for tables and titles.
+
+    ``config`` is a :class:`~trainer.pretrain.config.PretrainConfig` (a job's, read by
+    :class:`trainer.jobs.kinds.PretrainKind`); ``resumed``: the job continues an interrupted one.
+    """
     from bioviz.models.runs import pairs_text
 
-    sources = ", ".join(Path(str(s)).name for s in config.get("sources") or [])
-    if config.get("pairs_file"):
-        sources = f"pair file {Path(str(config['pairs_file'])).name}" + (f" ({sources})" if sources else "")
-    objectives = "+".join(config.get("objectives") or []) or ("every objective" if config.get("pairs_file") else "?")
+    sources = ", ".join(Path(str(s)).name for s in config.sources or [])
+    if config.pairs_file:
+        sources = f"pair file {Path(str(config.pairs_file)).name}" + (f" ({sources})" if sources else "")
+    objectives = "+".join(config.objectives or []) or ("every objective" if config.pairs_file else "?")
     sources = sources or "?"
-    resumed = " · resumed" if config.get("resume_from") else ""
-    return (f"pretrain on {sources} · {objectives} · {pairs_text(config.get('max_pairs'))} pairs · "
-            f"base {Path(str(config.get('base', 'minilm'))).name}{resumed}")
+    return (f"pretrain on {sources} · {objectives} · {pairs_text(config.max_pairs)} pairs · "
+            f"base {Path(str(config.base)).name}{' · resumed' if resumed else ''}")
 
 
 def resumable(config_path: str | Path) -> bool:
@@ -192,21 +206,21 @@ class ProgressFile:
 def publish(work: Path, out: Path, result: dict) -> None:
     """Write ``run.json`` into ``work`` and rename it to ``out`` (flushed first: absent or complete, never half)."""
     from bioviz.models.runs import RUN_FILE
+    from trainer.options import from_stored  # beside PretrainConfig, imported here for its ontology stack
+    from trainer.pretrain.config import PretrainConfig
 
-    config = result.get("config") or {}
+    c = from_stored(PretrainConfig, result.get("config") or {}, sources=[], objectives=[])
     record = {
         "run_id": out.name,
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         # No "shots" here: the split fields are the excluded levels' (exclude_split), not a
         # split this model was trained with (bioviz.evaluation.splits reads "shots" as one).
         "config": {"kind": PRETRAIN_KIND, "encoder": PRETRAIN_KIND, "finetune": True,
-                   "base": config.get("base"), "sources": config.get("sources"),
-                   "objectives": config.get("objectives"), "max_pairs": config.get("max_pairs"),
-                   "train_pairs": (result.get("pairs") or {}).get("train"),
-                   "exclude_levels": config.get("exclude_levels"),
-                   "exclude_split": {k: config.get(k) for k in ("shots", "split_seed", "test_per_class",
-                                                                 "zero_shot_classes")},
-                   "seed": config.get("seed"), "epochs": config.get("epochs")},
+                   "base": c.base, "sources": c.sources, "objectives": c.objectives, "max_pairs": c.max_pairs,
+                   "train_pairs": (result.get("pairs") or {}).get("train"), "exclude_levels": c.exclude_levels,
+                   "exclude_split": {"shots": c.shots, "split_seed": c.split_seed,
+                                     "test_per_class": c.test_per_class, "zero_shot_classes": c.zero_shot_classes},
+                   "seed": c.seed, "epochs": c.epochs},
         "metrics": {"validation": result.get("validation"), "steps": result.get("steps"),
                     "resumed_from_step": result.get("resumed_from_step"), "seconds": result.get("seconds")},
     }
@@ -234,7 +248,7 @@ def run(config_file: str | Path, out: str | Path, progress_file: str | Path, dev
     cancel, restore_signals = cancel_on_signals()
     try:
         values = json.loads(Path(config_file).read_text(encoding="utf-8"))
-        resuming = adopt(values.get("resume_from"), work)
+        resuming = adopt(resumed_from(values), work)
         if not (work / PRETRAIN_FILE).is_file():  # else trained already: killed before it was published
             from trainer.pretrain.config import CONFIG_FILE
             from trainer.pretrain.fit import pretrain
@@ -246,8 +260,7 @@ def run(config_file: str | Path, out: str | Path, progress_file: str | Path, dev
                 config = PretrainConfig.read(work)  # the interrupted run's own settings
             else:
                 config = PretrainConfig(**{k: v for k, v in values.items() if k not in JOB_FIELDS})
-            config.device = device
-            config = validate(config)
+            config = validate(dataclasses.replace(config, device=device))
             if not resume and work.exists():
                 shutil.rmtree(work)  # a run that never wrote its config: nothing worth keeping
             with contextlib.redirect_stdout(sys.stderr):

@@ -14,6 +14,7 @@ import math
 import os
 from pathlib import Path
 
+from trainer.jobs.kinds import kind_of
 from trainer.jobs.store import QUEUED, RUNNING, STARTING, SUCCEEDED, Job
 
 # What each summarised field must be; a progress line that says otherwise (a damaged file,
@@ -136,21 +137,8 @@ def _clock(seconds: float | None) -> str:
 
 
 def describe_config(config: dict) -> str:
-    """``residual on icd10 d1 · 15 shots · base minilm`` for tables and titles."""
-    # The level and split helpers bring the ontology stack (networkx, scipy): loaded when a
-    # table is drawn, not by every job's runner, which imports this module for its events.
-    from bioviz.models.runs import shots_text
-    from bioviz.ontology.level_spec import LevelSpec
-    from bioviz.ontology.splits import DEFAULT_SHOTS
-    from trainer.jobs.pretrain_job import describe, is_pretrain
-
-    if is_pretrain(config):
-        return describe(config)
-
-    level = LevelSpec.from_config(config).label  # a field left out means the TrainConfig default
-    start = f"init {Path(str(config['init'])).name}" if config.get("init") else f"base {config.get('base', 'minilm')}"
-    shots = shots_text(config.get("shots", DEFAULT_SHOTS))
-    return f"{config.get('encoder', 'residual')} on {level} · {shots} · {start}"
+    """``residual on icd10 d1 · 15 shots · base minilm`` for tables and titles (the job's kind says)."""
+    return kind_of(config).describe(config)
 
 
 def queue_position(jobs: list[Job], job: Job) -> int | None:
@@ -287,5 +275,5 @@ def job_row(job: Job, jobs: list[Job] | None = None, now: float | None = None) -
         "duration": _clock(job.duration_s(now)),
         "class-retrieval mAP": class_retrieval_text(job),
         "eta": eta_text(p) if job.status == RUNNING else "",
-        "base": f"init {Path(str(config['init'])).name}" if config.get("init") else str(config.get("base", "minilm")),
+        "base": kind_of(config).start_text(config),
     }

@@ -45,16 +45,18 @@ from trainer.jobs.executor import (
     CANCEL_EXIT_CODE, CANCEL_GRACE_S, JOB_ID_ENV, Executor, LocalProcessExecutor, ProcessState, gpu_count,
     process_alive, process_handle, python_command,
 )
+from trainer.jobs.kinds import kind_of
 from trainer.jobs.progress import read_progress, summarise_progress, tail
 from trainer.jobs.store import (
     CANCELLED, FAILED, INTERRUPTED, QUEUED, RUNNING, STARTING, SUCCEEDED, Job, JobError, JobStore,
 )
+from trainer.devices import DEVICES
 
 logger = logging.getLogger(__name__)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SLOTS = {"cpu": 1, "cuda": 1}
-DEVICE_CHOICES = ("auto", "cpu", "cuda")
+DEVICE_CHOICES = DEVICES  # what a job may ask for (the Train page offers them)
 RUNNER_MODULE = "trainer.jobs.runner"  # each started job's process: python -m RUNNER_MODULE run JOB_ID --token T
 # A claim whose starter is alive but has not recorded a runner after this long is taken
 # over (the token makes that safe whatever the starter does next).
@@ -267,14 +269,10 @@ class Worker:
             if device not in capacity and not (device == "cuda" and gpus):
                 raise JobError(f"device {device!r} is not available here ({len(gpus)} CUDA devices)")
         # Paths are the submitter's: the runner and its trainer run elsewhere (PROJECT_ROOT).
-        # (trainer.data brings torch and scipy: imported here, not by every runner.)
-        from trainer.data import absolute_paths
-        from trainer.jobs.pretrain_job import is_pretrain
-
-        if not is_pretrain(config):  # a pretrain job's paths are made absolute by its own validation
-            config = absolute_paths(config)
+        kind = kind_of(config)
+        config = kind.prepare(config)
         if validate:
-            config = validate_config(config)
+            config = kind.validate(config)
         job = self.store.create(config, requested_device=device, executor=self.executor.name, module=self.module)
         self.reconcile()
         return self.store.get(job.id)
@@ -468,18 +466,16 @@ class Worker:
         JobError
             Not a pretrain job, not finished, succeeded, or nothing left to resume.
         """
-        from trainer.jobs.pretrain_job import is_pretrain, resumable, work_dir
-
         job = self.store.get(job_id)
-        if not is_pretrain(job.config):
+        kind = kind_of(job.config)
+        if not kind.resumable:
             raise JobError(f"job {job_id} is not a pretraining job: only those resume from a checkpoint")
         if not job.finished or job.status == SUCCEEDED:
             raise JobError(f"job {job_id} is {job.status}: only an interrupted, cancelled or failed job resumes")
-        if not resumable(job.config_path):
+        if not kind.can_resume(job):
             raise JobError(f"job {job_id} left no pretraining run to resume (it stopped before training began, "
                            "or it was resumed already)")
-        config = {**job.config, "resume_from": str(work_dir(job.config_path))}
-        return self.submit(config, device=device or job.requested_device)
+        return self.submit(kind.resume_request(job), device=device or job.requested_device)
 
     def delete(self, job_id: str, remove_run: bool = False) -> None:
         """Forget a job: cancel it if active, remove its log and progress, optionally its run.
@@ -507,37 +503,3 @@ class Worker:
         if remove_run or job.status != SUCCEEDED:
             discard_run(job)
 
-
-def validate_config(config: dict) -> dict:
-    """Refuse a config the trainer would reject (unknown option, encoder, too many shots, missing base).
-
-    Runs :func:`trainer.config.validate` and :func:`trainer.data.check_feasible` (the one
-    time the level is loaded for a job before it runs).
-
-    Parameters
-    ----------
-    config : dict
-        Training options, without the device (the job's, see :meth:`Worker.submit`).
-
-    Returns
-    -------
-    dict
-        Every option, the encoder's defaults filled in (what the run will use).
-
-    Raises
-    ------
-    BiovizError
-        With the trainer's one-line reason.
-    """
-    # The trainer's configuration and data checks bring scipy and the ontology stack: only
-    # a submit needs them, not every job's runner (module docstring).
-    from trainer.jobs.pretrain_job import is_pretrain, job_config
-
-    if is_pretrain(config):
-        return job_config(config)
-    from trainer.config import TrainConfig, validate
-    from trainer.data import check_feasible
-
-    validated = validate(TrainConfig.from_dict(config))
-    check_feasible(validated)
-    return {name: value for name, value in validated.to_dict().items() if name != "device"}

@@ -45,6 +45,7 @@ from pathlib import Path
 from bioviz.paths import fsync_dir, fsync_tree
 from bioviz.ray_cluster import cluster_address, connect, resources
 from trainer.jobs.executor import CANCEL_EXIT_CODE, JOB_ID_ENV, LocalProcessExecutor
+from trainer.jobs.kinds import kind_of
 from trainer.jobs.store import DB_FILE, RUN_FILE, JobStore
 
 logger = logging.getLogger(__name__)
@@ -52,8 +53,6 @@ logger = logging.getLogger(__name__)
 # Where a worker keeps bioviz's home between jobs (its vector cache above all): the base
 # model's vectors of a level are encoded once per worker node, not once per job.
 WORKER_HOME_ENV = "BIOVIZ_RAY_WORKER_HOME"
-# Config options that may name a file or folder on the app's machine: shipped with the task.
-PATH_OPTIONS = ("source", "base", "init")
 # The worker's environment reaches the trainer, plus these of the job's (never the app's
 # paths, tokens or CUDA_VISIBLE_DEVICES: Ray sets the GPU the task got).
 _FORWARDED_PREFIXES = ("BIOVIZ_", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TOKENIZERS_PARALLELISM",
@@ -114,9 +113,8 @@ def train_task(payload: dict):
            "run_dir": str(scratch / "runs" / payload["job"])}
     process = None
     try:
-        config = dict(payload["config"])
-        for option, data in payload["files"].items():
-            config[option] = str(_unpack(data, scratch / "inputs" / option))
+        shipped = {option: str(_unpack(data, scratch / "inputs" / option)) for option, data in payload["files"].items()}
+        config = {**payload["config"], **shipped}
         (scratch / "config.json").write_text(json.dumps(config, sort_keys=True, indent=1))
         run_dir, log_path, progress_path = scratch / "runs" / payload["job"], scratch / "log.txt", scratch / "progress.jsonl"
         import trainer  # where this worker has the code: the trainer subprocess imports the same
@@ -303,18 +301,14 @@ class RayExecutor(LocalProcessExecutor):
         ray = connect(self.address)
         address = cluster_address(self.address)
         config = json.loads(Path(job.config_path).read_text())
-        files = {option: _pack(Path(config[option])) for option in PATH_OPTIONS
-                 if isinstance(config.get(option), str) and os.path.isabs(config[option])
-                 and Path(config[option]).exists()}
+        kind = kind_of(config)
+        files = {option: _pack(path) for option, path in kind.input_paths(config).items()}
         forwarded = {key: value for key, value in env.items()
                      if key.startswith(_FORWARDED_PREFIXES) and key not in _NOT_FORWARDED}
         forwarded[JOB_ID_ENV] = job.id
         gpu = (job.device or "cpu") != "cpu"
-        from trainer.jobs.pretrain_job import MODULE as PRETRAIN_MODULE, is_pretrain
-
         # A pretrain job's checkpoints stay in the worker's scratch: on Ray, Resume starts it over.
-        module = PRETRAIN_MODULE if is_pretrain(config) else job.module
-        payload = {"job": job.id, "module": module, "config": config, "files": files,
+        payload = {"job": job.id, "module": kind.module_of(job), "config": config, "files": files,
                    "device": "cuda" if gpu else "cpu", "env": forwarded}
         task = ray.remote(train_task).options(
             num_returns="streaming", num_cpus=1, num_gpus=1 if gpu else 0, max_retries=0, retry_exceptions=False,

@@ -25,6 +25,7 @@ from bioviz.errors import BiovizError
 from bioviz.paths import write_text_atomic
 from trainer.crash_points import crash_point
 from trainer.jobs.executor import CANCEL_GRACE_S, Executor, python_command
+from trainer.jobs.kinds import kind_of
 from trainer.jobs.progress import read_progress, summarise_progress
 from trainer.jobs.queue import PROJECT_ROOT, Worker, discard_run, executor_from_env, job_env, outcome
 from trainer.jobs.store import CANCELLED, FAILED, INTERRUPTED, RUNNING, STARTING, SUCCEEDED, Job, JobStoreError
@@ -38,12 +39,9 @@ def train_command(job: Job) -> list[str]:
     The device is the slot the job got (``cpu`` or one GPU made visible as ``cuda``), which
     overrides whatever the file says (options override ``--config``).
     """
-    from trainer.jobs.pretrain_job import MODULE as PRETRAIN_MODULE, is_pretrain
-
     device = "cpu" if (job.device or "cpu") == "cpu" else "cuda"
-    # A pretrain job runs trainer.jobs.pretrain_job with the trainer's command line shape.
-    module = PRETRAIN_MODULE if is_pretrain(job.config) else job.module
-    return python_command("-m", module, "train", "--config", job.config_path, "--out", job.run_dir,
+    # Every kind's program takes the trainer's command line shape (a pretrain job's: trainer.jobs.pretrain_job).
+    return python_command("-m", kind_of(job.config).module_of(job), "train", "--config", job.config_path, "--out", job.run_dir,
                           "--json", "--progress-file", job.progress_path, "--device", device)
 
 

@@ -18,57 +18,24 @@ import time
 
 from bioviz.errors import BiovizError
 from bioviz.output_paths import check_output_dir, check_output_file
-from bioviz.ontology.splits import DEFAULT_SHOTS, DEFAULT_SPLIT_SEED
 from trainer.cli_common import add_json_option, print_summary, refuse, run_cancellable
-from trainer.pretrain.config import LOSSES, PretrainConfig, validate
+from trainer.options import add_arguments, values_from_args
+from trainer.pretrain.config import NO_SOURCE, OPTIONS, PretrainConfig, validate
 from trainer.pretrain.pairs import OBJECTIVES
 
 PRINT_EVERY_S = 5.0  # step progress on stderr at most this often
 
 
-def _optional_int(text: str) -> int | None:
-    return None if text.strip().lower() in ("all", "none") else int(text)
-
-
 def register(subparsers) -> None:
-    """Add the ``pretrain`` sub-command."""
+    """Add the ``pretrain`` sub-command: one flag per :class:`PretrainConfig` field, and the run's own."""
     p = subparsers.add_parser("pretrain", help="pretrain a base model on ontology pairs (synonyms, definitions, "
                                                "hierarchy)", description=__doc__.split("\n\n")[0])
-    p.add_argument("--sources", nargs="+", metavar="SOURCE",
-                   help="icd10, icd10cm, hpo, .obo files, UMLS directories or tables")
-    p.add_argument("--objectives", nargs="+", metavar="OBJECTIVE", help=f"any of {', '.join(OBJECTIVES)}")
-    p.add_argument("--max-pairs", type=_optional_int, default=20000,
-                   help="training pairs sampled per source and objective in equal shares (all: every pair)")
-    p.add_argument("--validation-pairs", type=int, default=500, help="held-out validation pairs")
-    p.add_argument("--base", default="minilm", help="MODEL to start from (sentence-transformers)")
+    add_arguments(p, OPTIONS.values(), suppress=False)
     p.add_argument("--out", help="output directory (new or empty; with --resume, the interrupted run)")
     p.add_argument("--save-pairs", metavar="FILE",
                    help="build the pairs (sources, objectives, exclusions, sampling), write them to FILE and stop")
-    p.add_argument("--pairs", metavar="FILE",
-                   help="train on a --save-pairs file (built elsewhere); --sources/--objectives then pick a part of it")
     p.add_argument("--resume", action="store_true", help="continue the interrupted run in --out (its own settings)")
-    p.add_argument("--exclude-level", action="append", default=[], metavar="SOURCE:ROOT:DEPTH",
-                   help="keep this level's validation/test/zero-shot names out of the pairs (repeatable)")
-    p.add_argument("--exclude-names", metavar="FILE",
-                   help="keep these names (UTF-8, one per line) out of every pair, e.g. a protocol's queries")
-    p.add_argument("--split-seed", type=int, default=DEFAULT_SPLIT_SEED, help="seed of the excluded levels' split")
-    p.add_argument("--shots", type=_optional_int, default=DEFAULT_SHOTS, help="shots of the excluded levels' split")
-    p.add_argument("--test-per-class", type=int, default=1, help="test names per class of that split")
-    p.add_argument("--zero-shot-classes", type=float, default=0, help="zero-shot classes of that split")
-    p.add_argument("--epochs", type=int, default=1)
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--lr", type=float, default=2e-5)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--loss", choices=LOSSES, default="mnrl",
-                   help="mnrl: MultipleNegativesRankingLoss; cached: its GradCache variant for large batches")
-    p.add_argument("--mini-batch-size", type=int, default=32, help="mini-batch of the cached loss")
-    p.add_argument("--save-steps", type=int, default=500, help="checkpoint every this many steps")
-    p.add_argument("--max-seq-length", type=int, default=None,
-                   help="truncate texts to this many tokens while training (long definitions cost most)")
-    p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
     add_json_option(p)
-    p.add_argument("--hard-negatives", default="none", metavar="none|siblings",
-                   help="siblings: a sibling concept's name as a hard negative of synonym and hierarchy pairs")
     p.set_defaults(handler=handle)
 
 
@@ -81,20 +48,13 @@ def config_from_args(args: argparse.Namespace) -> PretrainConfig:
     """
     if args.resume:
         return validate(PretrainConfig.read(args.out))
-    if args.pairs and args.save_pairs:
+    if args.pairs_file and args.save_pairs:
         raise BiovizError("give --pairs (train on a pair file) or --save-pairs (write one), not both")
-    if not args.pairs and not args.sources:
-        raise BiovizError("no source: give --sources (icd10, icd10cm, hpo, an .obo file or a UMLS directory)")
-    if not args.pairs and not args.objectives:
+    if not args.pairs_file and not args.sources:
+        raise BiovizError(NO_SOURCE)
+    if not args.pairs_file and not args.objectives:
         raise BiovizError(f"no objective: give --objectives (any of {', '.join(OBJECTIVES)})")
-    return validate(PretrainConfig(
-        sources=args.sources, objectives=args.objectives, base=args.base, max_pairs=args.max_pairs,
-        validation_pairs=args.validation_pairs, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
-        seed=args.seed, loss=args.loss, mini_batch_size=args.mini_batch_size, save_steps=args.save_steps,
-        max_seq_length=args.max_seq_length, device=args.device, exclude_levels=args.exclude_level,
-        split_seed=args.split_seed, shots=args.shots, test_per_class=args.test_per_class,
-        zero_shot_classes=args.zero_shot_classes, hard_negatives=args.hard_negatives, pairs_file=args.pairs,
-        exclude_names=args.exclude_names))
+    return validate(PretrainConfig(**values_from_args(args, OPTIONS.values())))
 
 
 class ProgressPrinter:

@@ -1,56 +1,81 @@
-"""The settings of a pretraining run, their defaults and their validation."""
+"""The settings of a pretraining run, their defaults and their validation.
+
+Each field is declared once with :func:`~trainer.options.option`, as
+:class:`~trainer.config.TrainConfig`'s are: ``python -m trainer pretrain``'s flags, the Train
+page's *Pretrain a base model* widgets and :func:`validate`'s range checks are generated from it.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from bioviz.errors import BiovizError
-from bioviz.ontology.splits import DEFAULT_SHOTS, DEFAULT_SPLIT_SEED
+from bioviz.ontology.splits import DEFAULT_SPLIT_SEED
+from trainer.config import DEVICES, SplitFields, split_option
+from trainer.options import option, options
 from trainer.pretrain.negatives import HARD_NEGATIVES
-from trainer.pretrain.pairs import check_objectives
+from trainer.pretrain.pairs import OBJECTIVES, check_objectives
 
 LOSSES = ("mnrl", "cached")
 CONFIG_FILE = "pretrain-config.json"  # in the output directory while training (read back by --resume)
+NO_SOURCE = "no source: give --sources (icd10, icd10cm, hpo, an .obo file or a UMLS directory)"
 
 
 @dataclass
-class PretrainConfig:
+class PretrainConfig(SplitFields):
     """Everything that reproduces a pretraining run.
 
     Defaults follow BioLORD §3.2 and App. A (InfoNCE over in-batch negatives, batches of 64,
     one epoch, AdamW 2e-5 with a linear warm-up); ``loss="cached"`` is GradCache's
-    CachedMultipleNegativesRankingLoss, for batches larger than memory allows.
+    CachedMultipleNegativesRankingLoss, for batches larger than memory allows. The split
+    fields are the split of the excluded levels (:attr:`split`), whose held-out names are kept out.
     """
 
-    sources: list[str]
-    objectives: list[str]
-    base: str = "minilm"
-    max_pairs: int | None = 20000
-    validation_pairs: int = 500
-    epochs: int = 1
-    batch_size: int = 64
-    lr: float = 2e-5
-    weight_decay: float = 0.01
-    warmup_ratio: float = 0.05
-    seed: int = 0
-    loss: str = "mnrl"
-    mini_batch_size: int = 32
-    save_steps: int = 500
-    max_seq_length: int | None = None  # tokens per text while training (None: the base's); long definitions cost most
-    device: str = "auto"
-    exclude_levels: list[str] = field(default_factory=list)
-    split_seed: int = DEFAULT_SPLIT_SEED
-    shots: int | None = DEFAULT_SHOTS
-    test_per_class: int = 1
-    zero_shot_classes: float = 0
-    hard_negatives: str = "none"  # "siblings": a sibling's name as a third column (trainer.pretrain.negatives)
+    sources: list[str] = option(help="icd10, icd10cm, hpo, .obo files, UMLS directories or tables",
+                                metavar="SOURCE", label="Sources")
+    objectives: list[str] = option(help=f"any of {', '.join(OBJECTIVES)}", choices=OBJECTIVES, metavar="OBJECTIVE",
+                                   label="Objectives")
+    base: str = option("minilm", "MODEL to start from (sentence-transformers)", label="Base model")
+    max_pairs: int | None = option(20000, "training pairs sampled per source and objective in equal shares "
+                                   "(all: every pair)", min=2, none="all", label="Max pairs")
+    validation_pairs: int = option(500, "held-out validation pairs", min=0, label="Validation pairs")
+    epochs: int = option(1, "passes over the training pairs", min=1, label="Epochs")
+    batch_size: int = option(64, "in-batch negatives: larger batches give more of them", min=2, label="Batch size")
+    lr: float = option(2e-5, "AdamW learning rate", min=0, min_exclusive=True, label="Learning rate")
+    weight_decay: float = option(0.01, "AdamW weight decay (BioLORD App. A)", min=0, label="Weight decay")
+    warmup_ratio: float = option(0.05, "linear warm-up share of the steps", min=0, max=1,
+                                 label="Warm-up share of steps")
+    seed: int = option(0, "seeds the sampling of pairs, the validation slice and training", min=0, label="Seed")
+    loss: str = option("mnrl", "mnrl: MultipleNegativesRankingLoss; cached: its GradCache variant for large batches",
+                       choices=LOSSES, label="Loss")
+    mini_batch_size: int = option(32, "mini-batch of the cached loss", min=1, label="Mini-batch size")
+    save_steps: int = option(500, "checkpoint every this many steps (an interrupted job resumes from the last)",
+                             min=1, label="Checkpoint every (steps)")
+    # Long definitions cost most: truncating them is the cheapest speed-up.
+    max_seq_length: int | None = option(None, "truncate texts to this many tokens while training (none: the base's)",
+                                        min=8, label="Max tokens per text (empty: the base's)")
+    device: str = option("auto", "auto (CUDA when present), cpu or cuda", choices=DEVICES)
+    exclude_levels: list[str] = option(help="keep this level's validation/test/zero-shot names out of the pairs "
+                                       "(repeatable)", flag="--exclude-level", repeat=True,
+                                       metavar="SOURCE:ROOT:DEPTH", default_factory=list)
+    split_seed: int = split_option("split_seed", default=DEFAULT_SPLIT_SEED, help="seed of the excluded levels' split")
+    shots: int | None = split_option("shots", help="shots of the excluded levels' split (all: every name)",
+                                     label="Shots of that split")
+    test_per_class: int = split_option("test_per_class", help="test names per class of that split")
+    zero_shot_classes: float = split_option("zero_shot_classes", help="zero-shot classes of that split (a fraction "
+                                            "when below 1, else a count)")
+    hard_negatives: str = option("none", "siblings: a sibling concept's name as a hard negative of synonym and "
+                                 "hierarchy pairs (trainer.pretrain.negatives)", choices=HARD_NEGATIVES,
+                                 metavar="none|siblings")
     # Train on pairs prepared elsewhere (trainer.pretrain.pairs_file); sources and objectives then
     # choose a part of the file (empty: all of it).
-    pairs_file: str | None = None
-    exclude_names: str | None = None  # a file of names kept out of every pair (trainer.pretrain.leakage.held_out_names)
+    pairs_file: str | None = option(None, "train on a --save-pairs file (built elsewhere); --sources/--objectives "
+                                    "then pick a part of it", flag="--pairs", metavar="FILE")
+    exclude_names: str | None = option(None, "keep these names (UTF-8, one per line) out of every pair, e.g. a "
+                                       "protocol's queries", metavar="FILE")
 
     def to_dict(self) -> dict:
         """Plain dict (``pretrain-config.json``, ``pretrain.json``)."""
@@ -72,50 +97,43 @@ class PretrainConfig:
             raise BiovizError(f"{out} holds no interrupted pretraining run to resume") from None
 
 
+# Every field's description (help, bounds, choices, flag), by name.
+OPTIONS = {o.name: o for o in options(PretrainConfig)}
+
+
 def validate(c: PretrainConfig) -> PretrainConfig:
     """Refuse impossible settings with one line before anything is loaded.
+
+    Pure: ``c`` is left as it was.
+
+    Returns
+    -------
+    PretrainConfig
+        A copy with the objectives checked (in the order given, duplicates removed) and the
+        list fields as lists.
 
     Raises
     ------
     BiovizError
     """
-    if c.pairs_file:
-        return _validate_with_pairs_file(c)
-    c.objectives = check_objectives(c.objectives)
-    return _check_settings(c, [
-        (bool(c.sources), "no source: give --sources (icd10, icd10cm, hpo, an .obo file or a UMLS directory)"),
-    ])
-
-
-def _validate_with_pairs_file(c: PretrainConfig) -> PretrainConfig:
-    # The pair file was built with its own exclusions and negatives: adding either needs the
-    # ontologies, which a machine training on a pair file need not have.
-    c.objectives = check_objectives(c.objectives) if c.objectives else []
-    c.sources = list(c.sources or [])
-    return _check_settings(c, [
-        (not c.exclude_levels and not c.exclude_names, "--exclude-level/--exclude-names do not apply to --pairs: the pair file's own exclusions do "
-                               "(give it to the --save-pairs run)"),
-        (c.hard_negatives == "none", "--hard-negatives does not apply to --pairs: give it to the --save-pairs run"),
-    ])
-
-
-def _check_settings(c: PretrainConfig, checks: list) -> PretrainConfig:
-    checks = [
-        *checks,
-        (c.max_pairs is None or c.max_pairs >= 2, f"--max-pairs must be at least 2 (got {c.max_pairs})"),
-        (c.batch_size >= 2, f"--batch-size must be at least 2: in-batch negatives need a batch (got {c.batch_size})"),
-        (c.epochs >= 1, f"--epochs must be at least 1 (got {c.epochs})"),
-        (c.lr > 0, f"--lr must be positive (got {c.lr})"),
-        (c.loss in LOSSES, f"unknown loss {c.loss!r}: use {' or '.join(LOSSES)}"),
-        (c.save_steps >= 1, f"--save-steps must be at least 1 (got {c.save_steps})"),
-        (c.validation_pairs >= 0, f"--validation-pairs must be at least 0 (got {c.validation_pairs})"),
-        (c.max_seq_length is None or c.max_seq_length >= 8,
-         f"--max-seq-length must be at least 8 tokens (got {c.max_seq_length})"),
-        (c.device in ("auto", "cpu", "cuda"), f"unknown device {c.device!r}: use auto, cpu or cuda"),
-        (c.hard_negatives in HARD_NEGATIVES,
-         f"unknown --hard-negatives {c.hard_negatives!r}: use {' or '.join(HARD_NEGATIVES)}"),
-    ]
+    with_file = bool(c.pairs_file)
+    # With a pair file, no objective means every objective the file holds.
+    objectives = check_objectives(c.objectives) if c.objectives or not with_file else []
+    c = dataclasses.replace(c, objectives=objectives, sources=list(c.sources or []),
+                            exclude_levels=list(c.exclude_levels or []))
+    if with_file:
+        # The pair file was built with its own exclusions and negatives: adding either needs the
+        # ontologies, which a machine training on a pair file need not have.
+        checks = [(not c.exclude_levels and not c.exclude_names, "--exclude-level/--exclude-names do not apply to "
+                   "--pairs: the pair file's own exclusions do (give it to the --save-pairs run)"),
+                  (c.hard_negatives == "none", "--hard-negatives does not apply to --pairs: give it to the "
+                   "--save-pairs run")]
+    else:
+        checks = [(bool(c.sources), NO_SOURCE)]
     for ok, message in checks:
         if not ok:
             raise BiovizError(message)
+    for opt in OPTIONS.values():  # types, bounds and choices, from the field metadata
+        if problem := opt.problem(getattr(c, opt.name), opt.cli_flag):
+            raise BiovizError(problem)
     return c

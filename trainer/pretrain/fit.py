@@ -23,6 +23,9 @@ import numpy as np
 from sentence_transformers.base.sampler import NoDuplicatesBatchSampler
 
 from bioviz.errors import BiovizError
+from trainer import hf_bridge
+from trainer.devices import resolve_device
+from trainer.evaluators import encode_unit
 from trainer.events import CancelFlag, Cancelled, Emit, broadcast
 from trainer.pretrain.config import CONFIG_FILE, PretrainConfig
 from trainer.pretrain.dataset import PairSet, build_pairs
@@ -33,6 +36,7 @@ logger = logging.getLogger(__name__)
 
 RESULT_FILE = "pretrain.json"
 CHECKPOINTS = "checkpoints"
+STATE_FILE = "pretrain-state.json"  # the validation figures before training, kept for a resumed run
 
 
 def retrieval_figures(model, pairs) -> dict:
@@ -48,9 +52,8 @@ def retrieval_figures(model, pairs) -> dict:
     texts = list(dict.fromkeys(p.positive for p in pairs))
     position = {t: i for i, t in enumerate(texts)}
     gold = np.array([position[p.positive] for p in pairs])
-    options = dict(batch_size=128, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
-    anchors = model.encode([p.anchor for p in pairs], **options)
-    positives = model.encode(texts, **options)
+    anchors = encode_unit(model, [p.anchor for p in pairs])
+    positives = encode_unit(model, texts)
     scores = anchors @ positives.T
     own = scores[np.arange(len(pairs)), gold]
     ranks = 1 + (scores > own[:, None]).sum(axis=1)
@@ -93,14 +96,6 @@ def check_out_dir(out: str | Path, resume: bool) -> None:
 def _last_checkpoint(out: Path) -> Path | None:
     found = sorted((out / CHECKPOINTS).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
     return found[-1] if found else None
-
-
-def _device(name: str) -> str:
-    if name != "auto":
-        return name
-    from bioviz.models.embeddings import device
-
-    return device()
 
 
 CONCEPT_SLOTS = 4  # concept keys per row: a pair's concepts (at most 3, a description's) and its negative's
@@ -229,16 +224,17 @@ def _split_spec(c: PretrainConfig):
                      zero_shot_classes=c.zero_shot_classes)
 
 
-def _write_record(c, out: Path, model, pairs, fit, checkpoint, device, progress, before, seconds, started) -> dict:
+def _write_record(c, out: Path, model, pairs, *, steps: int, resumed_from: int, device: str, losses: list,
+                  before: dict, seconds: dict, started: float) -> dict:
     """After the model is saved: its validation figures, the hashed terms and ``pretrain.json``."""
     after = retrieval_figures(model, pairs.validation)
     result = {
         "base": c.base, "config": c.to_dict(), "device": device,
         "pairs": {**pairs.counts(), "available": pairs.available, "validation_overlap_dropped": pairs.overlap_dropped},
         "excluded": pairs.excluded,
-        "steps": int(fit.state.global_step),
-        "resumed_from_step": int(checkpoint.name.split("-")[-1]) if checkpoint else 0,
-        "train_loss": progress["losses"],
+        "steps": steps,
+        "resumed_from_step": resumed_from,
+        "train_loss": losses,
         "seconds": {**seconds, "total": time.perf_counter() - started},
         "validation": {"before": before, "after": after},
     }
@@ -250,7 +246,89 @@ def _write_record(c, out: Path, model, pairs, fit, checkpoint, device, progress,
     return result
 
 
-def pretrain(c: PretrainConfig, out: str | Path, callbacks=(), cancel: CancelFlag | None = None,
+def _load_base(c: PretrainConfig, device: str):
+    """The base model and its settable length; refused before training when ``--max-seq-length`` cannot apply."""
+    from bioviz.models.encoders import load_sentence_transformer  # imported here: it imports the hub client
+
+    model = load_sentence_transformer(c.base, device=device)
+    base_length = settable_length(model)
+    if c.max_seq_length and base_length is None:
+        raise BiovizError(f"--max-seq-length: the base {c.base} has no length to set (its first module is a "
+                          f"{type(model[0]).__name__}); leave --max-seq-length out")
+    return model, base_length
+
+
+def _start_or_resume(c: PretrainConfig, out: Path, model, pairs, resume: bool) -> tuple[Path | None, dict]:
+    """The checkpoint to resume from (None: a new run) and the validation figures before training.
+
+    A new run measures them and writes its config and the figures, so that a resumed run
+    reports the base's figures, not those of its checkpoint.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    state_file = out / STATE_FILE
+    checkpoint = _last_checkpoint(out) if resume else None
+    if checkpoint is not None and state_file.is_file():
+        return checkpoint, json.loads(state_file.read_text(encoding="utf-8"))["before"]
+    before = retrieval_figures(model, pairs.validation)
+    (out / CONFIG_FILE).write_text(json.dumps(c.to_dict(), indent=1), encoding="utf-8")
+    state_file.write_text(json.dumps({"before": before}), encoding="utf-8")
+    return checkpoint, before
+
+
+class _StepReport:
+    """``step`` events, with an ETA paced by this process's own steps (a resumed run's earlier ones left out)."""
+
+    def __init__(self, emit: Emit, total_steps: int, started: float):
+        self.emit, self.total_steps, self.started = emit, total_steps, started
+        self.first_step = self.first_time = None
+        self.train_start = started  # set again when the trainer starts
+
+    def __call__(self, bridge: hf_bridge.RunBridge, state) -> None:
+        now, step = time.perf_counter(), state.global_step
+        if self.first_step is None:
+            self.first_step, self.first_time = step - 1, self.train_start
+        pace = (now - self.first_time) / max(step - self.first_step, 1)
+        self.emit({"event": "step", "step": step, "total_steps": self.total_steps, "epoch": state.epoch,
+                   "elapsed_s": now - self.started, "eta_s": pace * (self.total_steps - step),
+                   "loss": bridge.losses[-1] if bridge.losses else None})
+
+
+def _trainer(c: PretrainConfig, out: Path, model, datasets: dict, *, bridge, total_steps: int, drop_last: bool,
+             device: str):
+    """sentence-transformers' trainer over ``datasets``, checkpointing into ``out/checkpoints``."""
+    from datasets import Dataset, DatasetDict  # imported here: datasets imports pyarrow and pandas (seconds)
+
+    args = hf_bridge.training_arguments(
+        c, out / CHECKPOINTS, warmup_steps=round(c.warmup_ratio * total_steps),
+        logging_steps=max(1, min(50, total_steps // 20)), use_cpu=device == "cpu",
+        save_strategy="steps", save_steps=c.save_steps, save_total_limit=1,
+        dataloader_drop_last=drop_last, batch_sampler=ConceptNoDuplicatesBatchSampler,
+    )
+    train_data = {name: Dataset.from_dict(columns) for name, columns in datasets.items()}
+    # One dataset: as is; triples and pairs: a DatasetDict, each batch drawn from one of them.
+    train_dataset = next(iter(train_data.values())) if len(train_data) == 1 else DatasetDict(train_data)
+    return hf_bridge.quiet_trainer(model=model, args=args, train_dataset=train_dataset,
+                                   loss=_make_loss(c, model, datasets), bridge=bridge)
+
+
+def _save(c: PretrainConfig, out: Path, model, pairs, **record) -> dict:
+    """Save the trained model, then its record (:func:`_write_record`); then drop what resuming needed."""
+    # The weights first: whatever fails after this line costs the record, never the training.
+    model.save(str(out))
+    try:
+        result = _write_record(c, out, model, pairs, **record)
+    except Exception as error:  # any failure here (a full disk, a bug) must not read as "nothing trained"
+        reason = " ".join(f"{type(error).__name__}: {error}".split())
+        raise BiovizError(f"the pretrained model is saved in {out}, but writing {RESULT_FILE} failed "
+                          f"({reason}); its checkpoints are kept") from error
+    # Done: the checkpoints and the resume files are no longer needed (a checkpoint is ~3x the model).
+    shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
+    for name in (CONFIG_FILE, STATE_FILE):
+        (out / name).unlink(missing_ok=True)
+    return result
+
+
+def pretrain(c: PretrainConfig, out: str | Path, *, callbacks=(), cancel: CancelFlag | None = None,
              resume: bool = False) -> dict:
     """Pretrain ``c.base`` on the pairs of ``c`` into the sentence-transformers directory ``out``.
 
@@ -272,13 +350,6 @@ def pretrain(c: PretrainConfig, out: str | Path, callbacks=(), cancel: CancelFla
     dict
         What ``pretrain.json`` holds.
     """
-    from datasets import Dataset, DatasetDict
-    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
-    from transformers import TrainerCallback
-    from transformers.trainer_callback import PrinterCallback, ProgressCallback
-
-    from bioviz.models.embeddings import load_sentence_transformer
-
     out = Path(out)
     check_out_dir(out, resume)
     emit: Emit = broadcast(callbacks)
@@ -287,21 +358,10 @@ def pretrain(c: PretrainConfig, out: str | Path, callbacks=(), cancel: CancelFla
     pairs = prepare(c)
     pairs_s = time.perf_counter() - started
     emit({"event": "pairs", **pairs.counts(), "excluded": pairs.excluded.get("total", 0), "seconds": pairs_s})
-    device = _device(c.device)
-    model = load_sentence_transformer(c.base, device=device)
-    base_length = settable_length(model)
-    if c.max_seq_length and base_length is None:
-        raise BiovizError(f"--max-seq-length: the base {c.base} has no length to set (its first module is a "
-                          f"{type(model[0]).__name__}); leave --max-seq-length out")
-    out.mkdir(parents=True, exist_ok=True)
-    state_file = out / "pretrain-state.json"
-    checkpoint = _last_checkpoint(out) if resume else None
-    if checkpoint is not None and state_file.is_file():
-        before = json.loads(state_file.read_text(encoding="utf-8"))["before"]
-    else:
-        before = retrieval_figures(model, pairs.validation)
-        (out / CONFIG_FILE).write_text(json.dumps(c.to_dict(), indent=1), encoding="utf-8")
-        state_file.write_text(json.dumps({"before": before}), encoding="utf-8")
+    device = resolve_device(c.device)
+    model, base_length = _load_base(c, device)
+    checkpoint, before = _start_or_resume(c, out, model, pairs, resume)
+    resumed_from = int(checkpoint.name.split("-")[-1]) if checkpoint else 0
     if c.max_seq_length:
         # Truncated while training only: the validation figures before and after, and the
         # saved model, use the base's full length.
@@ -313,81 +373,21 @@ def pretrain(c: PretrainConfig, out: str | Path, callbacks=(), cancel: CancelFla
     datasets = training_datasets(pairs.train, c.batch_size)
     steps_per_epoch = sum(len(d["anchor"]) // c.batch_size for d in datasets.values()) if drop_last else 1
     total_steps = steps_per_epoch * c.epochs
-    progress = {"first_step": None, "first_time": None, "losses": []}
-
-    class Reporter(TrainerCallback):
-        """Step events with an ETA paced by this process's own steps; stop (and save) on cancel."""
-
-        def on_step_end(self, args, train_state, control, **kwargs):
-            now, step = time.perf_counter(), train_state.global_step
-            if progress["first_step"] is None:
-                progress["first_step"], progress["first_time"] = step - 1, train_start
-            done_here = step - progress["first_step"]
-            pace = (now - progress["first_time"]) / max(done_here, 1)
-            emit({"event": "step", "step": step, "total_steps": total_steps, "epoch": train_state.epoch,
-                  "elapsed_s": now - started, "eta_s": pace * (total_steps - step),
-                  "loss": progress["losses"][-1] if progress["losses"] else None})
-            if cancel.is_set():
-                control.should_save = True
-                control.should_training_stop = True
-            return control
-
-        def on_log(self, args, train_state, control, logs=None, **kwargs):
-            if logs and "loss" in logs:
-                progress["losses"].append(float(logs["loss"]))
-
+    report = _StepReport(emit, total_steps, started)
+    bridge = hf_bridge.RunBridge(cancel, on_step=report, save_on_cancel=True)
     emit({"event": "start", "encoder": "pretrain", "base": c.base, "train_pairs": len(pairs.train),
-          "total_steps": total_steps, "max_epochs": c.epochs, "device": device,
-          "resumed_from_step": int(checkpoint.name.split("-")[-1]) if checkpoint else 0})
-    args = SentenceTransformerTrainingArguments(
-        output_dir=str(out / CHECKPOINTS),
-        num_train_epochs=c.epochs,
-        per_device_train_batch_size=c.batch_size,
-        learning_rate=c.lr,
-        weight_decay=c.weight_decay,
-        warmup_steps=round(c.warmup_ratio * total_steps),
-        lr_scheduler_type="linear",
-        seed=c.seed,
-        data_seed=c.seed,
-        save_strategy="steps",
-        save_steps=c.save_steps,
-        save_total_limit=1,
-        report_to="none",
-        logging_steps=max(1, min(50, total_steps // 20)),
-        disable_tqdm=True,
-        use_cpu=device == "cpu",
-        dataloader_num_workers=0,
-        dataloader_drop_last=drop_last,
-        batch_sampler=ConceptNoDuplicatesBatchSampler,
-    )
-    train_data = {name: Dataset.from_dict(columns) for name, columns in datasets.items()}
-    # One dataset: as is; triples and pairs: a DatasetDict, each batch drawn from one of them.
-    train_dataset = next(iter(train_data.values())) if len(train_data) == 1 else DatasetDict(train_data)
-    fit = SentenceTransformerTrainer(model=model, args=args, train_dataset=train_dataset,
-                                     loss=_make_loss(c, model, datasets), callbacks=[Reporter()])
-    # The printer callback writes log dicts to stdout, which carries only the JSON summary.
-    fit.remove_callback(PrinterCallback)
-    fit.remove_callback(ProgressCallback)
-    train_start = time.perf_counter()
+          "total_steps": total_steps, "max_epochs": c.epochs, "device": device, "resumed_from_step": resumed_from})
+    fit = _trainer(c, out, model, datasets, bridge=bridge, total_steps=total_steps, drop_last=drop_last, device=device)
+    report.train_start = time.perf_counter()
     fit.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     if cancel.is_set():
         raise Cancelled("pretraining interrupted; continue it with --resume")
-    training_s = time.perf_counter() - train_start
+    training_s = time.perf_counter() - report.train_start
     model.eval()
     if c.max_seq_length:
         model.max_seq_length = base_length
-    # The weights first: whatever fails after this line costs the record, never the training.
-    model.save(str(out))
-    try:
-        result = _write_record(c, out, model, pairs, fit, checkpoint, device, progress, before,
-                               {"pairs": pairs_s, "training": training_s}, started)
-    except Exception as error:  # any failure here (a full disk, a bug) must not read as "nothing trained"
-        reason = " ".join(f"{type(error).__name__}: {error}".split())
-        raise BiovizError(f"the pretrained model is saved in {out}, but writing {RESULT_FILE} failed "
-                          f"({reason}); its checkpoints are kept") from error
-    # Done: the checkpoints and the resume files are no longer needed (a checkpoint is ~3x the model).
-    shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
-    for name in (CONFIG_FILE, state_file.name):
-        (out / name).unlink(missing_ok=True)
+    result = _save(c, out, model, pairs, steps=int(fit.state.global_step), resumed_from=resumed_from, device=device,
+                   losses=bridge.losses, before=before,
+                   seconds={"pairs": pairs_s, "training": training_s}, started=started)
     emit({"event": "done", "seconds": result["seconds"]["total"], "validation": result["validation"]})
     return result

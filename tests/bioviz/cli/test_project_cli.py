@@ -5,7 +5,7 @@ import json
 import numpy as np
 
 from bioviz.cli import main
-from bioviz.models.embeddings import embed
+from bioviz.models.registry import embed
 from bioviz.ontology import LevelSpec
 from bioviz.views.projection import ProjectionParams, project, stratified_sample
 

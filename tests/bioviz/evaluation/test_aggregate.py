@@ -7,6 +7,7 @@ import json
 import pytest
 
 from bioviz.evaluation import aggregate
+from bioviz.evaluation.result import EvalResult
 from bioviz.evaluation.tables import results_table
 
 
@@ -19,8 +20,8 @@ def make_run(home, name: str, **config):
     return str(run)
 
 
-def result(spec: str, label: str, value: float) -> dict:
-    return {"model": label, "model_spec": spec, "task": "ranking", "metrics": {"map": value}, "ci": {}, "sizes": {}}
+def result(spec: str, label: str, value: float) -> EvalResult:
+    return EvalResult(model=label, model_spec=spec, task="ranking", metrics={"map": value})
 
 
 def test_runs_differing_only_by_seed_are_one_group_with_mean_and_sd(tmp_home):

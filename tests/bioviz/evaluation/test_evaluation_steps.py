@@ -24,7 +24,7 @@ def mini(tmp_home):
 def test_steps_count_every_model_and_task_and_move_while_names_are_encoded(mini, fake_eval_models):
     onto, view, split = mini
     seen = []
-    evaluation.evaluate(view, split, ["a", "b"], ["ranking", "hypernym"], onto, SETTINGS,
+    evaluation.evaluate(view, split, ["a", "b"], ["ranking", "hypernym"], ontology=onto, settings=SETTINGS,
                         steps=lambda done, total, message: seen.append((done, total, message)))
     assert {total for _, total, _ in seen} == {4}
     done = [d for d, _, _ in seen]
@@ -35,7 +35,7 @@ def test_steps_count_every_model_and_task_and_move_while_names_are_encoded(mini,
     assert (2.0, 4, "tri-b: Semantic similarity ranking") in seen
     # A second run is all cached: every step still counted, nothing encoded.
     again = []
-    evaluation.evaluate(view, split, ["a", "b"], ["ranking", "hypernym"], onto, SETTINGS,
+    evaluation.evaluate(view, split, ["a", "b"], ["ranking", "hypernym"], ontology=onto, settings=SETTINGS,
                         steps=lambda done, total, message: again.append(done))
     assert again == [0, 1, 2, 3, 4]
 
@@ -43,7 +43,7 @@ def test_steps_count_every_model_and_task_and_move_while_names_are_encoded(mini,
 def test_benchmark_and_cross_level_steps_end_complete(mini, fake_eval_models):
     onto, _, _ = mini
     bench = []
-    evaluation.evaluate_benchmarks(["a"], "all", SETTINGS, steps=lambda d, t, m: bench.append((d, t)))
+    evaluation.evaluate_benchmarks(["a"], "all", settings=SETTINGS, steps=lambda d, t, m: bench.append((d, t)))
     assert bench[0] == (0, 3) and bench[-1] == (3, 3)
     levels = []
     evaluation.cross_level(onto, ["a", "b"], depths=(1, 2), split_spec=SplitSpec(shots=1), settings=SETTINGS,

@@ -21,7 +21,7 @@ QUERY = at_angles([0])
 def by_label(query_vectors, query_labels, reference_vectors, reference_labels, exclude_self=False):
     """Ranking metrics where a reference is relevant when it shares the query's label."""
     relevance = metrics.label_relevance(query_labels, reference_labels)
-    return metrics.ranking_metrics(query_vectors, reference_vectors, relevance, exclude_self)
+    return metrics.ranking_metrics(query_vectors, reference_vectors, relevance, exclude_self=exclude_self)
 
 
 def test_perfect_ranking_scores_one():

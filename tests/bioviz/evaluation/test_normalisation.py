@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 from bioviz.errors import BiovizError
-from bioviz.evaluation.normalisation import (EXAMPLE_GOLD, check_gold_ids, evaluate_normalisation, load_gold,
-                                             paraphrased, rank_metrics, read_gold)
+from bioviz.evaluation.normalisation import (EXAMPLE_GOLD, check_gold_ids, load_gold, paraphrased, rank_metrics,
+                                             read_gold)
+from bioviz.evaluation.run import EvalSettings, evaluate_normalisation
 from bioviz.ontology import LevelSpec
 from bioviz.search.hybrid import Ranking
 
@@ -64,10 +65,10 @@ def test_normalisation_per_model_and_ranking_with_the_paraphrased_subset(level, 
     view, ontology = level.load(), level.ontology()
     assert paraphrased(gold, view, ontology).tolist() == [False, True, True, True, False]
     results = evaluate_normalisation(gold, level, ["char-tfidf"], [Ranking("dense"), Ranking("hybrid", 0.5)],
-                                     n_boot=100)
-    assert [r["model"] for r in results] == ["char-tfidf · dense", "char-tfidf · hybrid w=0.5"]
+                                     settings=EvalSettings(n_boot=100))
+    assert [r.model for r in results] == ["char-tfidf · dense", "char-tfidf · hybrid w=0.5"]
     dense, hybrid = results
-    assert dense["sizes"] == {"queries": 5, "paraphrased.queries": 3}
-    assert {"acc1", "acc5", "mrr", "paraphrased.acc1", "paraphrased.acc5", "paraphrased.mrr"} <= set(dense["metrics"])
-    assert hybrid["metrics"]["acc1"] >= dense["metrics"]["acc1"]  # "heart-attack!" is an exact match when hybrid
-    assert dense["metrics"]["acc5"] >= dense["metrics"]["acc1"] and all(len(v) == 2 for v in dense["ci"].values())
+    assert dense.sizes == {"queries": 5, "paraphrased.queries": 3}
+    assert {"acc1", "acc5", "mrr", "paraphrased.acc1", "paraphrased.acc5", "paraphrased.mrr"} <= set(dense.metrics)
+    assert hybrid.metrics["acc1"] >= dense.metrics["acc1"]  # "heart-attack!" is an exact match when hybrid
+    assert dense.metrics["acc5"] >= dense.metrics["acc1"] and all(len(v) == 2 for v in dense.ci.values())

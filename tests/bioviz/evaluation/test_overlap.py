@@ -7,6 +7,7 @@ import json
 import pandas as pd
 
 from bioviz.evaluation import overlap
+from bioviz.evaluation.result import EvalResult
 from bioviz.ontology import LevelSpec, SplitSpec
 
 
@@ -70,9 +71,9 @@ def test_benchmark_terms_overlap_when_a_term_was_a_pretraining_text(tmp_path):
 def test_results_are_marked_per_model_and_task_and_the_table_shows_it(tmp_path):
     pre = pretrained_dir(tmp_path / "pre", levels=[("hpo", None, 1, 15, 0)], terms=["gout"])
     results = [
-        {"model": "pre", "model_spec": str(pre), "task": "ranking", "data": {"view": {}}},
-        {"model": "pre", "model_spec": str(pre), "task": "MayoSRS", "data": {"benchmark": "x"}},
-        {"model": "minilm", "model_spec": "minilm", "task": "ranking", "data": {"view": {}}},
+        EvalResult(model="pre", model_spec=str(pre), task="ranking", metrics={}, data={"view": {}}),
+        EvalResult(model="pre", model_spec=str(pre), task="MayoSRS", metrics={}, data={"benchmark": "x"}),
+        EvalResult(model="minilm", model_spec="minilm", task="ranking", metrics={}, data={"view": {}}),
     ]
     terms = {"MayoSRS": ["gout", "fever"]}
     marks = overlap.result_marks(results, LevelSpec("hpo", depth=1), SplitSpec(shots=15, seed=0), terms)
@@ -92,6 +93,6 @@ def test_results_are_marked_per_model_and_task_and_the_table_shows_it(tmp_path):
 def test_the_cross_level_table_names_the_levels_a_model_saw(tmp_path):
     pre = pretrained_dir(tmp_path / "pre", levels=[("hpo", "HP:0000118", 1, 15, 0)])
     lines = overlap.cross_level_reasons([str(pre), "minilm"], ["pre", "minilm"], LevelSpec("hpo", root="HP:0000118"),
-                                        [1, 2, 3], SplitSpec())
+                                        [1, 2, 3], split=SplitSpec())
     assert lines == ["† pre in the cross-level table, level(s) 2, 3: pretrained on hpo without keeping those "
                      "levels' held-out names out."]

@@ -8,15 +8,16 @@ import pytest
 from bioviz.errors import EvaluationError
 from bioviz.evaluation import paired
 from bioviz.evaluation import tables as result_tables
+from bioviz.evaluation.result import EvalResult
+from bioviz.evaluation.tasks import RankingTask, SplitData
 
 
-def ranking_result(model: str, ap, rank, data=None) -> dict:
+def ranking_result(model: str, ap, rank, data=None, *, per_item=True) -> EvalResult:
     ap, rank = np.asarray(ap, float), np.asarray(rank, float)
-    return {"model": model, "model_spec": model, "task": "ranking", "data": data or {"view": "v"},
-            "metrics": {"map": float(np.nanmean(ap)), "mrr": float(np.nanmean(1 / rank))},
-            "ci": {}, "sizes": {"queries": len(ap)},
-            "per_item": {"ap": [None if np.isnan(v) else v for v in ap],
-                         "rank": [None if np.isnan(v) else v for v in rank]}}
+    items = {"ap": [None if np.isnan(v) else v for v in ap], "rank": [None if np.isnan(v) else v for v in rank]}
+    return EvalResult(model=model, model_spec=model, task="ranking", data=data or {"view": "v"},
+                      metrics={"map": float(np.nanmean(ap)), "mrr": float(np.nanmean(1 / rank))},
+                      sizes={"queries": len(ap)}, per_item=items if per_item else {})
 
 
 def test_identical_models_differ_by_zero_with_a_zero_interval():
@@ -76,8 +77,7 @@ def test_spearman_and_auc_deltas_resample_pairs_for_both_models():
 
 
 def test_results_without_per_item_values_give_a_delta_without_interval():
-    old = ranking_result("old", [0.5, 0.5], [1, 1])
-    del old["per_item"]
+    old = ranking_result("old", [0.5, 0.5], [1, 1], per_item=False)
     d = paired.difference(old, ranking_result("new", [1.0, 1.0], [1, 1]), "map")
     assert d.delta == pytest.approx(0.5) and d.ci is None and d.n == 0
     other_data = ranking_result("x", [1.0, 1.0], [1, 1], data={"view": "another"})
@@ -129,19 +129,19 @@ def test_results_keep_per_item_values_and_an_old_cached_result_is_computed_again
     view = level_view(onto, depth=1)
     split = evaluation.SplitSpec(shots=2).make(view)
     settings = evaluation.EvalSettings(n_boot=20)
-    first = evaluation.evaluate(view, split, ["a", "b"], ["ranking", "hierarchy-auc"], onto, settings)
+    first = evaluation.evaluate(view, split, ["a", "b"], ["ranking", "hierarchy-auc"], ontology=onto, settings=settings)
     ranking = first[0]
-    assert len(ranking["per_item"]["ap"]) == len(ranking["per_item"]["rank"]) == ranking["sizes"]["queries"]
+    assert len(ranking.per_item["ap"]) == len(ranking.per_item["rank"]) == ranking.sizes["queries"]
     auc = first[1]
-    assert auc["ci"]["mean_auc"][0] <= auc["metrics"]["mean_auc"] <= auc["ci"]["mean_auc"][1]
+    assert auc.ci["mean_auc"][0] <= auc.metrics["mean_auc"] <= auc.ci["mean_auc"][1]
     found = {d.metric: d for d in paired.differences(first, "tri-a", n_boot=20) if d.task == "ranking"}
     assert found["map"].delta == 0.0 and found["map"].ci == (0.0, 0.0)
     # A result cached before per-item values were kept: computed again, not served.
-    data = evaluation._TaskData(view, split, onto, settings, []).data_key("ranking")
+    data = RankingTask(SplitData(view, split, onto, settings)).data_key()
     path = tmp_home / "eval" / f"{cache_key('fp-a', 'ranking', data)}.json"
     old = json.loads(path.read_text())
     del old["per_item"]
     path.write_text(json.dumps(old))
-    again = evaluation.evaluate(view, split, ["a"], ["ranking"], onto, settings)[0]
-    assert not again["cached"] and "per_item" in again
-    assert evaluation.evaluate(view, split, ["a"], ["ranking"], onto, settings)[0]["cached"]
+    again = evaluation.evaluate(view, split, ["a"], ["ranking"], ontology=onto, settings=settings)[0]
+    assert not again.cached and again.per_item["rank"]
+    assert evaluation.evaluate(view, split, ["a"], ["ranking"], ontology=onto, settings=settings)[0].cached

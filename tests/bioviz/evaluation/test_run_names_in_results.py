@@ -7,7 +7,7 @@ import os
 
 from bioviz.evaluation import run as evaluation
 from bioviz.evaluation import tables
-from bioviz.models.embeddings import bundled_minilm_path
+from bioviz.models.model_spec import bundled_minilm_path
 from bioviz.models.runs import set_run_name
 from bioviz.ontology import SplitSpec, level_view, load_source
 
@@ -24,11 +24,11 @@ def test_results_of_a_run_carry_its_current_name_and_its_id(data_dir, tmp_home):
     onto = load_source(str(data_dir / "mini.obo"))
     view = level_view(onto, depth=1)
     split = SplitSpec(shots=2).make(view)
-    [first] = evaluation.evaluate(view, split, [str(run)], ["ranking"], onto, SETTINGS)
-    assert first["model"] == "definitions · mini d1 · 2-shot (ecd5)" and first["run_id"] == "20261122-192803-ecd5"
+    [first] = evaluation.evaluate(view, split, [str(run)], ["ranking"], ontology=onto, settings=SETTINGS)
+    assert first.model == "definitions · mini d1 · 2-shot (ecd5)" and first.run_id == "20261122-192803-ecd5"
     set_run_name(run, "BioLORD-style definitions_v2")
-    [again] = evaluation.evaluate(view, split, [str(run)], ["ranking"], onto, SETTINGS)
-    assert again["cached"] and again["model"] == "BioLORD-style definitions_v2 (ecd5)"
-    assert again["run_id"] == "20261122-192803-ecd5" and again["metrics"] == first["metrics"]
+    [again] = evaluation.evaluate(view, split, [str(run)], ["ranking"], ontology=onto, settings=SETTINGS)
+    assert again.cached and again.model == "BioLORD-style definitions_v2 (ecd5)"
+    assert again.run_id == "20261122-192803-ecd5" and again.metrics == first.metrics
     latex = tables.to_latex(*tables.wide_tables(tables.results_table([again])))
     assert r"BioLORD-style definitions\_v2 (ecd5) &" in latex

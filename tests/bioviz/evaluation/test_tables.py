@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from bioviz.evaluation import tables as result_tables
+from bioviz.evaluation.result import EvalResult
 
 ROWS = [
     {"model": "minilm", "task": "Ranking", "metric": "mAP", "value": 0.36, "ci_low": 0.27, "ci_high": 0.46, "n": 22},
@@ -34,8 +35,8 @@ def test_display_table_marks_best_and_shows_intervals():
 
 
 def test_synonym_test_map_is_shown_once_under_ranking():
-    results = [{"model": "m", "task": "ranking", "metrics": {"map": 0.5}},
-               {"model": "m", "task": "synonym", "metrics": {"train.map": 0.9, "test.map": 0.5, "test.acc1": 0.6}}]
+    results = [EvalResult(model="m", task="ranking", metrics={"map": 0.5}),
+               EvalResult(model="m", task="synonym", metrics={"train.map": 0.9, "test.map": 0.5, "test.acc1": 0.6})]
     keys = [(r["task_key"], r["key"]) for r in result_tables.results_table(results)]
     assert keys == [("ranking", "map"), ("synonym", "train.map"), ("synonym", "test.acc1")]
     alone = result_tables.results_table(results[1:])  # without the ranking task it stays

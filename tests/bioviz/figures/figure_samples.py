@@ -281,11 +281,11 @@ def figure_cases(full: int, column: int, wide: int) -> list[tuple[str, object, i
                                     "79 nodes · size = names · colour = within-sample mAP gain",
                                     max_depth=3), column),
         ("projection", projection_pair_figure(
-            view, rows, coords_a, coords_b, "minilm", run, parts,
+            view, rows, coords_a, coords_b, "minilm", run, parts=parts,
             caption="UMAP 2D (cosine) · n_neighbors 15 · min_dist 0.1 · cap 10,000 points · seed 0 · "
                     "Procrustes disparity 0.473<br>markers: split with 5 shots, seed 0, no zero-shot classes"), full),
         ("projection-map", projection_pair_figure(
-            view, rows, coords_a, coords_b, "minilm", run, parts, contours=True,
+            view, rows, coords_a, coords_b, "minilm", run, parts=parts, contours=True,
             caption="UMAP 2D (cosine) · seed 0 · contours: half of each class's names"), full),
         ("projection-highlight", projection_pair_figure(
             view, rows, coords_a, coords_b, "minilm", run, highlight_classes=["HP:0001939", "HP:0000707", "HP:0002664"],
@@ -368,7 +368,7 @@ def movement_sample(view: LevelView, coords_a: np.ndarray, coords_b: np.ndarray,
     arrows = arrow_rows(movement, view.labels, class_index, count=150)
     level = "hpo 2025-05-06 · HP:0000118 depth 1"
     title = f"What training moved · minilm → {run} · {level}"
-    return movement_figure(view, movement, coords_a, aligned, arrows, parts, "minilm", run, title=title)
+    return movement_figure(view, movement, coords_a, aligned, arrows, parts=parts, model_a="minilm", model_b=run, title=title)
 
 
 def icd10_view(names_per_class: int = 8) -> LevelView:

@@ -36,7 +36,7 @@ def test_projection_pair_panels_hover_colours_and_markers(view):
     rng = np.random.default_rng(0)
     coords_a, coords_b = rng.normal(size=(len(rows), 2)), rng.normal(size=(len(rows), 2))
     parts = make_split(view, shots=3).part_of(len(view.names))
-    fig = projection_pair_figure(view, rows, coords_a, coords_b, "minilm", "run-1", parts, caption="UMAP 2D · seed 0")
+    fig = projection_pair_figure(view, rows, coords_a, coords_b, "minilm", "run-1", parts=parts, caption="UMAP 2D · seed 0")
     assert "minilm vs run-1" in fig.layout.title.text and view.title in fig.layout.title.text
     assert "UMAP 2D · seed 0" in annotations_text(fig)
     data = [t for t in fig.data if t.x is not None and len(t.x) and t.x[0] is not None]

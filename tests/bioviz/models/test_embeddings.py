@@ -1,4 +1,4 @@
-"""Encoder registry: bundled minilm, local directories, [CLS] checkpoints, runs, char-tfidf, errors."""
+"""Encoders and their registry: bundled minilm, local directories, [CLS] checkpoints, runs, char-tfidf, errors."""
 
 import json
 import shutil
@@ -6,8 +6,11 @@ import shutil
 import numpy as np
 import pytest
 
-from bioviz.models import char_tfidf, embeddings
-from bioviz.models.embeddings import embed, encode_cached, load_encoder, load_sentence_transformer, resolve
+from bioviz.models import cached_encoding, char_tfidf, encoders, registry
+from bioviz.models.cached_encoding import encode_cached
+from bioviz.models.encoders import load_sentence_transformer
+from bioviz.models.model_spec import ModelSpec, bundled_minilm_path
+from bioviz.models.registry import embed, load_encoder
 from bioviz.errors import ModelError
 from bioviz.models.runs import set_run_name
 
@@ -18,7 +21,7 @@ NAMES = ["heart attack", "myocardial infarction", "asthma", "reactive airway dis
 def minilm_copy(tmp_path_factory):
     """The bundled minilm copied into a directory of its own (a 'local model directory')."""
     target = tmp_path_factory.mktemp("models") / "my-minilm"
-    shutil.copytree(embeddings.bundled_minilm_path(), target)
+    shutil.copytree(bundled_minilm_path(), target)
     return target
 
 
@@ -36,7 +39,7 @@ def cls_vectors(path, texts):
 
 
 def test_device_is_a_torch_device_name():
-    assert embeddings.device() in ("cuda", "mps", "cpu")
+    assert encoders.device() in ("cuda", "mps", "cpu")
 
 
 def test_minilm_gives_unit_float32_rows_and_a_readable_label(tmp_home):
@@ -84,7 +87,7 @@ def test_encoder_interface_and_chunked_progress():
 
 def test_local_directory_has_the_same_fingerprint_as_the_same_weights(minilm_copy, tmp_home):
     encoder = load_encoder(str(minilm_copy))
-    assert encoder.label == "my-minilm" and resolve(str(minilm_copy)).label == "my-minilm"
+    assert encoder.label == "my-minilm" and ModelSpec.parse(str(minilm_copy)).label == "my-minilm"
     assert encoder.fingerprint == load_encoder("minilm").fingerprint  # content hash, not the name
     np.testing.assert_allclose(encoder.encode(NAMES), load_encoder("minilm").encode(NAMES), atol=1e-6)
 
@@ -109,8 +112,8 @@ def test_plain_transformers_checkpoint_is_pooled_with_cls(tmp_path, tmp_home):
     from transformers import AutoModel, AutoTokenizer
 
     plain = tmp_path / "sapbert-like"
-    AutoModel.from_pretrained(str(embeddings.bundled_minilm_path())).save_pretrained(plain)
-    AutoTokenizer.from_pretrained(str(embeddings.bundled_minilm_path())).save_pretrained(plain)
+    AutoModel.from_pretrained(str(bundled_minilm_path())).save_pretrained(plain)
+    AutoTokenizer.from_pretrained(str(bundled_minilm_path())).save_pretrained(plain)
     assert not (plain / "modules.json").exists()
     space = embed(NAMES, str(plain))
     np.testing.assert_allclose(space.vectors, cls_vectors(plain, NAMES), atol=1e-4)
@@ -122,7 +125,7 @@ def test_run_directory_is_labelled_with_its_readable_name_and_short_id(minilm_co
     shutil.copytree(minilm_copy, run)
     (run / "run.json").write_text(json.dumps({"run_id": "20260101-120000-abcd", "config": {
         "encoder": "definitions", "source": "hpo", "depth": 1, "shots": 15}}))
-    assert resolve(str(run)).label == "definitions · HPO d1 · 15-shot (abcd)"
+    assert ModelSpec.parse(str(run)).label == "definitions · HPO d1 · 15-shot (abcd)"
     space = embed(NAMES[:2], str(run))
     assert space.model_id == "definitions · HPO d1 · 15-shot (abcd)"
     fingerprint = load_encoder(str(run)).fingerprint
@@ -131,7 +134,7 @@ def test_run_directory_is_labelled_with_its_readable_name_and_short_id(minilm_co
     # neither changes the fingerprint (cached vectors stay valid) nor touches run.json.
     record = (run / "run.json").read_bytes()
     set_run_name(run, "Definitions, first try")
-    assert resolve(str(run)).label == "Definitions, first try (abcd)"
+    assert ModelSpec.parse(str(run)).label == "Definitions, first try (abcd)"
     assert load_encoder(str(run)).fingerprint == fingerprint
     again = embed(NAMES[:2], str(run))
     assert again.model_id == "Definitions, first try (abcd)"
@@ -200,7 +203,7 @@ def test_hub_id_is_served_from_the_local_hugging_face_cache(tmp_path, monkeypatc
     # the layout huggingface_hub keeps: models--org--name/{refs/main, snapshots/<commit>/...}
     repo = tmp_path / "hub" / "models--acme--tiny-minilm"
     commit = "0123456789abcdef0123456789abcdef01234567"
-    shutil.copytree(embeddings.bundled_minilm_path(), repo / "snapshots" / commit)
+    shutil.copytree(bundled_minilm_path(), repo / "snapshots" / commit)
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text(commit)
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
@@ -221,7 +224,7 @@ def test_fully_cached_request_never_loads_the_weights(minilm_copy, tmp_path, tmp
 
 
 def test_large_requests_are_reopened_from_one_block(tmp_home, monkeypatch):
-    monkeypatch.setattr(embeddings, "BLOCK_MIN", 4)
+    monkeypatch.setattr(cached_encoding, "BLOCK_MIN", 4)
     encoder = load_encoder("minilm")
     first, stats1 = encode_cached(encoder, NAMES)
     assert len(list((tmp_home / "embeddings" / "blocks").glob("*.npy"))) == 1
@@ -233,13 +236,13 @@ def test_large_requests_are_reopened_from_one_block(tmp_home, monkeypatch):
 def test_model_width_is_read_from_the_files_without_loading(tmp_path, monkeypatch):
     import json
 
-    from bioviz.models import embeddings
-    from bioviz.models.embeddings import dimension_from_files, model_dimension
+    from bioviz.models.model_files import dimension_from_files
+    from bioviz.models.registry import model_dimension
 
     def no_loading(*args, **kwargs):
         raise AssertionError("weights loaded for a width check")
 
-    monkeypatch.setattr(embeddings, "load_encoder", no_loading)
+    monkeypatch.setattr(registry, "load_encoder", no_loading)
     assert model_dimension("minilm") == 384  # Pooling: 384 x one mode
     run = tmp_path / "run"
     (run / "1_Pooling").mkdir(parents=True)

@@ -7,7 +7,8 @@ import time
 import numpy as np
 import pytest
 
-from bioviz.models.embeddings import Encoder, encode_cached
+from bioviz.models.cached_encoding import encode_cached
+from bioviz.models.encoders import Encoder
 from bioviz.models.encoding_estimate import (EncodingEstimate, estimate_encoding, measured_rate, rates_path,
                                              record_rate)
 from bioviz.models.vector_cache import VectorCache

@@ -8,8 +8,11 @@ import shutil
 import numpy as np
 import pytest
 
-from bioviz.models import embeddings, head_chain
-from bioviz.models.embeddings import HeadRunEncoder, SentenceTransformerEncoder, encode_cached, load_encoder
+from bioviz.models import cached_encoding, encoders, head_chain
+from bioviz.models.cached_encoding import encode_cached
+from bioviz.models.encoders import HeadRunEncoder, SentenceTransformerEncoder
+from bioviz.models.model_spec import ModelSpec, bundled_minilm_path
+from bioviz.models.registry import load_encoder
 from bioviz.models.runs import runs_dir
 
 NAMES = ["heart attack", "myocardial infarction", "asthma", "reactive airway disease", "fracture of femur",
@@ -56,7 +59,7 @@ def no_transformer(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a transformer was loaded")
 
-    monkeypatch.setattr(embeddings, "_sentence_transformer_at", refuse)
+    monkeypatch.setattr(encoders, "_sentence_transformer_at", refuse)
 
 
 def test_head_run_vectors_equal_the_whole_model_and_come_from_cached_base_vectors(runs, tmp_home, monkeypatch):
@@ -66,7 +69,7 @@ def test_head_run_vectors_equal_the_whole_model_and_come_from_cached_base_vector
     encoder = load_encoder(str(first))
     assert isinstance(encoder, HeadRunEncoder) and encoder.base.label == "minilm"
     # the run's own fingerprint, as for the whole model: vectors cached before stay valid
-    assert encoder.fingerprint == SentenceTransformerEncoder(embeddings.resolve(str(first))).fingerprint
+    assert encoder.fingerprint == SentenceTransformerEncoder(ModelSpec.parse(str(first))).fingerprint
     assert encoder.dim == 384
     no_transformer(monkeypatch)
     vectors, stats = encode_cached(encoder, NAMES)
@@ -90,12 +93,13 @@ def test_init_run_chains_through_the_run_it_continues(runs, tmp_home, monkeypatc
 
 def test_a_whole_level_reads_the_input_models_block_and_reports_progress(runs, tmp_home, monkeypatch):
     first, _ = runs
-    monkeypatch.setattr(embeddings, "BLOCK_MIN", 4)  # NAMES count as a whole level
+    for module in (cached_encoding, encoders):  # NAMES count as a whole level
+        monkeypatch.setattr(module, "BLOCK_MIN", 4)
     texts = NAMES * 3  # chunks of 4 names below (3 steps per copy)
     encode_cached(load_encoder("minilm"), texts)
     encoder = load_encoder(str(first))
     lookups = []
-    monkeypatch.setattr(embeddings.VectorCache, "get", lambda self, *a, **k: lookups.append(a) or {})
+    monkeypatch.setattr(encoders.VectorCache, "get", lambda self, *a, **k: lookups.append(a) or {})
     no_transformer(monkeypatch)
     seen = []
     vectors = encoder.encode(texts, batch_size=1, progress=lambda done, total: seen.append((done, total)))
@@ -107,7 +111,7 @@ def test_a_whole_level_reads_the_input_models_block_and_reports_progress(runs, t
 
 def test_numpy_and_torch_paths_agree(runs):
     first, _ = runs
-    chain = head_chain.HeadChain.read(first, head_chain.input_module_kinds(embeddings.bundled_minilm_path()))
+    chain = head_chain.HeadChain.read(first, head_chain.input_module_kinds(bundled_minilm_path()))
     rng = np.random.default_rng(0)
     inputs = rng.normal(size=(50, 384)).astype(np.float32)
     inputs /= np.linalg.norm(inputs, axis=1, keepdims=True)

@@ -7,7 +7,7 @@ import json
 import numpy as np
 from safetensors import safe_open
 
-from bioviz.models.embeddings import load_encoder
+from bioviz.models.registry import load_encoder
 from bioviz.models.model_spec import MED_MINILM_DIR, ModelSpec
 
 # Written when the model was shipped (benchmarks/med_minilm.py ship): a changed file changes these.

@@ -9,7 +9,8 @@ import pytest
 from bioviz.cli import main
 from bioviz.errors import ModelError
 from bioviz.models import quantized
-from bioviz.models.embeddings import encode_cached, load_encoder
+from bioviz.models.cached_encoding import encode_cached
+from bioviz.models.registry import load_encoder
 from bioviz.models.vector_cache import VectorCache
 
 NAMES = ["Type 2 diabetes mellitus", "myocardial infarction", "heart attack", "Seizure",

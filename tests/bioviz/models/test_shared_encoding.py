@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from bioviz.models import shared_encoding
-from bioviz.models.embeddings import load_encoder
+from bioviz.models.registry import load_encoder
 from bioviz.models.vector_cache import VectorCache
 from bioviz.models.shared_encoding import EncodingProgress, claim, claim_paths, encode_claimed, encode_shared
 from tests.conftest import ROOT
@@ -102,7 +102,7 @@ def test_a_damaged_progress_file_is_only_a_missing_report(tmp_home, fast_poll):
 def test_a_claimant_killed_midway_is_taken_over_and_nothing_it_stored_is_damaged(tmp_home, fast_poll):
     encoder = load_encoder("minilm")
     script = ("import json, sys\n"
-              "from bioviz.models.embeddings import load_encoder\n"
+              "from bioviz.models.registry import load_encoder\n"
               "from bioviz.models.shared_encoding import encode_shared\n"
               "encode_shared(load_encoder('minilm'), json.loads(sys.argv[1]), batch_size=16, owner='a training job')\n")
     env = {**os.environ, shared_encoding.DELAY_ENV: "0.05", "PYTHONPATH": str(ROOT)}

@@ -10,7 +10,7 @@ import pytest
 from filelock import FileLock
 
 from bioviz.models import warmup
-from bioviz.models.embeddings import load_encoder
+from bioviz.models.registry import load_encoder
 from bioviz.models.vector_cache import VectorCache
 from bioviz.ontology import LevelSpec
 from bioviz.search.neighbours import level_space

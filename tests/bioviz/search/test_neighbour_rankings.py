@@ -72,7 +72,7 @@ def test_candidates_among_training_names_and_unknown_sets(mini):
 
 
 def test_first_encoding_estimate_counts_the_candidates_not_yet_cached(mini):
-    from bioviz.models.embeddings import load_encoder
+    from bioviz.models.registry import load_encoder
     from bioviz.models.encoding_estimate import record_rate
     from bioviz.search.neighbours import candidate_names, first_encoding_estimate, level_space
 

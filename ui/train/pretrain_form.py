@@ -1,5 +1,8 @@
 """The Train page's "Pretrain a base model" form: sources, objectives, pairs, base, leakage, seed.
 
+The numeric settings are :class:`~trainer.pretrain.config.PretrainConfig`'s options, each drawn
+by :func:`ui.train.option_widgets.option_widget` from its metadata.
+
 It submits a pretrain job (:mod:`trainer.jobs.pretrain_job`) to the same queue as few-shot
 runs; the finished model is a run every model picker lists. The level selected in the
 sidebar is the one whose held-out names are kept out (``--exclude-level`` with the split
@@ -11,25 +14,36 @@ from __future__ import annotations
 import streamlit as st
 
 from bioviz.errors import BiovizError
-from bioviz.models.model_spec import base_choices as bundled_bases
+from bioviz.models.model_spec import ModelSpec, base_choices as bundled_bases
+from bioviz.models.runs import distinct_labels, list_runs
 from bioviz.ontology.level_spec import LevelSpec
 from bioviz.ontology.splits import DEFAULT_SPLIT
-from bioviz.server_paths import shared_model, shared_source
+from bioviz.server_paths import shared_source
 from trainer.job_options import OBJECTIVE_SUMMARIES
+from trainer.jobs.kinds import PRETRAIN
 from trainer.jobs.progress import describe_config
-from trainer.jobs.queue import Worker
+from trainer.jobs.queue import DEVICE_CHOICES, Worker, gpu_count
 from trainer.jobs.store import RUNNING, STARTING
-from trainer.pretrain.config import PretrainConfig
+from trainer.pretrain.config import OPTIONS
 from ui import state
 from ui.markdown import md
+from ui.train.executor_info import show_executor
+from ui.train.job_panel import SELECTED
+from ui.train.option_widgets import option_widget
 
+# The settings drawn from their option metadata (ui.train.option_widgets), each under "pretrain_<field>".
+SPLIT_FIELDS = ("shots", "split_seed", "test_per_class", "zero_shot_classes")
+TRAINING_FIELDS = ("epochs", "batch_size", "lr", "save_steps", "max_seq_length")
+GENERATED = ("max_pairs", "seed", *SPLIT_FIELDS, *TRAINING_FIELDS)
 # Widget keys of the form (kept across page visits with the page's other form values).
-KEYS = ("pretrain_sources", "pretrain_objectives", "pretrain_all_pairs", "pretrain_max_pairs", "pretrain_base",
-        "pretrain_exclude", "pretrain_shots", "pretrain_split_seed", "pretrain_tpc", "pretrain_zero",
-        "pretrain_seed", "pretrain_epochs", "pretrain_batch_size", "pretrain_lr", "pretrain_save_steps",
-        "pretrain_max_seq_length")
-DEFAULT_MAX_PAIRS = PretrainConfig.max_pairs
+KEYS = ("pretrain_sources", "pretrain_objectives", "pretrain_all_pairs", "pretrain_base", "pretrain_exclude",
+        *(f"pretrain_{name}" for name in GENERATED))
 OBJECTIVES = tuple(OBJECTIVE_SUMMARIES)
+
+
+def _widget(name: str, **widget_args):
+    """The generated widget of PretrainConfig field ``name`` (its default: the field's)."""
+    return option_widget(OPTIONS[name], OPTIONS[name].default, f"pretrain_{name}", **widget_args)
 
 
 def exclude_level_text(level: LevelSpec) -> str | None:
@@ -52,16 +66,18 @@ def _defaults() -> None:
     s.setdefault("pretrain_sources", [source] if source else ["hpo"])
     s.setdefault("pretrain_objectives", ["synonyms", "hierarchy"])
     s.setdefault("pretrain_all_pairs", False)
-    s.setdefault("pretrain_max_pairs", DEFAULT_MAX_PAIRS)
     s.setdefault("pretrain_exclude", True)
     # The split starts as the few-shot form's (its shots), so a run launched next on this level matches.
-    shots = s.get("train_shots") if isinstance(s.get("train_shots"), int) else DEFAULT_SPLIT.shots
-    for key, value in (("pretrain_shots", shots), ("pretrain_split_seed", DEFAULT_SPLIT.seed),
-                       ("pretrain_tpc", DEFAULT_SPLIT.test_per_class), ("pretrain_zero", 0.0),
-                       ("pretrain_seed", PretrainConfig.seed), ("pretrain_epochs", PretrainConfig.epochs),
-                       ("pretrain_batch_size", PretrainConfig.batch_size), ("pretrain_lr", PretrainConfig.lr),
-                       ("pretrain_save_steps", PretrainConfig.save_steps), ("pretrain_max_seq_length", 0)):
-        s.setdefault(key, value)
+    s.setdefault("pretrain_shots", s.get("train_shots") if isinstance(s.get("train_shots"), int) else DEFAULT_SPLIT.shots)
+
+
+def _row(names: tuple[str, ...], **widget_args) -> dict:
+    """``field -> value`` of the generated widgets of ``names``, side by side."""
+    values = {}
+    for name, column in zip(names, st.columns(len(names))):
+        with column:
+            values[name] = _widget(name, **widget_args)
+    return values
 
 
 def pretrain_form(runs_by_label: dict[str, str], device: str, can_submit: bool):
@@ -99,16 +115,12 @@ def pretrain_form(runs_by_label: dict[str, str], device: str, can_submit: bool):
         all_pairs = st.toggle("Every pair", key="pretrain_all_pairs",
                               help="Train on every pair the sources give: the three bundled ontologies give 323k pairs, "
                                    "6 minutes on one H100, about 6 hours on one CPU core")
-        max_pairs = None if all_pairs else int(st.number_input(
-            "Max pairs", min_value=2, step=1000, key="pretrain_max_pairs",
-            help="Training pairs sampled in equal shares per source and objective (20,000: about 27 minutes on "
-                 "one CPU core with max tokens 32, under a minute on a GPU)"))
+        max_pairs = None if all_pairs else _widget("max_pairs", step=1000)
         base_choices = {**bundled_bases(), **{f"run {label}": path for label, path in runs_by_label.items()}}
         state.forget_stale_choice("pretrain_base", base_choices)
         base = base_choices[st.selectbox("Base model", list(base_choices), key="pretrain_base",
                                          help="The sentence-transformers model pretraining starts from")]
-        seed = int(st.number_input("Seed", min_value=0, step=1, key="pretrain_seed",
-                                   help="Seeds the sampling of pairs, the validation slice and training"))
+        seed = _widget("seed")
 
     exclude = exclude_level_text(level)
     keep_out = st.toggle(
@@ -120,41 +132,20 @@ def pretrain_form(runs_by_label: dict[str, str], device: str, can_submit: bool):
     if exclude is None:
         st.caption("Synonym sets, kept ambiguous names and UMLS loader options are views this option cannot "
                    "name: choose a plain level in the sidebar to keep its held-out names out.")
-    cols = st.columns(4)
-    shots = int(cols[0].number_input("Shots of that split", min_value=1, max_value=1000, key="pretrain_shots",
-                                     disabled=not keep_out, help="As your few-shot runs on this level will use"))
-    split_seed = int(cols[1].number_input("Split seed", min_value=0, step=1, key="pretrain_split_seed",
-                                          disabled=not keep_out))
-    test_per_class = int(cols[2].number_input("Test names per class", min_value=1, max_value=50, key="pretrain_tpc",
-                                              disabled=not keep_out))
-    zero = float(cols[3].number_input("Zero-shot classes", min_value=0.0, step=0.05, format="%g",
-                                      key="pretrain_zero", disabled=not keep_out,
-                                      help="A fraction when below 1, else a count"))
+    split = _row(SPLIT_FIELDS, disabled=not keep_out)
     with st.expander("Training (BioLORD's defaults: one epoch, batches of 64, AdamW 2e-5)"):
-        cols = st.columns(5)
-        epochs = int(cols[0].number_input("Epochs", min_value=1, step=1, key="pretrain_epochs"))
-        batch_size = int(cols[1].number_input("Batch size", min_value=2, step=1, key="pretrain_batch_size",
-                                              help="In-batch negatives: larger batches give more of them"))
-        lr = float(cols[2].number_input("Learning rate", min_value=1e-7, format="%g", key="pretrain_lr"))
-        save_steps = int(cols[3].number_input("Checkpoint every (steps)", min_value=1, step=50,
-                                              key="pretrain_save_steps",
-                                              help="An interrupted job resumes from its last checkpoint"))
-        max_seq = int(cols[4].number_input("Max tokens per text (0: the base's)", min_value=0, step=8,
-                                           key="pretrain_max_seq_length",
-                                           help="Truncates long definitions while training only (they cost most)"))
+        training = _row(TRAINING_FIELDS)
 
     if not st.button("Launch pretraining", type="primary", disabled=not (sources and objectives and can_submit)):
         return None
     try:
         # Paths pass the server's policy (data folders, model folders): the command itself accepts any path.
-        config = {"kind": "pretrain", "sources": [shared_source(s) for s in sources], "objectives": objectives,
-                  "max_pairs": max_pairs,
-                  "base": shared_model(base).spec, "seed": seed, "epochs": epochs, "batch_size": batch_size,
-                  "lr": lr, "save_steps": save_steps, "max_seq_length": max_seq or None,
+        config = {"kind": PRETRAIN.name, "sources": [shared_source(s) for s in sources], "objectives": objectives,
+                  "max_pairs": max_pairs, "base": ModelSpec.shared(base).spec, "seed": seed, **training,
                   "exclude_levels": [exclude] if keep_out else []}
         if keep_out:
-            config.update({"shots": shots, "split_seed": split_seed, "test_per_class": test_per_class,
-                           "zero_shot_classes": zero if zero < 1 else int(zero)})
+            zero = split["zero_shot_classes"]
+            config.update(split, zero_shot_classes=zero if zero < 1 else int(zero))
         with st.spinner("Checking the configuration…"):
             job = Worker().submit(config, device=device)
     except BiovizError as error:
@@ -163,3 +154,19 @@ def pretrain_form(runs_by_label: dict[str, str], device: str, can_submit: bool):
     st.success(md(f"Job {job.id} {'started' if job.status in (STARTING, RUNNING) else 'queued'}: "
                   f"{describe_config(job.config)}"))
     return job
+
+
+def pretraining_section() -> None:
+    """The form with the device and the executor beside it; a queued job becomes the selected one."""
+    runs = list_runs()
+    labels = distinct_labels(runs)
+    left, right = st.columns(2)
+    with left:
+        device = st.selectbox("Device", DEVICE_CHOICES, key="train_device",
+                              help=f"auto = a GPU when present, else the CPU ({gpu_count()} CUDA devices here)")
+    with right:
+        can_submit = show_executor()
+    job = pretrain_form({labels[r.path]: str(r.path) for r in runs}, device, can_submit)
+    if job is not None:
+        st.session_state[SELECTED] = job.id
+    state.keep_form("train", ("train_mode", "train_device", *KEYS))
