@@ -42,7 +42,7 @@ def encoding_threads(encoder, monkeypatch) -> list[str]:
 
 def test_a_second_asker_waits_for_the_claimant_and_shows_its_progress_instead_of_encoding(tmp_home, fast_poll,
                                                                                           monkeypatch):
-    monkeypatch.setenv(shared_encoding.DELAY_ENV, "0.005")  # seconds, however warm the model: a rate to measure
+    monkeypatch.setenv(shared_encoding.DELAY_ENV, "0.02")  # seconds, however warm the model: a rate to measure
     encoder = load_encoder("minilm")
     calls = encoding_threads(encoder, monkeypatch)
     holding, own = threading.Event(), []

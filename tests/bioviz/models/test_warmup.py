@@ -29,6 +29,7 @@ def unique_names(view) -> list[str]:
 def test_warm_up_fills_the_cache_the_pages_read_and_writes_its_progress(tmp_home, mini, monkeypatch):
     spec, view = mini
     monkeypatch.setattr(warmup, "WRITE_EVERY_S", 0.0)  # every step written, however fast the machine
+    monkeypatch.setenv("BIOVIZ_TEST_ENCODE_DELAY_S", "0.2")  # and a rate to measure (11 names), however fast
     states = []
     final = warmup.warm_up([spec], "minilm", chunk=4, report=states.append)
     assert final["state"] == "done" and final["error"] is None
