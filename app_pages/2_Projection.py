@@ -106,6 +106,7 @@ level = state.selection()
 try:
     params = ProjectionParams(st.session_state["method"], int(st.session_state["dims"]), int(st.session_state["nn"]),
                               float(st.session_state["md"]), int(st.session_state["cap"]))
+    cache.prepare_vectors((model_a, model_b), level)  # a first encoding: its estimate, then a bar with the time left
     space_a = cache.view_space(model_a, level)
     space_b = cache.view_space(model_b, level)
     # read afresh (a renamed run is titled by its new name); one at a time: the page tells two equal ones apart itself

@@ -158,6 +158,8 @@ try:
     # not asked again for an index this session has built (a rerun costs nothing to say "nothing").
     built = s.setdefault("_nb_built", set())
     fresh = [m for m in models if (m, level, among) not in built]
+    if among != "hypernyms":  # the level's names: encoded (or the warm-up's encoding waited for) under a bar
+        cache.prepare_vectors(fresh, level)
     notes = [e.message() for e in (first_encoding_estimate(view, m, among) for m in fresh) if e.needed]
     if notes:
         waiting.info("  \n".join(md(note) for note in notes), icon="⏳")

@@ -47,6 +47,7 @@ labels = dict(zip(tree.nodes["id"], tree.nodes["label"]))
 # Scored before the widgets: the default node is the class the compared model improved most.
 SEPARATION_NAMES = 5_000  # both measures compare every pair of names: a class-stratified sample of the level
 try:
+    cache.prepare_vectors((model_a, model_b), level)  # a first encoding: its estimate, then a bar with the time left
     space_a = cache.view_space(model_a, level)
     space_b = cache.view_space(model_b, level)
     # read afresh (a renamed run is titled by its new name); one at a time: the page tells two equal ones apart itself

@@ -178,6 +178,7 @@ if st.button("Run evaluation", type="primary", disabled=not (tasks or benches or
         if request[3]:
             results += cache.benchmark_results(request[1], request[3], request[5])
         if tasks:
+            cache.prepare_vectors(request[1], level)  # a first encoding: its estimate, then a bar with the time left
             results += cache.evaluation_results(level, request[1], request[2], request[4], request[5])
         cross = cache.cross_level_table(level, request[1], depths, request[4], request[5]) if depths else None
         st.session_state[RESULTS] = {"request": request, "results": results, "cross": cross}

@@ -171,6 +171,7 @@ if run:
             terms_from_column(table, s["ct_column"])
         raw = (s.get("ct_text") or "").splitlines() if source == "paste" else table[s["ct_column"]].astype(str)
         level = state.selection()
+        cache.prepare_vectors(models, level)  # a first encoding: its estimate, then a bar with the time left
         indexes = [cache.candidate_index(m, level, "names") for m in models]
         fingerprints = tuple(load_encoder(m).fingerprint for m in models)
         frame = coded(tuple(terms), tuple(models), fingerprints, level, k, ranking, indexes, expansion)

@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from bioviz.errors import BiovizError, ModelError, SplitError
-from bioviz.models.cached_encoding import encode_cached
 from bioviz.models.model_spec import PRESET_MODELS, ModelSpec
 from bioviz.models.registry import load_encoder, model_dimension
 from bioviz.models.runs import is_run_dir
+from bioviz.models.shared_encoding import encode_shared
 from bioviz.ontology import Ontology, Split
 from bioviz.ontology.levels import LevelView
 from bioviz.ontology.sources import BUNDLED
@@ -215,7 +215,8 @@ def prepare(config: TrainConfig, progress=None) -> TrainingData:
     split = config.split.make(view)
     started = time.perf_counter()
     encoder = load_encoder(config.input_model)
-    vectors, _ = encode_cached(encoder, view.names, progress=progress)
+    # a level the warm-up or a page is encoding already is waited for, not encoded a second time
+    vectors, _ = encode_shared(encoder, view.names, progress=progress, owner="a training job")
     embedding_s = time.perf_counter() - started
     logger.info("embedded %d names with %s in %.1fs", len(view.names), encoder.label, embedding_s)
     return TrainingData(ontology, view, split, np.ascontiguousarray(vectors, dtype=np.float32),

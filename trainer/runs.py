@@ -22,6 +22,7 @@ from bioviz.errors import BiovizError
 from bioviz.models.cached_encoding import encode_cached
 from bioviz.models.encoders import HeadRunEncoder
 from bioviz.models.registry import load_encoder
+from bioviz.models.encoding_estimate import RateWindow
 from bioviz.paths import fsync_dir, fsync_tree
 from trainer.config import TrainConfig, validate
 from trainer.crash_points import crash_point
@@ -124,9 +125,11 @@ def _embedding_progress(callbacks, cancel: CancelFlag | None, progress=None, eve
 
     Embedding a large level takes minutes on a CPU; a cancel must not wait for it, and the
     job page shows how far it got. Events go out at most every ``every_s`` seconds, and at
-    the end.
+    the end. The time left is worked out from the rate over the last half minute
+    (:class:`~bioviz.models.encoding_estimate.RateWindow`): names found cached count as done
+    at once and would make a whole-run rate say seconds where minutes are left.
     """
-    started = time.perf_counter()
+    window = RateWindow(prior=None)
     last = [float("-inf")]
 
     def report(done: int, total: int) -> None:
@@ -134,12 +137,12 @@ def _embedding_progress(callbacks, cancel: CancelFlag | None, progress=None, eve
             cancel.check()
         if progress is not None:
             progress(done, total)
+        window.add(done)
         now = time.perf_counter()
         if now - last[0] < every_s and done < total:
             return
         last[0] = now
-        elapsed = now - started
-        eta = elapsed / done * (total - done) if done else None
+        eta = window.seconds_left(total) if done < total else 0.0
         for callback in callbacks:
             callback({"event": "embedding", "done": int(done), "total": int(total), "eta_s": eta})
 

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import streamlit as st
 
-from bioviz.models.encoding_estimate import time_left
+from bioviz.errors import BiovizError
+from bioviz.models.encoding_estimate import estimate_encoding, time_left
 from bioviz.models.model_spec import ModelSpec
+from bioviz.models.registry import load_encoder
+from bioviz.models.shared_encoding import EncodingProgress, encode_shared
+from bioviz.models.vector_cache import VectorCache
 from bioviz.ontology import LevelSpec, load_source
 from bioviz.ontology.levels import LevelView
 from bioviz.ontology.model import Ontology
 from bioviz.search.hybrid import SparseNames
+from ui import warmup_banner
 from ui.markdown import md
 
 
@@ -44,12 +49,75 @@ def level_ontology(spec: LevelSpec) -> Ontology:
     return ontology(spec.source, spec.options)
 
 
-@st.cache_resource(max_entries=8, show_spinner="Embedding the level's names (cached on disk after the first time)…")
-def view_space(model: ModelSpec, spec: LevelSpec):
-    """Vectors of every name of the selected level view under ``model`` (a Space)."""
-    from bioviz.models.registry import embed
+class _EncodingBar:
+    """``report(EncodingProgress)`` drawn as a bar: names done, the recent rate, the time left.
 
-    return embed(view(spec).names, model)
+    Above it, the estimate said before the encoding started. Outside a cached function it
+    also redraws the warm-up banner, whose own polling waits for the page's run to end.
+    """
+
+    def __init__(self, starting: str, banner: bool) -> None:
+        self.note, self.slot, self.banner = st.empty(), st.empty(), banner
+        self.slot.progress(0.0, text=md(starting))
+
+    def say(self, text: str) -> None:
+        self.note.caption(md(text))
+
+    def __call__(self, progress: EncodingProgress) -> None:
+        self.slot.progress(progress.fraction, text=md(progress.text()))
+        if self.banner:
+            warmup_banner.refresh()
+
+    def close(self) -> None:
+        self.note.empty()
+        self.slot.empty()
+
+
+def prepare_vectors(models, spec: LevelSpec) -> None:
+    """Make sure every name of the level has vectors under each model, showing how long and how far.
+
+    Called by the pages before the cached functions that need the level's vectors (not cached
+    itself, so its bar can also keep the warm-up banner live). For each model whose vectors
+    are not stored yet: the estimate from the model's measured rate, then a bar with names
+    done and the time left, updated every couple of seconds. A level the warm-up, another
+    session or a job is encoding already is waited for, with that encoding's progress
+    (:func:`bioviz.models.shared_encoding.encode_shared`), not encoded a second time.
+    """
+    ready = st.session_state.setdefault("_vectors_ready", set())  # a rerun does not hash the level's names again
+    names = view(spec).names
+    for model in dict.fromkeys(m for m in models if m and (m, spec) not in ready):
+        try:
+            encoder = load_encoder(model)
+        except BiovizError:  # a model that cannot load: the page's own call for its vectors says why
+            continue
+        if VectorCache().has_block(encoder.fingerprint, names):
+            ready.add((model, spec))
+            continue
+        bar = _EncodingBar(f"Checking which of {len(names):,} names have vectors under {encoder.label}…", banner=True)
+        try:
+            estimate = estimate_encoding(encoder, names)
+            if estimate.needed:
+                bar.say(estimate.message())
+                encode_shared(encoder, names, report=bar, owner="a page")
+            ready.add((model, spec))
+        finally:
+            bar.close()
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def view_space(model: ModelSpec, spec: LevelSpec):
+    """Vectors of every name of the selected level view under ``model`` (a Space).
+
+    Pages call :func:`prepare_vectors` first, so this mostly reads the stored block; otherwise
+    a bar inside (replayed empty on a hit) follows the encoding.
+    """
+    from bioviz.search.neighbours import level_space  # as neighbour_index: the search package (faiss) off start-up
+
+    bar = _EncodingBar("Embedding the level's names (cached on disk after the first time)…", banner=False)
+    try:
+        return level_space(view(spec), model, report=bar, owner="a page")[0]
+    finally:
+        bar.close()
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -261,12 +329,9 @@ def neighbour_index(model: ModelSpec, spec: LevelSpec):
 
     v = view(spec)
     bar = st.empty()
-    started = time.perf_counter()
 
-    def progress(done: int, total: int) -> None:
-        left = time_left(time.perf_counter() - started, done, total)
-        eta = f", {left}" if left else ""
-        bar.progress(done / max(total, 1), text=f"Encoding {total:,} names with {md(model.label)}: {done:,} done{eta}")
+    def report(progress: EncodingProgress) -> None:
+        bar.progress(progress.fraction, text=md(progress.text()))
 
     def indexing(done: int, total: int) -> None:
         # Above 250k names the approximate index is built (minutes at 1M) or read from disk.
@@ -275,7 +340,7 @@ def neighbour_index(model: ModelSpec, spec: LevelSpec):
         bar.progress(done / max(total, 1), text=f"Indexing {total:,} names for search: {done:,} added{eta}")
 
     try:
-        space, stats = level_space(v, model, progress=progress)
+        space, stats = level_space(v, model, report=report, owner="a page")
         built = time.perf_counter()
         index = NeighbourIndex.from_view(space, v, progress=indexing)
     finally:

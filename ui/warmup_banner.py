@@ -3,6 +3,9 @@
 The router (app.py) calls :func:`start_once` and :func:`banner` on every run. The warm-up
 itself (:mod:`bioviz.models.warmup`) runs in a process of its own; the banner only reads the
 small state file it writes, so drawing it costs a file read.
+
+The banner's fragment cannot rerun while the page's own run is busy (a level being encoded
+or waited for): :func:`refresh`, called by such a long step's progress bar, redraws it.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from bioviz.models import warmup
 logger = logging.getLogger(__name__)
 
 POLL_S = 3  # seconds between the banner's updates while the warm-up runs
+_SLOT = "_warmup_banner_slot"  # session key of the banner's element in this run (None when not drawn)
 
 
 @st.cache_resource(show_spinner=False)
@@ -56,7 +60,14 @@ def progress_text(state: dict) -> str:
             text += f" · {state['rate']:,.0f} names/s"
         if state.get("eta_s") is not None:
             text += f" · {_minutes(state['eta_s'])} left"
+        if state.get("waiting_for"):  # the level was being encoded already: its encoder's progress, not encoded twice
+            text += f" (encoded by {state['waiting_for']}; the warm-up waits for it)"
     return text + ". Pages work meanwhile; a level not prepared yet is encoded when a page needs it."
+
+
+def _draw(slot, state: dict) -> None:
+    total = max(int(state.get("total") or 0), 1)
+    slot.progress(min(int(state.get("done") or 0) / total, 1.0), text=progress_text(state))
 
 
 @st.fragment(run_every=POLL_S)
@@ -66,12 +77,25 @@ def _live_banner() -> None:
     state = warmup.read_state()
     if not warmup.is_running(state):
         st.rerun()  # the next run draws no fragment: nothing polls any more
-    total = max(int(state.get("total") or 0), 1)
-    st.progress(min(int(state.get("done") or 0) / total, 1.0), text=progress_text(state))
+    st.session_state[_SLOT] = st.empty()
+    _draw(st.session_state[_SLOT], state)
 
 
 def banner() -> None:
     """Show the warm-up's progress while it runs; draw nothing (and poll nothing) otherwise."""
     _reap()
+    st.session_state[_SLOT] = None  # a previous run's element is not this run's
     if warmup.is_running(warmup.read_state()):
         _live_banner()
+
+
+def refresh() -> None:
+    """Redraw the banner now, from a long step of the page's run (its fragment waits for that run to end)."""
+    slot = st.session_state.get(_SLOT)
+    if slot is None:
+        return
+    state = warmup.read_state()
+    if warmup.is_running(state):
+        _draw(slot, state)
+    else:
+        slot.empty()

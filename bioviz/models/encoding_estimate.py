@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,6 +109,55 @@ def time_left(elapsed: float, done: float, total: float) -> str:
     if not (0 < done < total) or elapsed <= 0:
         return ""
     return f"{format_duration(elapsed / done * (total - done))} left"
+
+
+class RateWindow:
+    """Units per second over the last ``window_s`` seconds of ``(time, done)`` samples.
+
+    The time left of an encoding is worked out from this recent rate: not the first batch's
+    (model loading, the longest names), not the whole run's (cache hits counted as done at
+    once, a machine whose load changed), so it follows the machine as it is now without
+    jumping with every batch. Until the samples span ``min_span_s`` seconds, the ``prior`` rate
+    (the model's last measured rate) stands in when there is one.
+
+    Examples
+    --------
+    >>> window = RateWindow(window_s=10, prior=5.0, min_span_s=3)
+    >>> window.add(100, now=0.0); window.add(120, now=2.0); window.rate()   # the first batch alone: the prior
+    5.0
+    >>> window.add(140, now=4.0); window.rate(), window.seconds_left(200)   # cache hits at 0 s had no rate
+    (10.0, 6.0)
+    >>> window.add(200, now=14.0); window.rate()   # the first samples fell out of the window
+    6.0
+    """
+
+    def __init__(self, window_s: float = 30.0, prior: float | None = None, min_span_s: float = 5.0) -> None:
+        self.window_s, self.prior, self.min_span_s = window_s, prior, min_span_s
+        self.samples: deque[tuple[float, float]] = deque()
+
+    def add(self, done: float, now: float | None = None) -> None:
+        """Record that ``done`` units were finished by ``now`` (``time.monotonic()`` by default)."""
+        now = time.monotonic() if now is None else now
+        self.samples.append((now, float(done)))
+        # keep one sample at or before the window's start, so the rate always spans the window
+        while len(self.samples) > 2 and self.samples[1][0] <= now - self.window_s:
+            self.samples.popleft()
+
+    def rate(self) -> float | None:
+        """Units per second in the window; the prior (if any) while the samples span under ``min_span_s``."""
+        if len(self.samples) >= 2:
+            (t0, d0), (t1, d1) = self.samples[0], self.samples[-1]
+            span = t1 - t0
+            if d1 > d0 and (span >= self.min_span_s or (self.prior is None and span >= 0.5)):
+                return (d1 - d0) / span
+        return self.prior
+
+    def seconds_left(self, total: float) -> float | None:
+        """Seconds until ``total`` at :meth:`rate`; None without a rate."""
+        rate = self.rate()
+        if not rate or not self.samples:
+            return None
+        return max(total - self.samples[-1][1], 0.0) / rate
 
 
 @dataclass(frozen=True)

@@ -56,10 +56,11 @@ DEFAULT_MODEL = DEFAULT_MODELS[0]
 DEFAULT_LEVELS = (LevelSpec("icd10", depth=1), LevelSpec("hpo", depth=1), LevelSpec("icd10cm", depth=1))
 LEVEL_NAMES = {LevelSpec("icd10", depth=1): "ICD-10 chapters", LevelSpec("hpo", depth=1): "HPO level 1",
                LevelSpec("icd10cm", depth=1): "ICD-10-CM chapters"}
-# Names encoded and stored per step: a killed warm-up loses at most one chunk. Below the vector
-# cache's BLOCK_MIN, so the steps store rows only; the level's block is written once, at its end.
+# The most names encoded and stored per step (steps take about 2 s at the recent rate): a killed
+# warm-up loses at most one step. Below the vector cache's BLOCK_MIN, so the steps store rows
+# only; the level's block is written once, at its end.
 CHUNK = 1024
-BATCH_SIZE = 32  # names per forward pass: the progress moves every 16 batches (512 names)
+BATCH_SIZE = 32  # names per forward pass
 WRITE_EVERY_S = 1.0  # the state file is rewritten at most this often while names are encoded
 # A "running" state not updated for this long belongs to a process that hangs or is gone.
 STALE_S = 600.0
@@ -122,17 +123,15 @@ def is_running(state: dict | None, now: float | None = None) -> bool:
 
 
 class _Progress:
-    """The state file of one warm-up: counts names, measures the rate, writes at most every second."""
+    """The state file of one warm-up: written at most every second, the rate and time left its encoding's."""
 
     def __init__(self, model: str, levels, report=None) -> None:
         self.state = {"state": "running", "pid": os.getpid(), "model": model,
                       "levels": [level_name(spec) for spec in levels], "level": None, "level_index": 0,
                       "done": 0, "total": 0,
                       "encoded": 0, "rate": None, "eta_s": None, "started": time.time(), "updated": None,
-                      "error": None}
+                      "error": None, "waiting_for": None}
         self.report = report
-        self.encoding_s = 0.0  # seconds spent encoding finished chunks (loading sources is not part of the rate)
-        self.chunk_began: float | None = None  # perf_counter at the start of the chunk being encoded
         self.written = 0.0
 
     def write(self, force: bool = True, **changes) -> None:
@@ -140,17 +139,39 @@ class _Progress:
         now = time.time()
         if not force and now - self.written < WRITE_EVERY_S:
             return
-        seconds = self.encoding_s + (time.perf_counter() - self.chunk_began if self.chunk_began is not None else 0.0)
-        rate = self.state["encoded"] / seconds if seconds > 0 and self.state["encoded"] else None
-        left = self.state["total"] - self.state["done"]
-        self.state.update(rate=round(rate, 1) if rate else None,
-                          eta_s=round(left / rate, 1) if rate and self.state["state"] == "running" else None,
-                          updated=now)
+        if self.state["state"] != "running":
+            self.state["eta_s"] = None
+        self.state["updated"] = now
         with atomic_path(state_path()) as tmp:
             tmp.write_text(json.dumps(self.state), encoding="utf-8")
         self.written = now
         if self.report is not None:
             self.report(dict(self.state))
+
+
+class _Stopped(Exception):
+    """The server that started the warm-up has exited."""
+
+
+def _level_progress(progress: _Progress, names: list[str], parent_pid: int | None):
+    """``report(EncodingProgress)`` for one level: the banner's counts, the rate and time left of its encoding."""
+    duplicates = len(names) - len(dict.fromkeys(names))  # the banner counts every name of the level
+    first: list[int] = []  # distinct names found cached: not encoded by this warm-up
+    encoded_before = progress.state["encoded"]
+
+    def report(step) -> None:
+        if _server_gone(parent_pid):
+            raise _Stopped
+        changes = {"done": duplicates + step.done, "total": len(names),
+                   "rate": round(step.rate, 1) if step.rate else None,
+                   "eta_s": round(step.seconds_left, 1) if step.seconds_left is not None else None,
+                   "waiting_for": step.owner if step.waiting else None}
+        if not step.waiting:
+            first[:1] = first or [step.done]
+            changes["encoded"] = encoded_before + step.done - first[0]
+        progress.write(force=False, **changes)
+
+    return report
 
 
 def _server_gone(parent_pid: int | None) -> bool:
@@ -183,6 +204,7 @@ def warm_up(levels=DEFAULT_LEVELS, model: str = DEFAULT_MODEL, chunk: int = CHUN
     """
     from bioviz.models.cached_encoding import encode_cached
     from bioviz.models.registry import load_encoder
+    from bioviz.models.shared_encoding import claim, encode_claimed  # torch stays off the app's start-up
     from bioviz.models.vector_cache import VectorCache
 
     levels = list(levels)
@@ -198,42 +220,22 @@ def warm_up(levels=DEFAULT_LEVELS, model: str = DEFAULT_MODEL, chunk: int = CHUN
         encoder = load_encoder(model)  # the fingerprint only: weights load on the first name encoded
         cache = VectorCache()
         for index, spec in enumerate(levels):  # one level after the other: the first is ready soonest
-            progress.write(level=level_name(spec), level_index=index, done=0, total=0)
+            progress.write(level=level_name(spec), level_index=index, done=0, total=0, rate=None, eta_s=None)
             names = spec.load().names
             if cache.get_block(encoder.fingerprint, names) is not None:
                 progress.write(done=len(names), total=len(names))
                 continue
-            unique = list(dict.fromkeys(names))
-            progress.write(done=len(names) - len(unique), total=len(names))
-            for start in range(0, len(unique), chunk):
-                if _server_gone(parent_pid):
-                    progress.write(state="stopped")
-                    return progress.state
-                part = unique[start:start + chunk]
-                done_before, encoded_before = progress.state["done"], progress.state["encoded"]
-                progress.chunk_began = time.perf_counter()
-                hits: list[int] = []  # encode_cached reports the names it found cached first
-
-                def step(done: int, total: int) -> None:
-                    if not hits:
-                        hits.append(done)
-                        if done < total:  # names to encode: load the weights before the clock starts, so
-                            getattr(encoder, "model", None)  # the rate (and the time left) is the encoding's alone
-                            progress.chunk_began = time.perf_counter()
-                    progress.state["done"] = done_before + done
-                    progress.state["encoded"] = encoded_before + done - hits[0]  # the rate counts encoded names only
-                    progress.write(force=False)
-
-                _, stats = encode_cached(encoder, part, batch_size=BATCH_SIZE, progress=step)
-                progress.encoding_s += time.perf_counter() - progress.chunk_began
-                progress.chunk_began = None
-                progress.state["encoded"] = encoded_before + stats.encoded
-                progress.state["done"] = done_before + len(part)
-                progress.write(force=False)
-            encode_cached(encoder, names)  # every row cached now: stores the level's block, as the pages read it
-            progress.write(done=len(names))
+            step = _level_progress(progress, names, parent_pid)
+            # a page or job already encoding this level is waited for (its progress shown), not duplicated
+            with claim(encoder, names, owner="the background warm-up", report=step) as claimant:
+                encode_claimed(encoder, names, claimant, batch_size=BATCH_SIZE, max_chunk=chunk)
+                encode_cached(encoder, names)  # every row cached now: stores the level's block, as the pages read it
+            progress.write(done=len(names), waiting_for=None)
         progress.write(state="done", level=None)
         logger.info("warm-up done: %d levels, %d names encoded", len(levels), progress.state["encoded"])
+        return progress.state
+    except _Stopped:
+        progress.write(state="stopped")
         return progress.state
     except Exception as error:  # noqa: BLE001 - reported in the state file; the app keeps working without it
         logger.exception("warm-up failed")

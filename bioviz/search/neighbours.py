@@ -22,6 +22,7 @@ from bioviz.models.encoders import Progress
 from bioviz.models.registry import embed, load_encoder
 from bioviz.models.encoding_estimate import EncodingEstimate, estimate_encoding
 from bioviz.models.model_spec import ModelSpec
+from bioviz.models.shared_encoding import encode_shared
 from bioviz.ontology import DEFAULT_SPLIT, SplitSpec
 from bioviz.ontology.model import Ontology, normalise_name
 from bioviz.search.hybrid import EXACT_BOOST, ExpandedForms, NameMatcher, Ranking, SparseNames, name_scores
@@ -217,8 +218,13 @@ def resolve_query(text: str, view, ontology: Ontology | None = None) -> QueryInf
 
 
 def level_space(view, model: ModelSpec, *, batch_size: int = 64, progress: Progress | None = None,
-                use_cache: bool = True) -> tuple[Space, dict]:
+                use_cache: bool = True, report=None, owner: str = "a command") -> tuple[Space, dict]:
     """Vectors of every name of ``view`` under ``model``, through the vector cache.
+
+    A level another process is encoding already (the warm-up, a page, a job) is waited for,
+    not encoded twice (:func:`bioviz.models.shared_encoding.encode_shared`): ``report``
+    receives its :class:`~bioviz.models.shared_encoding.EncodingProgress` (names done, the
+    recent rate, the time left), ``owner`` says who this is to whoever waits for it.
 
     Returns
     -------
@@ -227,8 +233,11 @@ def level_space(view, model: ModelSpec, *, batch_size: int = 64, progress: Progr
         ``encoded``, ``seconds``, ``names_per_second``.
     """
     encoder = load_encoder(model)
-    vectors, stats = encode_cached(encoder, view.names, batch_size=batch_size, progress=progress,
-                                   use_cache=use_cache)
+    if use_cache:
+        vectors, stats = encode_shared(encoder, view.names, batch_size=batch_size, progress=progress, report=report,
+                                       owner=owner)
+    else:
+        vectors, stats = encode_cached(encoder, view.names, batch_size=batch_size, progress=progress, use_cache=False)
     info = {"names": stats.names, "cache_hits": stats.cache_hits, "encoded": stats.encoded,
             "seconds": round(stats.seconds, 3), "names_per_second": round(stats.names_per_second, 1),
             "dim": int(vectors.shape[1]), "fingerprint": encoder.fingerprint}  # not encoder.dim: loads weights

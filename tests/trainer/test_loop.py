@@ -172,3 +172,17 @@ def test_fixed_base_weight_mixes_the_head_with_its_input(tiny_data, tiny_config)
     scale = mixed.metrics["base_mix"]["scale"]
     expected = torch.nn.functional.normalize(0.5 * f / scale + 0.5 * u, dim=1).numpy()
     assert np.allclose(mixed.vectors, expected, atol=1e-5)
+
+
+def test_the_embedding_time_left_comes_from_the_recent_rate_not_from_names_found_cached():
+    import time
+
+    from trainer.runs import _embedding_progress
+
+    events = []
+    report = _embedding_progress([events.append], None, every_s=0.0)
+    report(900, 1000)  # 900 names found cached: done at once
+    time.sleep(0.6)
+    report(910, 1000)  # then 10 names encoded in 0.6 s: 90 left take about 5 s, not 0.06 s
+    assert events[0]["eta_s"] is None, "no rate yet: no time left"
+    assert 2.0 < events[-1]["eta_s"] < 8.0

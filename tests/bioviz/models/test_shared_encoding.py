@@ -1,0 +1,132 @@
+"""One encoding of a level at a time (bioviz.models.shared_encoding): waiting, take-over, damaged progress."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from bioviz.models import shared_encoding
+from bioviz.models.registry import load_encoder
+from bioviz.models.vector_cache import VectorCache
+from bioviz.models.shared_encoding import EncodingProgress, claim, claim_paths, encode_claimed, encode_shared
+from tests.conftest import ROOT
+
+NAMES = [f"disorder of organ number {i}" for i in range(260)]
+
+
+@pytest.fixture
+def fast_poll(monkeypatch):
+    monkeypatch.setattr(shared_encoding, "POLL_S", 0.05)
+    monkeypatch.setattr(shared_encoding, "WRITE_EVERY_S", 0.0)
+
+
+def encoding_threads(encoder, monkeypatch) -> list[str]:
+    """The names of the threads that ran the encoder (one entry per call)."""
+    calls, real = [], encoder._encode
+
+    def counted(texts, batch_size):
+        calls.append(threading.current_thread().name)
+        return real(texts, batch_size)
+
+    monkeypatch.setattr(encoder, "_encode", counted)
+    return calls
+
+
+def test_a_second_asker_waits_for_the_claimant_and_shows_its_progress_instead_of_encoding(tmp_home, fast_poll,
+                                                                                          monkeypatch):
+    monkeypatch.setenv(shared_encoding.DELAY_ENV, "0.02")  # seconds, however warm the model: a rate to measure
+    encoder = load_encoder("minilm")
+    calls = encoding_threads(encoder, monkeypatch)
+    holding, own = threading.Event(), []
+
+    def warm_up() -> None:  # stands for the background warm-up: claims, then encodes slowly
+        with claim(encoder, NAMES, owner="the background warm-up", report=own.append) as claimant:
+            holding.set()
+            time.sleep(0.3)
+            encode_claimed(encoder, NAMES, claimant, batch_size=32, max_chunk=64)
+
+    worker = threading.Thread(target=warm_up, name="warm-up")
+    worker.start()
+    holding.wait(10)
+    seen: list[EncodingProgress] = []
+    vectors, stats = encode_shared(encoder, NAMES, batch_size=32, report=seen.append)
+    worker.join()
+    assert set(calls) == {"warm-up"}, "the waiting page encoded nothing itself"
+    assert stats.encoded == 0 and vectors.shape == (len(NAMES), 384)
+    waiting = [p for p in seen if p.waiting]
+    assert waiting and all(p.owner == "the background warm-up" for p in waiting)
+    assert "Waiting for the background warm-up" in waiting[-1].text()
+    assert any(0 < p.done < p.total for p in waiting), "the waiter follows the claimant's count"
+    moving = [p for p in own if 0 < p.done < p.total]
+    assert len(moving) >= 3 and moving[-1].rate and moving[-1].seconds_left is not None, \
+        "the claimant reports after every chunk, with a rate and the time left"
+    assert "left" in moving[-1].text() and "names/s" in moving[-1].text()
+    assert not claim_paths(encoder.fingerprint, NAMES)[1].exists(), "the progress file goes with the claim"
+
+
+def test_a_damaged_progress_file_is_only_a_missing_report(tmp_home, fast_poll):
+    encoder = load_encoder("minilm")
+    names = NAMES[:200]
+    lock_path, progress_path = claim_paths(encoder.fingerprint, names)
+    release = threading.Event()
+
+    def holder() -> None:
+        with claim(encoder, names, owner="a training job"):
+            progress_path.write_bytes(b"\x00{not json")
+            release.wait(10)
+
+    worker = threading.Thread(target=holder)
+    worker.start()
+    seen: list[EncodingProgress] = []
+
+    def report(p: EncodingProgress) -> None:
+        seen.append(p)
+        release.set()  # the claimant goes away once the waiter has shown its (empty) report
+
+    vectors, stats = encode_shared(encoder, names, report=report)
+    worker.join()
+    assert seen[0].waiting and seen[0].done == 0 and seen[0].owner == "another process"
+    assert "Waiting for another process" in seen[0].text()
+    assert stats.encoded == len(names) and len(vectors) == len(names), "the waiter took over and encoded them"
+    assert not seen[-1].waiting and seen[-1].done == len(names)
+
+
+def test_a_claimant_killed_midway_is_taken_over_and_nothing_it_stored_is_damaged(tmp_home, fast_poll):
+    encoder = load_encoder("minilm")
+    script = ("import json, sys\n"
+              "from bioviz.models.registry import load_encoder\n"
+              "from bioviz.models.shared_encoding import encode_shared\n"
+              "encode_shared(load_encoder('minilm'), json.loads(sys.argv[1]), batch_size=16, owner='a training job')\n")
+    env = {**os.environ, shared_encoding.DELAY_ENV: "0.05", "PYTHONPATH": str(ROOT)}
+    child = subprocess.Popen([sys.executable, "-c", script, json.dumps(NAMES)], env=env)
+    progress_path = claim_paths(encoder.fingerprint, NAMES)[1]
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            state = shared_encoding.read_claim(progress_path)
+            if state and 32 <= state["done"] < len(NAMES) - 64:
+                break
+            assert child.poll() is None, "the claimant ended before it could be killed"
+            time.sleep(0.05)
+        else:
+            pytest.fail("the claimant never reported progress")
+        assert state["pid"] == child.pid and state["owner"] == "a training job"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    stored = VectorCache().get(encoder.fingerprint, NAMES)
+    assert 0 < len(stored) < len(NAMES)
+    vectors, stats = encode_shared(encoder, NAMES)  # the dead claimant's claim is free: taken over
+    assert stats.encoded == len(NAMES) - len(stored)
+    kept = [NAMES.index(name) for name in stored]
+    fresh = encoder.encode([NAMES[i] for i in kept])
+    assert np.allclose(vectors[kept], fresh, atol=1e-5), "what the killed claimant stored is intact"
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
