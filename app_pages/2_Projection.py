@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import astuple, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -202,13 +202,13 @@ with figure_slot.container():
     if umap_pending:
         # PCA takes a second: show it while UMAP runs, then replace it.
         preview = preview_params(params)
-        rows, pca_a = cache.projection(model_a, level, astuple(preview))
+        rows, pca_a = cache.projection(model_a, level, preview)
         # One model: the compared layout is neither computed nor drawn.
-        pca_b = pca_a if one_model else cache.projection(model_b, level, astuple(preview))[1]
+        pca_b = pca_a if one_model else cache.projection(model_b, level, preview)[1]
         draw(align_pair(rows, pca_a, pca_b, preview), preview=True)
     # Each layout shows its own bar (its steps and the time left) while it computes.
-    rows, coords_a = cache.projection(model_a, level, astuple(params), _label=f"{method_label} · {label_a}")
-    coords_b = coords_a if one_model else cache.projection(model_b, level, astuple(params),
+    rows, coords_a = cache.projection(model_a, level, params, _label=f"{method_label} · {label_a}")
+    coords_b = coords_a if one_model else cache.projection(model_b, level, params,
                                                            _label=f"{method_label} · {label_b}")[1]
 pair = align_pair(rows, coords_a, coords_b, params)
 with figure_slot.container():
@@ -244,7 +244,7 @@ def show_movement() -> None:
     cols[0].selectbox("Arrows for", ["", *view.classes], key="mv_class",
                       format_func=lambda c: f"{c} · {class_names[c]}" if c else "the names that moved furthest")
     cols[1].slider("Arrows (at most)", *BOUNDS["mv_n"], step=10, key="mv_n")
-    moved, moved_a, moved_b = cache.movement(model_a, model_b, level, astuple(params), DEFAULT_K)
+    moved, moved_a, moved_b = cache.movement(model_a, model_b, level, params, DEFAULT_K)
     chosen = st.session_state["mv_class"]
     class_index = view.classes.index(chosen) if chosen else None
     arrows = arrow_rows(moved, view.labels, class_index, int(st.session_state["mv_n"]))

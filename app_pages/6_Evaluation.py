@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import astuple
-
 import pandas as pd
 import streamlit as st
 
@@ -18,7 +16,7 @@ from bioviz.evaluation.splits import choose_split
 from bioviz.evaluation.tables import results_table
 from bioviz.figures import cross_level_heatmap, metric_bars, slug
 from bioviz.models.runs import model_labels
-from bioviz.ontology import DEFAULT_SPLIT, SplitSpec
+from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.uploads import store_upload
 from ui import cache, compare, eval_normalisation, state
 from ui.markdown import md
@@ -156,7 +154,7 @@ except BiovizError as error:
 level = state.selection()
 settings = EvalSettings(n_boot=int(st.session_state["eval_boot"]))
 request = (level, tuple(models), tuple(tasks), tuple(benches) + ((user_bench,) if user_bench else ()),
-           astuple(split_spec), astuple(settings), depths)
+           split_spec, settings, depths)
 
 for warning in warnings:
     st.warning(md(warning))
@@ -213,7 +211,7 @@ shown_table = result_tables.display_table(values, lows, highs, show_ci=show_ci, 
 computed_on = stored["request"]
 try:
     benchmarks_used = [load_benchmark(spec) for spec in computed_on[3]]
-    marks = overlap.result_marks(results, computed_on[0], SplitSpec(*computed_on[4]),
+    marks = overlap.result_marks(results, computed_on[0], computed_on[4],
                                  {bench.label: list(bench.terms) for bench in benchmarks_used})
 except BiovizError as error:  # an uploaded benchmark removed since: the figures stay, unmarked, and it is said
     st.warning(md(f"cannot tell which results overlapped pretraining: {error}"))
@@ -284,7 +282,7 @@ if cross:
     for depth, reason in cross["skipped"].items():
         st.caption(f"level {depth} skipped: {md(reason)}")
     crossed = overlap.cross_level_reasons(list(computed_on[1]), model_labels(computed_on[1]), computed_on[0],
-                                          computed_on[6], split=SplitSpec(*computed_on[4]))
+                                          computed_on[6], split=computed_on[4])
     if crossed:
         st.caption(md("  \n".join(crossed)))
 

@@ -6,6 +6,8 @@ with ``max_entries`` for tables and coordinates. Keys are the arguments that mad
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import streamlit as st
 
 from bioviz.errors import BiovizError
@@ -20,6 +22,11 @@ from bioviz.ontology.model import Ontology
 from bioviz.search.hybrid import SparseNames
 from ui import warmup_banner
 from ui.markdown import md
+
+if TYPE_CHECKING:  # annotations only: projection and evaluation take seconds to import, off every page's start-up
+    from bioviz.evaluation.tasks import EvalSettings
+    from bioviz.ontology import SplitSpec
+    from bioviz.views.projection import ProjectionParams
 
 
 @st.cache_resource(max_entries=6, show_spinner="Loading ontology…")
@@ -129,8 +136,9 @@ def term_space(model: ModelSpec, terms: tuple):
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def projection(model: ModelSpec, spec: LevelSpec, params: tuple, _label: str = "Layout"):
-    """``(rows, coords)``: the selected view under ``model`` projected with ``ProjectionParams(*params)``.
+def projection(model: ModelSpec, spec: LevelSpec, params: ProjectionParams, _label: str = "Layout"):
+    """``(rows, coords)``: the selected view under ``model`` projected with ``params``
+    (:func:`bioviz.views.projection.project_sample`).
 
     The rows are the class-stratified sample for the point cap; coordinates also live in
     the disk cache (``BIOVIZ_HOME/projections``), so a new session reads them back at once.
@@ -138,46 +146,37 @@ def projection(model: ModelSpec, spec: LevelSpec, params: tuple, _label: str = "
     (neighbour graph, epochs, placement) with the time left; it is emptied afterwards
     (Streamlit replays it, empty, on a hit).
     """
-    from bioviz.views.projection import ProjectionParams, project, stratified_sample
+    from bioviz.views.projection import project_sample
 
-    settings = ProjectionParams(*params)
-    rows = stratified_sample(view(spec).labels, settings.max_points, settings.seed)
     slot = st.empty()
 
     def follow(done: int, total: int, message: str) -> None:
         if done < total:
-            slot.progress(min(done / max(total, 1), 1.0), text=f"{md(_label)} of {len(rows):,} names: {md(message)}")
+            slot.progress(min(done / max(total, 1), 1.0), text=f"{md(_label)} of {md(message)}")
 
     try:
-        return rows, project(view_space(model, spec), settings, rows, labels=view(spec).labels,  # landmarks per class
-                             progress=follow)
+        return project_sample(view_space(model, spec), view(spec).labels, params,  # landmarks per class
+                              progress=follow)
     finally:
         slot.empty()
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def movement(model_a: ModelSpec, model_b: ModelSpec, spec: LevelSpec, params: tuple, k: int):
-    """``(Movement, coords_a, coords_b)``: what training moved between the two aligned layouts of ``params``.
+def movement(model_a: ModelSpec, model_b: ModelSpec, spec: LevelSpec, params: ProjectionParams, k: int):
+    """``(Movement, coords_a, coords_b)``: what training moved between the two layouts of ``params``
+    (:func:`bioviz.views.movement.training_movement`).
 
-    Same rows and layouts as the Projection figure (:func:`projection`, aligned with
-    :func:`bioviz.views.projection.align_pair`); nearest names on the original vectors, under
-    a progress bar (two steps: one search per model). The coordinates are those of the
-    measured names (``Movement.rows``).
+    Same rows and layouts as the Projection figure (:func:`projection`); nearest names on the
+    original vectors, under a progress bar (two steps: one search per model).
     """
-    import numpy as np
-
-    from bioviz.views.movement import measure_movement
-    from bioviz.views.projection import ProjectionParams, align_pair
+    from bioviz.views.movement import training_movement
 
     rows, coords_a = projection(model_a, spec, params)
-    _, coords_b = projection(model_b, spec, params)
-    pair = align_pair(rows, coords_a, coords_b, ProjectionParams(*params))
-    result = _with_steps("What training moved", lambda bar: measure_movement(
-        view_space(model_a, spec).vectors, view_space(model_b, spec).vectors, view(spec).labels, pair.rows,
-        pair.coords_a, pair.coords_b, k, progress=lambda fraction, message: bar(2 * fraction, 2, message)),
+    coords_b = projection(model_b, spec, params)[1]
+    return _with_steps("What training moved", lambda bar: training_movement(
+        view_space(model_a, spec), view_space(model_b, spec), view(spec).labels, rows, coords_a=coords_a,
+        coords_b=coords_b, k=k, progress=lambda fraction, message: bar(2 * fraction, 2, message)),
         starting="finding each name's nearest names under both models…")
-    measured = np.searchsorted(pair.rows, result.rows)  # the layout's rows are sorted (stratified_sample)
-    return result, pair.coords_a[measured], pair.coords_b[measured]
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -274,39 +273,35 @@ def _with_steps(what: str, work, starting: str = "loading the models…"):
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def evaluation_results(spec: LevelSpec, models: tuple, tasks: tuple, split: tuple, settings: tuple) -> list:
+def evaluation_results(spec: LevelSpec, models: tuple, tasks: tuple, split: SplitSpec, settings: EvalSettings) -> list:
     """Results of the ontology protocols (:func:`bioviz.evaluation.run.evaluate`) for the selected view.
 
-    ``split`` and ``settings`` are the fields of ``SplitSpec`` and ``EvalSettings``; results
-    also live in the disk result cache (``BIOVIZ_HOME/eval``) and, for runs, in the run.
+    Results also live in the disk result cache (``BIOVIZ_HOME/eval``) and, for runs, in the run.
     """
-    from bioviz.evaluation.run import EvalSettings, evaluate
-    from bioviz.ontology import SplitSpec
+    from bioviz.evaluation.run import evaluate
 
     v = view(spec)
     return _with_steps("Ontology tasks", lambda bar: evaluate(
-        v, SplitSpec(*split).make(v), list(models), list(tasks), ontology=level_ontology(spec),
-        settings=EvalSettings(*settings), steps=bar))
+        v, split.make(v), list(models), list(tasks), ontology=level_ontology(spec), settings=settings, steps=bar))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def benchmark_results(models: tuple, benchmarks: tuple, settings: tuple) -> list:
+def benchmark_results(models: tuple, benchmarks: tuple, settings: EvalSettings) -> list:
     """Spearman's rho of the models on relatedness benchmarks (names or stored upload paths)."""
-    from bioviz.evaluation.run import EvalSettings, evaluate_benchmarks
+    from bioviz.evaluation.run import evaluate_benchmarks
 
     return _with_steps("Relatedness benchmarks", lambda bar: evaluate_benchmarks(
-        list(models), list(benchmarks), settings=EvalSettings(*settings), steps=bar))
+        list(models), list(benchmarks), settings=settings, steps=bar))
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def cross_level_table(spec: LevelSpec, models: tuple, depths: tuple, split: tuple, settings: tuple) -> dict:
+def cross_level_table(spec: LevelSpec, models: tuple, depths: tuple, split: SplitSpec, settings: EvalSettings) -> dict:
     """Ranking mAP of the models on each level under the selected root (higher-level-semantics Table 4)."""
-    from bioviz.evaluation.run import EvalSettings, cross_level
-    from bioviz.ontology import SplitSpec
+    from bioviz.evaluation.run import cross_level
 
     table = _with_steps("Cross-level table", lambda bar: cross_level(
-        level_ontology(spec), list(models), depths=list(depths), root=spec.root, split_spec=SplitSpec(*split),
-        keep_ambiguous=spec.keep_ambiguous, settings=EvalSettings(*settings), steps=bar))
+        level_ontology(spec), list(models), depths=list(depths), root=spec.root, split_spec=split,
+        keep_ambiguous=spec.keep_ambiguous, settings=settings, steps=bar))
     table.pop("results")
     return table
 
@@ -382,10 +377,8 @@ def candidate_index(model: ModelSpec, spec: LevelSpec, among: str):
     """Index of the names a query is ranked against (``bioviz.search.neighbours.AMONG``) under ``model``."""
     from bioviz.search.neighbours import candidate_index as build
 
-    if among == "names":
-        return neighbour_index(model, spec)[0]
-    base = neighbour_index(model, spec)[0] if among == "train" else None
-    return build(view(spec), model, among, base=base)
+    # The level's names come from neighbour_index's cached index (its bar); built only when ``among`` needs it.
+    return build(view(spec), model, among, base=lambda: neighbour_index(model, spec)[0])
 
 
 @st.cache_resource(max_entries=8, show_spinner="Indexing the level's names by character n-grams…")

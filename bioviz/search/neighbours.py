@@ -13,6 +13,7 @@ import logging
 import re
 import weakref
 from dataclasses import dataclass, field, replace
+from typing import Callable
 
 import numpy as np
 
@@ -406,7 +407,8 @@ def first_encoding_estimate(view, model: ModelSpec, among: str = "names") -> Enc
     return estimate_encoding(load_encoder(model), candidate_names(view, among))
 
 
-def candidate_index(view, model: ModelSpec, among: str = "names", *, base: NeighbourIndex | None = None,
+def candidate_index(view, model: ModelSpec, among: str = "names", *,
+                    base: NeighbourIndex | Callable[[], NeighbourIndex] | None = None,
                     progress: Progress | None = None, split: SplitSpec = DEFAULT_SPLIT) -> NeighbourIndex:
     """The names a query is ranked against, as in the papers' tables.
 
@@ -420,8 +422,10 @@ def candidate_index(view, model: ModelSpec, among: str = "names", *, base: Neigh
         for a validation mention; ``hypernyms``: the names of the class concepts themselves,
         as higher-level-semantics Table 6 ranks hypernyms (a hit in the query's class is a
         matching hypernym).
-    base : NeighbourIndex, optional
-        An index over all of the view's names under ``model`` (built if not given).
+    base : NeighbourIndex or callable, optional
+        An index over all of the view's names under ``model`` (built if not given), or a
+        function that gives it, called only when ``among`` needs it (not for ``hypernyms``):
+        an app's cached index is then neither built nor read for the class names.
     progress : callable, optional
         ``progress(done, total)`` while encoding.
     split : SplitSpec
@@ -447,6 +451,8 @@ def candidate_index(view, model: ModelSpec, among: str = "names", *, base: Neigh
         vectors, _ = encode_cached(encoder, names, progress=progress)
         return NeighbourIndex(Space(tuple(names), vectors, encoder.label), concept_ids=classes, classes=classes,
                               class_labels=labels)
+    if callable(base):
+        base = base()
     if base is None:
         space, _ = level_space(view, model, progress=progress)
         base = NeighbourIndex.from_view(space, view)

@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 from bioviz.ontology.levels import LevelView
-from bioviz.views.projection import stratified_sample
+from bioviz.space import Space
+from bioviz.views.projection import procrustes_align, stratified_sample
 
 # Split parts, in the order tables and legends list them (the names bioviz.ontology.Split uses).
 PARTS = ("train", "validation", "test", "zero-shot", "unused")
@@ -172,6 +173,43 @@ def measure_movement(vectors_a: np.ndarray, vectors_b: np.ndarray, labels: np.nd
     near_b = nearest_names(np.asarray(vectors_b)[rows], k, _half(progress, 1, "compared"))
     return Movement(rows, layout_displacement(coords_a, coords_b), same_class_precision(near_a, sample_labels),
                     same_class_precision(near_b, sample_labels), neighbours_kept(near_a, near_b), near_a.shape[1])
+
+
+def training_movement(space_a: Space, space_b: Space, labels: np.ndarray, rows: np.ndarray, *, coords_a: np.ndarray,
+                      coords_b: np.ndarray, k: int = DEFAULT_K, max_names: int = MAX_NAMES,
+                      progress: Callable[[float, str], None] | None = None) -> tuple[Movement, np.ndarray, np.ndarray]:
+    """What training moved between two projections of the same rows: ``b`` aligned onto ``a``, then measured.
+
+    The alignment is the Projection figure's (:func:`bioviz.views.projection.align_pair`), so
+    the arrows start and end where the figure draws the names.
+
+    Parameters
+    ----------
+    space_a, space_b : Space
+        Every name of the level view under the baseline and the compared model.
+    labels : numpy.ndarray
+        Class index per view row (``LevelView.labels``).
+    rows : numpy.ndarray
+        View rows of the layout's names (the projection's sample; unique).
+    coords_a, coords_b : numpy.ndarray
+        The two layouts of ``rows``, not aligned.
+    k, max_names, progress
+        As :func:`measure_movement`.
+
+    Returns
+    -------
+    (Movement, numpy.ndarray, numpy.ndarray)
+        The movement and the aligned coordinates of the measured names (``Movement.rows``)
+        under each model.
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    coords_a = np.asarray(coords_a)
+    aligned, _ = procrustes_align(coords_a, coords_b)
+    result = measure_movement(space_a.vectors, space_b.vectors, labels, rows, coords_a, aligned, k, max_names,
+                              progress)
+    order = np.argsort(rows, kind="stable")
+    measured = order[np.searchsorted(rows, result.rows, sorter=order)]  # the measured rows' places in the layout
+    return result, coords_a[measured], aligned[measured]
 
 
 def _half(progress: Callable[[float, str], None] | None, half: int, which: str) -> Callable[[int, int], None] | None:

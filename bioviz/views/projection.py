@@ -273,6 +273,31 @@ def project(space: Space, params: ProjectionParams, rows: np.ndarray | None = No
     return coords
 
 
+def project_sample(space: Space, labels: np.ndarray, params: ProjectionParams, *, use_cache: bool = True,
+                   progress: Progress | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(rows, coords)``: the class-stratified sample of ``params``' point cap, projected under ``params``.
+
+    The rows are those :func:`project_pair` draws for the same ``labels`` and ``params``, so
+    two spaces projected one at a time align row for row (:func:`align_pair`).
+
+    Parameters
+    ----------
+    space : Space
+    labels : numpy.ndarray
+        Class index of every row of ``space``.
+    params : ProjectionParams
+    use_cache : bool
+        Read and write ``BIOVIZ_HOME/projections``.
+    progress : callable, optional
+        ``progress(done, total, message)`` as :func:`project`'s, each message led by the
+        number of names projected (``"20,000 names: ..."``).
+    """
+    rows = stratified_sample(labels, params.max_points, params.seed)
+    step = None if progress is None else (
+        lambda done, total, message: progress(done, total, f"{len(rows):,} names: {message}"))
+    return rows, project(space, params, rows, use_cache, labels=labels, progress=step)
+
+
 def _read_coords(path: Path, shape: tuple[int, int]) -> np.ndarray:
     """Cached coordinates; ValueError when the file holds anything but finite floats of ``shape``."""
     with np.load(path, allow_pickle=False) as data:

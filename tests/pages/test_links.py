@@ -73,7 +73,7 @@ def test_every_page_writes_back_the_link_it_was_opened_with(app_home, data_dir, 
 
 
 def test_home_is_called_home_in_the_navigation(tmp_home, open_app):
-    from ui.navigation import PAGES
+    from ui.navigation import PAGES, sections
 
     at = open_app(None).run()
     assert not at.exception
@@ -82,6 +82,12 @@ def test_home_is_called_home_in_the_navigation(tmp_home, open_app):
     assert "Home" in titles and "app" not in titles
     assert [p.url_path for p in PAGES[1:]] == ["Train", "Projection", "Similarity_matrix", "Neighbours", "Hierarchy",
                                                "Evaluation", "Code_terms"]
+    # Two sections in the menu; the URL paths above are unchanged by them.
+    assert {section: [p.title for p in pages] for section, pages in sections().items()} == {
+        "Explore": ["Home", "Projection", "Similarity matrix", "Neighbours", "Hierarchy", "Code terms"],
+        "Train and evaluate": ["Train", "Evaluation"]}
+    assert [info["page_name"] for info in at._registered_pages.values()] == [
+        p.title for pages in sections().values() for p in pages]
 
 
 def test_the_selection_survives_page_switches(tmp_home, data_dir, open_app):

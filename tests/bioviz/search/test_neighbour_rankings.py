@@ -67,6 +67,12 @@ def test_candidates_among_training_names_and_unknown_sets(mini):
     train = candidate_index(view, "unused", "train", base=base)
     assert set(train.space.names) == {view.names[i] for i in make_split(view, shots=15, seed=0).train}
     assert candidate_index(view, "unused", "names", base=base) is base
+    asked = []
+    lazy = lambda: asked.append(1) or base  # noqa: E731 - the app's cached index, given lazily
+    assert candidate_index(view, "unused", "names", base=lazy) is base and asked == [1]
+    assert set(candidate_index(view, "char-tfidf", "hypernyms", base=lazy).space.names) <= set(
+        name for names in view.hypernym_names.values() for name in names)
+    assert asked == [1]  # the class names are encoded on their own: the level's index is not asked for
     with pytest.raises(BiovizError, match="unknown candidate set"):
         candidate_index(view, "unused", "everything", base=base)
 

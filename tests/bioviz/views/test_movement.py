@@ -5,7 +5,8 @@ import pytest
 
 from bioviz.ontology.levels import LevelView
 from bioviz.views.movement import (arrow_rows, layout_displacement, measure_movement, movers_table, nearest_names,
-                                   part_summary, same_class_precision)
+                                   part_summary, same_class_precision, training_movement)
+from bioviz.space import Space
 
 
 def tiny_view() -> LevelView:
@@ -109,3 +110,20 @@ def test_a_large_layout_is_measured_on_a_class_stratified_sample_with_progress()
     fractions = [f for f, _ in seen]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
     assert "baseline" in seen[0][1] and "compared" in seen[-1][1]
+
+
+def test_training_movement_aligns_the_compared_layout_and_returns_the_measured_names_coordinates():
+    rng = np.random.default_rng(2)
+    labels = np.repeat([0, 1, 2], [40, 30, 10])
+    names = tuple(f"name {i}" for i in range(len(labels)))
+    space = Space(names, unit(rng.normal(size=(len(labels), 8))), "toy")
+    rows = rng.permutation(len(labels))[:60]  # a layout's rows in any order
+    coords_a = rng.normal(size=(60, 2))
+    turn = np.array([[0.0, -1.0], [1.0, 0.0]])
+    coords_b = coords_a @ turn * 3 + [5.0, -2.0]  # the same layout, turned, scaled and shifted
+    movement, moved_a, moved_b = training_movement(space, space, labels, rows, coords_a=coords_a,
+                                                   coords_b=coords_b, k=3, max_names=30)
+    assert len(movement.rows) == 30 and set(movement.rows) <= set(rows)
+    assert np.allclose(movement.displacement, 0, atol=1e-5)  # aligned before measuring
+    at = [list(rows).index(r) for r in movement.rows]
+    assert np.allclose(moved_a, coords_a[at]) and np.allclose(moved_b, coords_a[at], atol=1e-4)

@@ -6,7 +6,7 @@ import pytest
 from bioviz.views import projection
 from bioviz.errors import BiovizError
 from bioviz.views.projection import (ProjectionParams, align_pair, pair_is_cached, procrustes_align, project, project_pair,
-                               stratified_sample)
+                               project_sample, stratified_sample)
 from bioviz.space import Space, l2_normalise
 
 
@@ -94,6 +94,9 @@ def test_project_pair_aligns_and_rejects_different_names(tmp_home):
     assert pair.disparity < 1e-6
     assert len(messages) == 3 and "rotated" in messages[1]
     assert pair_is_cached(space_a, space_b, labels, params)
+    # One space at a time (the app caches each layout): the pair's rows and layouts.
+    rows, coords_a = project_sample(space_a, labels, params)
+    assert np.array_equal(rows, pair.rows) and np.allclose(coords_a, pair.coords_a)
     again = align_pair(pair.rows, pair.coords_a, pair.coords_b, params)
     assert again.disparity < 1e-6
     other = Space(tuple(reversed(space_a.names)), space_a.vectors, "other")
