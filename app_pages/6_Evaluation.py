@@ -217,7 +217,12 @@ except BiovizError as error:  # an uploaded benchmark removed since: the figures
     st.warning(md(f"cannot tell which results overlapped pretraining: {error}"))
     marks = {}
 task_label = lambda task: TASK_LABELS.get(task, task)  # noqa: E731 - the table's column words
-st.dataframe(overlap.mark_table(shown_table, marks, task_label), width="stretch")
+marked = overlap.mark_table(shown_table, marks, task_label)
+# One table per task family, a few columns each: every default task and benchmark side by side is
+# about 19 columns, four times the page's width (the LaTeX export splits the same way).
+for family_name, columns in latex.column_groups(values.columns, max_columns=4 if show_ci else 7):
+    st.markdown(f"**{family_name.capitalize()}**")
+    st.dataframe(marked[[" · ".join(column) for column in columns]], width="stretch")
 if marks:
     st.caption(md(f"{overlap.MARK} Not a held-out figure: the model (or the base it was trained on) was pretrained "
                   "on data that overlaps this evaluation. Pretrain with this level kept out (Train page, *Keep the "

@@ -31,7 +31,8 @@ from bioviz.ontology import LevelSpec, list_sources
 from bioviz.ontology.levels import SOURCE_TITLES, LevelView
 from bioviz.ontology.sources import source_kind
 from bioviz.ontology.umls import COMMON_SABS, DEFAULT_SAB, HIERARCHIES, SEMANTIC_GROUPS
-from bioviz.models.model_spec import BASELINE_MODEL, DEFAULT_MODEL, PRESET_MODELS, ModelSpec, looks_like_path
+from bioviz.models.model_spec import (BASELINE_MODEL, DEFAULT_MODEL, PRESET_MODELS, ModelSpec, link_form,
+                                     looks_like_path, policy_text)
 from bioviz.models.runs import distinct_labels, list_runs
 from bioviz.uploads import original_name
 from ui import cache
@@ -76,7 +77,8 @@ def _canonical_model(spec: str) -> str:
     Kept as text in the session (the pickers' value); :func:`model_pickers` parses it once per run.
     """
     try:
-        return ModelSpec.from_query(spec).spec
+        # the path policy alone: whether the files make a model is the pickers' question (one line there)
+        return policy_text(spec)
     except BiovizError:
         return spec
 
@@ -116,7 +118,8 @@ def url_model(spec: str) -> str:
     if not looks_like_path(spec):
         return spec
     try:
-        return ModelSpec.shared(spec).to_query()
+        # the link form needs the path policy alone: a damaged run still links by its id
+        return link_form(spec)
     except BiovizError:
         return spec
 

@@ -181,7 +181,7 @@ class ModelSpec:
         ModelError
             A shared path that is not a model directory, or a damaged run.
         """
-        return cls.parse(_policy_text(text))
+        return cls.parse(policy_text(text))
 
     @classmethod
     def from_query(cls, value: str) -> "ModelSpec":
@@ -200,7 +200,9 @@ class ModelSpec:
         A preset or hub id is itself. A link never carries the server's absolute path where a
         shorter form reads back (:meth:`from_query`) as the same directory.
         """
-        if not looks_like_path(self.spec):
+        try:
+            return link_form(self.spec)
+        except BiovizError:  # a path outside the model folders (the command line may name one): as it is
             return self.spec
         forms = []
         for folder in model_dirs():
@@ -268,7 +270,7 @@ class ModelSpec:
         return self.kind in ("run", "directory")
 
 
-def _policy_text(text: str) -> str:
+def policy_text(text: str) -> str:
     """The MODEL text the server policy lets the app open for ``text`` (a real path inside a model folder).
 
     Raises
@@ -290,10 +292,32 @@ def _policy_text(text: str) -> str:
     return spec
 
 
+def link_form(text: str) -> str:
+    """How a link carries a MODEL text: a directory by its path inside its model folder, anything else as is.
+
+    Path arithmetic only (no weights or files read), so a run whose files are damaged still links by its id.
+    Raises :class:`~bioviz.server_paths.UnsharedPathError` for a path outside the model folders.
+    """
+    spec = str(text).strip()
+    if not looks_like_path(spec):
+        return spec
+    real = policy_text(spec)
+    forms = []
+    for folder in model_dirs():
+        try:
+            forms.append(str(Path(real).relative_to(folder)))
+        except ValueError:
+            continue
+    for relative in sorted(forms, key=len):  # the innermost folder gives the shortest form
+        if relative != "." and _reads_back(relative, real):
+            return relative
+    return real
+
+
 def _reads_back(relative: str, real: str) -> bool:
     """Whether the policy reads ``relative`` as ``real`` (a name another model folder also holds does not)."""
     try:
-        return _policy_text(relative) == real
+        return policy_text(relative) == real
     except BiovizError:
         return False
 

@@ -75,13 +75,7 @@ PAGES = {
 }
 
 
-# The Evaluation page's results table (every default task and benchmark, one column each) is wider
-# than the page: 1440 px shows the models and the first four columns (issue 27 item 4; the page was
-# outside this change's files). strict: the mark must go when the table fits.
-WIDE_RESULTS = pytest.mark.xfail(strict=True, reason="Evaluation's results table scrolls sideways at 1440 px")
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=WIDE_RESULTS) if n == "Evaluation" else n for n in PAGES])
+@pytest.mark.parametrize("name", list(PAGES))
 def test_nothing_scrolls_sideways_or_is_cut_at_1440(server, browser, name):
     path, action, tables, tiles = PAGES[name]
     extra = ""  # every page with its defaults: Evaluation runs its default tasks and benchmarks

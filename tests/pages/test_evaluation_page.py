@@ -25,13 +25,31 @@ def run_button(at):
     return next(b for b in at.button if b.label == "Run evaluation")
 
 
+def _result_frames(at) -> int:
+    """How many of the page's first tables are the results (one per task family; the sample sizes follow)."""
+    frames = [d.value for d in at.dataframe]
+    return next((i for i, f in enumerate(frames) if "model" in f.columns), len(frames))
+
+
+def results_of(at):
+    """The results, every family's table side by side (the page splits them to fit its width)."""
+    import pandas as pd  # local: only these helpers need it
+
+    return pd.concat([d.value for d in at.dataframe[:_result_frames(at)]], axis=1)
+
+
+def after_results(at, i: int):
+    """The ``i``-th table after the results (0: sample sizes, 1: differences from the baseline)."""
+    return at.dataframe[_result_frames(at) + i].value
+
+
 def test_evaluate_two_models_on_every_task_and_benchmark(app):
     at = app.run()
     assert not at.exception and not at.error
     assert "Choose models and tasks" in at.info[0].value
     run_button(at).click().run()
     assert not at.exception and not at.error
-    table = at.dataframe[0].value
+    table = results_of(at)
     assert list(table.index) == ["tri-minilm", "tri-char-tfidf"]
     assert "Semantic similarity ranking · mAP" in table.columns and "MayoSRS · Spearman" in table.columns
     assert all(sum(cell.startswith("★") for cell in table[c]) <= 1 for c in table.columns)  # never a tie starred
@@ -48,7 +66,7 @@ def test_url_chooses_tasks_and_cross_level(app):
     at = app.run()
     run_button(at).click().run()
     assert not at.exception and not at.error
-    table = at.dataframe[0].value
+    table = results_of(at)
     assert list(table.columns) == ["Semantic similarity ranking · mAP"]
     charts = at.get("plotly_chart")
     assert len(charts) == 2  # ranking bars + cross-level heatmap
@@ -81,11 +99,11 @@ def test_synonym_sets_with_zero_shot_concepts_give_the_concept_level_table(app):
     assert any("seed 0, 1 test name(s) per class, 0.3 zero-shot classes" in c.value for c in at.caption)
     run_button(at).click().run()
     assert not at.exception and not at.error
-    table = at.dataframe[0].value
+    table = results_of(at)
     parts = {c.split(" · ")[1].split(" ")[0] for c in table.columns}
     assert parts == {"train", "test", "zero-shot"}  # train, test and zero-shot concepts
     assert len(table.columns) == 9  # mAP, Acc@1, MRR per part
-    sizes = at.dataframe[1].value.iloc[0]
+    sizes = after_results(at, 0).iloc[0]
     assert sizes["zero_shot.queries"] > 0  # zero-shot concepts with two or more names rank each other
 
 
@@ -112,7 +130,7 @@ def test_the_baseline_comes_first_in_the_pair_colours_and_progress_has_steps(app
     at = app.run()
     run_button(at).click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert list(at.dataframe[0].value.index) == ["tri-minilm", "tri-char-tfidf"]  # the sidebar's baseline first
+    assert list(results_of(at).index) == ["tri-minilm", "tri-char-tfidf"]  # the sidebar's baseline first
     for chart in at.get("plotly_chart"):
         bars = json.loads(chart.proto.spec)["data"]
         assert [(b["name"], b["marker"]["color"]) for b in bars] == list(zip(["tri-minilm", "tri-char-tfidf"],
@@ -150,7 +168,7 @@ def test_results_whose_data_overlapped_pretraining_are_marked_and_explained(tmp_
     at = open_app(PAGE, query, timeout=120).run()
     run_button(at).click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    table = at.dataframe[0].value
+    table = results_of(at)
     pretrained = f"tri-{run}"
     assert table.loc[pretrained, "Semantic similarity ranking · mAP"].endswith(" †")
     assert not table.loc["tri-minilm", "Semantic similarity ranking · mAP"].endswith("†")
@@ -171,7 +189,7 @@ def test_a_level_kept_out_of_pretraining_under_the_same_split_is_not_marked(tmp_
     at = open_app(PAGE, query, timeout=120).run()
     run_button(at).click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert not any(str(cell).endswith("†") for cell in at.dataframe[0].value.to_numpy().ravel())
+    assert not any(str(cell).endswith("†") for cell in results_of(at).to_numpy().ravel())
     assert not any("Not a held-out figure" in c.value for c in at.caption)
 
 
@@ -180,12 +198,12 @@ def test_difference_view_gives_paired_intervals_against_the_chosen_baseline(app)
     at = app.run()
     run_button(at).click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    table = at.dataframe[0].value
+    table = results_of(at)
     assert "Synonym retrieval / concept mapping · test mAP" not in table.columns  # the ranking mAP, shown once
     assert any("shown once, under ranking" in c.value for c in at.caption)
     assert at.subheader[-1].value == "Difference from a baseline" or "Difference from a baseline" in \
         [h.value for h in at.subheader]
-    differences = at.dataframe[2].value
+    differences = after_results(at, 1)
     assert list(differences.index) == ["tri-char-tfidf"]
     assert "Semantic similarity ranking · mAP" in differences.columns and "MayoSRS · Spearman" in differences.columns
     cell = differences.loc["tri-char-tfidf", "Semantic similarity ranking · mAP"]
@@ -193,5 +211,5 @@ def test_difference_view_gives_paired_intervals_against_the_chosen_baseline(app)
     assert any("95% paired bootstrap intervals" in c.value for c in at.caption)
     at.selectbox(key="_eval_baseline").set_value("tri-char-tfidf").run()
     assert not at.exception
-    assert list(at.dataframe[2].value.index) == ["tri-minilm"]
+    assert list(after_results(at, 1).index) == ["tri-minilm"]
     assert any("Model minus tri-char-tfidf" in c.value for c in at.caption)
