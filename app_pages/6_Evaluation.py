@@ -92,6 +92,19 @@ models = sorted((choices[label] for label in st.session_state["eval_models"]),
 state.sync_url(eval_models="|".join(state.url_model(m) for m in models), **compare.changed_url_values(PARAMS))
 
 
+def show_by_family(table: pd.DataFrame, *, max_columns: int) -> None:
+    """A models x ``task · metric`` table as one table per task family, a few columns each.
+
+    Every default task and benchmark side by side is about 19 columns, four times the page's
+    width; the LaTeX export splits the same way (:func:`bioviz.evaluation.latex.column_groups`).
+    """
+    kept = [c for c in table.columns if " · " not in str(c)]  # row descriptions (the seeds): in every table
+    columns = [tuple(str(c).split(" · ", 1)) for c in table.columns if " · " in str(c)]
+    for family_name, group in latex.column_groups(columns, max_columns=max_columns):
+        st.markdown(f"**{family_name.capitalize()}**")
+        st.dataframe(table[kept + [" · ".join(c) for c in group]], width="stretch")
+
+
 def depths_wanted() -> tuple[int, ...]:
     """The levels of the cross-level table: distinct whole numbers from 1 to the deepest level the sidebar offers."""
     text = st.session_state["eval_cross"].strip()
@@ -217,12 +230,7 @@ except BiovizError as error:  # an uploaded benchmark removed since: the figures
     st.warning(md(f"cannot tell which results overlapped pretraining: {error}"))
     marks = {}
 task_label = lambda task: TASK_LABELS.get(task, task)  # noqa: E731 - the table's column words
-marked = overlap.mark_table(shown_table, marks, task_label)
-# One table per task family, a few columns each: every default task and benchmark side by side is
-# about 19 columns, four times the page's width (the LaTeX export splits the same way).
-for family_name, columns in latex.column_groups(values.columns, max_columns=4 if show_ci else 7):
-    st.markdown(f"**{family_name.capitalize()}**")
-    st.dataframe(marked[[" · ".join(column) for column in columns]], width="stretch")
+show_by_family(overlap.mark_table(shown_table, marks, task_label), max_columns=4 if show_ci else 7)
 if marks:
     st.caption(md(f"{overlap.MARK} Not a held-out figure: the model (or the base it was trained on) was pretrained "
                   "on data that overlaps this evaluation. Pretrain with this level kept out (Train page, *Keep the "
@@ -231,8 +239,10 @@ if marks:
 if any(r.task == "synonym" for r in results) and any(r.task == "ranking" for r in results):
     st.caption("Synonym retrieval's test mAP is the semantic similarity ranking mAP (the same queries and "
                "references): shown once, under ranking.")
-sizes = pd.DataFrame([{"model": r.model, "task": TASK_LABELS.get(r.task, r.task), **r.sizes}
-                      for r in results])
+# Long form (one row per model, task and count): each task counts different things, so a wide
+# table would be mostly blanks and wider than the page.
+sizes = pd.DataFrame([{"model": r.model, "task": TASK_LABELS.get(r.task, r.task), "count": what, "n": f"{n:,}"}
+                      for r in results for what, n in r.sizes.items() if n is not None])
 with st.expander("Sample sizes"):
     st.dataframe(sizes, width="stretch", hide_index=True)
 
@@ -252,7 +262,7 @@ if len(model_names) > 1:
     baseline = st.selectbox("Baseline", model_names, key="_eval_baseline",
                             help="Every other model's figure minus this model's, on the same queries or pairs")
     found = paired.differences(results, baseline, n_boot=settings.n_boot, seed=settings.sample_seed)
-    st.dataframe(result_tables.difference_table(found), width="stretch")
+    show_by_family(result_tables.difference_table(found), max_columns=5)
     st.caption(f"Model minus {md(baseline)} · 95% paired bootstrap intervals ({settings.n_boot} resamples): the same "
                "queries (ranking tasks) or pairs (benchmarks: both Spearmans recomputed; hierarchy AUC: within each "
                "distance) resampled for both models. An interval excluding 0 is a difference the sample supports.")
@@ -263,7 +273,7 @@ if len(model_names) > 1:
 groups = aggregate.seed_groups(results)
 if groups:
     st.subheader("Across seeds")
-    st.dataframe(aggregate.summary_table(aggregate.aggregate(rows, groups)), width="stretch")
+    show_by_family(aggregate.summary_table(aggregate.aggregate(rows, groups)), max_columns=5)
     st.caption("Runs whose configurations differ only by the training seed: mean ± standard deviation over the "
                "seeds listed (each figure on the same split and held-out names).")
 
