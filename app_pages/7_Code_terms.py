@@ -59,26 +59,26 @@ def coding_table(frame: pd.DataFrame, labels: list[str], score_word: str, k: int
     """
     tags = [f" {x.upper()}" if len(labels) == 2 else "" for x in "ab"[:len(labels)]]
     columns = {"term": "Term"}
-    config = {"Term": st.column_config.TextColumn(width=160)}
+    formats = {"Term": st.column_config.TextColumn(width=160)}
     for x, tag, label in zip("ab", tags, labels):
         columns |= {f"code_{x}": f"Code{tag}", f"name_{x}": f"Concept{tag}", f"score_{x}": f"Score{tag}"}
-        config |= {f"Code{tag}": st.column_config.TextColumn(width=80, help=f"The first concept's code under {label}"),
-                   f"Concept{tag}": st.column_config.TextColumn(width=180),
-                   f"Score{tag}": st.column_config.NumberColumn(format="%.3f", width=70,
-                                                                help=f"{score_word} under {label} (1.0: exact)")}
+        formats |= {f"Code{tag}": st.column_config.TextColumn(width=80, help=f"The first concept's code under {label}"),
+                    f"Concept{tag}": st.column_config.TextColumn(width=180),
+                    f"Score{tag}": st.column_config.NumberColumn(format="%.3f", width=70,
+                                                                 help=f"{score_word} under {label} (1.0: exact)")}
         if k > 1 and len(labels) == 1:  # two models' other codes would not fit beside each other: in the cards
             columns[f"others_{x}"] = f"Other codes{tag}"
-            config[f"Other codes{tag}"] = st.column_config.TextColumn(width=160, help=f"The rest of the top {k}")
+            formats[f"Other codes{tag}"] = st.column_config.TextColumn(width=160, help=f"The rest of the top {k}")
     if len(labels) == 2:
         columns["agree"] = "Agree"
-        config["Agree"] = st.column_config.CheckboxColumn(width=55, help="Both models give the same first concept")
+        formats["Agree"] = st.column_config.CheckboxColumn(width=55, help="Both models give the same first concept")
     columns["low_confidence"] = "Review"
-    config["Review"] = st.column_config.CheckboxColumn(
+    formats["Review"] = st.column_config.CheckboxColumn(
         width=60, help="Low confidence: a low score or a close second concept under some model")
     display = frame[list(columns)].rename(columns=columns)
     text = [c for c in display.columns if display[c].dtype == object]
     display[text] = display[text].fillna("")
-    return display, config
+    return display, formats
 
 
 st.title("Code a term list")

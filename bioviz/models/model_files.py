@@ -117,10 +117,10 @@ def dimension_from_files(path: str | Path) -> int | None:
     for module in modules if isinstance(modules, list) else []:
         if not isinstance(module, dict):
             continue
-        config = read(path / str(module.get("path", "")) / "config.json") if module.get("path") else {}
-        if isinstance(config.get("out_features"), int):
-            dim = config["out_features"]
-        elif isinstance(config.get("word_embedding_dimension"), int):
-            modes = sum(1 for key, on in config.items() if key.startswith("pooling_mode_") and on is True)
-            dim = config["word_embedding_dimension"] * max(modes, 1)
+        dense = read(path / str(module.get("path", "")) / "config.json") if module.get("path") else {}
+        if isinstance(dense.get("out_features"), int):
+            dim = dense["out_features"]
+        elif isinstance(dense.get("word_embedding_dimension"), int):
+            modes = sum(1 for key, on in dense.items() if key.startswith("pooling_mode_") and on is True)
+            dim = dense["word_embedding_dimension"] * max(modes, 1)
     return dim

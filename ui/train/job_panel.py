@@ -115,7 +115,8 @@ def show_pretraining(job: Job) -> None:
 def _run_figures(job: Job) -> None:
     """A finished training run's figures: baseline vs trained, the base-weight choice, stored evaluations."""
     run = read_run(job.run_dir)
-    base = run.config.get("input_label") or run.config.get("input_model") or kind_of(job.config).input_model(job.config)
+    trained_from = run.input
+    base = (trained_from and (trained_from.label or trained_from.spec)) or kind_of(job.config).input_model(job.config)
     metrics = run.metrics
     if isinstance(metrics.get("baseline"), dict) and isinstance(metrics.get("trained"), dict):
         fig = baseline_vs_trained(metrics["baseline"], metrics["trained"],
