@@ -19,7 +19,8 @@ from bioviz.figures.theme import part_colours
 from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.views.movement import DEFAULT_K, arrow_rows, movers_table, part_summary
 from bioviz.views.projection import ProjectionParams, align_pair, pair_is_cached, preview_params
-from bioviz.models.runs import model_labels, run_mtime, trained_from
+from bioviz.models.model_spec import trained_from
+from bioviz.models.runs import model_labels, run_mtime
 from bioviz.views.separation import MEASURES
 from ui import cache, compare, state
 from ui.markdown import md
@@ -282,7 +283,7 @@ def show_movement() -> None:
 if one_model:
     st.stop()  # what moved and per-class separation compare two models
 # Only a run against a model it was trained from: between unrelated models nothing was trained.
-trained = trained_from(model_b.spec, model_a.spec) or trained_from(model_a.spec, model_b.spec)
+trained = trained_from(model_b, model_a) or trained_from(model_a, model_b)
 if not trained:
     st.caption(f"What training moved: shown when one model is a run trained from the other ({md(label_b)} was not "
                f"trained from {md(label_a)}).")

@@ -22,6 +22,7 @@ a hub id
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -81,6 +82,8 @@ PRESETS = {p.name: p for p in (
 PRESET_MODELS = tuple(PRESETS)
 # What a clinician's pages (Neighbours, Code terms) and commands open with, and the
 # general-domain model they compare it with.
+_logger = logging.getLogger(__name__)
+
 DEFAULT_MODEL = "med-minilm"
 BASELINE_MODEL = "minilm"
 KINDS = ("bundled", "char-tfidf", "run", "directory", "hub")
@@ -368,3 +371,51 @@ def check_model_files(path: Path, what: str, hint: str = "") -> None:
     foreign = foreign_module_type(modules)
     if foreign is not None:
         raise cannot_load(path, foreign_module_reason(foreign))
+
+
+MAX_CHAIN = 8  # runs trained on runs: deeper chains are not made, and a loop must end
+
+
+def input_chain(model: ModelSpec) -> list[str]:
+    """The models ``model`` was trained from, nearest first (empty for a preset, a hub id or a damaged run).
+
+    A run's config names its input model as ``input_model`` (a head run), ``init`` (a run
+    continued from another) or ``base``; a run trained on a run is followed through it.
+    The steps stay MODEL text as each ``run.json`` wrote it: an input run may since have
+    moved or been deleted, so it cannot always be parsed into a ModelSpec.
+    """
+    chain: list[str] = []
+    spec = model.spec
+    for _ in range(MAX_CHAIN):
+        if not is_run_dir(spec):
+            break
+        try:
+            source = read_run(spec).input
+        except (OSError, BiovizError) as error:
+            _logger.info("cannot follow %s to its input model: %s", spec, error)
+            break
+        nxt = source.spec if source is not None else None
+        if not nxt or nxt == spec or nxt in chain:
+            break
+        chain.append(nxt)
+        spec = nxt
+    return chain
+
+
+def _same_model(a: str, b: str) -> bool:
+    """Whether two MODEL strings name one model (a path compared resolved, a name as written)."""
+    if a == b:
+        return True
+    pa, pb = Path(a).expanduser(), Path(b).expanduser()
+    return pa.exists() and pb.exists() and pa.resolve() == pb.resolve()
+
+
+def trained_from(trained: ModelSpec | None, base: ModelSpec | None) -> bool:
+    """True when ``trained`` is a run whose input model chain reaches ``base``.
+
+    What training moved is only meaningful between a run and a model it was trained from:
+    between two unrelated models (minilm vs char-tfidf) nothing was trained.
+    """
+    if trained is None or base is None:
+        return False
+    return any(_same_model(step, base.spec) for step in input_chain(trained))

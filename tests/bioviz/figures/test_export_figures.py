@@ -127,22 +127,23 @@ def test_movement_arrows_outside_a_split_are_coloured_by_class():
 def test_movement_is_offered_only_for_a_run_against_a_model_it_was_trained_from(tmp_path):
     import json
 
-    from bioviz.models.runs import input_chain, trained_from
+    from bioviz.models.model_spec import ModelSpec, input_chain, trained_from
 
-    def run(name: str, config: dict):
+    def run(name: str, config: dict) -> ModelSpec:
         path = tmp_path / name
         path.mkdir()
         (path / "run.json").write_text(json.dumps({"run_id": name, "config": config, "metrics": {}}))
-        return str(path)
+        return ModelSpec(str(path), "run", path, name)  # no weights: parse would refuse these stand-ins
 
+    minilm, tfidf = ModelSpec.parse("minilm"), ModelSpec.parse("char-tfidf")
     head = run("head", {"input_model": "minilm"})
-    again = run("again", {"init": head})
-    assert input_chain(again) == [head, "minilm"]
-    assert trained_from(head, "minilm") and trained_from(again, "minilm") and trained_from(again, head)
-    assert not trained_from("minilm", "char-tfidf") and not trained_from("char-tfidf", "minilm")
-    assert not trained_from(head, "char-tfidf") and not trained_from("minilm", head)
+    again = run("again", {"init": head.spec})
+    assert input_chain(again) == [head.spec, "minilm"]
+    assert trained_from(head, minilm) and trained_from(again, minilm) and trained_from(again, head)
+    assert not trained_from(minilm, tfidf) and not trained_from(tfidf, minilm)
+    assert not trained_from(head, tfidf) and not trained_from(minilm, head) and not trained_from(head, None)
     loop = run("loop", {"init": str(tmp_path / "loop")})
-    assert input_chain(loop) == [] and not trained_from(loop, "minilm")
+    assert input_chain(loop) == [] and not trained_from(loop, minilm)
 
 
 def test_movement_with_a_few_shot_split_still_colours_the_many_unsplit_arrows_by_class():
