@@ -125,8 +125,8 @@ def is_running(state: dict | None, now: float | None = None) -> bool:
 class _Progress:
     """The state file of one warm-up: written at most every second, the rate and time left its encoding's."""
 
-    def __init__(self, model: str, levels, report=None) -> None:
-        self.state = {"state": "running", "pid": os.getpid(), "model": model,
+    def __init__(self, model: model_spec.ModelSpec, levels, report=None) -> None:
+        self.state = {"state": "running", "pid": os.getpid(), "model": model.spec,
                       "levels": [level_name(spec) for spec in levels], "level": None, "level_index": 0,
                       "done": 0, "total": 0,
                       "encoded": 0, "rate": None, "eta_s": None, "started": time.time(), "updated": None,
@@ -179,7 +179,7 @@ def _server_gone(parent_pid: int | None) -> bool:
     return parent_pid is not None and os.getppid() != parent_pid
 
 
-def warm_up(levels=DEFAULT_LEVELS, model: str = DEFAULT_MODEL, chunk: int = CHUNK,
+def warm_up(levels=DEFAULT_LEVELS, model: model_spec.ModelSpec | None = None, chunk: int = CHUNK,
             parent_pid: int | None = None, report=None) -> dict | None:
     """Encode every name of ``levels`` under ``model`` into the vector cache, writing progress as it goes.
 
@@ -187,8 +187,8 @@ def warm_up(levels=DEFAULT_LEVELS, model: str = DEFAULT_MODEL, chunk: int = CHUN
     ----------
     levels : sequence of LevelSpec
         The levels, encoded in this order (:data:`DEFAULT_LEVELS`).
-    model : str
-        A MODEL string (:data:`DEFAULT_MODEL`, the bundled MiniLM).
+    model : ModelSpec, optional
+        The MODEL (None: :data:`DEFAULT_MODEL`, the bundled biomedical MiniLM).
     chunk : int
         Names encoded and stored per step.
     parent_pid : int, optional
@@ -208,6 +208,7 @@ def warm_up(levels=DEFAULT_LEVELS, model: str = DEFAULT_MODEL, chunk: int = CHUN
     from bioviz.models.vector_cache import VectorCache
 
     levels = list(levels)
+    model = model_spec.ModelSpec.parse(DEFAULT_MODEL) if model is None else model
     lock = FileLock(str(home() / LOCK_FILE))
     try:
         lock.acquire(timeout=0)
@@ -317,7 +318,7 @@ def main(argv=None) -> int:
         threading.Thread(target=_watch_server, args=(args.parent,), daemon=True).start()
     state = None
     for model in args.model:
-        state = warm_up(levels, model, parent_pid=args.parent)
+        state = warm_up(levels, model_spec.ModelSpec.parse(model), parent_pid=args.parent)
         if state is None or state["state"] != "done":
             break
     return 0 if state is None or state["state"] in ("done", "stopped") else 1
