@@ -230,7 +230,7 @@ except BiovizError as error:  # an uploaded benchmark removed since: the figures
     st.warning(md(f"cannot tell which results overlapped pretraining: {error}"))
     marks = {}
 task_label = lambda task: TASK_LABELS.get(task, task)  # noqa: E731 - the table's column words
-show_by_family(overlap.mark_table(shown_table, marks, task_label), max_columns=4 if show_ci else 7)
+show_by_family(overlap.mark_table(shown_table, marks, task_label), max_columns=2 if show_ci else 4)
 if marks:
     st.caption(md(f"{overlap.MARK} Not a held-out figure: the model (or the base it was trained on) was pretrained "
                   "on data that overlaps this evaluation. Pretrain with this level kept out (Train page, *Keep the "
@@ -262,7 +262,7 @@ if len(model_names) > 1:
     baseline = st.selectbox("Baseline", model_names, key="_eval_baseline",
                             help="Every other model's figure minus this model's, on the same queries or pairs")
     found = paired.differences(results, baseline, n_boot=settings.n_boot, seed=settings.sample_seed)
-    show_by_family(result_tables.difference_table(found), max_columns=5)
+    show_by_family(result_tables.difference_table(found), max_columns=3)
     st.caption(f"Model minus {md(baseline)} · 95% paired bootstrap intervals ({settings.n_boot} resamples): the same "
                "queries (ranking tasks) or pairs (benchmarks: both Spearmans recomputed; hierarchy AUC: within each "
                "distance) resampled for both models. An interval excluding 0 is a difference the sample supports.")
@@ -273,7 +273,7 @@ if len(model_names) > 1:
 groups = aggregate.seed_groups(results)
 if groups:
     st.subheader("Across seeds")
-    show_by_family(aggregate.summary_table(aggregate.aggregate(rows, groups)), max_columns=5)
+    show_by_family(aggregate.summary_table(aggregate.aggregate(rows, groups)), max_columns=3)
     st.caption("Runs whose configurations differ only by the training seed: mean ± standard deviation over the "
                "seeds listed (each figure on the same split and held-out names).")
 
