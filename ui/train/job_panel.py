@@ -12,6 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from bioviz.errors import BiovizError
+from bioviz.evaluation.result import EvalResult
 from bioviz.evaluation.store import read_run_evaluations
 from bioviz.evaluation.tables import results_table
 from bioviz.figures import base_weight_choice, baseline_vs_trained, export_config, training_curves
@@ -137,7 +138,8 @@ def _run_figures(job: Job) -> None:
     stored = read_run_evaluations(job.run_dir)
     if stored:
         st.markdown("**Evaluations stored with this run** (from the Evaluation page or `python -m bioviz eval`)")
-        table = pd.DataFrame(results_table(stored)).drop(columns=["key"])
+        # stored as dicts on disk; the tables read typed results
+        table = pd.DataFrame(results_table([EvalResult.from_dict(r) for r in stored])).drop(columns=["key"])
         st.dataframe(table, hide_index=True, width="stretch", column_config=score_columns(table))
 
 
