@@ -95,8 +95,9 @@ def prepare_vectors(models, spec: LevelSpec) -> None:
     for model in dict.fromkeys(m for m in models if m and (m, spec) not in ready):
         try:
             encoder = load_encoder(model)
-        except BiovizError:  # a model that cannot load: the page's own call for its vectors says why
-            continue
+        except BiovizError as error:  # said once, here: asking again (a download, say) would fail the same way
+            st.error(md(error))
+            st.stop()
         if VectorCache().has_block(encoder.fingerprint, names):
             ready.add((model, spec))
             continue
