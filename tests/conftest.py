@@ -144,6 +144,11 @@ def fake_eval_models(monkeypatch):
         return made[spec]
 
     monkeypatch.setattr(evaluation, "_load_model", load)
+    # The Evaluation page prepares each model's vectors with the real encoders first; the fake
+    # runs have no weights for that, and the evaluation never reads those vectors.
+    from ui import cache
+
+    monkeypatch.setattr(cache, "prepare_vectors", lambda models, spec: None)
     return made
 
 
