@@ -14,6 +14,8 @@ from pathlib import Path
 
 import torch
 
+from bioviz.models.encoders import load_sentence_transformer
+
 logger = logging.getLogger(__name__)
 
 HEAD_FILE = "head.safetensors"
@@ -22,8 +24,6 @@ HEAD_FILE = "head.safetensors"
 def _input_modules(input_model: str) -> list:
     """The input model's modules, ending with a Normalize."""
     from sentence_transformers.sentence_transformer.modules import Normalize
-
-    from bioviz.models.encoders import load_sentence_transformer
 
     model = load_sentence_transformer(input_model, device="cpu")
     modules = list(model)

@@ -14,7 +14,7 @@ Compilation: umap-learn compiles its numba functions on first use in every proce
 on a loaded 2-core machine). :func:`enable_numba_cache` switches on numba's on-disk cache for
 them (umap-learn marks only a few ``cache=True``), so the compiled code is written once per
 install and loaded by later processes; :func:`start_warm_up` compiles (or loads) it in a
-background thread (the app starts it: :mod:`bioviz.models.warmup`), so the first UMAP asked for
+background thread (the app starts it: :mod:`bioviz.warmup`), so the first UMAP asked for
 finds it compiled.
 """
 

@@ -27,6 +27,7 @@ from bioviz.errors import BiovizError
 from bioviz.cache_files import read_cache, write_cache
 from bioviz.paths import home
 from bioviz.space import Space
+from bioviz.views import fast_umap
 
 logger = logging.getLogger(__name__)
 
@@ -190,27 +191,21 @@ def umap_coordinates(vectors: np.ndarray, params: ProjectionParams) -> np.ndarra
     vectors = np.asarray(vectors, dtype=np.float32)
     if len(vectors) < 5:
         return pca_coordinates(vectors, params.n_components, params.seed)
-    from bioviz.views.fast_umap import plain_layout
-
     # PCA initialisation (plain_layout): faster than spectral on large views, never fails on
     # disconnected neighbour graphs, and keeps the layout close to the PCA preview.
-    return plain_layout(vectors, params.n_neighbors, params.n_components, params.min_dist, params.seed)
+    return fast_umap.plain_layout(vectors, params.n_neighbors, params.n_components, params.min_dist, params.seed)
 
 
 def umap_method(params: ProjectionParams, n_points: int) -> dict | None:
     """The UMAP path (:func:`bioviz.views.fast_umap.umap_method`) ``params`` take for ``n_points``; None for PCA."""
     if params.method != "umap":
         return None
-    from bioviz.views.fast_umap import umap_method as choose
-
-    return choose(n_points)
+    return fast_umap.umap_method(n_points)
 
 
 def _large_umap(vectors: np.ndarray, labels: np.ndarray | None, params: ProjectionParams, method: dict,
                 progress: Progress | None) -> np.ndarray:
     """The cuML or landmark path of :func:`project` (``method`` from :func:`umap_method`)."""
-    from bioviz.views import fast_umap
-
     if method["name"] == "cuml":
         return fast_umap.cuml_layout(vectors, params.n_neighbors, params.n_components, params.min_dist, params.seed)
     # landmarks stratified by class like the point cap, so every class is laid out by umap-learn itself

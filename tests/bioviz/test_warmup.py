@@ -1,4 +1,4 @@
-"""The background first encoding (bioviz.models.warmup) on a tiny fixture level with the bundled model."""
+"""The background first encoding (bioviz.warmup) on a tiny fixture level with the bundled model."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 import pytest
 from filelock import FileLock
 
-from bioviz.models import warmup
+from bioviz import warmup
 from bioviz.models.model_spec import ModelSpec
 from bioviz.models.registry import load_encoder
 from bioviz.models.vector_cache import VectorCache
