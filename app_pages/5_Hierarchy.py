@@ -113,7 +113,8 @@ part = drawn_part(tree, node, int(st.session_state["levels"]))
 if part.cut:
     caption += f" · {len(part.tree):,} of {len(tree):,} nodes drawn"
 drawn_values = values[part.rows] if values is not None else None
-fig = hierarchy_figure(part.tree, drawn_values, st.session_state["kind"], title, caption, value_label=value_label,
+fig = hierarchy_figure(part.tree, drawn_values, kind=st.session_state["kind"], title=title, caption=caption,
+                       value_label=value_label,
                        focus=node if node != tree.root else None, max_depth=int(st.session_state["levels"]))
 frame = part.tree.nodes.assign(value=drawn_values if drawn_values is not None else np.nan)
 st.session_state["_node_table_ids"] = list(frame["id"])
@@ -192,8 +193,8 @@ try:
     rankings = {}
     for space, model, name in ((space_a, model_a, model_names[0]), (space_b, model_b, model_names[1])):
         hyp_vectors = cache.term_space(model, tuple(hyp_names)).vectors
-        rankings[name] = hypernym_ranking(space.vectors[mention_row], hyp_vectors, hyp_names, hyp_classes,
-                                                    true_class, view, k=10)
+        rankings[name] = hypernym_ranking(space.vectors[mention_row], hyp_vectors, hypernym_names=hyp_names,
+                                          hypernym_classes=hyp_classes, true_class=true_class, view=view, k=10)
 except BiovizError as error:
     st.error(md(error))
     st.stop()

@@ -187,7 +187,8 @@ def separation(model_a: ModelSpec, model_b: ModelSpec, spec: LevelSpec, measure:
 
     v = view(spec)
     return compare_separation(view_space(model_a, spec), view_space(model_b, spec), v.labels,
-                              v.classes, v.class_labels, measure, max_names, seed)
+                              classes=v.classes, class_labels=v.class_labels, measure=measure, max_names=max_names,
+                              seed=seed)
 
 
 def digest(*parts) -> str:
