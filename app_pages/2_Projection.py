@@ -137,7 +137,7 @@ labelled_map = bool(st.session_state["map"]) and params.n_components == 2
 one_model = bool(st.session_state["one"])
 
 
-def draw_cloud(pair, title: str, name: str, why: str, preview: bool) -> None:
+def draw_cloud(pair, title: str, *, name: str, why: str, preview: bool) -> None:
     """The two panels through the point-cloud component; its selection becomes the page's selection."""
     caption = f"{pair.params.caption()} · Procrustes disparity {pair.disparity:.3f}"
     key = cache.digest("cloud", state.selection(), label_a, label_b, pair.rows, pair.coords_a, pair.coords_b,
@@ -168,7 +168,7 @@ def draw(pair, preview: bool = False) -> None:
     renderer, why = choose_renderer(len(pair.rows))
     if renderer == "point cloud" and pair.params.n_components == 2:
         name = slug(pair.params.method, label_a, "vs", label_b, view.source.split()[0], f"d{view.depth}")
-        draw_cloud(pair, title, name, why, preview)
+        draw_cloud(pair, title, name=name, why=why, preview=preview)
         return
     if renderer == "point cloud":
         why = f"{len(pair.rows):,} points per panel in 3-D: drawn with plotly (the point-cloud renderer is 2-D)"
@@ -249,7 +249,7 @@ def show_movement() -> None:
     cols[0].selectbox("Arrows for", ["", *view.classes], key="mv_class",
                       format_func=lambda c: f"{c} · {class_names[c]}" if c else "the names that moved furthest")
     cols[1].slider("Arrows (at most)", *BOUNDS["mv_n"], step=10, key="mv_n")
-    moved, moved_a, moved_b = cache.movement(model_a, model_b, level, params, DEFAULT_K)
+    moved, moved_a, moved_b = cache.movement(model_a, model_b, level, params, k=DEFAULT_K)
     chosen = st.session_state["mv_class"]
     class_index = view.classes.index(chosen) if chosen else None
     arrows = arrow_rows(moved, view.labels, class_index, int(st.session_state["mv_n"]))
@@ -299,7 +299,8 @@ else:
 st.subheader("Per-class separation")
 try:
     # Named by the runs' current labels (a run renamed since its vectors were cached).
-    sep = replace(cache.separation(model_a, model_b, level, st.session_state["measure"], 5_000, 0),
+    sep = replace(cache.separation(model_a, model_b, level, measure=st.session_state["measure"],
+                                   max_names=5_000, seed=0),
                   model_a=label_a, model_b=label_b)
 except BiovizError as error:
     st.error(md(error))

@@ -57,7 +57,8 @@ try:
         sample = min(SEPARATION_NAMES, len(view.names))
         with st.spinner(f"Scoring each class under both models ({COLOURS[st.session_state['colour']]} on a "
                         f"{sample:,}-name sample)…"):
-            sep = cache.separation(model_a, model_b, level, st.session_state["colour"], SEPARATION_NAMES, 0)
+            sep = cache.separation(model_a, model_b, level, measure=st.session_state["colour"],
+                                   max_names=SEPARATION_NAMES, seed=0)
         values = node_scores(tree, sep.table["gain"].to_numpy(), view.class_sizes())
 except BiovizError as error:
     st.error(md(error))
