@@ -89,7 +89,8 @@ def packed(view, n: int, title: str):
     coords_b = coords_a + np.random.default_rng(1).normal(scale=0.4, size=coords_a.shape)
     started = time.perf_counter()
     cloud = pack_point_cloud(big, rows, coords_a, coords_b, model_a="minilm", model_b="minilm fine-tuned", title=title,
-                             caption=f"synthetic UMAP-like layout · {n:,} ICD-10-CM names (repeated with a suffix above 110k)")
+                             caption=f"synthetic UMAP-like layout · {n:,} ICD-10-CM names "
+                                     "(repeated with a suffix above 110k)")
     return cloud, time.perf_counter() - started
 
 

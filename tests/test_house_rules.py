@@ -107,5 +107,6 @@ def test_rules_can_fail(tmp_path):
         "    @staticmethod\n    def static(a, b, c, d, e):\n        pass\n"
         f"def long():\n{body}\n"
     )
-    assert too_many_positionals(tmp_path) == ["bioviz/m.py:1 wide (5 positional)", "bioviz/m.py:16 static (5 positional)"]
+    assert too_many_positionals(tmp_path) == ["bioviz/m.py:1 wide (5 positional)",
+                                              "bioviz/m.py:16 static (5 positional)"]
     assert too_long_functions(tmp_path) == ["bioviz/m.py:18 long (101 lines)"]

@@ -54,8 +54,7 @@ def arrow_groups(view: LevelView, part_of: np.ndarray, labels: np.ndarray, arrow
     return [(view.class_labels[c], colours[view.classes[c]], arrows[labels[arrows] == c]) for c in present]
 
 
-def movement_figure(view: LevelView, movement: Movement, coords_a: np.ndarray, coords_b: np.ndarray,
-                    *,
+def movement_figure(view: LevelView, movement: Movement, coords_a: np.ndarray, coords_b: np.ndarray, *,
                     arrows: np.ndarray, parts: np.ndarray | None = None, model_a: str = "baseline",
                     model_b: str = "compared", title: str | None = None, caption: str | None = None,
                     width: int | None = None, height: int | None = None) -> go.Figure:

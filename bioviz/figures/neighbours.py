@@ -63,9 +63,8 @@ def _rows_px(lines: list[int], size: float) -> int:
     return int(max(MIN_ROW, max(lines, default=1) * line_height(size) + ROW_PAD) + 1)
 
 
-def neighbour_table_figure(query: str, rankings: list[tuple[str, list[dict]]], level: str, k: int,
-                           *,
-                           query_class: str | None = None, width: int | None = None, 
+def neighbour_table_figure(query: str, rankings: list[tuple[str, list[dict]]], level: str, k: int, *,
+                           query_class: str | None = None, width: int | None = None,
                            score_label: str = "Cosine") -> go.Figure:
     """A clean, image-ready table of one or two neighbour rankings side by side.
 

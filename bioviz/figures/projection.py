@@ -380,8 +380,8 @@ def _finish_layout(fig: go.Figure, *, title: str, caption: str | None, width: in
     entries, columns, entry_width = legend
     legend_rows = int(np.ceil(entries / columns)) if entries else 0
     legend_px = 10 + LEGEND_ROW_PX * legend_rows
-    apply_theme(fig, title, caption=caption, height=None, width=width, margin={"l": SIDE, "r": SIDE,
-                                                                               "b": legend_px + 12},
+    apply_theme(fig, title, caption=caption, height=None, width=width,
+                margin={"l": SIDE, "r": SIDE, "b": legend_px + 12},
                 top=30, caption_offset=legend_px + 8)
     total = int(fig.layout.margin.t + panel_height + fig.layout.margin.b)
     fig.update_layout(
@@ -518,8 +518,7 @@ def selected_rows(selection: dict | None) -> np.ndarray:
     return np.unique(np.asarray(rows, dtype=np.int64))
 
 
-def projection_table(view: LevelView, rows: np.ndarray, coords_a: np.ndarray, coords_b: np.ndarray,
-                     *,
+def projection_table(view: LevelView, rows: np.ndarray, coords_a: np.ndarray, coords_b: np.ndarray, *,
                      parts: np.ndarray | None = None):
     """The numbers behind a projection figure, for CSV download."""
     rows = np.asarray(rows, dtype=np.int64)

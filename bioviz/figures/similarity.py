@@ -367,7 +367,8 @@ def similarity_figures(comparison: SimilarityComparison, *, subtitle: str = "",
     fig_d = similarity_heatmap(
         diff, comparison.terms, comparison.groups,
         f"Difference in cosine similarity of {terms_title(subtitle, n)} · {comparison.model_b} − {comparison.model_a}",
-        caption=f"{n} terms · red = more similar under {comparison.model_b}, blue = under {comparison.model_a} · ±{bound:g}",
+        caption=f"{n} terms · red = more similar under {comparison.model_b}, blue = under {comparison.model_a}"
+                f" · ±{bound:g}",
         zrange=(-bound, bound), colorscale=theme()["diverging"] + "_r", colorbar_title="Δ cosine",
         colour_order=colour_order,
         width=width, group_labels=group_labels, signed=True,

@@ -277,9 +277,8 @@ class ExpandedForms:
                              self.vectors[keep])
 
 
-def name_scores(term_vectors: np.ndarray, name_vectors: np.ndarray, ranking: Ranking,
-                *,
-                sparse: SparseNames | None = None, texts: Sequence[str] = (), 
+def name_scores(term_vectors: np.ndarray, name_vectors: np.ndarray, ranking: Ranking, *,
+                sparse: SparseNames | None = None, texts: Sequence[str] = (),
                 forms: ExpandedForms | None = None) -> np.ndarray:
     """``(n_terms, n_names)`` scores: dense cosine, plus ``weight`` times char-tfidf cosine for a hybrid ranking.
 

@@ -252,7 +252,7 @@ def query_vector(text: str, model: ModelSpec) -> np.ndarray:
 
 def rank_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo, *, k: int = 10,
                     restrict_class: str | None = None,
-                    other: tuple[NeighbourIndex, np.ndarray] | None = None, 
+                    other: tuple[NeighbourIndex, np.ndarray] | None = None,
                     ranking: Ranking = Ranking(), sparse: SparseNames | None = None,
                     forms: ExpandedForms | None = None, other_forms: ExpandedForms | None = None) -> list[dict]:
     """Top-k neighbours of a query, marked as in the papers' ranking tables.

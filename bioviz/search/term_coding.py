@@ -356,9 +356,8 @@ def _term_row(term: str, exact: list[str], tops: Sequence[list[tuple[str, float]
     return row
 
 
-def code_terms(terms: Sequence[str], infos: Sequence[QueryInfo], models: Sequence[CodingModel], view,
-               *,
-               ontology: Ontology | None = None, k: int = 5, progress: Progress | None = None, 
+def code_terms(terms: Sequence[str], infos: Sequence[QueryInfo], models: Sequence[CodingModel], view, *,
+               ontology: Ontology | None = None, k: int = 5, progress: Progress | None = None,
                ranking: Ranking = Ranking()) -> pd.DataFrame:
     """Each term's first concept of the level under one or two models, its score and margin, agreement, a flag.
 
@@ -466,7 +465,7 @@ def export_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def code_term_list(terms: Sequence[str], view, ontology: Ontology | None,
-                   models: Sequence[tuple[ModelSpec, NeighbourIndex]], *, k: int = 5, progress: Progress | None = None, 
+                   models: Sequence[tuple[ModelSpec, NeighbourIndex]], *, k: int = 5, progress: Progress | None = None,
                    ranking: Ranking = Ranking(), expansion: Expansion = NO_EXPANSION) -> pd.DataFrame:
     """Resolve, encode (one batch per model) and code ``terms``: :func:`code_terms` from plain inputs.
 

@@ -206,8 +206,7 @@ def training_movement(space_a: Space, space_b: Space, labels: np.ndarray, rows: 
     coords_a = np.asarray(coords_a)
     aligned, _ = procrustes_align(coords_a, coords_b)
     result = measure_movement(space_a.vectors, space_b.vectors, labels, rows=rows, coords_a=coords_a, coords_b=aligned,
-                              k=k, max_names=max_names,
-                              progress=progress)
+                              k=k, max_names=max_names, progress=progress)
     order = np.argsort(rows, kind="stable")
     measured = order[np.searchsorted(rows, result.rows, sorter=order)]  # the measured rows' places in the layout
     return result, coords_a[measured], aligned[measured]
