@@ -184,7 +184,7 @@ def _server_gone(parent_pid: int | None) -> bool:
     return parent_pid is not None and os.getppid() != parent_pid
 
 
-def warm_up(levels=DEFAULT_LEVELS, model: model_spec.ModelSpec | None = None, chunk: int = CHUNK,
+def warm_up(*, levels=DEFAULT_LEVELS, model: model_spec.ModelSpec | None = None, chunk: int = CHUNK,
             parent_pid: int | None = None, report=None) -> dict | None:
     """Encode every name of ``levels`` under ``model`` into the vector cache, writing progress as it goes.
 
@@ -316,7 +316,7 @@ def main(argv=None) -> int:
         threading.Thread(target=_watch_server, args=(args.parent,), daemon=True).start()
     state = None
     for model in args.model:
-        state = warm_up(levels, model_spec.ModelSpec.parse(model), parent_pid=args.parent)
+        state = warm_up(levels=levels, model=model_spec.ModelSpec.parse(model), parent_pid=args.parent)
         if state is None or state["state"] != "done":
             break
     return 0 if state is None or state["state"] in ("done", "stopped") else 1

@@ -166,7 +166,7 @@ def projection(model: ModelSpec, spec: LevelSpec, params: ProjectionParams, _lab
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def movement(model_a: ModelSpec, model_b: ModelSpec, spec: LevelSpec, params: ProjectionParams, k: int):
+def movement(model_a: ModelSpec, model_b: ModelSpec, spec: LevelSpec, params: ProjectionParams, *, k: int):
     """``(Movement, coords_a, coords_b)``: what training moved between the two layouts of ``params``
     (:func:`bioviz.views.movement.training_movement`).
 
@@ -184,13 +184,14 @@ def movement(model_a: ModelSpec, model_b: ModelSpec, spec: LevelSpec, params: Pr
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def separation(model_a: ModelSpec, model_b: ModelSpec, spec: LevelSpec, measure: str, max_names: int, seed: int):
+def separation(model_a: ModelSpec, model_b: ModelSpec, spec: LevelSpec, *, measure: str, max_names: int, seed: int):
     """Per-class separation of the selected view under two models."""
     from bioviz.views.separation import compare_separation  # pandas and scipy: off every page's start-up
 
     v = view(spec)
     return compare_separation(view_space(model_a, spec), view_space(model_b, spec), v.labels,
-                              v.classes, v.class_labels, measure, max_names, seed)
+                              classes=v.classes, class_labels=v.class_labels, measure=measure,
+                              max_names=max_names, seed=seed)
 
 
 def digest(*parts) -> str:
@@ -269,7 +270,8 @@ def _with_steps(what: str, work, starting: str = "loading the models…"):
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def evaluation_results(spec: LevelSpec, models: tuple, tasks: tuple, split: SplitSpec, settings: EvalSettings) -> list:
+def evaluation_results(spec: LevelSpec, models: tuple, tasks: tuple, *, split: SplitSpec,
+                       settings: EvalSettings) -> list:
     """Results of the ontology protocols (:func:`bioviz.evaluation.run.evaluate`) for the selected view.
 
     Results also live in the disk result cache (``BIOVIZ_HOME/eval``) and, for runs, in the run.
@@ -291,7 +293,8 @@ def benchmark_results(models: tuple, benchmarks: tuple, settings: EvalSettings) 
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def cross_level_table(spec: LevelSpec, models: tuple, depths: tuple, split: SplitSpec, settings: EvalSettings) -> dict:
+def cross_level_table(spec: LevelSpec, models: tuple, depths: tuple, *, split: SplitSpec,
+                      settings: EvalSettings) -> dict:
     """Ranking mAP of the models on each level under the selected root (higher-level-semantics Table 4)."""
     from bioviz.evaluation.run import cross_level  # pandas and scipy, as evaluation_results
 
@@ -371,7 +374,7 @@ def sparse_names(spec: LevelSpec, among: str, _index) -> SparseNames:
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def normalisation_results(spec: LevelSpec, models: tuple, gold, rankings: tuple, n_boot: int) -> list:
+def normalisation_results(spec: LevelSpec, models: tuple, gold, *, rankings: tuple, n_boot: int) -> list:
     """Mention normalisation results of a gold file (a ``GoldFile``) on a level, per model and ranking, under a step bar."""
     from bioviz.evaluation.run import EvalSettings, evaluate_normalisation  # pandas, scipy: as above
 

@@ -99,7 +99,7 @@ def exceeded(label: str, budget: Budget, what: str) -> SourceError:
     )
 
 
-def run_within_budget(function: Callable, args: tuple, budget: Budget, label: str,
+def run_within_budget(function: Callable, args: tuple, budget: Budget, label: str, *,
                       progress: Callable[[float, str], None] | None = None):
     """``function(*args, progress=...)`` in a child process under ``budget``; returns its result.
 

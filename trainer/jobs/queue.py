@@ -138,7 +138,7 @@ def _last_log_line(job: Job) -> str:
     return lines[-1] if lines else ""
 
 
-def outcome(job: Job, exit_code: int | None, cancel_requested: bool = False, runner: bool = False,
+def outcome(job: Job, exit_code: int | None, *, cancel_requested: bool = False, runner: bool = False,
             trainer_stopped: bool = False, unknown: str | None = None) -> tuple[str, str | None]:
     """How a job ended: ``(status, reason)`` from an exit code, the progress events and the run directory.
 

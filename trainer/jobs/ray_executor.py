@@ -295,7 +295,7 @@ class RayExecutor(LocalProcessExecutor):
                 capacity["cuda"] = slots["cuda"] * gpus
         return capacity
 
-    def start_trainer(self, job, command: list[str], env: dict[str, str], cwd: str, log) -> RemoteTrainer:
+    def start_trainer(self, job, command: list[str], env: dict[str, str], cwd: str, *, log) -> RemoteTrainer:
         """Submit the job's Ray task (its inputs shipped with it) and follow it."""
         ray = connect(self.address)
         address = cluster_address(self.address)

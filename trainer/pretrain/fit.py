@@ -213,7 +213,8 @@ def prepare(c: PretrainConfig) -> PairSet:
     held = [held_out(parse_level(text), _split_spec(c)) for text in c.exclude_levels]
     if c.exclude_names:
         held.append(held_out_names(c.exclude_names))
-    return build_pairs(c.sources, c.objectives, c.max_pairs, c.seed, held, c.validation_pairs, c.hard_negatives)
+    return build_pairs(c.sources, c.objectives, max_pairs=c.max_pairs, seed=c.seed, held=held,
+                       validation_pairs=c.validation_pairs, hard_negatives=c.hard_negatives)
 
 
 def _split_spec(c: PretrainConfig):
