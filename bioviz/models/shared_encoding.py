@@ -16,8 +16,9 @@ finished (the level's block is read), the rest when the claimant was killed (eve
 chunk is kept, nothing half-written: each chunk is one transaction of the cache). An
 unreadable progress file is only a missing report.
 
-``BIOVIZ_TEST_ENCODE_DELAY_S`` (seconds per encoded name) slows the encoding down for the
-browser tests, which must watch an encoding in progress on a cheap model; nothing else sets it.
+``BIOVIZ_TEST_ENCODE_DELAY_S`` (seconds per encoded name, :data:`DELAY_ENV`) slows the encoding
+down for the browser tests; it is applied where every encoding passes
+(:func:`bioviz.models.cached_encoding.encode_missing`), so the claimant's chunks and rates see it.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from bioviz.models import ray_embedding
-from bioviz.models.cached_encoding import EmbedStats, encode_cached
+from bioviz.models.cached_encoding import DELAY_ENV, EmbedStats, encode_cached  # noqa: F401 - DELAY_ENV named here too
 from bioviz.models.encoding_estimate import RateWindow, format_duration, measured_rate
 from bioviz.models.vector_cache import VectorCache
 from bioviz.paths import atomic_path, subdir
@@ -49,7 +50,6 @@ WRITE_EVERY_S = 1.0  # the claimant rewrites its progress file at most this ofte
 CHUNK_S = 2.0  # aim of one chunk's encoding time: the bar moves at least this often
 MAX_CHUNK = 1024
 CLAIM_MIN = 200  # shorter lists (a term list, a query) encode in about a second: no claim, no file
-DELAY_ENV = "BIOVIZ_TEST_ENCODE_DELAY_S"
 OWNERS = ("the background warm-up", "a page", "a training job", "a command")
 
 
@@ -202,20 +202,19 @@ def encode_claimed(encoder, texts: list[str], claimant: _Claimant, *, batch_size
         encode_cached(encoder, missing, batch_size=batch_size, progress=lambda done, _: claimant.update(before + done))
         return len(missing)
     _load_weights(encoder)
-    delay = float(os.environ.get(DELAY_ENV) or 0)
     claimant.window.samples.clear()  # the rate starts after the weights are loaded
     claimant.update(claimant.done)
     order, start, size = _chunk_order(missing, batch_size), 0, min(batch_size, max_chunk)
     while start < len(order):
-        part = order[start:start + size]
-        encode_cached(encoder, part, batch_size=batch_size)
-        if delay > 0:
-            time.sleep(delay * len(part))
+        part, before, began = order[start:start + size], claimant.done, time.monotonic()
+        # the count moves (and the progress file is rewritten) within a chunk too, as batches end
+        encode_cached(encoder, part, batch_size=batch_size, progress=lambda done, _: claimant.update(before + done))
         start += len(part)
-        claimant.update(claimant.done + len(part), force=start >= len(order))
-        rate = claimant.window.rate()
-        if rate:
-            size = int(min(max(rate * CHUNK_S // batch_size, 1) * batch_size, max_chunk))
+        claimant.update(before + len(part), force=start >= len(order))
+        # the next chunk sized from this one's own rate, not the model's last measured one (another
+        # machine load, another run): a chunk far longer than CHUNK_S would leave waiters without news
+        rate = len(part) / max(time.monotonic() - began, 1e-3)
+        size = int(min(max(rate * CHUNK_S // batch_size, 1) * batch_size, max_chunk))
     return len(missing)
 
 
