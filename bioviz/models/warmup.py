@@ -202,9 +202,8 @@ def warm_up(levels=DEFAULT_LEVELS, model: model_spec.ModelSpec | None = None, ch
         The final state; None when another warm-up holds this ``BIOVIZ_HOME``'s lock (nothing
         is written then).
     """
-    from bioviz.models.cached_encoding import encode_cached
     from bioviz.models.registry import load_encoder
-    from bioviz.models.shared_encoding import claim, encode_claimed  # torch stays off the app's start-up
+    from bioviz.models.shared_encoding import encode_level  # torch stays off the app's start-up
     from bioviz.models.vector_cache import VectorCache
 
     levels = list(levels)
@@ -228,9 +227,9 @@ def warm_up(levels=DEFAULT_LEVELS, model: model_spec.ModelSpec | None = None, ch
                 continue
             step = _level_progress(progress, names, parent_pid)
             # a page or job already encoding this level is waited for (its progress shown), not duplicated
-            with claim(encoder, names, owner="the background warm-up", report=step) as claimant:
-                encode_claimed(encoder, names, claimant, batch_size=BATCH_SIZE, max_chunk=chunk)
-                encode_cached(encoder, names)  # every row cached now: stores the level's block, as the pages read it
+            # (a hung one taken over); every row cached at its end: the level's block stored, as the pages read it
+            encode_level(encoder, names, owner="the background warm-up", report=step, batch_size=BATCH_SIZE,
+                         max_chunk=chunk)
             progress.write(done=len(names), waiting_for=None)
         progress.write(state="done", level=None)
         logger.info("warm-up done: %d levels, %d names encoded", len(levels), progress.state["encoded"])

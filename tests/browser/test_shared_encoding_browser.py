@@ -134,7 +134,7 @@ def test_neighbours_waits_for_the_warm_ups_encoding_instead_of_encoding_again(ap
               "names, encoder = LevelSpec(sys.argv[1], depth=1).load().names, load_encoder('minilm')\n"
               "with claim(encoder, names, owner='the background warm-up') as claimant:\n"
               "    claimant.update(0, force=True)\n"
-              "    while not pathlib.Path(sys.argv[2]).exists(): time.sleep(0.2)\n"
+              "    while not pathlib.Path(sys.argv[2]).exists(): claimant.beat(); time.sleep(0.2)\n"
               "    encoded = encode_claimed(encoder, names, claimant, batch_size=32)\n"
               "    encode_cached(encoder, names)\n"
               "print(json.dumps(encoded))\n")
