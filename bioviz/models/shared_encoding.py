@@ -424,7 +424,9 @@ def encode_shared(encoder, texts, *, batch_size: int = 64, progress: Callable[[i
     progress : callable, optional
         ``progress(done, total)`` in distinct names.
     report : callable, optional
-        ``report(EncodingProgress)`` after every chunk, and every second while waiting.
+        ``report(EncodingProgress)`` after every chunk, and every second while waiting; called
+        before ``progress`` for the same state (a job's report says whom it waits for, its
+        ``progress`` then counts).
     owner : str
         Who this is (:data:`OWNERS`), shown to whoever waits for it.
 
@@ -438,10 +440,10 @@ def encode_shared(encoder, texts, *, batch_size: int = 64, progress: Callable[[i
         return encode_cached(encoder, texts, batch_size=batch_size, progress=progress)
 
     def tell(state: EncodingProgress) -> None:
-        if progress is not None:
-            progress(state.done, state.total)
         if report is not None:
             report(state)
+        if progress is not None:
+            progress(state.done, state.total)
 
     started = time.perf_counter()
     vectors, encoded = encode_level(encoder, texts, owner=owner, report=tell, batch_size=batch_size)
