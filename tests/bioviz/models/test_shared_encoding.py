@@ -166,3 +166,32 @@ def test_a_hung_but_alive_claimant_is_taken_over_and_cannot_spoil_the_vectors_wh
     assert woke.is_set() and after, "the woken owner learnt that its claim was taken and stopped"
     stored = VectorCache().get(encoder.fingerprint, NAMES)
     assert np.allclose(np.stack([stored[n] for n in NAMES]), vectors), "the stored vectors are whole and right"
+
+
+def test_a_stopped_claimant_process_is_taken_over_and_waits_once_it_is_woken(tmp_home, fast_poll, monkeypatch):
+    monkeypatch.setattr(shared_encoding, "STALE_S", 1.5)  # its last heartbeat is recent: the silence is watched
+    encoder = load_encoder("minilm")
+    script = ("import json, sys\n"
+              "from bioviz.models.registry import load_encoder\n"
+              "from bioviz.models.shared_encoding import encode_shared\n"
+              "vectors, stats = encode_shared(load_encoder('minilm'), json.loads(sys.argv[1]), batch_size=16)\n"
+              "print(stats.encoded, flush=True)\n")
+    env = {**os.environ, shared_encoding.DELAY_ENV: "0.05", "PYTHONPATH": str(ROOT)}
+    child = subprocess.Popen([sys.executable, "-c", script, json.dumps(NAMES)], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    progress_path = claim_paths(encoder.fingerprint, NAMES)[1]
+    try:
+        deadline = time.monotonic() + 120
+        while not ((state := shared_encoding.read_claim(progress_path)) and 32 <= state["done"] < len(NAMES) - 64):
+            assert child.poll() is None and time.monotonic() < deadline, "the claimant never reported progress"
+            time.sleep(0.05)
+        child.send_signal(signal.SIGSTOP)  # alive, holding its lock, silent
+        vectors, stats = encode_shared(encoder, NAMES)
+        assert 0 < stats.encoded < len(NAMES), "the waiter took over and encoded what was still missing"
+        assert np.allclose(vectors, encoder.encode(NAMES), atol=1e-5)
+    finally:
+        child.send_signal(signal.SIGCONT)
+    output, errors = child.communicate(timeout=120)
+    assert child.returncode == 0 and "was taken over" in errors, errors[-2000:]
+    stored = VectorCache().get(encoder.fingerprint, NAMES)
+    assert np.allclose(np.stack([stored[n] for n in NAMES]), vectors), "the woken owner spoilt nothing"
