@@ -43,9 +43,8 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from bioviz.models import model_spec
-from bioviz.models.cached_encoding import encode_cached
 from bioviz.models.registry import load_encoder
-from bioviz.models.shared_encoding import claim, encode_claimed
+from bioviz.models.shared_encoding import encode_level
 from bioviz.models.vector_cache import VectorCache
 from bioviz.ontology.level_spec import LevelSpec
 from bioviz.paths import atomic_path, home
@@ -228,9 +227,9 @@ def warm_up(*, levels=DEFAULT_LEVELS, model: model_spec.ModelSpec | None = None,
                 continue
             step = _level_progress(progress, names, parent_pid)
             # a page or job already encoding this level is waited for (its progress shown), not duplicated
-            with claim(encoder, names, owner="the background warm-up", report=step) as claimant:
-                encode_claimed(encoder, names, claimant, batch_size=BATCH_SIZE, max_chunk=chunk)
-                encode_cached(encoder, names)  # every row cached now: stores the level's block, as the pages read it
+            # (a hung one taken over); every row cached at its end: the level's block stored, as the pages read it
+            encode_level(encoder, names, owner="the background warm-up", report=step, batch_size=BATCH_SIZE,
+                         max_chunk=chunk)
             progress.write(done=len(names), waiting_for=None)
         progress.write(state="done", level=None)
         logger.info("warm-up done: %d levels, %d names encoded", len(levels), progress.state["encoded"])

@@ -196,7 +196,7 @@ class TrainingData:
         return {c: sorted(graph.predecessors(c)) for c in set(self.view.name_concepts) if c in graph}
 
 
-def prepare(config: TrainConfig, progress=None) -> TrainingData:
+def prepare(config: TrainConfig, progress=None, report=None) -> TrainingData:
     """Load the source, cut the level, draw the split and embed every name of the view.
 
     The level is checked (:func:`check_view`) before any name is embedded.
@@ -207,6 +207,9 @@ def prepare(config: TrainConfig, progress=None) -> TrainingData:
         A validated configuration.
     progress : callable, optional
         ``progress(done, total)`` while names are embedded.
+    report : callable, optional
+        ``report(EncodingProgress)`` before each ``progress`` of a level encoded under a claim:
+        whether another process encodes it (and this job waits), with that encoding's time left.
     """
     level = config.level
     ontology = level.ontology()
@@ -216,7 +219,7 @@ def prepare(config: TrainConfig, progress=None) -> TrainingData:
     started = time.perf_counter()
     encoder = load_encoder(config.input_model)
     # a level the warm-up or a page is encoding already is waited for, not encoded a second time
-    vectors, _ = encode_shared(encoder, view.names, progress=progress, owner="a training job")
+    vectors, _ = encode_shared(encoder, view.names, progress=progress, report=report, owner="a training job")
     embedding_s = time.perf_counter() - started
     logger.info("embedded %d names with %s in %.1fs", len(view.names), encoder.label, embedding_s)
     return TrainingData(ontology, view, split, np.ascontiguousarray(vectors, dtype=np.float32),

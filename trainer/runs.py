@@ -120,7 +120,7 @@ def _split_names(data) -> dict:
             for part in ("train", "validation", "test", "zero_shot")}
 
 
-def _embedding_progress(callbacks, cancel: CancelFlag | None, progress=None, every_s: float = 1.0):
+class _EmbeddingProgress:
     """``progress(done, total)`` for embedding the names: honours a cancel, reports to callbacks.
 
     Embedding a large level takes minutes on a CPU; a cancel must not wait for it, and the
@@ -128,25 +128,44 @@ def _embedding_progress(callbacks, cancel: CancelFlag | None, progress=None, eve
     the end. The time left is worked out from the rate over the last half minute
     (:class:`~bioviz.models.encoding_estimate.RateWindow`): names found cached count as done
     at once and would make a whole-run rate say seconds where minutes are left.
+
+    While another process (the warm-up, a page) encodes the level and the job waits for it,
+    :meth:`encoding` hears so first: the events then count that encoding's names, say whom
+    the job waits for (``waiting_for``) and carry *its* time left, not a rate of polled counts.
     """
-    window = RateWindow(prior=None)
-    last = [float("-inf")]
 
-    def report(done: int, total: int) -> None:
-        if cancel is not None:
-            cancel.check()
-        if progress is not None:
-            progress(done, total)
-        window.add(done)
+    def __init__(self, callbacks, cancel: CancelFlag | None, progress=None, every_s: float = 1.0) -> None:
+        self.callbacks, self.cancel, self.progress, self.every_s = callbacks, cancel, progress, every_s
+        self.window = RateWindow(prior=None)
+        self.last = float("-inf")
+        self.waiting: tuple[str, float | None] | None = None  # (whom, their seconds left) while waiting
+
+    def encoding(self, state) -> None:
+        """``report(EncodingProgress)`` of :func:`~bioviz.models.shared_encoding.encode_shared`."""
+        was_waiting = self.waiting is not None
+        self.waiting = (state.owner, state.seconds_left) if state.waiting else None
+        if was_waiting and self.waiting is None:  # this job encodes now: its own rate from here
+            self.window = RateWindow(prior=None)
+            self.last = float("-inf")
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.cancel is not None:
+            self.cancel.check()
+        if self.progress is not None:
+            self.progress(done, total)
+        if self.waiting is None:
+            self.window.add(done)
         now = time.perf_counter()
-        if now - last[0] < every_s and done < total:
+        if now - self.last < self.every_s and done < total:
             return
-        last[0] = now
-        eta = window.seconds_left(total) if done < total else 0.0
-        for callback in callbacks:
-            callback({"event": "embedding", "done": int(done), "total": int(total), "eta_s": eta})
-
-    return report
+        self.last = now
+        event = {"event": "embedding", "done": int(done), "total": int(total)}
+        if self.waiting is not None:
+            event.update(waiting_for=self.waiting[0], eta_s=self.waiting[1] if done < total else 0.0)
+        else:
+            event["eta_s"] = self.window.seconds_left(total) if done < total else 0.0
+        for callback in self.callbacks:
+            callback(event)
 
 
 def encode_level(run_dir: Path, names) -> bool:
@@ -217,7 +236,8 @@ def train_run(config: TrainConfig, out: str | Path, *, callbacks=(), cancel: Can
         config = validate(config)
         check_models(config)
     out = check_out_dir(out)
-    data = prepare(config, progress=_embedding_progress(callbacks, cancel, progress))
+    embedding = _EmbeddingProgress(callbacks, cancel, progress)
+    data = prepare(config, progress=embedding, report=embedding.encoding)
     if cancel is not None:
         cancel.check()
     result = Trainer(config, data, callbacks, cancel).run()

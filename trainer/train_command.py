@@ -86,7 +86,8 @@ class ProgressWriter:
             sys.stderr.write(f"choosing the base weight: {event['done']}/{event['total']} weights scored\n")
         elif kind == "embedding":
             eta = event.get("eta_s")
-            sys.stderr.write(f"embedding {event['done']:,}/{event['total']:,} names"
+            waiting = f"waiting for {event['waiting_for']}'s encoding: " if event.get("waiting_for") else ""
+            sys.stderr.write(f"{waiting}embedding {event['done']:,}/{event['total']:,} names"
                              + (f" eta={eta:.0f}s" if eta is not None else "") + "\n")
         elif kind == "error":
             sys.stderr.write(f"error: {event.get('message')}\n")

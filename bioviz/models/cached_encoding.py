@@ -3,11 +3,18 @@
 :func:`encode_cached` is the one path new vectors take: looked up by the encoder's
 fingerprint (:mod:`bioviz.models.vector_cache`), the missing ones encoded here or on the Ray
 cluster (:func:`encode_missing`), checked finite, timed for the next estimate and stored.
+
+``BIOVIZ_TEST_ENCODE_DELAY_S`` (seconds per encoded name) slows every encoding down for the
+browser tests, which must watch an encoding in progress on a cheap model; nothing else sets
+it. It is applied here, batch by batch inside the timed encoding, so that every process that
+encodes (a page, the warm-up's child, a job) is slowed alike and the rates it records, the
+estimates and the chunk sizes built on them describe the slowed encoding.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass
 
@@ -20,6 +27,8 @@ from bioviz.models.load_errors import check_finite
 from bioviz.models.vector_cache import BLOCK_MIN, VectorCache
 
 logger = logging.getLogger(__name__)
+
+DELAY_ENV = "BIOVIZ_TEST_ENCODE_DELAY_S"
 
 
 @dataclass(frozen=True)
@@ -45,9 +54,33 @@ def encode_missing(encoder: Encoder, texts: list[str], batch_size: int = 64,
     ``BIOVIZ_RAY_MIN_NAMES`` are missing) or inside ``ray_embedding.executor("ray")``, for
     models a worker can load by name (:mod:`bioviz.models.ray_embedding`).
     """
+    delay = encode_delay()
+    if delay > 0:
+        return _slowed(encoder, texts, batch_size, progress, delay)
     if ray_embedding.wanted(encoder.label, encoder.worker_kind, len(texts)):
         return ray_embedding.encode(encoder, worker_encoder, texts, batch_size=batch_size, progress=progress)
     return encoder.encode(texts, batch_size=batch_size, progress=progress)
+
+
+def encode_delay() -> float:
+    """Seconds of :data:`DELAY_ENV` per encoded name; 0 when unset (everywhere but the browser tests)."""
+    try:
+        return max(float(os.environ.get(DELAY_ENV) or 0), 0.0)
+    except ValueError:
+        return 0.0
+
+
+def _slowed(encoder: Encoder, texts: list[str], batch_size: int, progress: Progress | None,
+            delay: float) -> np.ndarray:
+    """The browser tests' slowed encoding: here, one batch at a time, each followed by its names' delay."""
+    parts = []
+    for start in range(0, len(texts), batch_size):
+        batch = texts[start:start + batch_size]
+        parts.append(encoder.encode(batch, batch_size=batch_size))
+        time.sleep(delay * len(batch))
+        if progress is not None:
+            progress(start + len(batch), len(texts))
+    return np.concatenate(parts) if parts else encoder.encode(texts, batch_size=batch_size)
 
 
 def encode_cached(encoder: Encoder, texts, *, batch_size: int = 64, progress: Progress | None = None,

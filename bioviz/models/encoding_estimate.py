@@ -206,8 +206,11 @@ def _missing(cache: VectorCache, fingerprint: str, names: list[str]) -> list[str
     if cache.has_block(fingerprint, names):
         return []
     distinct = list(dict.fromkeys(names))
-    if cache.count_cached(fingerprint, distinct) == len(distinct):
+    counted = cache.count_cached(fingerprint, distinct)
+    if counted == len(distinct):
         return []
+    if counted == 0:  # a first use: no lookup of vectors that are not there (a second pass over every name)
+        return distinct
     found = cache.get(fingerprint, distinct)  # only when some are missing: which ones, for a head run's input
     return [n for n in distinct if n not in found]
 

@@ -76,3 +76,23 @@ def test_the_job_table_names_the_run_by_its_label(tmp_home, tmp_path):
     set_run_name(run_dir, "my HPO run")
     done = replace(job, status=SUCCEEDED, run_dir=str(run_dir))
     assert job_row(done)["run"] == f"my HPO run ({job.id.rsplit('-', 1)[1]})"
+
+
+def test_a_job_waiting_for_the_warm_ups_encoding_says_so_with_that_encodings_time_left(tmp_home, tmp_path):
+    from bioviz.models.shared_encoding import EncodingProgress
+    from trainer.runs import _EmbeddingProgress
+
+    events = []
+    report = _EmbeddingProgress([events.append], None, every_s=0.0)
+    for done in (1_000, 1_234):  # as encode_shared tells a waiter: whom it waits for first, then the count
+        report.encoding(EncodingProgress("minilm", done, 5_000, 95.0, 40.0, "the background warm-up", waiting=True))
+        report(done, 5_000)
+    assert events[-1] == {"event": "embedding", "done": 1_234, "total": 5_000, "waiting_for": "the background warm-up",
+                          "eta_s": 40.0}, "the claimant's time left, not a rate of polled counts"
+    row = job_row(_job(_summary(tmp_path, *events)))
+    assert row["progress"] == "waiting for the warm-up's encoding: 1,234 / 5,000 names, about 40 s left"
+    assert row["eta"] == "0:40"
+    report.encoding(EncodingProgress("minilm", 5_000, 5_000, None, None, "a training job"))  # the claim is free
+    report(5_000, 5_000)
+    assert "waiting_for" not in events[-1] and events[-1]["eta_s"] == 0.0
+    assert job_row(_job(_summary(tmp_path, *events)))["progress"] == "embedding 5,000/5,000 names"

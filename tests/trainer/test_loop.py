@@ -93,11 +93,11 @@ def test_trained_head_matches_returned_vectors(tiny_data, tiny_config):
 
 
 def test_embedding_progress_reports_throttled_and_honours_a_cancel():
-    from trainer.runs import _embedding_progress
+    from trainer.runs import _EmbeddingProgress
 
     events, seen = [], []
     cancel = CancelFlag()
-    report = _embedding_progress([events.append], cancel, progress=lambda d, t: seen.append(d), every_s=3600)
+    report = _EmbeddingProgress([events.append], cancel, progress=lambda d, t: seen.append(d), every_s=3600)
     report(10, 100)  # the first call reports, later ones wait for the interval ...
     report(50, 100)
     report(100, 100)  # ... except the last
@@ -177,10 +177,10 @@ def test_fixed_base_weight_mixes_the_head_with_its_input(tiny_data, tiny_config)
 def test_the_embedding_time_left_comes_from_the_recent_rate_not_from_names_found_cached():
     import time
 
-    from trainer.runs import _embedding_progress
+    from trainer.runs import _EmbeddingProgress
 
     events = []
-    report = _embedding_progress([events.append], None, every_s=0.0)
+    report = _EmbeddingProgress([events.append], None, every_s=0.0)
     report(900, 1000)  # 900 names found cached: done at once
     time.sleep(0.6)
     report(910, 1000)  # then 10 names encoded in 0.6 s: 90 left take about 5 s, not 0.06 s

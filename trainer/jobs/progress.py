@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 from bioviz.errors import BiovizError
+from bioviz.models.encoding_estimate import format_duration
 from trainer.jobs.kinds import kind_of
 from trainer.jobs.store import QUEUED, RUNNING, STARTING, SUCCEEDED, Job
 
@@ -24,7 +25,7 @@ _NUMBER = (int, float)
 _FIELD_TYPES = {"epoch": int, "max_epochs": int, "val_metric": _NUMBER, "elapsed_s": _NUMBER, "eta_s": _NUMBER,
                 "val_name": str, "device": str, "losses": dict, "val_mAP": _NUMBER, "best_epoch": int,
                 "stop_by": int, "eta_stop_s": _NUMBER, "step": int, "total_steps": int, "loss": _NUMBER,
-                "train": int}
+                "train": int, "waiting_for": str}
 # Fields where None means "not measured (yet)"; val_mAP may also be NaN (no validation names).
 _MAY_BE_NONE = ("val_metric", "val_mAP", "eta_s", "eta_stop_s", "loss")
 # A pretraining job's step event (trainer.pretrain.fit): steps instead of epochs.
@@ -83,6 +84,8 @@ def summarise_progress(events: list[dict]) -> dict:
         kind = event.get("event")
         if kind == "embedding":
             if (counts := _count(event)) is not None:
+                if _valid("waiting_for", event.get("waiting_for")):  # another process encodes the level
+                    counts["waiting_for"] = event["waiting_for"]
                 summary["embedding"] = counts
                 summary["eta_s"] = event.get("eta_s") if _valid("eta_s", event.get("eta_s")) else None
         elif kind == "pairs":  # a pretraining job has drawn its pairs
@@ -184,8 +187,17 @@ def progress_stage(job: Job) -> tuple[str, float]:
         return text, epoch / most
     if p.get("embedding") and running:
         done, total = p["embedding"]["done"], p["embedding"]["total"]
+        owner = p["embedding"].get("waiting_for")
+        if owner:  # the level is being encoded by the warm-up or a page: the job waits for it, not encodes it
+            left = f", {format_duration(p['eta_s'])} left" if p.get("eta_s") is not None and done < total else ""
+            return f"waiting for {_possessive(owner)} encoding: {done:,} / {total:,} names{left}", done / max(total, 1)
         return f"embedding {done:,}/{total:,} names", done / max(total, 1)
     return ("preparing data" if running else ""), 0.0
+
+
+def _possessive(owner: str) -> str:
+    """``the background warm-up`` -> ``the warm-up's``, ``another process`` -> ``another process's``."""
+    return owner.replace("the background ", "the ") + "'s"
 
 
 def _epochs_ended(job: Job, epoch: int, most: int) -> str:

@@ -130,3 +130,68 @@ def test_a_claimant_killed_midway_is_taken_over_and_nothing_it_stored_is_damaged
     fresh = encoder.encode([NAMES[i] for i in kept])
     assert np.allclose(vectors[kept], fresh, atol=1e-5), "what the killed claimant stored is intact"
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_a_hung_but_alive_claimant_is_taken_over_and_cannot_spoil_the_vectors_when_it_wakes(tmp_home, fast_poll,
+                                                                                              monkeypatch, caplog):
+    monkeypatch.setattr(shared_encoding, "STALE_S", 0.5)
+    encoder = load_encoder("minilm")
+    woke, taken, after = threading.Event(), threading.Event(), []
+
+    def hung() -> None:  # alive (this very process), holding the claim, its heartbeat old and never renewed
+        try:
+            with claim(encoder, NAMES, owner="a training job") as claimant:
+                claimant.done = 40
+                claimant.write()
+                state = json.loads(claimant.path.read_text())
+                claimant.path.write_text(json.dumps({**state, "updated": time.time() - 3600}))
+                taken.wait(30)
+                woke.set()
+                claimant.update(41)  # it wakes: its next count finds the claim taken
+        except shared_encoding.ClaimLost as lost:
+            after.append(lost)
+
+    worker = threading.Thread(target=hung)
+    worker.start()
+    seen: list[EncodingProgress] = []
+    with caplog.at_level("WARNING", logger=shared_encoding.__name__):
+        vectors, stats = encode_shared(encoder, NAMES, batch_size=32, report=seen.append)
+    taken.set()
+    worker.join(30)
+    assert stats.encoded == len(NAMES), "the waiter took over and encoded every name"
+    assert np.allclose(vectors, encoder.encode(NAMES), atol=1e-5)
+    took = [r.getMessage() for r in caplog.records if "took its claim over" in r.getMessage()]
+    assert len(took) == 1 and took[0].startswith("a training job (pid"), took
+    assert seen[-1].taken_over == "a training job" and "taken over from a training job" in seen[-1].text()
+    assert woke.is_set() and after, "the woken owner learnt that its claim was taken and stopped"
+    stored = VectorCache().get(encoder.fingerprint, NAMES)
+    assert np.allclose(np.stack([stored[n] for n in NAMES]), vectors), "the stored vectors are whole and right"
+
+
+def test_a_stopped_claimant_process_is_taken_over_and_waits_once_it_is_woken(tmp_home, fast_poll, monkeypatch):
+    monkeypatch.setattr(shared_encoding, "STALE_S", 1.5)  # its last heartbeat is recent: the silence is watched
+    encoder = load_encoder("minilm")
+    script = ("import json, sys\n"
+              "from bioviz.models.registry import load_encoder\n"
+              "from bioviz.models.shared_encoding import encode_shared\n"
+              "vectors, stats = encode_shared(load_encoder('minilm'), json.loads(sys.argv[1]), batch_size=16)\n"
+              "print(stats.encoded, flush=True)\n")
+    env = {**os.environ, shared_encoding.DELAY_ENV: "0.05", "PYTHONPATH": str(ROOT)}
+    child = subprocess.Popen([sys.executable, "-c", script, json.dumps(NAMES)], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    progress_path = claim_paths(encoder.fingerprint, NAMES)[1]
+    try:
+        deadline = time.monotonic() + 120
+        while not ((state := shared_encoding.read_claim(progress_path)) and 32 <= state["done"] < len(NAMES) - 64):
+            assert child.poll() is None and time.monotonic() < deadline, "the claimant never reported progress"
+            time.sleep(0.05)
+        child.send_signal(signal.SIGSTOP)  # alive, holding its lock, silent
+        vectors, stats = encode_shared(encoder, NAMES)
+        assert 0 < stats.encoded < len(NAMES), "the waiter took over and encoded what was still missing"
+        assert np.allclose(vectors, encoder.encode(NAMES), atol=1e-5)
+    finally:
+        child.send_signal(signal.SIGCONT)
+    output, errors = child.communicate(timeout=120)
+    assert child.returncode == 0 and "was taken over" in errors, errors[-2000:]
+    stored = VectorCache().get(encoder.fingerprint, NAMES)
+    assert np.allclose(np.stack([stored[n] for n in NAMES]), vectors), "the woken owner spoilt nothing"
