@@ -169,7 +169,8 @@ def check_feasible(config: TrainConfig) -> None:
         With a one-line reason (missing model or source, level too deep, shots larger than
         the classes allow, an identity start wider than the hidden layer allows).
     """
-    check_view(config, config.level.load(), check_models(config))
+    input_model = check_models(config)  # the models first: cheaper than loading the source
+    check_view(config, config.level.load(), input_model)
 
 
 @dataclass
