@@ -137,20 +137,22 @@ labelled_map = bool(st.session_state["map"]) and params.n_components == 2
 one_model = bool(st.session_state["one"])
 
 
-def draw_cloud(pair, title: str, name: str, why: str, preview: bool) -> None:
+def draw_cloud(pair, title: str, *, name: str, why: str, preview: bool) -> None:
     """The two panels through the point-cloud component; its selection becomes the page's selection."""
     caption = f"{pair.params.caption()} · Procrustes disparity {pair.disparity:.3f}"
     key = cache.digest("cloud", state.selection(), label_a, label_b, pair.rows, pair.coords_a, pair.coords_b,
                        title, caption, ",".join(highlight_classes))
-    cloud = cache.figure(key, lambda: pack_point_cloud(view, pair.rows, pair.coords_a, pair.coords_b, label_a,
-                                                       label_b, title, caption, highlight_classes or None, name))
+    cloud = cache.figure(key, lambda: pack_point_cloud(view, pair.rows, pair.coords_a, pair.coords_b, model_a=label_a,
+                                                       model_b=label_b, title=title, caption=caption,
+                                                       highlight_classes=highlight_classes or None, filename=name))
     st.caption(f"Renderer: {why}. Drag to pan, scroll to zoom (both panels move together); click a point, or "
                "shift + drag a box, or alt + drag a lasso, to select names in both panels; Esc or a click on "
                "empty space clears. Split markers and the labelled map are drawn by the plotly renderer only.")
     answer = point_cloud_chart(cloud, key="projection_cloud_preview" if preview else "projection_cloud")
     if not preview:
         st.download_button(f"Download numbers (CSV, {len(pair.rows):,} rows)",
-                           lambda: frame_to_csv(projection_table(view, pair.rows, pair.coords_a, pair.coords_b, parts)),
+                           lambda: frame_to_csv(projection_table(view, pair.rows, pair.coords_a, pair.coords_b,
+                                                                 parts=parts)),
                            f"{name}.csv", "text/csv", key=f"csv-{name}-cloud", on_click="ignore")
     if not preview and answer and answer.get("id") != st.session_state.get(CLOUD_SEQ):
         st.session_state[CLOUD_SEQ] = answer.get("id")
@@ -166,7 +168,7 @@ def draw(pair, preview: bool = False) -> None:
     renderer, why = choose_renderer(len(pair.rows))
     if renderer == "point cloud" and pair.params.n_components == 2:
         name = slug(pair.params.method, label_a, "vs", label_b, view.source.split()[0], f"d{view.depth}")
-        draw_cloud(pair, title, name, why, preview)
+        draw_cloud(pair, title, name=name, why=why, preview=preview)
         return
     if renderer == "point cloud":
         why = f"{len(pair.rows):,} points per panel in 3-D: drawn with plotly (the point-cloud renderer is 2-D)"
@@ -181,7 +183,7 @@ def draw(pair, preview: bool = False) -> None:
                    highlight_classes=highlight_classes or None, contours=labelled_map)
     fig = cache.figure(key, lambda: projection_map_figure(view, pair.rows, pair.coords_a, label_a, parts=parts, **options)
                        if one_model else projection_pair_figure(view, pair.rows, pair.coords_a, pair.coords_b,
-                                                                label_a, label_b, parts=parts,
+                                                                model_a=label_a, model_b=label_b, parts=parts,
                                                                 disparity=pair.disparity,
                                                                 **options))
     name = (slug(pair.params.method, label_a, view.source.split()[0], f"d{view.depth}") if one_model else
@@ -190,7 +192,8 @@ def draw(pair, preview: bool = False) -> None:
         st.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
         return
     interactive = pair.params.n_components == 2
-    compare.show_figure(fig, name, fmt, lambda: projection_table(view, pair.rows, pair.coords_a, pair.coords_b, parts),
+    compare.show_figure(fig, name, fmt, lambda: projection_table(view, pair.rows, pair.coords_a, pair.coords_b,
+                                                                 parts=parts),
                         key="projection_chart", rows=len(pair.rows),
                         on_select=on_select if interactive else "ignore",
                         selection_mode=("box", "lasso") if interactive else ("points",))
@@ -217,7 +220,8 @@ with figure_slot.container():
 
 highlight = st.session_state.get(SELECTED, highlight)  # the point-cloud component answers while drawing
 if len(highlight):
-    picked = projection_table(view, highlight, np.zeros((len(highlight), 0)), np.zeros((len(highlight), 0)), parts)
+    picked = projection_table(view, highlight, np.zeros((len(highlight), 0)), np.zeros((len(highlight), 0)),
+                              parts=parts)
     head, clear = st.columns([5, 1])
     head.markdown(f"**{len(highlight):,} selected names**")
     # The point-cloud component keeps its own selection (Esc clears it there).
@@ -245,7 +249,7 @@ def show_movement() -> None:
     cols[0].selectbox("Arrows for", ["", *view.classes], key="mv_class",
                       format_func=lambda c: f"{c} · {class_names[c]}" if c else "the names that moved furthest")
     cols[1].slider("Arrows (at most)", *BOUNDS["mv_n"], step=10, key="mv_n")
-    moved, moved_a, moved_b = cache.movement(model_a, model_b, level, params, DEFAULT_K)
+    moved, moved_a, moved_b = cache.movement(model_a, model_b, level, params, k=DEFAULT_K)
     chosen = st.session_state["mv_class"]
     class_index = view.classes.index(chosen) if chosen else None
     arrows = arrow_rows(moved, view.labels, class_index, int(st.session_state["mv_n"]))
@@ -259,7 +263,7 @@ def show_movement() -> None:
                f"{pair.params.caption()}<br>{marks_caption}")
     key = cache.digest(state.selection(), label_a, label_b, moved.rows, moved_a, moved_b, parts, arrows, title,
                        caption)
-    fig = cache.figure(key, lambda: movement_figure(view, moved, moved_a, moved_b, arrows, parts=parts,
+    fig = cache.figure(key, lambda: movement_figure(view, moved, moved_a, moved_b, arrows=arrows, parts=parts,
                                                     model_a=label_a, model_b=label_b, title=title,
                                                     caption=caption))
     movers = movers_table(view, moved, parts)
@@ -295,7 +299,8 @@ else:
 st.subheader("Per-class separation")
 try:
     # Named by the runs' current labels (a run renamed since its vectors were cached).
-    sep = replace(cache.separation(model_a, model_b, level, st.session_state["measure"], 5_000, 0),
+    sep = replace(cache.separation(model_a, model_b, level, measure=st.session_state["measure"],
+                                   max_names=5_000, seed=0),
                   model_a=label_a, model_b=label_b)
 except BiovizError as error:
     st.error(md(error))

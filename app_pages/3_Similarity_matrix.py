@@ -91,7 +91,8 @@ try:
     space_b = cache.term_space(model_b, terms.terms)
     # read afresh (a renamed run is titled by its new name); one at a time: the page tells two equal ones apart itself
     label_a, label_b = (model_labels([model])[0] for model in (model_a, model_b))
-    comparison = compare_terms(terms, space_a.vectors, space_b.vectors, label_a, label_b, st.session_state["order"])
+    comparison = compare_terms(terms, space_a.vectors, space_b.vectors, model_a=label_a, model_b=label_b,
+                               order=st.session_state["order"])
 except BiovizError as error:
     st.error(md(error))
     st.stop()
@@ -102,7 +103,7 @@ colour_order = view.classes if by_class else None
 subtitle = f"{terms.origin} · {view.title}" if source == "class" or by_class else terms.origin
 # Class squares get a legend naming each class (the list's own groups are already names).
 group_labels = dict(zip(view.classes, view.class_labels)) if by_class else None
-figures = similarity_figures(comparison, subtitle, colour_order, group_labels=group_labels)
+figures = similarity_figures(comparison, subtitle=subtitle, colour_order=colour_order, group_labels=group_labels)
 table = comparison.long_table()
 base = slug("similarity", label_a, "vs", label_b, terms.origin)
 if st.session_state["colour"] == "class":

@@ -246,8 +246,8 @@ for column, label, rows in zip(columns, labels, rankings):
         # st.table renders its cells as markdown: names and codes are the ontology's text (escaped)
         st.table(styled.format({score_label: "{:.3f}", "Name": md, "Code": md}), hide_index=True, border="horizontal")
 
-export = pd.DataFrame(comparison_rows(rankings[0], rankings[1] if len(rankings) > 1 else None, labels[0],
-                                      labels[1] if len(labels) > 1 else None, ranked))
+export = pd.DataFrame(comparison_rows(rankings[0], rankings[1] if len(rankings) > 1 else None, label_a=labels[0],
+                                      label_b=labels[1] if len(labels) > 1 else None, query=ranked))
 export["ranking"] = ranking.label  # which scores these are, in the file itself
 export["expansion"] = note  # and what the query was expanded to ("" when not)
 file_stem = f"{neighbours_file_stem(ranked)}-{ranking.slug}"
@@ -259,6 +259,6 @@ with image:
     if image.open:
         title = f"{view.title} · {ranking.label} ranking" + (f" · {note}" if note else "")
         fig = neighbour_table_figure(ranked, list(zip(labels, rankings)), title, k,
-                                     info.class_label, score_label=score_label)
+                                     query_class=info.class_label, score_label=score_label)
         # at its own width: the figure is laid out for it (stretched, its columns would leave the text)
         st.plotly_chart(fig, width="content", config=export_config_as(file_stem, fmt))

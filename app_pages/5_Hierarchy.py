@@ -57,7 +57,8 @@ try:
         sample = min(SEPARATION_NAMES, len(view.names))
         with st.spinner(f"Scoring each class under both models ({COLOURS[st.session_state['colour']]} on a "
                         f"{sample:,}-name sample)…"):
-            sep = cache.separation(model_a, model_b, level, st.session_state["colour"], SEPARATION_NAMES, 0)
+            sep = cache.separation(model_a, model_b, level, measure=st.session_state["colour"],
+                                   max_names=SEPARATION_NAMES, seed=0)
         values = node_scores(tree, sep.table["gain"].to_numpy(), view.class_sizes())
 except BiovizError as error:
     st.error(md(error))
@@ -113,7 +114,8 @@ part = drawn_part(tree, node, int(st.session_state["levels"]))
 if part.cut:
     caption += f" · {len(part.tree):,} of {len(tree):,} nodes drawn"
 drawn_values = values[part.rows] if values is not None else None
-fig = hierarchy_figure(part.tree, drawn_values, st.session_state["kind"], title, caption, value_label=value_label,
+fig = hierarchy_figure(part.tree, drawn_values, kind=st.session_state["kind"], title=title, caption=caption,
+                       value_label=value_label,
                        focus=node if node != tree.root else None, max_depth=int(st.session_state["levels"]))
 frame = part.tree.nodes.assign(value=drawn_values if drawn_values is not None else np.nan)
 st.session_state["_node_table_ids"] = list(frame["id"])
@@ -192,8 +194,8 @@ try:
     rankings = {}
     for space, model, name in ((space_a, model_a, model_names[0]), (space_b, model_b, model_names[1])):
         hyp_vectors = cache.term_space(model, tuple(hyp_names)).vectors
-        rankings[name] = hypernym_ranking(space.vectors[mention_row], hyp_vectors, hyp_names, hyp_classes,
-                                                    true_class, view, k=10)
+        rankings[name] = hypernym_ranking(space.vectors[mention_row], hyp_vectors, hypernym_names=hyp_names,
+                                          hypernym_classes=hyp_classes, true_class=true_class, view=view, k=10)
 except BiovizError as error:
     st.error(md(error))
     st.stop()

@@ -150,7 +150,8 @@ if not models:
     st.stop()
 with st.expander("Mention normalisation: score a gold file of mentions and concept ids",
                  expanded=eval_normalisation.RESULTS in st.session_state):
-    eval_normalisation.render(state.selection(), view, models, int(st.session_state["eval_boot"]), image_format)
+    eval_normalisation.render(state.selection(), view, models, n_boot=int(st.session_state["eval_boot"]),
+                              image_format=image_format)
 
 try:
     depths = depths_wanted()
@@ -193,8 +194,9 @@ if st.button("Run evaluation", type="primary", disabled=not (tasks or benches or
             results += cache.benchmark_results(request[1], request[3], request[5])
         if tasks:
             cache.prepare_vectors(request[1], level)  # a first encoding: its estimate, then a bar with the time left
-            results += cache.evaluation_results(level, request[1], request[2], request[4], request[5])
-        cross = cache.cross_level_table(level, request[1], depths, request[4], request[5]) if depths else None
+            results += cache.evaluation_results(level, request[1], request[2], split=request[4], settings=request[5])
+        cross = cache.cross_level_table(level, request[1], depths, split=request[4],
+                                        settings=request[5]) if depths else None
         st.session_state[RESULTS] = {"request": request, "results": results, "cross": cross}
     except BiovizError as error:
         st.error(md(error))

@@ -100,8 +100,8 @@ st.caption(f"Each term's nearest concepts among the names of **{md(view.title)}*
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def coded(terms: tuple[str, ...], specs: tuple[ModelSpec, ...], fingerprints: tuple[str, ...], level: LevelSpec, k: int,
-          ranking: Ranking, _indexes, expansion: Expansion = NO_EXPANSION) -> pd.DataFrame:
+def coded(terms: tuple[str, ...], specs: tuple[ModelSpec, ...], fingerprints: tuple[str, ...], level: LevelSpec, *,
+          k: int, ranking: Ranking, _indexes, expansion: Expansion = NO_EXPANSION) -> pd.DataFrame:
     """The coding of ``terms``, kept by the terms, models, level and k (``_indexes``: the models' name indexes).
 
     The models' fingerprints are part of the key: a run trained again in the same folder codes afresh.
@@ -174,7 +174,8 @@ if run:
         cache.prepare_vectors(models, level)  # a first encoding: its estimate, then a bar with the time left
         indexes = [cache.candidate_index(m, level, "names") for m in models]
         fingerprints = tuple(load_encoder(m).fingerprint for m in models)
-        frame = coded(tuple(terms), tuple(models), fingerprints, level, k, ranking, indexes, expansion)
+        frame = coded(tuple(terms), tuple(models), fingerprints, level, k=k, ranking=ranking, _indexes=indexes,
+                      expansion=expansion)
     except BiovizError as error:
         st.error(md(error))
         st.stop()

@@ -88,8 +88,9 @@ def packed(view, n: int, title: str):
     coords_a = blobs(big.labels[rows], len(big.classes), 0)
     coords_b = coords_a + np.random.default_rng(1).normal(scale=0.4, size=coords_a.shape)
     started = time.perf_counter()
-    cloud = pack_point_cloud(big, rows, coords_a, coords_b, "minilm", "minilm fine-tuned", title,
-                             f"synthetic UMAP-like layout · {n:,} ICD-10-CM names (repeated with a suffix above 110k)")
+    cloud = pack_point_cloud(big, rows, coords_a, coords_b, model_a="minilm", model_b="minilm fine-tuned", title=title,
+                             caption=f"synthetic UMAP-like layout · {n:,} ICD-10-CM names "
+                                     "(repeated with a suffix above 110k)")
     return cloud, time.perf_counter() - started
 
 
@@ -182,7 +183,7 @@ def plotly_case(page, folder: Path, view, n: int) -> dict:
     rows = stratified_sample(view.labels, n, seed=0)
     coords_a = blobs(view.labels[rows], len(view.classes), 0)
     coords_b = coords_a + np.random.default_rng(1).normal(scale=0.4, size=coords_a.shape)
-    fig = projection_pair_figure(view, rows, coords_a, coords_b, "minilm", "minilm fine-tuned")
+    fig = projection_pair_figure(view, rows, coords_a, coords_b, model_a="minilm", model_b="minilm fine-tuned")
     tiny = go.Figure(go.Scattergl(x=list(range(10)), y=list(range(10)), mode="markers"))
     plotly_page(page, folder, tiny, "tiny-warm")  # the browser's first plotly page warms it up
     open_s, draw_s = plotly_page(page, folder, fig, f"plotly-{n}")

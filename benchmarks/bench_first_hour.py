@@ -243,7 +243,7 @@ def main() -> None:
         for rows in pair:
             ranking_table(rows)
         neighbour_table_figure(info.text, [("minilm", pair[0]), (encoder.label, pair[1])], view.title, args.k,
-                               info.class_label)
+                               query_class=info.class_label)
         drawn.append(time.perf_counter() - started)
     print("\n== 2. the second open of the level and later queries ==")
     print(f"second open: the run's vectors {again_s:.2f} s ({info_again['cache_hits']:,} cached), "

@@ -78,7 +78,8 @@ def timed(fn):
 def figure_json(view, rows, pair):
     from bioviz.figures import projection_pair_figure
 
-    fig = projection_pair_figure(view, rows, pair.coords_a, pair.coords_b, "a", "b", caption=pair.params.caption())
+    fig = projection_pair_figure(view, rows, pair.coords_a, pair.coords_b, model_a="a", model_b="b",
+                                 caption=pair.params.caption())
     return fig, fig.to_json()
 
 
@@ -141,11 +142,11 @@ def main() -> None:
         params = ProjectionParams(max_points=max(n, 10))
         _, pca_s = timed(lambda: project(space_a, ProjectionParams(method="pca", max_points=n), use_cache=False))
         rows = np.arange(n)
-        coords_a, umap_s = timed(lambda: project(space_a, params, rows))
-        project(space_b, params, rows)  # the second space, so a revisit finds both on disk
+        coords_a, umap_s = timed(lambda: project(space_a, params, rows=rows))
+        project(space_b, params, rows=rows)  # the second space, so a revisit finds both on disk
 
         def revisit():
-            pair = align_pair(rows, project(space_a, params, rows), project(space_b, params, rows), params)
+            pair = align_pair(rows, project(space_a, params, rows=rows), project(space_b, params, rows=rows), params)
             if view is not None:
                 return figure_json(_SubView(view, view_rows), rows, pair)
             return None, json.dumps(pair.coords_a.tolist())

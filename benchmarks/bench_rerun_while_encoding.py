@@ -1,6 +1,6 @@
 """Page reruns with and without a first encoding running beside them, side by side in one run.
 
-The background warm-up (``python -m bioviz.models.warmup``, the real process, at its lower CPU
+The background warm-up (``python -m bioviz.warmup``, the real process, at its lower CPU
 priority) encodes a generated level of ``--names`` names with ``--model``, while the app's
 Projection page (PCA, one model, a small cached level) is rerun in Streamlit's AppTest (the
 same script a browser's rerun executes). Rounds alternate: in *idle* rounds the warm-up is
@@ -50,7 +50,7 @@ def start_warm_up(level: Path, model: str, home: Path) -> subprocess.Popen:
 
     levels = json.dumps([LevelSpec(str(level), depth=1).to_config()])
     env = {**os.environ, "BIOVIZ_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-m", "bioviz.models.warmup", "--model", model, "--levels", levels],
+    return subprocess.Popen([sys.executable, "-m", "bioviz.warmup", "--model", model, "--levels", levels],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

@@ -79,7 +79,7 @@ def compare(vectors: np.ndarray, labels: np.ndarray | None, counts: list[int], s
                for name, seed in (("reported", 1), ("validation", 2))}
     row = {"points": n, "load_average_1m": [load()]}
     started = time.perf_counter()
-    plain = plain_layout(vectors, 15, 2, 0.1, 0)
+    plain = plain_layout(vectors, n_neighbors=15, n_components=2, min_dist=0.1, seed=0)
     row["plain_seconds"] = round(time.perf_counter() - started, 1)
     row["trust_plain"] = {name: trust(vectors, plain, sample) for name, sample in samples.items()}
     row["load_average_1m"].append(load())
@@ -87,7 +87,8 @@ def compare(vectors: np.ndarray, labels: np.ndarray | None, counts: list[int], s
     row["landmarks"] = []
     for count in counts:
         started = time.perf_counter()
-        coords = landmark_layout(vectors, landmarks_of(labels, n, count), 15, 2, 0.1, 0)
+        coords = landmark_layout(vectors, landmarks_of(labels, n, count), n_neighbors=15, n_components=2, min_dist=0.1,
+                                 seed=0)
         seconds = time.perf_counter() - started
         scores = {name: trust(vectors, coords, sample) for name, sample in samples.items()}
         row["landmarks"].append({"landmarks": count, "seconds": round(seconds, 1),
@@ -113,13 +114,14 @@ def large(vectors: np.ndarray, labels: np.ndarray | None, sample_size: int, base
             print(f"  {elapsed:7.1f}s {done:4d}/{total} {message}", file=sys.stderr, flush=True)
 
     load_before = load()
-    coords = landmark_layout(vectors, landmarks_of(labels, n, LANDMARKS), 15, 2, 0.1, 0, progress=progress)
+    coords = landmark_layout(vectors, landmarks_of(labels, n, LANDMARKS), n_neighbors=15, n_components=2, min_dist=0.1,
+                             seed=0, progress=progress)
     seconds = time.perf_counter() - started
     rng = np.random.default_rng(1)
     subset = rng.choice(n, size=min(baseline, n), replace=False)
     sample = subset[:sample_size]  # the scored points lie in the baseline's subset
     started = time.perf_counter()
-    plain = plain_layout(vectors[subset], 15, 2, 0.1, 0)
+    plain = plain_layout(vectors[subset], n_neighbors=15, n_components=2, min_dist=0.1, seed=0)
     baseline_s = time.perf_counter() - started
     return {"points": n, "landmarks": LANDMARKS, "seconds": round(seconds, 1), "load_average_1m": [load_before, load()],
             "trust_landmarks": trust(vectors, coords, sample),

@@ -101,7 +101,7 @@ def validation_rows(level: LevelSpec, model: str, n_boot: int, lexicon) -> list[
     rows = []
     for expansion in CANDIDATES:
         expanded = expand_texts(texts, expansion, lexicon)
-        scores = name_scores(index.vectors[queries], index.vectors[train], DEFAULT_RANKING, sparse, texts,
+        scores = name_scores(index.vectors[queries], index.vectors[train], DEFAULT_RANKING, sparse=sparse, texts=texts,
                              forms=expanded_forms(expanded, model))
         hits = labels[train][np.argsort(-scores, axis=1, kind="stable")] == labels[queries][:, None]
         per_query = {"acc1": hits[:, 0].astype(float), "mrr": 1.0 / (1 + np.argmax(hits, axis=1))}

@@ -122,7 +122,7 @@ def prepare(directory: Path, sources, objectives, leaf_queries: int, exclude_nam
     held.extend(held_out_names(str(f)) for f in exclude_names)
     print(f"problems and held-out names: {time.perf_counter() - started:.0f} s", flush=True)
 
-    pairs = build_pairs(list(sources), list(objectives), None, 0, held, 500)
+    pairs = build_pairs(list(sources), list(objectives), max_pairs=None, seed=0, held=held, validation_pairs=500)
     settings = {"sources": list(sources), "objectives": list(objectives), "max_pairs": None, "seed": 0,
                 "exclude_levels": [h.record() for h in held]}
     save_pairset(pairs, directory / "all.pairs.json.gz", settings)

@@ -136,7 +136,7 @@ def read_user_file(path, max_bytes: int, what: str) -> bytes:
     return file.read_bytes()
 
 
-def store_upload(filename: str, data: bytes, max_bytes: int = MAX_UPLOAD_BYTES,
+def store_upload(filename: str, data: bytes, *, max_bytes: int = MAX_UPLOAD_BYTES,
                  allowed: tuple[str, ...] = ALLOWED_SUFFIXES, keep=()) -> Path:
     """Save an uploaded file and return its path; everything is checked before anything is written.
 

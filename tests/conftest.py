@@ -9,7 +9,7 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-# No background first encoding of the bundled levels (bioviz.models.warmup) in tests and in the apps they start.
+# No background first encoding of the bundled levels (bioviz.warmup) in tests and in the apps they start.
 os.environ.setdefault("BIOVIZ_WARMUP", "0")
 
 # Property and fuzz tests: modest example counts keep CI well under 20 minutes; no per-example

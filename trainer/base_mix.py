@@ -35,7 +35,7 @@ def mix(head_outputs: np.ndarray, inputs: np.ndarray, weight: float, scale: floa
     return l2_normalise((1.0 - weight) / scale * head_outputs + weight * inputs)
 
 
-def choose_base_weight(head_outputs: np.ndarray, inputs: np.ndarray, labels: np.ndarray, n_train: int,
+def choose_base_weight(head_outputs: np.ndarray, inputs: np.ndarray, labels: np.ndarray, *, n_train: int,
                        retention, min_retention: float, weight: float | None = None,
                        weights=BASE_WEIGHTS, max_queries: int = 2000, progress=None) -> dict:
     """Pick ``w`` on the validation split, or evaluate a fixed one.

@@ -23,7 +23,6 @@ def resolve_device(name: str) -> str:
     """
     if name != "auto":
         return name
-    # imported here: bioviz.models.encoders pulls in the hub client, and configs import this module
-    from bioviz.models.encoders import device
+    from bioviz.models.encoders import device  # brings the hub client; configs import this module
 
     return device()

@@ -345,7 +345,7 @@ def fit_cca(vectors: np.ndarray, labels: np.ndarray, seed: int = 0) -> tuple[Lin
     return LinearMap(wx, bx), LinearMap(wy, by), k
 
 
-def build_head(kind: str, dim: int, hidden: int, dropout: float, identity_start: bool = False) -> nn.Module:
+def build_head(kind: str, dim: int, hidden: int, dropout: float, *, identity_start: bool = False) -> nn.Module:
     """A fresh trainable head for an encoder type (``hierarchical`` uses the residual head).
 
     ``identity_start`` starts the head's ``enc`` at the identity

@@ -45,7 +45,7 @@ def broadcast(callbacks: Iterable[Callback]) -> Emit:
     return emit
 
 
-def epoch_estimate(epoch: int, max_epochs: int, elapsed_s: float, best_epoch: int | None = None,
+def epoch_estimate(epoch: int, max_epochs: int, elapsed_s: float, *, best_epoch: int | None = None,
                    patience: int | None = None) -> dict:
     """What an epoch event says about the time left, honestly for a loop that stops early.
 

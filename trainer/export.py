@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from bioviz.models.encoders import load_sentence_transformer
 from bioviz.models.model_spec import ModelSpec
 
 logger = logging.getLogger(__name__)
@@ -24,8 +25,6 @@ HEAD_FILE = "head.safetensors"
 def _input_modules(input_model: ModelSpec) -> list:
     """The input model's modules, ending with a Normalize."""
     from sentence_transformers.sentence_transformer.modules import Normalize
-
-    from bioviz.models.encoders import load_sentence_transformer
 
     model = load_sentence_transformer(input_model, device="cpu")
     modules = list(model)

@@ -173,7 +173,7 @@ class Trainer:
             self.emit({"event": "epoch", "epoch": epoch, "max_epochs": c.epochs, "losses": epoch_losses,
                        "val_metric": value, "val_name": c.stop_on, "val_mAP": val_map,
                        "val_retention": record["val_retention"], "elapsed_s": elapsed,
-                       **epoch_estimate(epoch, c.epochs, elapsed, best.epoch, c.patience)})
+                       **epoch_estimate(epoch, c.epochs, elapsed, best_epoch=best.epoch, patience=c.patience)})
             if best.should_stop(epoch, model):
                 stopped_early = epoch < c.epochs
                 break
@@ -248,7 +248,8 @@ class Trainer:
             self.cancel.check()
             self.emit({"event": "base_weight", "done": done, "total": total})
 
-        record = choose_base_weight(outputs[rows], self.data.vectors[rows], labels[rows], len(self.data.split.train),
-                                    retention, c.min_retention, c.base_weight, progress=progress)
+        record = choose_base_weight(outputs[rows], self.data.vectors[rows], labels[rows],
+                                    n_train=len(self.data.split.train), retention=retention,
+                                    min_retention=c.min_retention, weight=c.base_weight, progress=progress)
         logger.info("base weight %.1f (%s)", record["weight"], record["chosen_by"])
         return record

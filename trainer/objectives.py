@@ -86,7 +86,8 @@ class Objective(ABC):
         """
         c = self.config
         try:
-            return encoders.build_head(self.name, self.data.dim, c.hidden, c.dropout, c.identity_start).to(self.device)
+            return encoders.build_head(self.name, self.data.dim, c.hidden, c.dropout,
+                                       identity_start=c.identity_start).to(self.device)
         except ValueError as error:  # e.g. an identity start with too narrow a hidden layer
             raise BiovizError(f"{error} for base vectors of {self.data.dim} dimensions") from None
 
@@ -145,7 +146,7 @@ class TripletObjective(Objective):
         """Local indices of a random positive and a distance-weighted negative per row."""
         lab = self.labels_t[torch.from_numpy(rows)]
         pos = sampling.random_positives(lab, generator)
-        neg = sampling.distance_weighted_negatives(encoded, lab, encoded, lab, generator)
+        neg = sampling.distance_weighted_negatives(encoded, lab, encoded, lab, generator=generator)
         return pos, neg
 
     def epoch_batches(self, encoded_train: torch.Tensor) -> list[torch.Tensor]:
@@ -162,7 +163,7 @@ class TripletObjective(Objective):
         # One forward pass over anchors, positives and negatives together.
         out = model(self.device_inputs[torch.cat([rows, pos, neg])])
         a, p, n = out.split(len(rows))
-        return self.terms(a, p, n, rows.to(self.device), pos.to(self.device), training=True)
+        return self.terms(a, p, n, rows=rows.to(self.device), pos=pos.to(self.device), training=True)
 
     def validation_terms(self, encoded_val: torch.Tensor) -> Terms:
         # Its own generator: the validation tuples are the same every epoch and draw
@@ -171,15 +172,15 @@ class TripletObjective(Objective):
         enc = encoded_val.to(self.device)
         pos, neg = self.sample_tuples(encoded_val, self.val_rows, generator)
         rows = torch.from_numpy(self.val_rows)
-        return self.terms(enc, enc[pos.to(self.device)], enc[neg.to(self.device)], rows.to(self.device),
-                          rows[pos].to(self.device), training=False)
+        return self.terms(enc, enc[pos.to(self.device)], enc[neg.to(self.device)], rows=rows.to(self.device),
+                          pos=rows[pos].to(self.device), training=False)
 
-    def terms(self, a, p, n, rows: torch.Tensor, pos: torch.Tensor, training: bool) -> Terms:
+    def terms(self, a, p, n, *, rows: torch.Tensor, pos: torch.Tensor, training: bool) -> Terms:
         """The triplet term, then :meth:`grounding_terms` (the order of the weighted sum)."""
-        return {"triplet": self.triplet(a, p, n), **self.grounding_terms(a, p, rows, pos, training)}
+        return {"triplet": self.triplet(a, p, n), **self.grounding_terms(a, p, rows=rows, pos=pos, training=training)}
 
     @abstractmethod
-    def grounding_terms(self, a: torch.Tensor, p: torch.Tensor, rows: torch.Tensor, pos: torch.Tensor,
+    def grounding_terms(self, a: torch.Tensor, p: torch.Tensor, *, rows: torch.Tensor, pos: torch.Tensor,
                         training: bool) -> Terms:
         """The type's terms besides the triplet, from anchor and positive encodings.
 
@@ -196,7 +197,7 @@ class ResidualObjective(TripletObjective):
         super().__init__(config, data, device, generator)
         self.ground_target = ((self.prototypes[self.labels_t] + self.base) / 2).to(device)
 
-    def grounding_terms(self, a, p, rows, pos, training) -> Terms:
+    def grounding_terms(self, a, p, *, rows, pos, training) -> Terms:
         return {"ground": self.grounding(a, self.ground_target[rows])}
 
 
@@ -210,7 +211,7 @@ class DANObjective(TripletObjective):
         self.context_target = self.base.to(device)
         self.ground_target = ((self.prototypes[self.labels_t] + self.base) / 2).to(device)
 
-    def grounding_terms(self, a, p, rows, pos, training) -> Terms:
+    def grounding_terms(self, a, p, *, rows, pos, training) -> Terms:
         return {"context": self.grounding(a, self.context_target[rows]),
                 "ground": self.grounding(a, self.ground_target[rows])}
 
@@ -235,7 +236,7 @@ class CCAObjective(TripletObjective):
         self.context_target = self.inputs.to(device) if config.context_weight > 0 else None
         self.prototype_loss = losses.PrototypeLoss(config.synonym_dropout)
 
-    def grounding_terms(self, a, p, rows, pos, training) -> Terms:
+    def grounding_terms(self, a, p, *, rows, pos, training) -> Terms:
         proto_loss = self.prototype_loss.train(training)  # synonym dropout only while training
         names = torch.cat([a, p])
         name_labels = self.labels_dev[torch.cat([rows, pos])]

@@ -62,7 +62,7 @@ def _round(value):
     return value
 
 
-def run_record(config: TrainConfig, data, result: TrainResult, run_id: str, export_s: float) -> dict:
+def run_record(config: TrainConfig, data, result: TrainResult, *, run_id: str, export_s: float) -> dict:
     """The content of ``run.json``: config, metrics and timings."""
     split = data.split
     return _round({
@@ -189,7 +189,7 @@ def encode_level(run_dir: Path, names) -> bool:
         return False
 
 
-def train_run(config: TrainConfig, out: str | Path, callbacks=(), cancel: CancelFlag | None = None,
+def train_run(config: TrainConfig, out: str | Path, *, callbacks=(), cancel: CancelFlag | None = None,
               progress=None, validated: bool = False, input_model: ModelSpec | None = None) -> dict:
     """Validate, train, export and atomically publish one run directory.
 
@@ -235,7 +235,7 @@ def train_run(config: TrainConfig, out: str | Path, callbacks=(), cancel: Cancel
         else:
             save_fine_tuned(result.model, partial)
         (partial / SPLIT_FILE).write_text(json.dumps(_split_names(data)), encoding="utf-8")
-        record = run_record(config, data, result, out.name, time.perf_counter() - started)
+        record = run_record(config, data, result, run_id=out.name, export_s=time.perf_counter() - started)
         (partial / RUN_FILE).write_text(json.dumps(record, indent=1, default=str), encoding="utf-8")
         # On disk before the rename, the rename on disk after it: a power loss leaves either
         # no run or a complete one, never a run.json of zeros (ext4 and xfs may reorder them).

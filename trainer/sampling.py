@@ -55,6 +55,7 @@ def distance_weighted_negatives(
     anchor_labels: torch.Tensor,
     pool: torch.Tensor,
     pool_labels: torch.Tensor,
+    *,
     generator: torch.Generator,
     cutoff: float = 0.5,
     nonzero_loss_cutoff: float = 1.4,

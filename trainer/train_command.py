@@ -95,8 +95,7 @@ class ProgressWriter:
 
 def handle(args: argparse.Namespace) -> int:
     """Validate, then train; returns the exit code."""
-    # trainer.runs brings torch and the loop: loaded only when a run starts, not for --help or `jobs list`.
-    from trainer.runs import check_out_dir, train_run
+    from trainer.runs import check_out_dir, train_run  # torch and the loop: a run's only, not --help or `jobs list`
 
     if args.progress_file:
         try:

@@ -6,21 +6,28 @@ with ``max_entries`` for tables and coordinates. Keys are the arguments that mad
 
 from __future__ import annotations
 
+import hashlib
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
 import streamlit as st
 
 from bioviz.errors import BiovizError
 from bioviz.models.encoding_estimate import estimate_encoding, time_left
+from bioviz.models import runs
 from bioviz.models.model_spec import ModelSpec
-from bioviz.models.registry import load_encoder
+from bioviz.models.registry import embed, load_encoder
 from bioviz.models.shared_encoding import EncodingProgress, encode_shared
 from bioviz.models.vector_cache import VectorCache
 from bioviz.ontology import LevelSpec, load_source
 from bioviz.ontology.levels import LevelView
 from bioviz.ontology.model import Ontology
+from bioviz.search import neighbours
 from bioviz.search.hybrid import SparseNames
+from bioviz.search.index import NeighbourIndex
+from bioviz.search.name_search import NameSearch
 from ui import warmup_banner
 from ui.markdown import md
 
@@ -120,11 +127,9 @@ def view_space(model: ModelSpec, spec: LevelSpec):
     Pages call :func:`prepare_vectors` first, so this mostly reads the stored block; otherwise
     a bar inside (replayed empty on a hit) follows the encoding.
     """
-    from bioviz.search.neighbours import level_space  # as neighbour_index: the search package (faiss) off start-up
-
     bar = _EncodingBar("Embedding the level's names (cached on disk after the first time)…", banner=False)
     try:
-        return level_space(view(spec), model, report=bar, owner="a page")[0]
+        return neighbours.level_space(view(spec), model, report=bar, owner="a page")[0]
     finally:
         bar.close()
 
@@ -132,8 +137,6 @@ def view_space(model: ModelSpec, spec: LevelSpec):
 @st.cache_data(max_entries=64, show_spinner=False)
 def term_space(model: ModelSpec, terms: tuple):
     """Vectors of a short term list under ``model`` (a Space)."""
-    from bioviz.models.registry import embed
-
     return embed(list(terms), model)
 
 
@@ -148,7 +151,7 @@ def projection(model: ModelSpec, spec: LevelSpec, params: ProjectionParams, _lab
     (neighbour graph, epochs, placement) with the time left; it is emptied afterwards
     (Streamlit replays it, empty, on a hit).
     """
-    from bioviz.views.projection import project_sample
+    from bioviz.views.projection import project_sample  # scipy.linalg (about 0.5 s): off every page's start-up
 
     slot = st.empty()
 
@@ -164,14 +167,14 @@ def projection(model: ModelSpec, spec: LevelSpec, params: ProjectionParams, _lab
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def movement(model_a: ModelSpec, model_b: ModelSpec, spec: LevelSpec, params: ProjectionParams, k: int):
+def movement(model_a: ModelSpec, model_b: ModelSpec, spec: LevelSpec, params: ProjectionParams, *, k: int):
     """``(Movement, coords_a, coords_b)``: what training moved between the two layouts of ``params``
     (:func:`bioviz.views.movement.training_movement`).
 
     Same rows and layouts as the Projection figure (:func:`projection`); nearest names on the
     original vectors, under a progress bar (two steps: one search per model).
     """
-    from bioviz.views.movement import training_movement
+    from bioviz.views.movement import training_movement  # pandas and scipy: off every page's start-up
 
     rows, coords_a = projection(model_a, spec, params)
     coords_b = projection(model_b, spec, params)[1]
@@ -182,21 +185,18 @@ def movement(model_a: ModelSpec, model_b: ModelSpec, spec: LevelSpec, params: Pr
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def separation(model_a: ModelSpec, model_b: ModelSpec, spec: LevelSpec, measure: str, max_names: int, seed: int):
+def separation(model_a: ModelSpec, model_b: ModelSpec, spec: LevelSpec, *, measure: str, max_names: int, seed: int):
     """Per-class separation of the selected view under two models."""
-    from bioviz.views.separation import compare_separation
+    from bioviz.views.separation import compare_separation  # pandas and scipy: off every page's start-up
 
     v = view(spec)
     return compare_separation(view_space(model_a, spec), view_space(model_b, spec), v.labels,
-                              v.classes, v.class_labels, measure, max_names, seed)
+                              classes=v.classes, class_labels=v.class_labels, measure=measure,
+                              max_names=max_names, seed=seed)
 
 
 def digest(*parts) -> str:
     """A short hash of strings, numbers and arrays: the key of :func:`figure`."""
-    import hashlib
-
-    import numpy as np
-
     h = hashlib.sha256()
     for part in parts:
         if isinstance(part, np.ndarray):
@@ -224,15 +224,13 @@ def run_split(run_dir: str, spec: LevelSpec, stamp: float):
     ``stamp`` (the mtime of the run's ``run.json``) is only part of the key: a run deleted
     and trained again under the same path is read afresh.
     """
-    from bioviz.models.runs import run_split as read
-
-    return read(run_dir, view(spec))
+    return runs.run_split(run_dir, view(spec))
 
 
 @st.cache_resource(max_entries=8, show_spinner="Drawing the subtree…")
 def level_tree(spec: LevelSpec):
     """The ontology subtree from the selected view's root down to its classes."""
-    from bioviz.views.hierarchy import level_tree as build
+    from bioviz.views.hierarchy import level_tree as build  # pandas: off every page's start-up
 
     return build(level_ontology(spec), view(spec))
 
@@ -247,8 +245,6 @@ class _StepBar:
     """
 
     def __init__(self, what: str, starting: str) -> None:
-        import time
-
         self._clock = time.perf_counter
         self.what, self.slot, self.started = what, st.empty(), time.perf_counter()
         self.slot.progress(0.0, text=f"{what}: {starting}")
@@ -275,13 +271,13 @@ def _with_steps(what: str, work, starting: str = "loading the models…"):
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def evaluation_results(spec: LevelSpec, models: tuple[ModelSpec, ...], tasks: tuple, split: SplitSpec,
+def evaluation_results(spec: LevelSpec, models: tuple[ModelSpec, ...], tasks: tuple, *, split: SplitSpec,
                        settings: EvalSettings) -> list:
     """Results of the ontology protocols (:func:`bioviz.evaluation.run.evaluate`) for the selected view.
 
     Results also live in the disk result cache (``BIOVIZ_HOME/eval``) and, for runs, in the run.
     """
-    from bioviz.evaluation.run import evaluate
+    from bioviz.evaluation.run import evaluate  # pandas and scipy (seconds): off every page's start-up
 
     v = view(spec)
     return _with_steps("Ontology tasks", lambda bar: evaluate(
@@ -291,17 +287,17 @@ def evaluation_results(spec: LevelSpec, models: tuple[ModelSpec, ...], tasks: tu
 @st.cache_data(max_entries=16, show_spinner=False)
 def benchmark_results(models: tuple[ModelSpec, ...], benchmarks: tuple, settings: EvalSettings) -> list:
     """Spearman's rho of the models on relatedness benchmarks (names or stored upload paths)."""
-    from bioviz.evaluation.run import evaluate_benchmarks
+    from bioviz.evaluation.run import evaluate_benchmarks  # pandas and scipy, as evaluation_results
 
     return _with_steps("Relatedness benchmarks", lambda bar: evaluate_benchmarks(
         list(models), list(benchmarks), settings=settings, steps=bar))
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def cross_level_table(spec: LevelSpec, models: tuple[ModelSpec, ...], depths: tuple, split: SplitSpec,
+def cross_level_table(spec: LevelSpec, models: tuple[ModelSpec, ...], depths: tuple, *, split: SplitSpec,
                       settings: EvalSettings) -> dict:
     """Ranking mAP of the models on each level under the selected root (higher-level-semantics Table 4)."""
-    from bioviz.evaluation.run import cross_level
+    from bioviz.evaluation.run import cross_level  # pandas and scipy, as evaluation_results
 
     table = _with_steps("Cross-level table", lambda bar: cross_level(
         level_ontology(spec), list(models), depths=list(depths), root=spec.root, split_spec=split,
@@ -321,11 +317,6 @@ def neighbour_index(model: ModelSpec, spec: LevelSpec):
     with an ETA. The bar is created (and removed) inside this function because Streamlit
     replays the elements a cached function drew on every cache hit.
     """
-    import time
-
-    from bioviz.search.index import NeighbourIndex
-    from bioviz.search.neighbours import level_space
-
     v = view(spec)
     bar = st.empty()
 
@@ -339,7 +330,7 @@ def neighbour_index(model: ModelSpec, spec: LevelSpec):
         bar.progress(done / max(total, 1), text=f"Indexing {total:,} names for search: {done:,} added{eta}")
 
     try:
-        space, stats = level_space(v, model, report=report, owner="a page")
+        space, stats = neighbours.level_space(v, model, report=report, owner="a page")
         built = time.perf_counter()
         index = NeighbourIndex.from_view(space, v, progress=indexing)
     finally:
@@ -350,9 +341,7 @@ def neighbour_index(model: ModelSpec, spec: LevelSpec):
 @st.cache_data(max_entries=256, show_spinner=False)
 def query_vector(model: ModelSpec, text: str):
     """Unit vector of one query text under ``model``."""
-    from bioviz.search.neighbours import query_vector as encode
-
-    return encode(text, model)
+    return neighbours.query_vector(text, model)
 
 
 # Levels with more names than this are not sent to the browser as a selectbox's options
@@ -363,26 +352,20 @@ MAX_BROWSER_NAMES = 60_000
 @st.cache_resource(max_entries=4, show_spinner="Indexing the level's names for search…")
 def name_search(spec: LevelSpec):
     """Type-ahead search over the selected view's names (:class:`bioviz.search.name_search.NameSearch`)."""
-    from bioviz.search.name_search import NameSearch
-
     return NameSearch.from_view(view(spec))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def held_out_names(spec: LevelSpec) -> list[str]:
     """Held-out test names of the level's default split (``DEFAULT_SPLIT``)."""
-    from bioviz.search.neighbours import held_out_names as names
-
-    return names(view(spec))
+    return neighbours.held_out_names(view(spec))
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def candidate_index(model: ModelSpec, spec: LevelSpec, among: str):
     """Index of the names a query is ranked against (``bioviz.search.neighbours.AMONG``) under ``model``."""
-    from bioviz.search.neighbours import candidate_index as build
-
     # The level's names come from neighbour_index's cached index (its bar); built only when ``among`` needs it.
-    return build(view(spec), model, among, base=lambda: neighbour_index(model, spec)[0])
+    return neighbours.candidate_index(view(spec), model, among, base=lambda: neighbour_index(model, spec)[0])
 
 
 @st.cache_resource(max_entries=8, show_spinner="Indexing the level's names by character n-grams…")
@@ -392,10 +375,10 @@ def sparse_names(spec: LevelSpec, among: str, _index) -> SparseNames:
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def normalisation_results(spec: LevelSpec, models: tuple[ModelSpec, ...], gold, rankings: tuple, n_boot: int) -> list:
+def normalisation_results(spec: LevelSpec, models: tuple[ModelSpec, ...], gold, *, rankings: tuple,
+                          n_boot: int) -> list:
     """Mention normalisation results of a gold file (a ``GoldFile``) on a level, per model and ranking, under a step bar."""
-    # imported here like this module's other evaluation imports: every page imports ui.cache at start-up
-    from bioviz.evaluation.run import EvalSettings, evaluate_normalisation
+    from bioviz.evaluation.run import EvalSettings, evaluate_normalisation  # pandas, scipy: as above
 
     return _with_steps("Mention normalisation", lambda bar: evaluate_normalisation(
         gold, spec, list(models), list(rankings), settings=EvalSettings(n_boot=n_boot),

@@ -36,7 +36,7 @@ def image_format() -> str:
     return "svg" if label == "SVG" else "png"
 
 
-def show_figure(fig, name: str, fmt: str, frame=None, key: str | None = None, rows: int | None = None,
+def show_figure(fig, name: str, fmt: str, frame=None, *, key: str | None = None, rows: int | None = None,
                 **chart_kwargs):
     """Render a figure with the export toolbar, and a CSV download of ``frame`` under it.
 

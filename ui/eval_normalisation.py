@@ -50,7 +50,7 @@ def _show(stored: dict, image_format: str) -> None:
     compare.show_figure(fig, name, image_format, key="bars-normalisation")
 
 
-def render(level: LevelSpec, view, models: list[ModelSpec], n_boot: int, image_format: str) -> None:
+def render(level: LevelSpec, view, models: list[ModelSpec], *, n_boot: int, image_format: str) -> None:
     """Gather the gold file and rankings, score on the button, show the last scoring."""
     st.caption("Each mention of a gold file ranks every concept of the level, as *Code terms* ranks them: "
                "Acc@1, Acc@5 and MRR of the curated concept, on all mentions and on the paraphrased ones "
@@ -74,7 +74,7 @@ def render(level: LevelSpec, view, models: list[ModelSpec], n_boot: int, image_f
     if st.button("Score the gold file", disabled=not (models and rankings) or (source == "upload" and upload is None)):
         try:
             gold = _gold(source, upload)
-            results = cache.normalisation_results(level, tuple(models), gold, rankings, n_boot)
+            results = cache.normalisation_results(level, tuple(models), gold, rankings=rankings, n_boot=n_boot)
         except BiovizError as error:
             st.error(md(error))
             return

@@ -225,7 +225,7 @@ def keep(keys) -> None:
     keep_form(current_page(), tuple(keys))
 
 
-def page_params(defaults: dict, casts: dict[str, Callable] | None = None, choices: dict[str, list] | None = None,
+def page_params(defaults: dict, *, casts: dict[str, Callable] | None = None, choices: dict[str, list] | None = None,
                 url_names: dict[str, str] | None = None, bounds: dict[str, tuple] | None = None) -> None:
     """Set each missing page key: from the URL when it has a valid value, else as kept, else the default.
 
@@ -267,7 +267,8 @@ def page_params(defaults: dict, casts: dict[str, Callable] | None = None, choice
         name = url_names.get(key, key)
         raw = st.query_params.get(name)
         if raw is not None:
-            value, note = read_url_value(name, raw, default, casts.get(key), choices.get(key), bounds.get(key))
+            value, note = read_url_value(name, raw, default, cast=casts.get(key), choices=choices.get(key),
+                                         bounds=bounds.get(key))
             if note:
                 st.warning(md(note))
         st.session_state[key] = value

@@ -38,7 +38,7 @@ def _number(raw: str, default):
     return value
 
 
-def read_url_value(name: str, raw: str, default, cast: Callable[[str], Any] | None = None,
+def read_url_value(name: str, raw: str, default, *, cast: Callable[[str], Any] | None = None,
                    choices=None, bounds: tuple | None = None, max_chars: int = MAX_URL_TEXT):
     """The value a page should use for URL parameter ``name``, and why it differs from the link's, if it does.
 

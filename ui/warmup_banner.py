@@ -1,7 +1,7 @@
 """The background first encoding in the app: started once per server, its progress on every page.
 
 The router (app.py) calls :func:`start_once` and :func:`banner` on every run. The warm-up
-itself (:mod:`bioviz.models.warmup`) runs in a process of its own; the banner only reads the
+itself (:mod:`bioviz.warmup`) runs in a process of its own; the banner only reads the
 small state file it writes, so drawing it costs a file read.
 
 The banner's fragment cannot rerun while the page's own run is busy (a level being encoded
@@ -14,7 +14,7 @@ import logging
 
 import streamlit as st
 
-from bioviz.models import warmup
+from bioviz import warmup
 
 logger = logging.getLogger(__name__)
 

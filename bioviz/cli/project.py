@@ -50,7 +50,7 @@ def run(args) -> dict:
     projected = time.perf_counter()
     with progress_bar(f"{params.method} of {len(rows):,} names", unit="step", disable=args.quiet) as step:
         # the landmark path of a large view reports its steps (with the time left) on stderr
-        coords = project(space, params, rows, labels=view.labels,
+        coords = project(space, params, rows=rows, labels=view.labels,
                          progress=lambda done, total, message: step(done, total))
     return {"source": view.source, "level": view.title, "model": space.model_id, "method": params.method,
             "names": len(view.names), "points": int(len(coords)), "n_components": int(coords.shape[1]),

@@ -171,7 +171,7 @@ def gold_ranks(gold: GoldFile, view, index: NeighbourIndex, vectors: np.ndarray,
     ranks = np.zeros(len(gold), dtype=np.int64)
     for lo in range(0, len(gold), _TERMS_PER_CHUNK):
         hi = min(lo + _TERMS_PER_CHUNK, len(gold))
-        scores = name_scores(vectors[lo:hi], index.vectors, ranking, sparse, texts[lo:hi],
+        scores = name_scores(vectors[lo:hi], index.vectors, ranking, sparse=sparse, texts=texts[lo:hi],
                              forms=forms.between(lo, hi) if forms is not None else None)
         best = np.maximum.reduceat(scores[:, order], starts, axis=1)  # a concept's score is its best name's
         for i, t in enumerate(range(lo, hi)):

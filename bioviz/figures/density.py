@@ -73,7 +73,7 @@ class ClassDensity:
 
 
 def class_densities(coords: np.ndarray, labels: np.ndarray, x_range: tuple[float, float],
-                    y_range: tuple[float, float], bins: int = 80, smooth: float = 1.5, mass: float = 0.5,
+                    y_range: tuple[float, float], *, bins: int = 80, smooth: float = 1.5, mass: float = 0.5,
                     min_points: int = 10) -> list[ClassDensity]:
     """The density of every class with at least ``min_points`` names inside the ranges.
 

@@ -64,7 +64,8 @@ def metric_bars(rows: list[dict], title: str, caption: str | None = None) -> go.
     fig.update_yaxes(title_text="score", range=[min(0.0, min(low_values, default=0.0)), 1.0])
     # The legend sits above the plot, under the title; the caption under the (one- or
     # two-line) category labels.
-    return apply_theme(fig, title, caption, height=440, top=44, caption_offset=_below_ticks(2 if several_tasks else 1))
+    return apply_theme(fig, title, caption=caption, height=440, top=44,
+                       caption_offset=_below_ticks(2 if several_tasks else 1))
 
 
 def _below_ticks(tick_lines: int) -> int:
@@ -99,5 +100,5 @@ def cross_level_heatmap(table: dict, title: str, caption: str | None = None) -> 
         hovertemplate="%{y} on %{x}<br>mAP %{z:.3f}<extra></extra>",
     ))
     fig.update_yaxes(autorange="reversed", automargin=True)
-    return apply_theme(fig, title, caption, height=max(280, 70 * len(table["models"]) + 170),
+    return apply_theme(fig, title, caption=caption, height=max(280, 70 * len(table["models"]) + 170),
                        caption_offset=_below_ticks(1))

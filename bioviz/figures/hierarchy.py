@@ -57,10 +57,10 @@ def _with_largest(caption: str | None, values: np.ndarray, labels: list[str], sh
 def hierarchy_figure(
     tree: Tree,
     values: np.ndarray | None = None,
+    *,
     kind: str = "icicle",
     title: str = "",
     caption: str | None = None,
-    *,
     value_label: str = "mAP gain",
     focus: str | None = None,
     max_depth: int | None = None,
@@ -118,7 +118,8 @@ def hierarchy_figure(
     # margins apply_theme sets); nodes drawn only after a click get their name on two lines.
     right = 90 if values is not None else 12
     plot_w, plot_h = width - 12 - right, height - 70 - (40 if caption else 0)
-    boxes = node_boxes(kind, ids, parents, nodes["names"].to_numpy(), opened, depth, plot_w, plot_h, LABEL_SIZE)
+    boxes = node_boxes(kind, ids, parents, nodes["names"].to_numpy(), root=opened, max_depth=depth, width=plot_w,
+                       height=plot_h, font_size=LABEL_SIZE)
     if values is not None:
         values = np.asarray(values, dtype=float)
     marker, value_text = _marker(nodes, values, value_label, sorted(boxes), t)
@@ -140,7 +141,7 @@ def hierarchy_figure(
     fig = go.Figure(_TRACES[kind](**common))
     if values is not None:
         caption = _with_largest(caption, values, labels, sorted(boxes), value_label)
-    apply_theme(fig, title, caption, height=height, width=width, margin={"l": 12, "r": 12, "b": 12}, top=12,
+    apply_theme(fig, title, caption=caption, height=height, width=width, margin={"l": 12, "r": 12, "b": 12}, top=12,
                 caption_offset=8)
     # Text that would have to shrink below a legible size is hidden (hover still names every node).
     fig.update_layout(uniformtext={"minsize": 10, "mode": "hide"})
@@ -168,7 +169,7 @@ def _box_texts(ids: list[str], labels: list[str], value_text: list[str], boxes: 
     text = []
     for i, (nid, label) in enumerate(zip(ids, labels)):
         if i in boxes:
-            fitted = fitted_label(boxes[i], label, nid, value_text[i], LABEL_SIZE)
+            fitted = fitted_label(boxes[i], label, nid, value_text[i], size=LABEL_SIZE)
         else:
             fitted = "<br>".join(wrap(label, 160, LABEL_SIZE, max_lines=2) + ([value_text[i]] if value_text[i] else []))
         text.append(f"<b>{fitted}</b>" if nid == marked and fitted else fitted)

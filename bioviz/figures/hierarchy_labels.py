@@ -34,14 +34,14 @@ class Box:
     header: bool = False
 
 
-def squarify(values: list[float], x0: float, y0: float, x1: float, y1: float,
+def squarify(values: list[float], *, x0: float, y0: float, x1: float, y1: float,
              ratio: float = 1.0) -> list[tuple[float, float, float, float]]:
     """Rectangles of ``values`` (sorted largest first) tiling ``(x0, y0, x1, y1)``.
 
     d3-hierarchy's ``treemapSquarify`` (rows of boxes added while their worst aspect ratio
     improves), which plotly's treemap uses with ``tiling.squarifyratio`` 1.
 
-    >>> [tuple(round(v) for v in r) for r in squarify([6, 6, 4, 3, 2, 2, 1], 0, 0, 600, 400)]
+    >>> [tuple(round(v) for v in r) for r in squarify([6, 6, 4, 3, 2, 2, 1], x0=0, y0=0, x1=600, y1=400)]
     ... # doctest: +NORMALIZE_WHITESPACE
     [(0, 0, 300, 200), (0, 200, 300, 400), (300, 0, 471, 233), (471, 0, 600, 233), (300, 233, 420, 400),
      (420, 233, 540, 400), (540, 233, 600, 400)]
@@ -95,7 +95,7 @@ def _children(parents: list[str], ids: list[str]) -> dict[str, list[int]]:
     return out
 
 
-def node_boxes(kind: str, ids: list[str], parents: list[str], sizes: np.ndarray, root: str, max_depth: int,
+def node_boxes(kind: str, ids: list[str], parents: list[str], sizes: np.ndarray, *, root: str, max_depth: int,
                width: float, height: float, font_size: float) -> dict[int, Box]:
     """The text space of every node drawn when the drawing opens at ``root``.
 
@@ -165,7 +165,7 @@ def _tile(node, level, rect, children, ids, sizes, levels, header, boxes) -> Non
     inner = (x0 + TILE_PAD, y0 + header, x1 - TILE_PAD, y1 - TILE_PAD)
     if inner[2] <= inner[0] or inner[3] <= inner[1]:
         return
-    rects = squarify([float(sizes[c]) for c in kids], *inner)
+    rects = squarify([float(sizes[c]) for c in kids], x0=inner[0], y0=inner[1], x1=inner[2], y1=inner[3])
     for kid, (a, b, c, d) in zip(kids, rects):
         # paddingInner: siblings are kept TILE_PAD apart
         _tile(kid, level + 1, (a + TILE_PAD / 2, b + TILE_PAD / 2, c - TILE_PAD / 2, d - TILE_PAD / 2),
@@ -193,7 +193,7 @@ def _rings(node, level, angle, children, ids, sizes, levels, ring, boxes) -> Non
         _rings(kid, level + 1, angle * sizes[kid] / total, children, ids, sizes, levels, ring, boxes)
 
 
-def fitted_label(box: Box, name: str, code: str, value: str, size: float) -> str:
+def fitted_label(box: Box, name: str, code: str, value: str, *, size: float) -> str:
     """The most informative text for ``box``: the whole name with ``value``, else less.
 
     Tries, in order: the name wrapped between words with the value on a line of its own; the
@@ -201,13 +201,13 @@ def fitted_label(box: Box, name: str, code: str, value: str, size: float) -> str
     on one line; the code and the value; the value alone (at last as "+.27"); nothing. A header (a parent whose
     children are drawn inside it) has one line.
 
-    >>> fitted_label(Box(200, 80), "Abnormality of metabolism/homeostasis", "HP:0001939", "+0.210", 12)
+    >>> fitted_label(Box(200, 80), "Abnormality of metabolism/homeostasis", "HP:0001939", "+0.210", size=12)
     'Abnormality of<br>metabolism/homeostasis<br>+0.210'
-    >>> fitted_label(Box(160, 34), "Abnormality of metabolism/homeostasis", "HP:0001939", "+0.210", 12)
+    >>> fitted_label(Box(160, 34), "Abnormality of metabolism/homeostasis", "HP:0001939", "+0.210", size=12)
     'Abnormality of…<br>+0.210'
-    >>> fitted_label(Box(80, 34), "Abnormality of metabolism/homeostasis", "HP:0001939", "+0.210", 12)
+    >>> fitted_label(Box(80, 34), "Abnormality of metabolism/homeostasis", "HP:0001939", "+0.210", size=12)
     'HP:0001939<br>+0.210'
-    >>> fitted_label(Box(40, 14), "Abnormality of metabolism/homeostasis", "HP:0001939", "+0.210", 12)
+    >>> fitted_label(Box(40, 14), "Abnormality of metabolism/homeostasis", "HP:0001939", "+0.210", size=12)
     ''
     """
     lh = line_height(size)

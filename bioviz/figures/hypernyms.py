@@ -22,7 +22,7 @@ MIN_LABEL_PX = 170  # below this the names are too cut to read: panels go one ab
 WRONG = "#c3c9d0"
 
 
-def hypernym_ranking_figure(rankings: dict[str, pd.DataFrame], mention: str, true_label: str, title: str,
+def hypernym_ranking_figure(rankings: dict[str, pd.DataFrame], mention: str, true_label: str, title: str, *,
                             caption: str | None = None, width: int | None = None) -> go.Figure:
     """Top hypernym names per model as horizontal bars; correct hypernyms highlighted.
 
@@ -82,6 +82,7 @@ def hypernym_ranking_figure(rankings: dict[str, pd.DataFrame], mention: str, tru
     caption = caption or (f"cosine to the mention “{mention}” · correct class: {true_label} "
                           "(highlighted, ✓)")
     height = depth * row_px * (1 if side_by_side else n) + (70 * (n - 1) if not side_by_side else 0) + 150
-    apply_theme(fig, title, caption, height=max(300, height), width=width, margin={"l": int(label_px + 12), "r": 12},
+    apply_theme(fig, title, caption=caption, height=max(300, height), width=width,
+                margin={"l": int(label_px + 12), "r": 12},
                 top=int(line_height(t["font_size"]) + 14), caption_offset=30)
     return fig

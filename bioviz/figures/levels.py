@@ -53,5 +53,6 @@ def class_size_bar(view: LevelView, max_classes: int = 60, width: int | None = N
         caption += f" · {len(view.ambiguous)} ambiguous names dropped"
     fig.update_xaxes(title_text="names per class")
     fig.update_yaxes(automargin="left", tickfont={"size": TICK_SIZE})
-    return apply_theme(fig, f"Class sizes · {view.title}", caption, height=int(max(360, row_px * len(order) + 140)),
+    return apply_theme(fig, f"Class sizes · {view.title}", caption=caption,
+                       height=int(max(360, row_px * len(order) + 140)),
                        width=width, margin={"l": int(label_px + 14)})

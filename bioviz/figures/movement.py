@@ -54,8 +54,8 @@ def arrow_groups(view: LevelView, part_of: np.ndarray, labels: np.ndarray, arrow
     return [(view.class_labels[c], colours[view.classes[c]], arrows[labels[arrows] == c]) for c in present]
 
 
-def movement_figure(view: LevelView, movement: Movement, coords_a: np.ndarray, coords_b: np.ndarray,
-                    arrows: np.ndarray, *, parts: np.ndarray | None = None, model_a: str = "baseline",
+def movement_figure(view: LevelView, movement: Movement, coords_a: np.ndarray, coords_b: np.ndarray, *,
+                    arrows: np.ndarray, parts: np.ndarray | None = None, model_a: str = "baseline",
                     model_b: str = "compared", title: str | None = None, caption: str | None = None,
                     width: int | None = None, height: int | None = None) -> go.Figure:
     """Arrows from the baseline layout to the aligned compared layout for chosen names.
@@ -125,7 +125,7 @@ def movement_figure(view: LevelView, movement: Movement, coords_a: np.ndarray, c
     columns = max(1, int(plot_px // (entry_px + 48)))  # the arrow symbol and plotly's padding on top
     # One more entry (the measured names); with columns a spare row, as plotly may wrap sooner.
     legend_px = 10 + LEGEND_ROW_PX * (int(np.ceil((len(groups) + 1) / columns)) + (1 if columns > 1 else 0))
-    apply_theme(fig, title, caption, width=width, margin={"l": SIDE, "r": SIDE, "b": legend_px + 12}, top=16,
+    apply_theme(fig, title, caption=caption, width=width, margin={"l": SIDE, "r": SIDE, "b": legend_px + 12}, top=16,
                 caption_offset=legend_px + 8)
     total = int(fig.layout.margin.t + plot_height + fig.layout.margin.b)
     fig.update_layout(

@@ -63,8 +63,8 @@ def _rows_px(lines: list[int], size: float) -> int:
     return int(max(MIN_ROW, max(lines, default=1) * line_height(size) + ROW_PAD) + 1)
 
 
-def neighbour_table_figure(query: str, rankings: list[tuple[str, list[dict]]], level: str, k: int,
-                           query_class: str | None = None, width: int | None = None, *,
+def neighbour_table_figure(query: str, rankings: list[tuple[str, list[dict]]], level: str, k: int, *,
+                           query_class: str | None = None, width: int | None = None,
                            score_label: str = "Cosine") -> go.Figure:
     """A clean, image-ready table of one or two neighbour rankings side by side.
 
@@ -142,7 +142,7 @@ def neighbour_table_figure(query: str, rankings: list[tuple[str, list[dict]]], l
     caption = f"k = {k}"
     if compared:
         caption += " · Δ rank: rank under the other model minus rank here (▲ = ranked higher here)"
-    apply_theme(fig, f"Nearest names to “{query}” · {models} · {level}", caption, height=table_px,
+    apply_theme(fig, f"Nearest names to “{query}” · {models} · {level}", caption=caption, height=table_px,
                 width=fig_width, margin={"l": EDGE, "r": EDGE, "b": 0}, top=12, caption_offset=chips_px)
     # The plot area is exactly the table; title, legend and caption are in the margins.
     fig.update_layout(width=fig_width, height=int(table_px + fig.layout.margin.t + fig.layout.margin.b))

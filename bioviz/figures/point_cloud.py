@@ -103,7 +103,7 @@ class PointCloud:
                 "points": self.n_points, **self.settings}
 
 
-def pack_point_cloud(view: LevelView, rows: np.ndarray, coords_a: np.ndarray, coords_b: np.ndarray,
+def pack_point_cloud(view: LevelView, rows: np.ndarray, coords_a: np.ndarray, coords_b: np.ndarray, *,
                      model_a: str, model_b: str, title: str, caption: str = "",
                      highlight_classes: list[str] | None = None, filename: str = "projection") -> PointCloud:
     """Pack two aligned 2-D layouts of the same names for the point-cloud component.

@@ -48,7 +48,7 @@ def pretraining_curve(events: list[dict], title: str, caption: str | None = None
     if not steps:
         fig.add_annotation(text="waiting for the first logged loss…", xref="paper", yref="paper", x=0.5, y=0.5,
                            showarrow=False)
-    fig = apply_theme(fig, title, caption, height=360, width=width)  # title and caption wrapped to it
+    fig = apply_theme(fig, title, caption=caption, height=360, width=width)  # title and caption wrapped to it
     if width:
         fig.update_layout(width=width)
     return fig

@@ -74,9 +74,9 @@ def projection_pair_figure(
     rows: np.ndarray,
     coords_a: np.ndarray,
     coords_b: np.ndarray | None,
+    *,
     model_a: str,
     model_b: str | None,
-    *,
     parts: np.ndarray | None = None,
     highlight: np.ndarray | None = None,
     method: str = "UMAP",
@@ -174,7 +174,7 @@ def projection_map_figure(view: LevelView, rows: np.ndarray, coords: np.ndarray,
     The pair figure with one panel (:func:`projection_pair_figure` with ``coords_b`` None);
     ``options`` are that function's keyword arguments (``contours``, ``caption``, ...).
     """
-    return projection_pair_figure(view, rows, coords, None, model, None, parts=parts, **options)
+    return projection_pair_figure(view, rows, coords, None, model_a=model, model_b=None, parts=parts, **options)
 
 
 @dataclass(frozen=True)
@@ -380,7 +380,8 @@ def _finish_layout(fig: go.Figure, *, title: str, caption: str | None, width: in
     entries, columns, entry_width = legend
     legend_rows = int(np.ceil(entries / columns)) if entries else 0
     legend_px = 10 + LEGEND_ROW_PX * legend_rows
-    apply_theme(fig, title, caption, height=None, width=width, margin={"l": SIDE, "r": SIDE, "b": legend_px + 12},
+    apply_theme(fig, title, caption=caption, height=None, width=width,
+                margin={"l": SIDE, "r": SIDE, "b": legend_px + 12},
                 top=30, caption_offset=legend_px + 8)
     total = int(fig.layout.margin.t + panel_height + fig.layout.margin.b)
     fig.update_layout(
@@ -517,7 +518,7 @@ def selected_rows(selection: dict | None) -> np.ndarray:
     return np.unique(np.asarray(rows, dtype=np.int64))
 
 
-def projection_table(view: LevelView, rows: np.ndarray, coords_a: np.ndarray, coords_b: np.ndarray,
+def projection_table(view: LevelView, rows: np.ndarray, coords_a: np.ndarray, coords_b: np.ndarray, *,
                      parts: np.ndarray | None = None):
     """The numbers behind a projection figure, for CSV download."""
     rows = np.asarray(rows, dtype=np.int64)

@@ -81,7 +81,7 @@ def separation_figure(separation: Separation, view_title: str, max_classes: int 
     caption = f"{label} per class: {sample}{shown} · mean {mean_a:.3f} → {mean_b:.3f}"
     title = f"Per-class separation · {separation.model_a} vs {separation.model_b} · {view_title}"
     legend_rows = 1 if legend_px <= width - 2 * 12 else 2
-    apply_theme(fig, title, caption, height=max(380, 26 * len(table) + 170), width=width,
+    apply_theme(fig, title, caption=caption, height=max(380, 26 * len(table) + 170), width=width,
                 margin={"l": int(label_px + 14), "r": 20}, top=12 + 26 * legend_rows,
                 # tick labels and the axis title take more than the default offset in chromium
                 caption_offset=CAPTION_OFFSET + 14)

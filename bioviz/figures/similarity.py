@@ -191,6 +191,7 @@ def similarity_heatmap(
     terms,
     groups,
     title: str,
+    *,
     caption: str | None = None,
     zrange: tuple[float, float] = (0.0, 1.0),
     colorscale: str | None = None,
@@ -248,7 +249,7 @@ def similarity_heatmap(
     _axes(fig, grid, n)
     legend_rows = _group_legend(fig, groups, colour_order, group_labels, width - LABEL_PX - 36)
     legend_px = 10 + LEGEND_ROW_PX * legend_rows if legend_rows else 0
-    apply_theme(fig, title, caption, width=width, margin={"l": LABEL_PX + 16, "r": 20, "b": legend_px + 20},
+    apply_theme(fig, title, caption=caption, width=width, margin={"l": LABEL_PX + 16, "r": 20, "b": legend_px + 20},
                 top=int(grid.top_px), caption_offset=legend_px + 10)
     height = fig.layout.margin.t + grid.plot_px + fig.layout.margin.b
     fig.update_layout(height=int(height))
@@ -264,7 +265,7 @@ def _axes(fig: go.Figure, grid: _Grid, n: int) -> None:
                      tickfont={"size": grid.column_size}, **common)
 
 
-def similarity_pair_figure(comparison: SimilarityComparison, subtitle: str = "",
+def similarity_pair_figure(comparison: SimilarityComparison, *, subtitle: str = "",
                            colour_order: list[str] | None = None, caption: str | None = None,
                            width: int | None = None, group_labels: dict[str, str] | None = None,
                            title: str | None = None) -> go.Figure:
@@ -323,7 +324,7 @@ def similarity_pair_figure(comparison: SimilarityComparison, subtitle: str = "",
                           + ("" if size else " · values on hover (too many terms to print them legibly)"))
     title = title or (f"Cosine similarity of {terms_title(subtitle, n)} · {comparison.model_a} vs "
                       f"{comparison.model_b}")
-    apply_theme(fig, title, caption, width=width, margin={"l": LABEL_PX + 16, "r": 20, "b": legend_px + 20},
+    apply_theme(fig, title, caption=caption, width=width, margin={"l": LABEL_PX + 16, "r": 20, "b": legend_px + 20},
                 top=int(grid.top_px + title_lines * line_height(t["font_size"]) + 8), caption_offset=legend_px + 10)
     height = fig.layout.margin.t + grid.plot_px + fig.layout.margin.b
     fig.update_layout(
@@ -338,7 +339,7 @@ def similarity_pair_figure(comparison: SimilarityComparison, subtitle: str = "",
     return fig
 
 
-def similarity_figures(comparison: SimilarityComparison, subtitle: str = "",
+def similarity_figures(comparison: SimilarityComparison, *, subtitle: str = "",
                        colour_order: list[str] | None = None, width: int | None = None,
                        group_labels: dict[str, str] | None = None) -> dict[str, go.Figure]:
     """The figures of a comparison: the baseline/compared ``pair`` (one shared scale) and the ``difference``.
@@ -366,9 +367,12 @@ def similarity_figures(comparison: SimilarityComparison, subtitle: str = "",
     fig_d = similarity_heatmap(
         diff, comparison.terms, comparison.groups,
         f"Difference in cosine similarity of {terms_title(subtitle, n)} · {comparison.model_b} − {comparison.model_a}",
-        f"{n} terms · red = more similar under {comparison.model_b}, blue = under {comparison.model_a} · ±{bound:g}",
-        (-bound, bound), colorscale=theme()["diverging"] + "_r", colorbar_title="Δ cosine", colour_order=colour_order,
+        caption=f"{n} terms · red = more similar under {comparison.model_b}, blue = under {comparison.model_a}"
+                f" · ±{bound:g}",
+        zrange=(-bound, bound), colorscale=theme()["diverging"] + "_r", colorbar_title="Δ cosine",
+        colour_order=colour_order,
         width=width, group_labels=group_labels, signed=True,
     )
-    return {"pair": similarity_pair_figure(comparison, subtitle, colour_order, width=width, group_labels=group_labels),
+    return {"pair": similarity_pair_figure(comparison, subtitle=subtitle, colour_order=colour_order, width=width,
+                                           group_labels=group_labels),
             "difference": fig_d}

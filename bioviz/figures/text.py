@@ -91,7 +91,7 @@ def _pieces(word: str) -> list[str]:
     return [p for p in re.split(r"(?<=[/\-])", word) if p]
 
 
-def wrap(text: str, max_px: float, size: float, max_lines: int | None = None, bold: bool = False,
+def wrap(text: str, max_px: float, size: float, *, max_lines: int | None = None, bold: bool = False,
          whole_words: bool = False) -> list[str]:
     """``text`` as lines no wider than ``max_px``, broken between words (or after "/" and "-").
 
@@ -120,12 +120,12 @@ def wrap(text: str, max_px: float, size: float, max_lines: int | None = None, bo
         kept = lines[:max_lines]
         # The next word did not fit on the last kept line, so this always ends with "…"; it
         # is "" when, with whole_words, not even the line's first word fits beside it.
-        kept[-1] = shorten(kept[-1] + " " + lines[max_lines], max_px, size, bold, whole_words)
+        kept[-1] = shorten(kept[-1] + " " + lines[max_lines], max_px, size, bold=bold, whole_words=whole_words)
         lines = kept
     return lines or [""]
 
 
-def shorten(text: str, max_px: float, size: float, bold: bool = False, whole_words: bool = False) -> str:
+def shorten(text: str, max_px: float, size: float, *, bold: bool = False, whole_words: bool = False) -> str:
     """``text`` cut to ``max_px`` with "…", at a word boundary when one is near enough.
 
     With ``whole_words`` the cut is always after a whole word (or a "/"), and ``""`` is
@@ -158,10 +158,10 @@ def shorten(text: str, max_px: float, size: float, bold: bool = False, whole_wor
     return head.rstrip(" ,;·-") + "…"
 
 
-def wrap_html(text: str, max_px: float, size: float, max_lines: int | None = None, bold: bool = False,
+def wrap_html(text: str, max_px: float, size: float, *, max_lines: int | None = None, bold: bool = False,
               whole_words: bool = False) -> str:
     """:func:`wrap` joined with ``<br>``, as plotly draws several lines."""
-    return "<br>".join(wrap(text, max_px, size, max_lines, bold, whole_words))
+    return "<br>".join(wrap(text, max_px, size, max_lines=max_lines, bold=bold, whole_words=whole_words))
 
 
 def _tail(text: str, max_px: float, size: float) -> str:

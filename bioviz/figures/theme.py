@@ -88,7 +88,7 @@ def text_lines(html: str) -> int:
     return html.count("<br>") + 1
 
 
-def apply_theme(fig: go.Figure, title: str, caption: str | None = None, height: int | None = None,
+def apply_theme(fig: go.Figure, title: str, *, caption: str | None = None, height: int | None = None,
                 width: int | None = None, margin: dict | None = None, top: int = 20,
                 caption_offset: int = CAPTION_OFFSET) -> go.Figure:
     """Style ``fig`` for the app and for papers: title, fonts, white background, caption.

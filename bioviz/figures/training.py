@@ -100,7 +100,7 @@ def training_curves(events: list[dict], title: str, caption: str | None = None) 
     if not epochs:
         fig.add_annotation(text="waiting for the first epoch…", xref="paper", yref="paper", x=0.5, y=0.5,
                            showarrow=False)
-    return apply_theme(fig, title, caption, height=400, top=34)  # room for the panel titles
+    return apply_theme(fig, title, caption=caption, height=400, top=34)  # room for the panel titles
 
 
 def _flatten(metrics: dict, prefix: str = "", exclude: tuple[str, ...] = ()) -> dict[str, float]:
@@ -115,7 +115,7 @@ def _flatten(metrics: dict, prefix: str = "", exclude: tuple[str, ...] = ()) -> 
     return flat
 
 
-def baseline_vs_trained(baseline: dict, trained: dict, title: str, caption: str | None = None,
+def baseline_vs_trained(baseline: dict, trained: dict, title: str, *, caption: str | None = None,
                         labels: tuple[str, str] = ("baseline", "trained"),
                         exclude: tuple[str, ...] = ("names",)) -> go.Figure:
     """Grouped bars of the scores both models share (nested dicts are flattened).
@@ -144,7 +144,7 @@ def baseline_vs_trained(baseline: dict, trained: dict, title: str, caption: str 
     fig.update_yaxes(title_text="score")
     if not shared:
         fig.add_annotation(text="no scores in common", xref="paper", yref="paper", x=0.5, y=0.5, showarrow=False)
-    return apply_theme(fig, title, caption, height=400)
+    return apply_theme(fig, title, caption=caption, height=400)
 
 
 def base_weight_choice(record: dict, title: str, caption: str | None = None) -> go.Figure:
@@ -185,4 +185,4 @@ def base_weight_choice(record: dict, title: str, caption: str | None = None) -> 
     if not candidates:
         fig.add_annotation(text="no validation names: the head is kept as trained", xref="paper", yref="paper",
                            x=0.5, y=0.5, showarrow=False)
-    return apply_theme(fig, title, caption, height=380)
+    return apply_theme(fig, title, caption=caption, height=380)

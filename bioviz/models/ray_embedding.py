@@ -122,7 +122,7 @@ def plan(cluster, workers: int | None = None) -> dict:
     return {"actors": count, "num_cpus": max(1, int(max(cluster.free_cpus, 1) // count))}
 
 
-def encode(encoder, load: Callable, texts: list[str], batch_size: int = 64,
+def encode(encoder, load: Callable, texts: list[str], *, batch_size: int = 64,
            progress: Callable[[int, int], None] | None = None, workers: int | None = None) -> np.ndarray:
     """Encode ``texts`` with ``encoder``'s model on the Ray cluster; rows in the order of ``texts``.
 

@@ -43,6 +43,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Callable
 
+import bioviz
 from bioviz import errors
 from bioviz.errors import BiovizError, SourceError
 from bioviz.settings import env_number
@@ -98,7 +99,7 @@ def exceeded(label: str, budget: Budget, what: str) -> SourceError:
     )
 
 
-def run_within_budget(function: Callable, args: tuple, budget: Budget, label: str,
+def run_within_budget(function: Callable, args: tuple, budget: Budget, label: str, *,
                       progress: Callable[[float, str], None] | None = None):
     """``function(*args, progress=...)`` in a child process under ``budget``; returns its result.
 
@@ -124,8 +125,6 @@ def run_within_budget(function: Callable, args: tuple, budget: Budget, label: st
     RuntimeError
         For any other exception in the child (a bug), with the child's traceback.
     """
-    import bioviz
-
     module = function.__module__
     if module == "__main__":
         raise ValueError("run_within_budget needs a function of an importable module")
@@ -207,7 +206,7 @@ def _mapped_bytes() -> int:
 
 
 def _limit(kind: int, value: int) -> None:
-    import resource
+    import resource  # Unix only (none on Windows): called under _child_main's ImportError guard
 
     soft, hard = resource.getrlimit(kind)
     if hard != resource.RLIM_INFINITY:
@@ -250,7 +249,7 @@ def _child_main() -> None:
         _answer(answers, ("bug", traceback.format_exc()))
         return
     try:
-        import resource
+        import resource  # Unix only: on Windows the ImportError below runs the parse without limits
 
         # Set once the libraries are imported: the budget is what parsing adds.
         _limit(resource.RLIMIT_AS, _mapped_bytes() + budget.memory_mb * 2**20)

@@ -76,6 +76,7 @@ class Split:
 
 def make_split(
     view: LevelView,
+    *,
     shots: int | None = DEFAULT_SHOTS,
     seed: int = DEFAULT_SPLIT_SEED,
     test_per_class: int = 1,

@@ -99,6 +99,7 @@ def semantic_types_for(group: str | None) -> frozenset[str] | None:
 
 def load_umls(
     directory: str | Path,
+    *,
     sab: str = DEFAULT_SAB,
     semantic_group: str | None = None,
     hierarchy: str = "parchd",

@@ -277,8 +277,8 @@ class ExpandedForms:
                              self.vectors[keep])
 
 
-def name_scores(term_vectors: np.ndarray, name_vectors: np.ndarray, ranking: Ranking,
-                sparse: SparseNames | None = None, texts: Sequence[str] = (), *,
+def name_scores(term_vectors: np.ndarray, name_vectors: np.ndarray, ranking: Ranking, *,
+                sparse: SparseNames | None = None, texts: Sequence[str] = (),
                 forms: ExpandedForms | None = None) -> np.ndarray:
     """``(n_terms, n_names)`` scores: dense cosine, plus ``weight`` times char-tfidf cosine for a hybrid ranking.
 
@@ -299,6 +299,6 @@ def name_scores(term_vectors: np.ndarray, name_vectors: np.ndarray, ranking: Ran
     if forms is not None and len(forms):
         if int(forms.owners.max()) >= scores.shape[0]:
             raise BiovizError("expanded forms of terms outside this batch")
-        extra = name_scores(forms.vectors, name_vectors, ranking, sparse, forms.texts)
+        extra = name_scores(forms.vectors, name_vectors, ranking, sparse=sparse, texts=forms.texts)
         np.maximum.at(scores, forms.owners, extra)  # max over a term's forms (owners may repeat)
     return scores

@@ -250,9 +250,9 @@ def query_vector(text: str, model: ModelSpec) -> np.ndarray:
     return embed([text], model).vectors[0]
 
 
-def rank_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo, k: int = 10,
+def rank_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo, *, k: int = 10,
                     restrict_class: str | None = None,
-                    other: tuple[NeighbourIndex, np.ndarray] | None = None, *,
+                    other: tuple[NeighbourIndex, np.ndarray] | None = None,
                     ranking: Ranking = Ranking(), sparse: SparseNames | None = None,
                     forms: ExpandedForms | None = None, other_forms: ExpandedForms | None = None) -> list[dict]:
     """Top-k neighbours of a query, marked as in the papers' ranking tables.
@@ -329,8 +329,8 @@ def _hybrid_order(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo, r
                   sparse: SparseNames | None, exclude,
                   forms: ExpandedForms | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Every row's hybrid score and its ordering key (exact-match concepts' names lifted above all others)."""
-    scores = name_scores(np.asarray(vector, dtype=np.float32).reshape(1, -1), index.vectors, ranking, sparse,
-                         [query.text], forms=forms)[0]
+    scores = name_scores(np.asarray(vector, dtype=np.float32).reshape(1, -1), index.vectors, ranking, sparse=sparse,
+                         texts=[query.text], forms=forms)[0]
     key = scores.copy()
     exact = set(_matcher(index).concepts(query.typed or "", query.text)) if ranking.hybrid else set()
     if exact:
@@ -485,7 +485,7 @@ def held_out_names(view, split: SplitSpec = DEFAULT_SPLIT) -> list[str]:
     return [view.names[i] for i in split.make(view).test]
 
 
-def comparison_rows(rows_a: list[dict], rows_b: list[dict] | None, label_a: str, label_b: str | None,
+def comparison_rows(rows_a: list[dict], rows_b: list[dict] | None, *, label_a: str, label_b: str | None,
                     query: str) -> list[dict]:
     """Long-form rows of one or two rankings, for CSV export."""
     columns = ("rank", "name", "concept_id", "class_id", "class_label", "score", "same_class", "same_concept",

@@ -323,7 +323,7 @@ def _model_tops(models: Sequence[CodingModel], names: Sequence[_NameConcepts], e
     """Per model, per term of ``terms[lo:hi]``: its ``want`` best concepts (exact ones first) with their scores."""
     out = []
     for model, lookup in zip(models, names):
-        scores = name_scores(model.vectors[lo:hi], lookup.vectors, ranking, model.sparse, texts[lo:hi],
+        scores = name_scores(model.vectors[lo:hi], lookup.vectors, ranking, sparse=model.sparse, texts=texts[lo:hi],
                              forms=model.forms.between(lo, hi) if model.forms is not None else None)
         heads = _NameConcepts.heads(scores, want * _NAMES_PER_CONCEPT + max(map(len, exact[lo:hi]), default=0))
         tops = []
@@ -356,8 +356,8 @@ def _term_row(term: str, exact: list[str], tops: Sequence[list[tuple[str, float]
     return row
 
 
-def code_terms(terms: Sequence[str], infos: Sequence[QueryInfo], models: Sequence[CodingModel], view,
-               ontology: Ontology | None = None, k: int = 5, progress: Progress | None = None, *,
+def code_terms(terms: Sequence[str], infos: Sequence[QueryInfo], models: Sequence[CodingModel], view, *,
+               ontology: Ontology | None = None, k: int = 5, progress: Progress | None = None,
                ranking: Ranking = Ranking()) -> pd.DataFrame:
     """Each term's first concept of the level under one or two models, its score and margin, agreement, a flag.
 
@@ -465,7 +465,7 @@ def export_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def code_term_list(terms: Sequence[str], view, ontology: Ontology | None,
-                   models: Sequence[tuple[ModelSpec, NeighbourIndex]], k: int = 5, progress: Progress | None = None, *,
+                   models: Sequence[tuple[ModelSpec, NeighbourIndex]], *, k: int = 5, progress: Progress | None = None,
                    ranking: Ranking = Ranking(), expansion: Expansion = NO_EXPANSION) -> pd.DataFrame:
     """Resolve, encode (one batch per model) and code ``terms``: :func:`code_terms` from plain inputs.
 
@@ -501,7 +501,8 @@ def code_term_list(terms: Sequence[str], view, ontology: Ontology | None,
                           SparseNames.build(view.names, index.space.names) if ranking.hybrid else None,
                           expanded_forms(expanded, model))
               for m, (model, index) in enumerate(models)]
-    frame = code_terms(terms, infos, coding, view, ontology, k, progress=report_from(len(models) * len(texts)),
+    frame = code_terms(terms, infos, coding, view, ontology=ontology, k=k,
+                       progress=report_from(len(models) * len(texts)),
                        ranking=ranking)
     frame.attrs["expansions"] = expansion_notes(expanded)
     return frame

@@ -14,7 +14,7 @@ Compilation: umap-learn compiles its numba functions on first use in every proce
 on a loaded 2-core machine). :func:`enable_numba_cache` switches on numba's on-disk cache for
 them (umap-learn marks only a few ``cache=True``), so the compiled code is written once per
 install and loaded by later processes; :func:`start_warm_up` compiles (or loads) it in a
-background thread (the app starts it: :mod:`bioviz.models.warmup`), so the first UMAP asked for
+background thread (the app starts it: :mod:`bioviz.warmup`), so the first UMAP asked for
 finds it compiled.
 """
 
@@ -196,7 +196,7 @@ def _reporting(bar, total: int, report: Callable[[int, int], None]):
         report(done, total)  # after the epoch's work (the loop asks for the next item)
 
 
-def plain_layout(vectors: np.ndarray, n_neighbors: int, n_components: int, min_dist: float, seed: int,
+def plain_layout(vectors: np.ndarray, *, n_neighbors: int, n_components: int, min_dist: float, seed: int,
                 on_epoch: Callable[[int, int], None] | None = None) -> np.ndarray:
     """umap-learn as the Projection page has always called it (cosine, PCA initialisation, fixed seed).
 
@@ -214,7 +214,7 @@ def plain_layout(vectors: np.ndarray, n_neighbors: int, n_components: int, min_d
     return np.asarray(reducer.fit_transform(vectors), dtype=np.float32)
 
 
-def place_points(vectors: np.ndarray, landmarks: np.ndarray, coords: np.ndarray, k: int = PLACE_K,
+def place_points(vectors: np.ndarray, landmarks: np.ndarray, coords: np.ndarray, *, k: int = PLACE_K,
                  chunk: int = PLACE_CHUNK, exact_max: int = PLACE_EXACT_MAX,
                  on_chunk: Callable[[int, int], None] | None = None) -> np.ndarray:
     """Coordinates of ``vectors`` from their ``k`` nearest ``landmarks`` (cosine) laid out at ``coords``.
@@ -273,7 +273,7 @@ def _step_shares(landmarks: int, placed: int) -> dict[str, float]:
     return {step: value / whole for step, value in seconds.items()}
 
 
-def landmark_layout(vectors: np.ndarray, landmark_rows: np.ndarray, n_neighbors: int = 15, n_components: int = 2,
+def landmark_layout(vectors: np.ndarray, landmark_rows: np.ndarray, *, n_neighbors: int = 15, n_components: int = 2,
                     min_dist: float = 0.1, seed: int = 0, place_k: int = PLACE_K,
                     progress: Progress | None = None) -> np.ndarray:
     """UMAP (cosine) of many points: umap-learn on the landmarks, every other point placed from them.
@@ -317,7 +317,8 @@ def landmark_layout(vectors: np.ndarray, landmark_rows: np.ndarray, n_neighbors:
     report(0, f"neighbour graph of {len(landmark_rows):,} landmarks")
     on_epoch = (lambda done, epochs: report(start_epochs + share["epochs"] * total * done / epochs,
                                             f"layout of {len(landmark_rows):,} landmarks: epoch {done} of {epochs}"))
-    fitted = plain_layout(vectors[landmark_rows], n_neighbors, n_components, min_dist, seed, on_epoch)
+    fitted = plain_layout(vectors[landmark_rows], n_neighbors=n_neighbors, n_components=n_components,
+                          min_dist=min_dist, seed=seed, on_epoch=on_epoch)
     fit_s = time.perf_counter() - started
     coords = np.empty((n, n_components), dtype=np.float32)
     coords[landmark_rows] = fitted
@@ -353,7 +354,7 @@ def cuml_available() -> bool:
     return _cuda_device()
 
 
-def cuml_layout(vectors: np.ndarray, n_neighbors: int = 15, n_components: int = 2, min_dist: float = 0.1,
+def cuml_layout(vectors: np.ndarray, *, n_neighbors: int = 15, n_components: int = 2, min_dist: float = 0.1,
                 seed: int = 0) -> np.ndarray:
     """UMAP (cosine) of ``vectors`` by cuML on the GPU; the same settings as the CPU paths."""
     from cuml.manifold import UMAP

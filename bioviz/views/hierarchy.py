@@ -287,7 +287,7 @@ def hypernym_candidates(view: LevelView) -> tuple[list[str], np.ndarray]:
     return names, np.asarray(classes, dtype=np.int64)
 
 
-def hypernym_ranking(mention_vector: np.ndarray, hypernym_vectors: np.ndarray, hypernym_names: list[str],
+def hypernym_ranking(mention_vector: np.ndarray, hypernym_vectors: np.ndarray, *, hypernym_names: list[str],
                      hypernym_classes: np.ndarray, true_class: int, view: LevelView, k: int = 10) -> pd.DataFrame:
     """All hypernym names ranked by cosine to a mention, top ``k`` kept plus the first correct one.
 

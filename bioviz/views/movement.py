@@ -136,7 +136,7 @@ def neighbours_kept(first: np.ndarray, second: np.ndarray) -> np.ndarray:
     return np.array([len(np.intersect1d(a, b, assume_unique=True)) for a, b in zip(first, second)]) / first.shape[1]
 
 
-def measure_movement(vectors_a: np.ndarray, vectors_b: np.ndarray, labels: np.ndarray, rows: np.ndarray,
+def measure_movement(vectors_a: np.ndarray, vectors_b: np.ndarray, labels: np.ndarray, *, rows: np.ndarray,
                      coords_a: np.ndarray, coords_b: np.ndarray, k: int = DEFAULT_K, max_names: int = MAX_NAMES,
                      progress: Callable[[float, str], None] | None = None) -> Movement:
     """Displacement and neighbourhood change of the sampled names between two models.
@@ -205,8 +205,8 @@ def training_movement(space_a: Space, space_b: Space, labels: np.ndarray, rows: 
     rows = np.asarray(rows, dtype=np.int64)
     coords_a = np.asarray(coords_a)
     aligned, _ = procrustes_align(coords_a, coords_b)
-    result = measure_movement(space_a.vectors, space_b.vectors, labels, rows, coords_a, aligned, k, max_names,
-                              progress)
+    result = measure_movement(space_a.vectors, space_b.vectors, labels, rows=rows, coords_a=coords_a, coords_b=aligned,
+                              k=k, max_names=max_names, progress=progress)
     order = np.argsort(rows, kind="stable")
     measured = order[np.searchsorted(rows, result.rows, sorter=order)]  # the measured rows' places in the layout
     return result, coords_a[measured], aligned[measured]

@@ -27,6 +27,7 @@ from bioviz.errors import BiovizError
 from bioviz.cache_files import read_cache, write_cache
 from bioviz.paths import home
 from bioviz.space import Space
+from bioviz.views import fast_umap
 
 logger = logging.getLogger(__name__)
 
@@ -190,37 +191,34 @@ def umap_coordinates(vectors: np.ndarray, params: ProjectionParams) -> np.ndarra
     vectors = np.asarray(vectors, dtype=np.float32)
     if len(vectors) < 5:
         return pca_coordinates(vectors, params.n_components, params.seed)
-    from bioviz.views.fast_umap import plain_layout
-
     # PCA initialisation (plain_layout): faster than spectral on large views, never fails on
     # disconnected neighbour graphs, and keeps the layout close to the PCA preview.
-    return plain_layout(vectors, params.n_neighbors, params.n_components, params.min_dist, params.seed)
+    return fast_umap.plain_layout(vectors, n_neighbors=params.n_neighbors, n_components=params.n_components,
+                                  min_dist=params.min_dist, seed=params.seed)
 
 
 def umap_method(params: ProjectionParams, n_points: int) -> dict | None:
     """The UMAP path (:func:`bioviz.views.fast_umap.umap_method`) ``params`` take for ``n_points``; None for PCA."""
     if params.method != "umap":
         return None
-    from bioviz.views.fast_umap import umap_method as choose
-
-    return choose(n_points)
+    return fast_umap.umap_method(n_points)
 
 
 def _large_umap(vectors: np.ndarray, labels: np.ndarray | None, params: ProjectionParams, method: dict,
                 progress: Progress | None) -> np.ndarray:
     """The cuML or landmark path of :func:`project` (``method`` from :func:`umap_method`)."""
-    from bioviz.views import fast_umap
-
     if method["name"] == "cuml":
-        return fast_umap.cuml_layout(vectors, params.n_neighbors, params.n_components, params.min_dist, params.seed)
+        return fast_umap.cuml_layout(vectors, n_neighbors=params.n_neighbors, n_components=params.n_components,
+                                     min_dist=params.min_dist, seed=params.seed)
     # landmarks stratified by class like the point cap, so every class is laid out by umap-learn itself
     strata = np.zeros(len(vectors), dtype=np.int64) if labels is None else labels
     landmarks = stratified_sample(strata, method["landmarks"], params.seed)
-    return fast_umap.landmark_layout(vectors, landmarks, params.n_neighbors, params.n_components, params.min_dist,
-                                     params.seed, place_k=method["place_k"], progress=progress)
+    return fast_umap.landmark_layout(vectors, landmarks, n_neighbors=params.n_neighbors,
+                                     n_components=params.n_components, min_dist=params.min_dist,
+                                     seed=params.seed, place_k=method["place_k"], progress=progress)
 
 
-def project(space: Space, params: ProjectionParams, rows: np.ndarray | None = None, use_cache: bool = True,
+def project(space: Space, params: ProjectionParams, *, rows: np.ndarray | None = None, use_cache: bool = True,
             labels: np.ndarray | None = None, progress: Progress | None = None) -> np.ndarray:
     """Coordinates of ``space`` (or of ``space[rows]``) under ``params``, through the disk cache.
 
@@ -295,7 +293,7 @@ def project_sample(space: Space, labels: np.ndarray, params: ProjectionParams, *
     rows = stratified_sample(labels, params.max_points, params.seed)
     step = None if progress is None else (
         lambda done, total, message: progress(done, total, f"{len(rows):,} names: {message}"))
-    return rows, project(space, params, rows, use_cache, labels=labels, progress=step)
+    return rows, project(space, params, rows=rows, use_cache=use_cache, labels=labels, progress=step)
 
 
 def _read_coords(path: Path, shape: tuple[int, int]) -> np.ndarray:
@@ -368,6 +366,7 @@ def project_pair(
     space_b: Space,
     labels: np.ndarray,
     params: ProjectionParams,
+    *,
     progress: Callable[[float, str], None] | None = None,
     use_cache: bool = True,
 ) -> ProjectionPair:
@@ -406,13 +405,13 @@ def project_pair(
         # the landmark path reports its steps: each space fills its half of the bar
         step = (lambda done, total, message, index=index, title=title:
                 report((index + done / total) / 2, f"{title}: {message}"))
-        coords.append(project(space, params, rows, use_cache, labels=labels, progress=step))
+        coords.append(project(space, params, rows=rows, use_cache=use_cache, labels=labels, progress=step))
     coords_a, coords_b = coords
     report(1.0, "aligned")
-    return align_pair(rows, coords_a, coords_b, params, time.perf_counter() - started)
+    return align_pair(rows, coords_a, coords_b, params, seconds=time.perf_counter() - started)
 
 
-def align_pair(rows: np.ndarray, coords_a: np.ndarray, coords_b: np.ndarray, params: ProjectionParams,
+def align_pair(rows: np.ndarray, coords_a: np.ndarray, coords_b: np.ndarray, params: ProjectionParams, *,
                seconds: float = 0.0) -> ProjectionPair:
     """A :class:`ProjectionPair` from two projections of the same rows, ``b`` aligned to ``a``."""
     aligned, disparity = procrustes_align(coords_a, coords_b)

@@ -98,6 +98,7 @@ def compare_separation(
     space_a: Space,
     space_b: Space,
     labels: np.ndarray,
+    *,
     classes: list[str],
     class_labels: list[str],
     measure: str = "map",

@@ -232,7 +232,7 @@ class SimilarityComparison:
         })
 
 
-def compare_terms(terms: TermList, vectors_a: np.ndarray, vectors_b: np.ndarray, model_a: str, model_b: str,
+def compare_terms(terms: TermList, vectors_a: np.ndarray, vectors_b: np.ndarray, *, model_a: str, model_b: str,
                   order: str = "given") -> SimilarityComparison:
     """Similarity matrices of ``terms`` under two models, in the chosen order.
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from bioviz.models import warmup
+from bioviz import warmup
 from ui import warmup_banner
 
 

@@ -7,7 +7,8 @@ import os
 import threading
 import time
 
-from bioviz.models import shared_encoding, warmup
+from bioviz import warmup
+from bioviz.models import shared_encoding
 from bioviz.models.registry import load_encoder
 from bioviz.models.shared_encoding import claim, encode_claimed
 from bioviz.ontology import LevelSpec

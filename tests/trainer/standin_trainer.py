@@ -84,8 +84,8 @@ def main(argv=None) -> int:
         emit(progress, {"event": "epoch", "epoch": epoch, "max_epochs": args.epochs,
                         "losses": {"total": 1.0 / epoch, "triplet": 0.5 / epoch}, "val_metric": 0.5 + epoch / 100,
                         "val_name": "mAP", "elapsed_s": elapsed,
-                        **epoch_estimate(epoch, args.epochs, elapsed, epoch if args.patience else None,
-                                         args.patience)})
+                        **epoch_estimate(epoch, args.epochs, elapsed, best_epoch=epoch if args.patience else None,
+                                         patience=args.patience)})
         while epoch == args.hold_at and not Path(args.wait_file).exists():
             if stop:
                 print("standin: stopped by SIGTERM", flush=True)

@@ -24,7 +24,7 @@ def test_auto_weight_is_the_best_validation_map_that_keeps_the_retention():
     outputs, inputs, labels = _split()
     n_train = 12
     retention = CrossClassRetention(inputs[n_train:], labels[n_train:])
-    record = choose_base_weight(outputs, inputs, labels, n_train, retention, min_retention=0.6)
+    record = choose_base_weight(outputs, inputs, labels, n_train=n_train, retention=retention, min_retention=0.6)
     assert record["chosen_by"] == "validation"
     assert [c["weight"] for c in record["candidates"]] == list(BASE_WEIGHTS)
     keeping = [c for c in record["candidates"] if c["val_retention"] >= 0.6]
@@ -38,21 +38,24 @@ def test_auto_weight_is_the_best_validation_map_that_keeps_the_retention():
 def test_a_stricter_retention_never_chooses_a_smaller_weight():
     outputs, inputs, labels = _split(seed=3)
     retention = CrossClassRetention(inputs[12:], labels[12:])
-    weights = [choose_base_weight(outputs, inputs, labels, 12, retention, r)["weight"] for r in (0.0, 0.5, 0.9, 1.0)]
+    weights = [choose_base_weight(outputs, inputs, labels, n_train=12, retention=retention,
+                                  min_retention=r)["weight"] for r in (0.0, 0.5, 0.9, 1.0)]
     assert weights == sorted(weights) and weights[-1] == 1.0
 
 
 def test_fixed_weight_is_evaluated_not_chosen():
     outputs, inputs, labels = _split()
     retention = CrossClassRetention(inputs[12:], labels[12:])
-    record = choose_base_weight(outputs, inputs, labels, 12, retention, 0.85, weight=0.3)
+    record = choose_base_weight(outputs, inputs, labels, n_train=12, retention=retention, min_retention=0.85,
+                                weight=0.3)
     assert record["weight"] == 0.3 and record["chosen_by"] == "fixed"
     assert [c["weight"] for c in record["candidates"]] == [0.3]
 
 
 def test_without_validation_names_the_head_is_kept_as_the_papers_define_it():
     outputs, inputs, labels = _split()
-    record = choose_base_weight(outputs, inputs, labels, len(labels), lambda v: float("nan"), 0.85)
+    record = choose_base_weight(outputs, inputs, labels, n_train=len(labels), retention=lambda v: float("nan"),
+                                min_retention=0.85)
     assert record == {**record, "weight": 0.0, "chosen_by": "no validation names", "candidates": []}
 
 
@@ -67,9 +70,9 @@ def test_a_large_validation_split_is_sampled_and_progress_is_reported():
     outputs, inputs, labels = _split(per_class=30)  # 120 names
     retention = CrossClassRetention(inputs[20:], labels[20:])
     calls = []
-    full = choose_base_weight(outputs, inputs, labels, 20, retention, 0.85)
-    sampled = choose_base_weight(outputs, inputs, labels, 20, retention, 0.85, max_queries=30,
-                                 progress=lambda done, total: calls.append((done, total)))
+    full = choose_base_weight(outputs, inputs, labels, n_train=20, retention=retention, min_retention=0.85)
+    sampled = choose_base_weight(outputs, inputs, labels, n_train=20, retention=retention, min_retention=0.85,
+                                 max_queries=30, progress=lambda done, total: calls.append((done, total)))
     assert calls == [(i, len(BASE_WEIGHTS)) for i in range(1, len(BASE_WEIGHTS) + 1)]
     # Retention always uses every validation name; the mAP of 30 sampled queries differs from all 100.
     assert [c["val_retention"] for c in sampled["candidates"]] == [c["val_retention"] for c in full["candidates"]]
@@ -78,7 +81,8 @@ def test_a_large_validation_split_is_sampled_and_progress_is_reported():
 
 def test_without_a_measurable_retention_the_head_is_kept():
     outputs, inputs, labels = _split()
-    record = choose_base_weight(outputs, inputs, labels, 20, lambda v: float("nan"), 0.85)
+    record = choose_base_weight(outputs, inputs, labels, n_train=20, retention=lambda v: float("nan"),
+                                min_retention=0.85)
     assert record["weight"] == 0.0 and record["chosen_by"].startswith("retention not measurable")
     assert len(record["candidates"]) == len(BASE_WEIGHTS)
 

@@ -181,7 +181,7 @@ def test_sibling_negatives_are_siblings_never_the_anchor_concept_and_seeded(mini
     source, ontology = mini
     extracted = extract_pairs(ontology, source, OBJECTIVES)
     pairs = [p for objective in OBJECTIVES for p in extracted[objective]]
-    with_negatives = add_negatives(pairs, {source: ontology}, "siblings", seed=0)
+    with_negatives = add_negatives(pairs, {source: ontology}, mode="siblings", seed=0)
     assert [dataclasses.replace(p, negative=None, negative_concept=None) for p in with_negatives] == pairs
     graph = ontology.graph
     given = [p for p in with_negatives if p.negative is not None]
@@ -203,9 +203,9 @@ def test_sibling_negatives_are_siblings_never_the_anchor_concept_and_seeded(mini
                   and p.anchor == "cardiopulmonary syndrome" and p.positive == "heart disease")
     assert cardio.negative is None
     # seeded per pair: the same negative whatever the order or the company of the pair
-    assert add_negatives(pairs[::-1], {source: ontology}, "siblings", seed=0) == with_negatives[::-1]
-    assert add_negatives(pairs[:3], {source: ontology}, "siblings", seed=0) == with_negatives[:3]
-    assert add_negatives(pairs, {source: ontology}, "none") == pairs
+    assert add_negatives(pairs[::-1], {source: ontology}, mode="siblings", seed=0) == with_negatives[::-1]
+    assert add_negatives(pairs[:3], {source: ontology}, mode="siblings", seed=0) == with_negatives[:3]
+    assert add_negatives(pairs, {source: ontology}, mode="none") == pairs
 
 
 def test_negatives_obey_the_leakage_rule_and_the_validation_slice(mini):

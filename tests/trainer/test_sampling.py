@@ -37,7 +37,7 @@ def test_distance_weighted_negatives_never_pick_the_same_class():
     vectors = torch.from_numpy(centres[labels.numpy()] + 0.3 * rng.normal(size=(300, 32))).float()
     gen = torch.Generator().manual_seed(0)
     for _ in range(10):
-        neg = distance_weighted_negatives(vectors, labels, vectors, labels, gen, chunk=64)
+        neg = distance_weighted_negatives(vectors, labels, vectors, labels, generator=gen, chunk=64)
         assert not torch.any(labels[neg] == labels)
 
 
@@ -45,7 +45,7 @@ def test_distance_weighted_negatives_fall_back_to_uniform_when_all_are_far():
     # Opposite points: every distance is 2 > 1.4, so nothing passes the loss cutoff.
     vectors = torch.tensor([[1.0, 0.0], [-1.0, 0.0], [-1.0, 0.0]])
     labels = torch.tensor([0, 1, 1])
-    neg = distance_weighted_negatives(vectors, labels, vectors, labels, torch.Generator().manual_seed(0))
+    neg = distance_weighted_negatives(vectors, labels, vectors, labels, generator=torch.Generator().manual_seed(0))
     assert labels[neg[0]] == 1 and labels[neg[1]] == 0 and labels[neg[2]] == 0
 
 
@@ -56,7 +56,7 @@ def test_distance_weighted_negatives_prefer_closer_negatives():
     labels = torch.tensor([0, 1, 2])
     gen = torch.Generator().manual_seed(0)
     anchors = vectors[:1].repeat(2000, 1)
-    neg = distance_weighted_negatives(anchors, labels[:1].repeat(2000), vectors, labels, gen)
+    neg = distance_weighted_negatives(anchors, labels[:1].repeat(2000), vectors, labels, generator=gen)
     counts = torch.bincount(neg, minlength=3)
     assert counts[0] == 0 and counts[1] > counts[2]
 

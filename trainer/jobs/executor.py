@@ -118,7 +118,7 @@ class Executor:
         """
         raise NotImplementedError
 
-    def start_trainer(self, job, command: list[str], env: dict[str, str], cwd: str, log):
+    def start_trainer(self, job, command: list[str], env: dict[str, str], cwd: str, *, log):
         """Start the trainer of ``job`` for its runner; return a process-like object.
 
         The object answers ``wait(timeout)`` (raising :class:`subprocess.TimeoutExpired`),
@@ -300,7 +300,7 @@ class LocalProcessExecutor(Executor):
         capacity.update({f"cuda:{i}": slots["cuda"] for i in range(self._gpus())})
         return capacity
 
-    def start_trainer(self, job, command: list[str], env: dict[str, str], cwd: str, log) -> subprocess.Popen:
+    def start_trainer(self, job, command: list[str], env: dict[str, str], cwd: str, *, log) -> subprocess.Popen:
         """The trainer as a child of the runner, in the runner's process group (a cancel reaches both)."""
         return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 env=env, cwd=cwd)

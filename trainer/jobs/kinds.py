@@ -112,22 +112,20 @@ class TrainKind(JobKind):
     path_fields = ("source", "base", "init")
 
     def typed(self, config: Mapping):
-        # trainer.config brings the ontology stack: loaded when a config is read, not by every runner.
-        from trainer.config import TrainConfig
+        from trainer.config import TrainConfig  # scipy, the ontology stack: when a config is read, not per runner
         from trainer.options import from_stored  # beside the config it reads (kept together for clarity)
 
         return from_stored(TrainConfig, config, source="")
 
     def prepare(self, config: dict) -> dict:
-        # Paths are the submitter's: the trainer runs elsewhere. (trainer.data brings torch and scipy.)
-        from trainer.data import absolute_paths
+        # Paths are the submitter's: the trainer runs elsewhere.
+        from trainer.data import absolute_paths  # scipy, the hub client, the ontology stack: a submit's only
 
         return absolute_paths(config)
 
     def validate(self, config: dict) -> dict:
-        # The trainer's configuration and data checks bring scipy and the ontology stack: a submit's.
-        from trainer.config import TrainConfig, validate
-        from trainer.data import check_feasible
+        from trainer.config import TrainConfig, validate  # scipy and the ontology stack: a submit's only
+        from trainer.data import check_feasible  # scipy, the hub client, the ontology stack: a submit's only
 
         validated = validate(TrainConfig.from_dict(config))
         check_feasible(validated)
@@ -135,8 +133,7 @@ class TrainKind(JobKind):
 
     def describe(self, config: Mapping) -> str:
         """``residual on icd10 d1 · 15 shots · base minilm``."""
-        # bioviz.models.runs brings the ontology stack: loaded when a table is drawn.
-        from bioviz.models.runs import shots_text
+        from bioviz.models.runs import shots_text  # the ontology stack (networkx): when a table is drawn
 
         c = self.typed(config)
         start = f"init {Path(str(c.init)).name}" if c.init else f"base {c.base}"

@@ -37,6 +37,8 @@ from pathlib import Path
 
 from bioviz.errors import BiovizError
 from bioviz.paths import fsync_dir, fsync_tree, write_text_atomic
+from trainer.cli_common import EXIT_CANCELLED
+from trainer.events import Cancelled, cancel_on_signals
 
 # Every job's runner imports this module (trainer.jobs.runner.train_command): the library's
 # model and ontology modules (seconds) are imported inside the functions that need them.
@@ -68,7 +70,7 @@ def work_dir(config_path: str | Path) -> Path:
 
 def _absolute(entry: str) -> str:
     """A source or base named by a path that exists here, made absolute (the job runs elsewhere)."""
-    from bioviz.ontology.sources import BUNDLED
+    from bioviz.ontology.sources import BUNDLED  # the ontology stack (networkx): the job queue imports this module
 
     path = Path(str(entry)).expanduser()
     return str(path.resolve()) if entry not in BUNDLED and path.exists() else str(entry)
@@ -89,9 +91,9 @@ def job_config(values: dict) -> dict:
     BiovizError
         One line: an unknown field, objective or source, a bad excluded level, a value out of range.
     """
-    from bioviz.ontology.sources import BUNDLED
-    from trainer.pretrain.config import PretrainConfig, validate
-    from trainer.pretrain.leakage import parse_level
+    from bioviz.ontology.sources import BUNDLED  # the ontology stack (networkx): the job queue imports this module
+    from trainer.pretrain.config import PretrainConfig, validate  # scipy and the ontology stack, as BUNDLED
+    from trainer.pretrain.leakage import parse_level  # the ontology stack, as BUNDLED
 
     fields = {f.name for f in dataclasses.fields(PretrainConfig)} - {"device"}
     unknown = sorted(set(values) - fields - set(JOB_FIELDS))
@@ -127,7 +129,7 @@ def describe(config, resumed: bool = False) -> str:
     ``config`` is a :class:`~trainer.pretrain.config.PretrainConfig` (a job's, read by
     :class:`trainer.jobs.kinds.PretrainKind`); ``resumed``: the job continues an interrupted one.
     """
-    from bioviz.models.runs import pairs_text
+    from bioviz.models.runs import pairs_text  # the ontology stack: the job queue imports this module
 
     sources = ", ".join(Path(str(s)).name for s in config.sources or [])
     if config.pairs_file:
@@ -140,8 +142,8 @@ def describe(config, resumed: bool = False) -> str:
 
 def resumable(config_path: str | Path) -> bool:
     """Whether the job of ``config_path`` left an interrupted pretraining run to resume."""
-    from bioviz.evaluation.overlap import PRETRAIN_FILE
-    from trainer.pretrain.config import CONFIG_FILE
+    from bioviz.evaluation.overlap import PRETRAIN_FILE  # the ontology stack: the job queue imports this module
+    from trainer.pretrain.config import CONFIG_FILE  # scipy and the ontology stack, as PRETRAIN_FILE
 
     work = work_dir(config_path)
     return (work / CONFIG_FILE).is_file() or (work / PRETRAIN_FILE).is_file()
@@ -153,7 +155,7 @@ def drop_incomplete_checkpoints(work: Path) -> list[str]:
     transformers writes ``trainer_state.json`` last and removes the older checkpoint only after
     it, so a checkpoint without a readable one was cut short, and the one before it is whole.
     """
-    from trainer.pretrain.fit import CHECKPOINTS
+    from trainer.pretrain.fit import CHECKPOINTS  # torch and sentence-transformers: a resume's only
 
     dropped = []
     for checkpoint in sorted((work / CHECKPOINTS).glob("checkpoint-*")):
@@ -205,9 +207,9 @@ class ProgressFile:
 
 def publish(work: Path, out: Path, result: dict) -> None:
     """Write ``run.json`` into ``work`` and rename it to ``out`` (flushed first: absent or complete, never half)."""
-    from bioviz.models.runs import RUN_FILE
+    from bioviz.models.runs import RUN_FILE  # the ontology stack: the job queue imports this module
     from trainer.options import from_stored  # beside PretrainConfig, imported here for its ontology stack
-    from trainer.pretrain.config import PretrainConfig
+    from trainer.pretrain.config import PretrainConfig  # scipy and the ontology stack, as RUN_FILE
 
     c = from_stored(PretrainConfig, result.get("config") or {}, sources=[], objectives=[])
     record = {
@@ -237,11 +239,9 @@ def run(config_file: str | Path, out: str | Path, progress_file: str | Path, dev
     Exit codes as the trainer's: 0 published, 2 bad input (one line, also an ``error`` event),
     130 stopped by SIGTERM (a checkpoint is kept for *Resume*).
     """
-    from bioviz.evaluation.overlap import PRETRAIN_FILE, TERMS_FILE
-    from trainer.events import Cancelled, cancel_on_signals
-    from trainer.cli_common import EXIT_CANCELLED
-    from trainer.pretrain.command import ProgressPrinter
-    from trainer.pretrain.config import PretrainConfig, validate
+    from bioviz.evaluation.overlap import PRETRAIN_FILE, TERMS_FILE  # the ontology stack: the queue imports this module
+    from trainer.pretrain.command import ProgressPrinter  # scipy and the ontology stack, as PRETRAIN_FILE
+    from trainer.pretrain.config import PretrainConfig, validate  # scipy and the ontology stack, as BUNDLED
 
     out, work = Path(out), work_dir(config_file)
     progress, printer = ProgressFile(progress_file), ProgressPrinter()
@@ -250,8 +250,8 @@ def run(config_file: str | Path, out: str | Path, progress_file: str | Path, dev
         values = json.loads(Path(config_file).read_text(encoding="utf-8"))
         resuming = adopt(resumed_from(values), work)
         if not (work / PRETRAIN_FILE).is_file():  # else trained already: killed before it was published
-            from trainer.pretrain.config import CONFIG_FILE
-            from trainer.pretrain.fit import pretrain
+            from trainer.pretrain.config import CONFIG_FILE  # scipy and the ontology stack, as PRETRAIN_FILE
+            from trainer.pretrain.fit import pretrain  # torch and sentence-transformers: a run's only
 
             resume = resuming and (work / CONFIG_FILE).is_file()
             if resume:
@@ -267,8 +267,8 @@ def run(config_file: str | Path, out: str | Path, progress_file: str | Path, dev
                 pretrain(config, work, callbacks=[printer, progress], cancel=cancel, resume=resume)
         result = json.loads((work / PRETRAIN_FILE).read_text(encoding="utf-8"))
         if not (work / TERMS_FILE).is_file():  # trained before pretrain() wrote it itself: draw the pairs again
-            from trainer.pretrain.fit import prepare
-            from trainer.pretrain.terms import write_terms
+            from trainer.pretrain.fit import prepare  # torch and sentence-transformers: a run's only
+            from trainer.pretrain.terms import write_terms  # the ontology stack, as PRETRAIN_FILE
 
             write_terms(prepare(PretrainConfig(**result["config"])).train, work)
         publish(work, out, result)

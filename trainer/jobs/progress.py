@@ -14,6 +14,7 @@ import math
 import os
 from pathlib import Path
 
+from bioviz.errors import BiovizError
 from trainer.jobs.kinds import kind_of
 from trainer.jobs.store import QUEUED, RUNNING, STARTING, SUCCEEDED, Job
 
@@ -246,8 +247,7 @@ def job_run_label(job: Job) -> str:
 
     Before the run exists, the default name its config will give it, with the job's short id.
     """
-    from bioviz.errors import BiovizError
-    from bioviz.models.runs import default_run_name, is_run_dir, read_run, short_run_id
+    from bioviz.models.runs import default_run_name, is_run_dir, read_run, short_run_id  # ontology stack: tables'
 
     if job.status == SUCCEEDED and job.run_dir and is_run_dir(job.run_dir):
         try:

@@ -47,6 +47,7 @@ from trainer.jobs.executor import (
 )
 from trainer.jobs.kinds import kind_of
 from trainer.jobs.progress import read_progress, summarise_progress, tail
+from trainer.jobs.ray_executor import RayExecutor
 from trainer.jobs.store import (
     CANCELLED, FAILED, INTERRUPTED, QUEUED, RUNNING, STARTING, SUCCEEDED, Job, JobError, JobStore,
 )
@@ -72,8 +73,6 @@ def executor_from_env(name: str | None = None) -> Executor:
         If it names no executor.
     """
     if executor_name(name) == "ray":
-        from trainer.jobs.ray_executor import RayExecutor
-
         return RayExecutor()
     # The GPU probe is looked up here at each call (tests pretend GPUs through this module's gpu_count).
     return LocalProcessExecutor(gpus=lambda: gpu_count())
@@ -139,7 +138,7 @@ def _last_log_line(job: Job) -> str:
     return lines[-1] if lines else ""
 
 
-def outcome(job: Job, exit_code: int | None, cancel_requested: bool = False, runner: bool = False,
+def outcome(job: Job, exit_code: int | None, *, cancel_requested: bool = False, runner: bool = False,
             trainer_stopped: bool = False, unknown: str | None = None) -> tuple[str, str | None]:
     """How a job ended: ``(status, reason)`` from an exit code, the progress events and the run directory.
 

@@ -27,6 +27,7 @@ node (``handle["ray"]``; the log names them too) for tracing it on the cluster.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import io
 import json
 import logging
@@ -65,8 +66,6 @@ TAIL_EVERY_S = 0.5
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
     """Make the trainer die with the Ray worker that started it (Linux), so a force-cancel kills it."""
     with contextlib.suppress(Exception):
-        import ctypes
-
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
@@ -296,7 +295,7 @@ class RayExecutor(LocalProcessExecutor):
                 capacity["cuda"] = slots["cuda"] * gpus
         return capacity
 
-    def start_trainer(self, job, command: list[str], env: dict[str, str], cwd: str, log) -> RemoteTrainer:
+    def start_trainer(self, job, command: list[str], env: dict[str, str], cwd: str, *, log) -> RemoteTrainer:
         """Submit the job's Ray task (its inputs shipped with it) and follow it."""
         ray = connect(self.address)
         address = cluster_address(self.address)

@@ -71,7 +71,7 @@ def claim(worker: Worker, job_id: str, token: str) -> bool:
     return claimed
 
 
-def record_end(worker: Worker, job: Job, status: str, reason: str | None, code: int | None) -> str:
+def record_end(worker: Worker, job: Job, status: str, *, reason: str | None, code: int | None) -> str:
     """Record how the job ended and make its run directory agree; return the status it keeps.
 
     One transaction: the status (unless a cancel was recorded first: then it stays
@@ -136,7 +136,7 @@ def run_job(worker: Worker, job_id: str, token: str) -> int:
         if not cancel_requested:  # else cancelled between the claim and here: no trainer at all
             try:
                 child = trainer_executor(worker, job).start_trainer(
-                    job, command, job_env(job, worker.store.path.parent), str(PROJECT_ROOT), log)
+                    job, command, job_env(job, worker.store.path.parent), str(PROJECT_ROOT), log=log)
             except (OSError, BiovizError) as error:
                 worker.store.update(job.id, only_if=(RUNNING,), status=FAILED, finished_at=time.time(), settled=1,
                                     error=f"could not start the trainer: {error}")
@@ -146,13 +146,13 @@ def run_job(worker: Worker, job_id: str, token: str) -> int:
             if cancel_requested:  # the SIGTERM landed while the trainer was being started
                 child.send_signal(signal.SIGTERM)
             code = wait_for_trainer(worker, job, child, cancelled_at=lambda: cancel_requested)
-        status, reason = outcome(job, code, bool(cancel_requested))
+        status, reason = outcome(job, code, cancel_requested=bool(cancel_requested))
         lost = getattr(child, "lost_reason", None)  # a remote trainer whose node or worker died
         if lost and status != CANCELLED:
             status, reason = INTERRUPTED, lost
         log.write((f"[job {job.id}] {status}" + (f": {reason}" if reason else "") + "\n").encode())
     crash_point("runner:before-record")
-    record_end(worker, job, status, reason, code)
+    record_end(worker, job, status, reason=reason, code=code)
     # Hand the slot to the next queued job, even when no page or CLI is looking. A
     # cancel in progress must not be undone by ignoring SIGTERM from here on.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -160,7 +160,7 @@ def run_job(worker: Worker, job_id: str, token: str) -> int:
     return code if code is not None else 1
 
 
-def wait_for_trainer(worker: Worker, job: Job, child: subprocess.Popen, cancelled_at,
+def wait_for_trainer(worker: Worker, job: Job, child: subprocess.Popen, cancelled_at, *,
                      check_every_s: float = 2.0) -> int:
     """Wait for the trainer; kill it when it outlives a cancel by the grace period. Returns its exit code.
 

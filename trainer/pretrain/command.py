@@ -22,6 +22,7 @@ from trainer.cli_common import add_json_option, print_summary, refuse, run_cance
 from trainer.options import add_arguments, values_from_args
 from trainer.pretrain.config import NO_SOURCE, OPTIONS, PretrainConfig, validate
 from trainer.pretrain.pairs import OBJECTIVES
+from trainer.pretrain.pairs_file import save_pairset
 
 PRINT_EVERY_S = 5.0  # step progress on stderr at most this often
 
@@ -89,8 +90,7 @@ def save_pairs(config: PretrainConfig, path: str, printer) -> int:
     ------
     BiovizError
     """
-    from trainer.pretrain.fit import prepare
-    from trainer.pretrain.pairs_file import save_pairset
+    from trainer.pretrain.fit import prepare  # torch and sentence-transformers: not for --help or the checks
 
     started = time.perf_counter()
     pairs = prepare(config)
@@ -118,8 +118,7 @@ def handle(args: argparse.Namespace) -> int:
             raise BiovizError("no --out: give the directory to write the pretrained model to")
         if not args.resume:
             check_output_dir(args.out, "--out")
-        # trainer.pretrain.fit imports torch and sentence-transformers: only when a run starts.
-        from trainer.pretrain.fit import check_out_dir, pretrain
+        from trainer.pretrain.fit import check_out_dir, pretrain  # torch, sentence-transformers: a run's only
 
         check_out_dir(args.out, args.resume)
     except BiovizError as error:

@@ -61,7 +61,7 @@ def negatives_allowed(held: list[HeldOut], validation: list[Pair]):
     return allowed
 
 
-def build_pairs(sources: list[str], objectives: list[str], max_pairs: int | None = None, seed: int = 0,
+def build_pairs(sources: list[str], objectives: list[str], *, max_pairs: int | None = None, seed: int = 0,
                 held: list[HeldOut] = (), validation_pairs: int = 500, hard_negatives: str = "none") -> PairSet:
     """Extract, deduplicate, drop leaks, hold out validation, sample ``max_pairs``, add hard negatives.
 
@@ -100,7 +100,8 @@ def build_pairs(sources: list[str], objectives: list[str], max_pairs: int | None
     train, validation, overlap = hold_out_validation(pool, validation_size(len(pool), validation_pairs), seed)
     train = stratified_sample(train, max_pairs, seed)
     if hard_negatives != "none":
-        train = add_negatives(train, ontologies, hard_negatives, seed, negatives_allowed(list(held), validation))
+        train = add_negatives(train, ontologies, mode=hard_negatives, seed=seed,
+                              allowed=negatives_allowed(list(held), validation))
     if len(train) < 2:
         raise BiovizError(f"only {len(train)} training pairs from {', '.join(sources)} for "
                           f"{', '.join(objectives)}: nothing to pretrain on")

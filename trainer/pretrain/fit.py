@@ -24,6 +24,7 @@ from sentence_transformers.base.sampler import NoDuplicatesBatchSampler
 
 from bioviz.errors import BiovizError, ModelError
 from bioviz.models.model_spec import ModelSpec
+from bioviz.ontology.splits import SplitSpec
 from trainer import hf_bridge
 from trainer.devices import resolve_device
 from trainer.evaluators import encode_unit
@@ -31,6 +32,9 @@ from trainer.events import CancelFlag, Cancelled, Emit, broadcast
 from trainer.pretrain.config import CONFIG_FILE, PretrainConfig
 from trainer.pretrain.dataset import PairSet, build_pairs
 from trainer.pretrain.leakage import held_out, held_out_names, parse_level
+from trainer.pretrain.ordered_loss import OrderedDistanceLoss
+from trainer.pretrain.pairs_file import load_pairset, subset
+from trainer.pretrain.selection import stratified_sample
 from trainer.pretrain.terms import write_terms
 
 logger = logging.getLogger(__name__)
@@ -208,8 +212,6 @@ def _make_loss(c: PretrainConfig, model, datasets):
     from sentence_transformers.sentence_transformer.losses import (CachedMultipleNegativesRankingLoss,
                                                                     MultipleNegativesRankingLoss)
 
-    from trainer.pretrain.ordered_loss import OrderedDistanceLoss
-
     if c.loss == "cached":
         contrastive = CachedMultipleNegativesRankingLoss(model, mini_batch_size=c.mini_batch_size)
     else:
@@ -225,21 +227,17 @@ def prepare(c: PretrainConfig) -> PairSet:
     the part of them ``c.objectives`` and ``c.sources`` name, sampled to ``c.max_pairs``.
     """
     if c.pairs_file:
-        from trainer.pretrain.pairs_file import load_pairset, subset
-        from trainer.pretrain.selection import stratified_sample
-
         pairs = subset(load_pairset(c.pairs_file)[0], c.objectives, c.sources)
         pairs.train = stratified_sample(pairs.train, c.max_pairs, c.seed)
         return pairs
     held = [held_out(parse_level(text), _split_spec(c)) for text in c.exclude_levels]
     if c.exclude_names:
         held.append(held_out_names(c.exclude_names))
-    return build_pairs(c.sources, c.objectives, c.max_pairs, c.seed, held, c.validation_pairs, c.hard_negatives)
+    return build_pairs(c.sources, c.objectives, max_pairs=c.max_pairs, seed=c.seed, held=held,
+                       validation_pairs=c.validation_pairs, hard_negatives=c.hard_negatives)
 
 
 def _split_spec(c: PretrainConfig):
-    from bioviz.ontology.splits import SplitSpec
-
     return SplitSpec(shots=c.shots, seed=c.split_seed, test_per_class=c.test_per_class,
                      zero_shot_classes=c.zero_shot_classes)
 

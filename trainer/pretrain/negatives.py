@@ -97,7 +97,7 @@ def negative_for(pair: Pair, ontology: Ontology, seed: int = 0, allowed: Allowed
     return dataclasses.replace(pair, negative=text, negative_concept=concept_id)
 
 
-def add_negatives(pairs: list[Pair], ontologies: dict[str, Ontology], mode: str = "siblings", seed: int = 0,
+def add_negatives(pairs: list[Pair], ontologies: dict[str, Ontology], *, mode: str = "siblings", seed: int = 0,
                   allowed: Allowed | None = None) -> list[Pair]:
     """Every pair with its hard negative where one exists (``mode="none"``: the pairs as given).
 

@@ -24,7 +24,7 @@ FAR = 3  # "anything else"
 CUT_OFFS = (0, 1, 2)
 
 
-def ordered_distance_loss(anchors: Tensor, columns: list[Tensor], distances: tuple[int, ...],
+def ordered_distance_loss(anchors: Tensor, columns: list[Tensor], distances: tuple[int, ...], *,
                           alpha: float = 2.0, beta: float = 2.0, margin: float = 0.5) -> Tensor:
     """The summed multi-similarity loss of a batch.
 
@@ -81,7 +81,7 @@ class OrderedDistanceLoss(nn.Module):
         """Loss of one batch; ``labels`` (the concept keys of the batch sampler) are not used."""
         embeddings = [self.model(features)["sentence_embedding"] for features in sentence_features]
         return ordered_distance_loss(embeddings[0], embeddings[1:], self.column_distances,
-                                     self.alpha, self.beta, self.margin)
+                                     alpha=self.alpha, beta=self.beta, margin=self.margin)
 
     @property
     def citation(self) -> str:

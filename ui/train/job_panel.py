@@ -122,10 +122,11 @@ def _run_figures(job: Job) -> None:
     if isinstance(metrics.get("baseline"), dict) and isinstance(metrics.get("trained"), dict):
         fig = baseline_vs_trained(metrics["baseline"], metrics["trained"],
                                   f"Class-retrieval mAP · {base} vs {run.label} · {describe_config(run.config)}",
-                                  f"best epoch {metrics.get('best_epoch')} of {len(metrics.get('history', []))}"
-                                  + (" (stopped early)" if metrics.get("stopped_early") else "")
-                                  + (f" · {describe_base_mix(metrics.get('base_mix'))}"
-                                     if metrics.get("base_mix") else ""),
+                                  caption=(f"best epoch {metrics.get('best_epoch')} of "
+                                           f"{len(metrics.get('history', []))}"
+                                           + (" (stopped early)" if metrics.get("stopped_early") else "")
+                                           + (f" · {describe_base_mix(metrics.get('base_mix'))}"
+                                              if metrics.get("base_mix") else "")),
                                   labels=(f"baseline ({base})", "trained"))
         st.plotly_chart(fig, width="stretch", config=export_config(f"baseline-vs-trained-{job.id}"),
                         key=f"train_scores_{job.id}")

@@ -30,7 +30,7 @@ def test_project_computes_then_reads_the_cache(capsys, data_dir, tmp_home):
     view = LevelSpec(str(data_dir / "mini.obo"), depth=1).load()
     params = ProjectionParams(method="umap", n_neighbors=5)
     rows = stratified_sample(view.labels, params.max_points, params.seed)
-    coords = project(embed(view.names, "char-tfidf"), params, rows)
+    coords = project(embed(view.names, "char-tfidf"), params, rows=rows)
     assert coords.shape == (first["points"], 2) and np.isfinite(coords).all()
     assert len(list((tmp_home / "projections").glob("*.npz"))) == 1
 

@@ -249,9 +249,10 @@ def figure_cases(full: int, column: int, wide: int) -> list[tuple[str, object, i
     split_parts = np.where(parts == "unused", "test", parts).astype(object)  # arrows coloured by part
     tree1, tree2 = hpo_tree(view, depth=1), hpo_tree(view, depth=2)
     chapters = dict(ICD10_CHAPTERS)
-    similarity = similarity_figures(similarity_comparison(), "class XVIII (Symptoms, signs) · icd10 · ICD10 depth 1",
+    similarity = similarity_figures(similarity_comparison(),
+                                    subtitle="class XVIII (Symptoms, signs) · icd10 · ICD10 depth 1",
                                     colour_order=["III", "IV", "XVIII"], group_labels=chapters)
-    small = similarity_figures(similarity_comparison(12), "typed", colour_order=["III", "IV", "XVIII"],
+    small = similarity_figures(similarity_comparison(12), subtitle="typed", colour_order=["III", "IV", "XVIII"],
                                group_labels=chapters)
     level = "hpo 2025-05-06 · HP:0000118 depth 1"
     run = "residual · HPO d1 · 15-shot"
@@ -259,36 +260,44 @@ def figure_cases(full: int, column: int, wide: int) -> list[tuple[str, object, i
         ("neighbours-two", neighbour_table_figure(
             "Abnormal circulating metabolite concentration",
             [("minilm", neighbour_rows(seed=0)), (run, neighbour_rows(seed=1))], level, 10,
-            "Abnormality of metabolism/homeostasis"), None),
+            query_class="Abnormality of metabolism/homeostasis"), None),
         ("neighbours-one", neighbour_table_figure(
             "Urinary hesitancy", [("minilm", neighbour_rows("icd", compared=False))],
-            "icd10 WHO 2019 · ICD10 depth 1", 10, "Symptoms, signs and abnormal clinical and laboratory findings"),
+            "icd10 WHO 2019 · ICD10 depth 1", 10,
+            query_class="Symptoms, signs and abnormal clinical and laboratory findings"),
          None),
         ("separation", separation_figure(separation(view), level), column),
         ("hypernyms", hypernym_ranking_figure(
             hypernym_rankings(), "poisoning caused by the bite of a mexican beaded lizard",
             ICD10_CHAPTERS[18][1], "Hypernym ranking · minilm vs residual · icd10 WHO 2019 · ICD10 depth 1"), full),
-        ("treemap", hierarchy_figure(tree2, node_gains(tree2), "treemap", f"Hierarchy · {run} vs minilm · {level}",
-                                     "79 nodes · size = names · colour = within-sample mAP gain"), column),
-        ("treemap-classes", hierarchy_figure(tree1, node_gains(tree1), "treemap",
-                                             f"Hierarchy · {run} vs minilm · {level}",
-                                             "24 nodes · size = names · colour = within-sample mAP gain"), column),
-        ("sunburst-one-class", hierarchy_figure(tree1, node_gains(tree1), "sunburst", f"Hierarchy · {run} vs minilm",
+        ("treemap", hierarchy_figure(tree2, node_gains(tree2), kind="treemap",
+                                     title=f"Hierarchy · {run} vs minilm · {level}",
+                                     caption="79 nodes · size = names · colour = within-sample mAP gain"), column),
+        ("treemap-classes", hierarchy_figure(tree1, node_gains(tree1), kind="treemap",
+                                             title=f"Hierarchy · {run} vs minilm · {level}",
+                                             caption="24 nodes · size = names · colour = within-sample mAP gain"),
+         column),
+        ("sunburst-one-class", hierarchy_figure(tree1, node_gains(tree1), kind="sunburst",
+                                                title=f"Hierarchy · {run} vs minilm",
                                                 focus="HP:0001939", max_depth=3), column),
-        ("sunburst", hierarchy_figure(tree1, node_gains(tree1), "sunburst", f"Hierarchy · {run} vs minilm · {level}",
-                                      "24 nodes · size = names · colour = within-sample mAP gain"), column),
-        ("icicle", hierarchy_figure(tree2, node_gains(tree2), "icicle", f"Hierarchy · {run} vs minilm · {level}",
-                                    "79 nodes · size = names · colour = within-sample mAP gain",
+        ("sunburst", hierarchy_figure(tree1, node_gains(tree1), kind="sunburst",
+                                      title=f"Hierarchy · {run} vs minilm · {level}",
+                                      caption="24 nodes · size = names · colour = within-sample mAP gain"), column),
+        ("icicle", hierarchy_figure(tree2, node_gains(tree2), kind="icicle",
+                                    title=f"Hierarchy · {run} vs minilm · {level}",
+                                    caption="79 nodes · size = names · colour = within-sample mAP gain",
                                     max_depth=3), column),
         ("projection", projection_pair_figure(
-            view, rows, coords_a, coords_b, "minilm", run, parts=parts,
+            view, rows, coords_a, coords_b, model_a="minilm", model_b=run, parts=parts,
             caption="UMAP 2D (cosine) · n_neighbors 15 · min_dist 0.1 · cap 10,000 points · seed 0 · "
                     "Procrustes disparity 0.473<br>markers: split with 5 shots, seed 0, no zero-shot classes"), full),
         ("projection-map", projection_pair_figure(
-            view, rows, coords_a, coords_b, "minilm", run, parts=parts, contours=True,
+            view, rows, coords_a, coords_b, model_a="minilm", model_b=run, parts=parts, contours=True,
             caption="UMAP 2D (cosine) · seed 0 · contours: half of each class's names"), full),
         ("projection-highlight", projection_pair_figure(
-            view, rows, coords_a, coords_b, "minilm", run, highlight_classes=["HP:0001939", "HP:0000707", "HP:0002664"],
+            view, rows, coords_a, coords_b, model_a="minilm", model_b=run, highlight_classes=["HP:0001939",
+                                                                                              "HP:0000707",
+                                                                                              "HP:0002664"],
             contours=True), full),
         ("similarity-pair", similarity["pair"], full),
         ("similarity-difference", similarity["difference"], full),
@@ -297,7 +306,7 @@ def figure_cases(full: int, column: int, wide: int) -> list[tuple[str, object, i
         ("baseline-vs-trained", baseline_vs_trained(
             {"validation": {"mAP": 0.44, "acc@1": 0.5}, "test": {"mAP": 0.35, "acc@1": 0.41}},
             {"validation": {"mAP": 0.71, "acc@1": 0.74}, "test": {"mAP": 0.70, "acc@1": 0.72}},
-            f"Class retrieval · minilm vs {run}", "15 shots · seed 0", labels=("minilm", run)), full),
+            f"Class retrieval · minilm vs {run}", caption="15 shots · seed 0", labels=("minilm", run)), full),
         ("base-weight", base_weight_choice(
             {"weight": 0.2, "min_retention": 0.85, "candidates": [
                 {"weight": w, "val_mAP": 0.7 - w / 3, "val_retention": 0.6 + w / 2}
@@ -338,14 +347,16 @@ def issue_cases(view: LevelView, full: int, column: int) -> list[tuple[str, obje
     comparison = replace(comparison, terms=tuple(terms), model_b="residual · ICD-10 d1 · 15-shot · a long run name")
     caption = f"UMAP 2D (cosine) · seed 0 · Procrustes disparity {disparity:.3f}"
     return [
-        ("projection-disparate", projection_pair_figure(view, rows, coords_a, aligned, "char-tfidf", "minilm",
+        ("projection-disparate", projection_pair_figure(view, rows, coords_a, aligned, model_a="char-tfidf",
+                                                        model_b="minilm",
                                                         contours=True, disparity=disparity, caption=caption), full),
         ("projection-one", projection_map_figure(view, rows, coords_a, "char-tfidf", contours=True,
                                                  caption="UMAP 2D (cosine) · seed 0"), full),
-        ("treemap-small-gains", hierarchy_figure(tree, small_gains(tree), "treemap", "Hierarchy · minilm vs char-tfidf",
-                                                 "24 nodes · size = names · colour = mAP gain"), column),
+        ("treemap-small-gains", hierarchy_figure(tree, small_gains(tree), kind="treemap",
+                                                 title="Hierarchy · minilm vs char-tfidf",
+                                                 caption="24 nodes · size = names · colour = mAP gain"), column),
         ("movement-classes", movement_sample(view, coords_a, aligned, unused, "minilm"), full),
-        ("similarity-alike", similarity_figures(comparison, "typed", colour_order=["III", "IV", "XVIII"],
+        ("similarity-alike", similarity_figures(comparison, subtitle="typed", colour_order=["III", "IV", "XVIII"],
                                                 group_labels=dict(ICD10_CHAPTERS))["pair"], full),
     ]
 
@@ -364,11 +375,12 @@ def movement_sample(view: LevelView, coords_a: np.ndarray, coords_b: np.ndarray,
     unit = [v / np.linalg.norm(v, axis=1, keepdims=True) for v in (base, trained)]
     rows = np.arange(len(view.names))
     aligned, _ = procrustes_align(coords_a, coords_b)
-    movement = measure_movement(unit[0], unit[1], view.labels, rows, coords_a, aligned)
+    movement = measure_movement(unit[0], unit[1], view.labels, rows=rows, coords_a=coords_a, coords_b=aligned)
     arrows = arrow_rows(movement, view.labels, class_index, count=150)
     level = "hpo 2025-05-06 · HP:0000118 depth 1"
     title = f"What training moved · minilm → {run} · {level}"
-    return movement_figure(view, movement, coords_a, aligned, arrows, parts=parts, model_a="minilm", model_b=run, title=title)
+    return movement_figure(view, movement, coords_a, aligned, arrows=arrows, parts=parts, model_a="minilm",
+                           model_b=run, title=title)
 
 
 def icd10_view(names_per_class: int = 8) -> LevelView:

@@ -36,7 +36,8 @@ def test_projection_pair_panels_hover_colours_and_markers(view):
     rng = np.random.default_rng(0)
     coords_a, coords_b = rng.normal(size=(len(rows), 2)), rng.normal(size=(len(rows), 2))
     parts = make_split(view, shots=3).part_of(len(view.names))
-    fig = projection_pair_figure(view, rows, coords_a, coords_b, "minilm", "run-1", parts=parts, caption="UMAP 2D · seed 0")
+    fig = projection_pair_figure(view, rows, coords_a, coords_b, model_a="minilm", model_b="run-1", parts=parts,
+                                 caption="UMAP 2D · seed 0")
     assert "minilm vs run-1" in fig.layout.title.text and view.title in fig.layout.title.text
     assert "UMAP 2D · seed 0" in annotations_text(fig)
     data = [t for t in fig.data if t.x is not None and len(t.x) and t.x[0] is not None]
@@ -59,7 +60,7 @@ def test_projection_pair_panels_hover_colours_and_markers(view):
 def test_projection_highlight_draws_selected_names_in_both_panels(view):
     rows = np.arange(len(view.names))
     coords = np.random.default_rng(1).normal(size=(len(rows), 2))
-    fig = projection_pair_figure(view, rows, coords, coords, "a", "b", highlight=np.array([3, 5]))
+    fig = projection_pair_figure(view, rows, coords, coords, model_a="a", model_b="b", highlight=np.array([3, 5]))
     selected = [t for t in fig.data if t.legendgroup == "selected"]
     assert len(selected) == 2 and all(len(t.x) == 2 for t in selected)
     dimmed = [t for t in fig.data if t.legendgroup in view.classes and t.x is not None and len(t.x) > 0
@@ -73,7 +74,7 @@ def test_projection_highlight_draws_selected_names_in_both_panels(view):
 def test_projection_3d_and_table(view):
     rows = np.arange(10)
     coords = np.random.default_rng(2).normal(size=(10, 3))
-    fig = projection_pair_figure(view, rows, coords, coords, "a", "b")
+    fig = projection_pair_figure(view, rows, coords, coords, model_a="a", model_b="b")
     assert any(isinstance(t, go.Scatter3d) for t in fig.data)
     assert fig.layout.scene.xaxis.range is not None and fig.layout.scene2 is not None
     table = projection_table(view, rows, coords, coords)
@@ -123,7 +124,7 @@ def comparison(n):
 
 
 def test_similarity_pair_shares_one_scale_and_prints_values_when_small():
-    figs = similarity_figures(comparison(12), "BioLORD Appendix B")
+    figs = similarity_figures(comparison(12), subtitle="BioLORD Appendix B")
     pair, d = figs["pair"], figs["difference"].data[0]
     assert len(pair.data) == 2 and all(t.coloraxis == "coloraxis" for t in pair.data)
     assert pair.layout.coloraxis.cmax == 1.0 and pair.layout.coloraxis.cmin <= 0.0
@@ -139,7 +140,7 @@ def test_similarity_pair_shares_one_scale_and_prints_values_when_small():
 
 
 def test_similarity_values_are_printed_only_where_they_are_legible():
-    figs = similarity_figures(similarity_comparison(18), "typed", width=1000)
+    figs = similarity_figures(similarity_comparison(18), subtitle="typed", width=1000)
     pair, difference = figs["pair"], figs["difference"]
     # 18 terms side by side at 1000 px: cells of 17 px are too small for a legible value
     assert pair.data[0].texttemplate is None and "values on hover" in annotations_text(pair)
@@ -153,7 +154,7 @@ def test_similarity_has_a_legend_for_the_class_squares_and_a_real_title():
     comparison_ = similarity_comparison(12)
     labels = {"III": "Diseases of the blood", "IV": "Endocrine, nutritional and metabolic diseases",
               "XVIII": "Symptoms, signs and abnormal findings"}
-    figs = similarity_figures(comparison_, "typed", colour_order=["III", "IV", "XVIII"], group_labels=labels)
+    figs = similarity_figures(comparison_, subtitle="typed", colour_order=["III", "IV", "XVIII"], group_labels=labels)
     for fig in figs.values():
         legend = {t.name: t.marker.color for t in fig.data if t.showlegend}
         assert legend == {f"{g} {labels[g]}": class_colours(["III", "IV", "XVIII"])[g] for g in ("IV", "XVIII", "III")}
@@ -167,7 +168,8 @@ def test_hierarchy_figure_kinds_and_colours(onto):
     tree = level_tree(onto, view)
     values = node_scores(tree, np.linspace(-0.2, 0.3, len(view.classes)), view.class_sizes())
     for kind, cls in (("icicle", go.Icicle), ("sunburst", go.Sunburst), ("treemap", go.Treemap)):
-        fig = hierarchy_figure(tree, values, kind, "Hierarchy · a vs b", "caption line", focus="C1", max_depth=2)
+        fig = hierarchy_figure(tree, values, kind=kind, title="Hierarchy · a vs b", caption="caption line", focus="C1",
+                               max_depth=2)
         trace = fig.data[0]
         assert isinstance(trace, cls) and list(trace.ids) == list(tree.nodes["id"])
         assert trace.branchvalues == "total" and trace.level == "C1" and trace.maxdepth == 2
@@ -175,7 +177,7 @@ def test_hierarchy_figure_kinds_and_colours(onto):
     plain = hierarchy_figure(tree, None)
     assert plain.data[0].marker.colorscale is None
     with pytest.raises(ValueError):
-        hierarchy_figure(tree, values, "pie")
+        hierarchy_figure(tree, values, kind="pie")
 
 
 def compact(gain: float) -> str:
@@ -192,7 +194,7 @@ def test_hierarchy_labels_break_between_words_only(kind):
     view = hpo_view(names_per_class=2)
     tree = hpo_tree(view, depth=2)
     gains = node_gains(tree)
-    trace = hierarchy_figure(tree, gains, kind, "t", "c").data[0]
+    trace = hierarchy_figure(tree, gains, kind=kind, title="t", caption="c").data[0]
     names = dict(zip(tree.nodes["id"], tree.nodes["label"]))
     labelled = 0
     for nid, text, gain in zip(trace.ids, trace.text, gains):
@@ -208,7 +210,7 @@ def test_hierarchy_labels_the_largest_boxes_and_the_largest_gains():
     view = hpo_view(names_per_class=2)
     tree = hpo_tree(view, depth=1)
     gains = node_gains(tree)
-    trace = hierarchy_figure(tree, gains, "treemap", "t", "c", width=730, height=640).data[0]
+    trace = hierarchy_figure(tree, gains, kind="treemap", title="t", caption="c", width=730, height=640).data[0]
     classes = tree.nodes[tree.nodes["depth"] == 1]
     largest = classes.sort_values("names", ascending=False).index[:8]
     for row in largest:  # the biggest boxes carry their name (at least its first two words) and gain
@@ -225,11 +227,11 @@ def test_a_class_opens_among_its_siblings_not_as_one_flat_disc():
     tree = hpo_tree(view, depth=2)
     leaf, parent = "HP:0001939.1", "HP:0001939"
     for kind in ("sunburst", "treemap"):
-        trace = hierarchy_figure(tree, node_gains(tree), kind, "t", focus=leaf, max_depth=1).data[0]
+        trace = hierarchy_figure(tree, node_gains(tree), kind=kind, title="t", focus=leaf, max_depth=1).data[0]
         assert trace.level == parent and trace.maxdepth >= 2
         widths = dict(zip(trace.ids, trace.marker.line.width))
         assert widths[leaf] > max(w for nid, w in widths.items() if nid != leaf)  # outlined
-    inner = hierarchy_figure(tree, None, "sunburst", focus=parent).data[0]
+    inner = hierarchy_figure(tree, None, kind="sunburst", focus=parent).data[0]
     assert inner.level == parent  # a node with children opens as before
 
 
@@ -267,8 +269,9 @@ def test_export_config_formats_and_slug():
 def umap_figure(**kwargs):
     view = hpo_view(names_per_class=40)
     coords_a, coords_b = umap_like_coords(view)
-    return view, coords_a, projection_pair_figure(view, np.arange(len(view.names)), coords_a, coords_b, "minilm",
-                                                  "run-1", **kwargs)
+    return view, coords_a, projection_pair_figure(view, np.arange(len(view.names)), coords_a, coords_b,
+                                                  model_a="minilm",
+                                                  model_b="run-1", **kwargs)
 
 
 def test_projection_axes_fit_the_bulk_and_outliers_sit_at_the_edge():

@@ -24,7 +24,7 @@ def similar_tails():
 
 
 def test_similarity_prints_no_negative_zero_and_tells_truncated_rows_apart():
-    figs = similarity_figures(similar_tails(), "typed", colour_order=["III", "IV", "XVIII"],
+    figs = similarity_figures(similar_tails(), subtitle="typed", colour_order=["III", "IV", "XVIII"],
                               group_labels=dict(ICD10_CHAPTERS))
     for fig in figs.values():
         for trace in fig.data:
@@ -41,7 +41,7 @@ def test_similarity_prints_no_negative_zero_and_tells_truncated_rows_apart():
 
 
 def test_similarity_panel_titles_keep_the_whole_model_name():
-    fig = similarity_figures(similar_tails(), "typed")["pair"]
+    fig = similarity_figures(similar_tails(), subtitle="typed")["pair"]
     titles = " ".join(plain(a.text).replace("\n", " ") for a in fig.layout.annotations[:2])
     assert "a long run name that runs on" in titles and "…" not in titles
 
@@ -78,7 +78,7 @@ def test_disparate_pair_keeps_both_panels_sized_with_apart_labels_and_no_bare_gr
     a, b = disparate_coords(view)
     aligned, disparity = procrustes_align(a, b)
     assert disparity > 0.8
-    fig = projection_pair_figure(view, np.arange(len(view.names)), a, aligned, "char-tfidf", "minilm",
+    fig = projection_pair_figure(view, np.arange(len(view.names)), a, aligned, model_a="char-tfidf", model_b="minilm",
                                  contours=True, disparity=disparity, width=1000)
     # each panel's own axes, said in the caption; the compared panel is not a small blob
     spans = [np.ptp(fig.layout[axis].range) for axis in ("xaxis", "xaxis2")]
@@ -169,7 +169,7 @@ def test_hierarchy_colour_scale_is_symmetric_and_fitted_to_small_gains():
     view = hpo_view(names_per_class=5)
     tree = hpo_tree(view, depth=1)
     gains = small_gains(tree)
-    fig = hierarchy_figure(tree, gains, "treemap", "Hierarchy", "24 nodes")
+    fig = hierarchy_figure(tree, gains, kind="treemap", title="Hierarchy", caption="24 nodes")
     marker = fig.data[0].marker
     assert marker.cmin == -marker.cmax and marker.cmid == 0
     assert 0.18 <= marker.cmax <= 0.2  # fitted to +0.03..+0.18, not a fixed ±0.4
@@ -181,5 +181,5 @@ def test_hierarchy_colour_scale_is_symmetric_and_fitted_to_small_gains():
     deep = hpo_tree(view, depth=2)
     values = small_gains(deep)
     values[-1] = 0.9
-    fig = hierarchy_figure(deep, values, "treemap", "Hierarchy", max_depth=2)
+    fig = hierarchy_figure(deep, values, kind="treemap", title="Hierarchy", max_depth=2)
     assert fig.data[0].marker.cmax < 0.5

@@ -34,8 +34,8 @@ def test_arrow_count_is_capped_and_angles_follow_the_move():
     coords_a = np.random.default_rng(0).normal(size=(len(rows), 2))
     coords_b = coords_a + [1.0, 0.0]  # every name moves right: 90° clockwise from up
     vectors = np.eye(len(rows), 8, dtype=np.float32) + 0.01
-    movement = measure_movement(vectors, vectors, view.labels, rows, coords_a, coords_b, k=3)
-    fig = movement_figure(view, movement, coords_a, coords_b, arrow_rows(movement, view.labels, count=5_000))
+    movement = measure_movement(vectors, vectors, view.labels, rows=rows, coords_a=coords_a, coords_b=coords_b, k=3)
+    fig = movement_figure(view, movement, coords_a, coords_b, arrows=arrow_rows(movement, view.labels, count=5_000))
     heads = [t for t in fig.data if t.marker is not None and t.marker.symbol == "arrow" and t.customdata is not None]
     assert sum(len(h.x) for h in heads) == MAX_ARROWS
     assert np.allclose(np.concatenate([np.asarray(h.marker.angle) for h in heads]), 90.0)

@@ -19,7 +19,7 @@ def test_two_rankings_side_by_side_with_shading_and_rank_change():
     a = rows(("heart attack", True, True, 2), ("angina", False, True, 0), ("asthma", False, False, -3))
     b = rows(("cardiac arrest", False, True, 1), ("heart attack", True, True, -1))
     fig = neighbour_table_figure("myocardial infarction", [("minilm", a), ("run-1", b)], "icd10 · depth 1", 3,
-                                 "Diseases of the circulatory system")
+                                 query_class="Diseases of the circulatory system")
     table = fig.data[0]
     assert isinstance(table, go.Table)
     header = list(table.header.values)
@@ -45,7 +45,7 @@ def test_one_ranking_has_no_rank_change_column():
 def test_columns_are_sized_from_their_content_so_codes_and_headers_are_not_cut():
     rankings = [("minilm", neighbour_rows(seed=0)), ("residual · HPO d1 · 15-shot", neighbour_rows(seed=1))]
     fig = neighbour_table_figure("Abnormal circulating metabolite concentration", rankings, "hpo · HP:0000118 depth 1",
-                                 10, "Abnormality of metabolism/homeostasis")
+                                 10, query_class="Abnormality of metabolism/homeostasis")
     table = fig.data[0]
     size = table.cells.font.size
     # The figure is laid out at its own width in pixels, so the column widths are pixels.
@@ -76,7 +76,8 @@ def test_long_names_wrap_between_words_and_rows_fit_in_the_figure():
 def test_a_legend_names_both_highlights_and_the_title_is_whole():
     rows = neighbour_rows(seed=0)
     fig = neighbour_table_figure("Abnormal circulating metabolite concentration", [("minilm", rows)],
-                                 "hpo 2025-05-06 · HP:0000118 depth 1", 10, "Abnormality of metabolism/homeostasis")
+                                 "hpo 2025-05-06 · HP:0000118 depth 1", 10,
+                                 query_class="Abnormality of metabolism/homeostasis")
     chips = {a.bgcolor: a.text for a in fig.layout.annotations if a.bgcolor}
     assert "synonym" in chips[SAME_CONCEPT] and "Abnormality of metabolism/homeostasis" in plain(chips[SAME_CLASS])
     assert plain(fig.layout.title.text).replace("\n", " ").endswith("HP:0000118 depth 1")

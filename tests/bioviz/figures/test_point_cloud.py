@@ -29,7 +29,8 @@ def sample():
 
 def test_packed_arrays_hold_each_points_position_class_and_name_in_one_shuffled_order(sample):
     view, rows, coords_a, coords_b = sample
-    cloud = pack_point_cloud(view, rows, coords_a, coords_b, "minilm", "run", "UMAP · minilm vs run · HPO d1")
+    cloud = pack_point_cloud(view, rows, coords_a, coords_b, model_a="minilm", model_b="run",
+                             title="UMAP · minilm vs run · HPO d1")
     pos_a, pos_b, classes, names = unpack(cloud)
     assert sorted(cloud.order) == list(rows) and list(cloud.order) != list(rows)  # every row once, shuffled
     where = {r: i for i, r in enumerate(rows)}
@@ -48,11 +49,12 @@ def test_packed_arrays_hold_each_points_position_class_and_name_in_one_shuffled_
 def test_colours_come_from_the_one_palette_and_highlighted_classes_keep_theirs(sample):
     view, rows, coords_a, coords_b = sample
     hexes = class_colours(view.classes)
-    cloud = pack_point_cloud(view, rows, coords_a, coords_b, "a", "b", "t")
+    cloud = pack_point_cloud(view, rows, coords_a, coords_b, model_a="a", model_b="b", title="t")
     rgb = lambda h: [int(h[i:i + 2], 16) for i in (1, 3, 5)]  # noqa: E731
     assert cloud.settings["palette"] == [rgb(hexes[c]) for c in view.classes]
     assert len(cloud.settings["legend"]) == len(view.classes)
-    picked = pack_point_cloud(view, rows, coords_a, coords_b, "a", "b", "t", highlight_classes=[view.classes[3]])
+    picked = pack_point_cloud(view, rows, coords_a, coords_b, model_a="a", model_b="b", title="t",
+                              highlight_classes=[view.classes[3]])
     palette = picked.settings["palette"]
     grey = rgb(theme()["other_classes"])
     assert palette[3] == rgb(hexes[view.classes[3]]) and all(palette[i] == grey for i in range(len(palette)) if i != 3)
@@ -62,12 +64,12 @@ def test_colours_come_from_the_one_palette_and_highlighted_classes_keep_theirs(s
 
 def test_view_bounds_leave_far_outliers_out_and_the_data_id_follows_the_data(sample):
     view, rows, coords_a, coords_b = sample
-    cloud = pack_point_cloud(view, rows, coords_a, coords_b, "a", "b", "t")
+    cloud = pack_point_cloud(view, rows, coords_a, coords_b, model_a="a", model_b="b", title="t")
     x0, x1, y0, y1 = cloud.settings["bounds"]
     assert x1 - x0 < 40 and y1 - y0 < 40  # the outliers sit 40-60 away; the bulk is within ~15
-    moved = pack_point_cloud(view, rows, coords_a + 1, coords_b, "a", "b", "t")
+    moved = pack_point_cloud(view, rows, coords_a + 1, coords_b, model_a="a", model_b="b", title="t")
     assert moved.settings["data_id"] != cloud.settings["data_id"]
-    again = pack_point_cloud(view, rows, coords_a, coords_b, "a", "b", "t")
+    again = pack_point_cloud(view, rows, coords_a, coords_b, model_a="a", model_b="b", title="t")
     assert again.settings["data_id"] == cloud.settings["data_id"]
 
 
@@ -76,7 +78,7 @@ def test_more_than_256_classes_take_two_bytes_a_point():
     view = dataclasses.replace(view, classes=[f"C{i}" for i in range(300)], class_labels=[f"c{i}" for i in range(300)],
                                labels=np.arange(len(view.names)) * 13 % 300)
     coords = np.random.default_rng(0).normal(size=(len(view.names), 2))
-    cloud = pack_point_cloud(view, np.arange(len(view.names)), coords, coords, "a", "b", "t")
+    cloud = pack_point_cloud(view, np.arange(len(view.names)), coords, coords, model_a="a", model_b="b", title="t")
     assert cloud.class_bytes == 2
     assert list(unpack(cloud)[2]) == list(view.labels[cloud.order])
 
@@ -85,12 +87,12 @@ def test_a_3d_layout_is_refused(sample):
     view, rows, coords_a, _ = sample
     three = np.c_[coords_a, coords_a[:, 0]]
     with pytest.raises(ValueError, match="2-D"):
-        pack_point_cloud(view, rows, three, three, "a", "b", "t")
+        pack_point_cloud(view, rows, three, three, model_a="a", model_b="b", title="t")
 
 
 def test_selected_positions_map_back_to_view_rows(sample):
     view, rows, coords_a, coords_b = sample
-    cloud = pack_point_cloud(view, rows, coords_a, coords_b, "a", "b", "t")
+    cloud = pack_point_cloud(view, rows, coords_a, coords_b, model_a="a", model_b="b", title="t")
     picked = selected_view_rows({"points": [3, 0, 3, cloud.n_points + 5, -1], "seq": 2}, cloud)
     assert list(picked) == sorted({int(cloud.order[3]), int(cloud.order[0])})  # stale positions ignored
     assert len(selected_view_rows(None, cloud)) == 0 and len(selected_view_rows({"points": []}, cloud)) == 0
@@ -110,5 +112,5 @@ def test_names_that_are_not_ascii_keep_their_utf8_byte_offsets(sample):
     names[rows[0]] = "Sjögren syndrome – ß"
     names[rows[1]] = "淋巴瘤"
     view = dataclasses.replace(view, names=names)
-    cloud = pack_point_cloud(view, rows, coords_a, coords_b, "a", "b", "t")
+    cloud = pack_point_cloud(view, rows, coords_a, coords_b, model_a="a", model_b="b", title="t")
     assert unpack(cloud)[3] == [names[r] for r in cloud.order]

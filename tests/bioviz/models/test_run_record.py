@@ -38,7 +38,8 @@ def test_a_run_as_the_trainer_writes_it_reads_back_typed(tmp_path):
     result = TrainResult(head=None, model=None, projection=None, vectors=np.zeros((0, 384)), history=[],
                          best_epoch=1, stopped_early=False, training_s=0.2, per_epoch_s=[0.2], device="cpu",
                          metrics={"trained": {}})
-    run = write_run(tmp_path / "20261127-120000-ab12", run_record(config, data, result, "20261127-120000-ab12", 0.1))
+    run = write_run(tmp_path / "20261127-120000-ab12", run_record(config, data, result, run_id="20261127-120000-ab12",
+                                                                  export_s=0.1))
     record = RunRecord.read(run)
     assert (record.kind, record.settings.encoder, record.settings.fine_tuned) == (TRAIN_KIND, "residual", False)
     assert record.settings.level == config.level and record.settings.trained_on(view.stats())

@@ -19,14 +19,14 @@ def view():
 
 
 def test_same_seed_same_split_other_seed_other_split(view):
-    a, b, c = make_split(view, 3, seed=7), make_split(view, 3, seed=7), make_split(view, 3, seed=8)
+    a, b, c = make_split(view, shots=3, seed=7), make_split(view, shots=3, seed=7), make_split(view, shots=3, seed=8)
     for part in ("train", "validation", "test"):
         assert np.array_equal(getattr(a, part), getattr(b, part))
     assert not np.array_equal(a.train, c.train)
 
 
 def test_parts_are_disjoint_and_sized_per_class(view):
-    split = make_split(view, 3, seed=1, test_per_class=2)
+    split = make_split(view, shots=3, seed=1, test_per_class=2)
     parts = [set(split.train), set(split.validation), set(split.test)]
     assert not (parts[0] & parts[1] or parts[0] & parts[2] or parts[1] & parts[2])
     for c in range(1, 4):
@@ -36,25 +36,25 @@ def test_parts_are_disjoint_and_sized_per_class(view):
 
 
 def test_small_classes_are_reported_not_dropped(view):
-    split = make_split(view, 3, seed=0)
+    split = make_split(view, shots=3, seed=0)
     assert split.short_classes == {"C0": 3}
     assert sum(view.labels[split.train] == 0) == 2, "1 test name, then what is left goes to training"
 
 
 def test_zero_shot_classes_are_held_out_entirely(view):
-    split = make_split(view, 2, seed=3, zero_shot_classes=1)
+    split = make_split(view, shots=2, seed=3, zero_shot_classes=1)
     held = split.zero_shot_classes[0]
     assert set(view.labels[split.zero_shot]) == {held}
     assert held not in set(view.labels[split.train]) | set(view.labels[split.test])
 
 
 def test_all_remaining_names_train_without_shots(view):
-    split = make_split(view, None, seed=0)
+    split = make_split(view, shots=None, seed=0)
     assert len(split.train) + len(split.validation) + len(split.test) == len(view.names)
 
 
 def test_impossible_settings_are_refused(view):
     with pytest.raises(SplitError):
-        make_split(view, 0)
+        make_split(view, shots=0)
     with pytest.raises(SplitError, match="zero-shot"):
-        make_split(view, 2, zero_shot_classes=4)
+        make_split(view, shots=2, zero_shot_classes=4)

@@ -51,8 +51,8 @@ def test_sparse_scores_rank_spelling_overlap(level):
     assert view.names[int(np.argmax(scores[0]))] == "pneumonia"
     assert scores[1, view.names.index("asthma")] == pytest.approx(1.0, abs=1e-5)
     dense = np.zeros((2, 3), dtype=np.float32)
-    assert name_scores(dense, np.zeros((len(view.names), 3)), Ranking("hybrid", 0.5), sparse,
-                       ["pneumonai", "asthma"]).max() == pytest.approx(0.5, abs=1e-5)
+    assert name_scores(dense, np.zeros((len(view.names), 3)), Ranking("hybrid", 0.5), sparse=sparse,
+                       texts=["pneumonai", "asthma"]).max() == pytest.approx(0.5, abs=1e-5)
     with pytest.raises(BiovizError, match="char-tfidf rows"):
         name_scores(dense, np.zeros((len(view.names), 3)), Ranking("hybrid", 0.5))
 

@@ -41,7 +41,7 @@ def test_rank_neighbours_marks_class_and_synonyms_and_compares(mini):
     assert by_name["arrhythmia"]["same_class"] and not by_name["arrhythmia"]["same_concept"]
     assert not by_name["asthma"]["same_class"]
     assert all(r["other_rank"] - r["rank"] == r["rank_change"] for r in rows)
-    long_form = comparison_rows(rows[:2], rows[:1], "a", "b", "heart attack")
+    long_form = comparison_rows(rows[:2], rows[:1], label_a="a", label_b="b", query="heart attack")
     assert [r["model"] for r in long_form] == ["a", "a", "b"] and long_form[0]["query"] == "heart attack"
     restricted = rank_neighbours(index, vectors[query.row], query, k=10, restrict_class="MINI:0000020")
     assert {r["class_id"] for r in restricted} == {"MINI:0000020"}

@@ -1,8 +1,8 @@
-"""The app's start also starts umap-learn's numba warm-up (bioviz.models.warmup.start_background)."""
+"""The app's start also starts umap-learn's numba warm-up (bioviz.warmup.start_background)."""
 
 import pytest
 
-from bioviz.models import warmup
+from bioviz import warmup
 from bioviz.views import fast_umap
 
 

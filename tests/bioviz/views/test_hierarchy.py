@@ -67,10 +67,12 @@ def test_hypernym_ranking_marks_correct_class_and_appends_first_hit(onto):
     # Vectors that put every hypernym of class C1 last.
     c1 = view.classes.index("C1")
     hyp = np.array([[0.0, 1.0] if c == c1 else [1.0, 0.0] for c in classes], dtype=np.float32)
-    frame = hypernym_ranking(np.array([1.0, 0.0]), hyp, names, classes, c1, view, k=2)
+    frame = hypernym_ranking(np.array([1.0, 0.0]), hyp, hypernym_names=names, hypernym_classes=classes, true_class=c1,
+                             view=view, k=2)
     assert len(frame) == 3 and not frame["correct"][:2].any() and frame["correct"].iloc[-1]
     assert frame["rank"].iloc[-1] == len(names) - int((classes == c1).sum()) + 1
-    top = hypernym_ranking(np.array([0.0, 1.0]), hyp, names, classes, c1, view, k=2)
+    top = hypernym_ranking(np.array([0.0, 1.0]), hyp, hypernym_names=names, hypernym_classes=classes, true_class=c1,
+                           view=view, k=2)
     assert len(top) == 2 and top["correct"].all() and set(top["class"]) == {"C1"}
 
 

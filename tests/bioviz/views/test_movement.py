@@ -58,7 +58,7 @@ def test_training_that_gathers_classes_shows_as_a_gain_and_a_move():
     coords_a = rng.normal(size=(8, 2))
     coords_b = coords_a.copy()
     coords_b[5] += [4.0, 0.0]
-    movement = measure_movement(mixed, gathered, view.labels, rows, coords_a, coords_b, k=3)
+    movement = measure_movement(mixed, gathered, view.labels, rows=rows, coords_a=coords_a, coords_b=coords_b, k=3)
     assert movement.k == 3
     assert np.allclose(movement.precision_b, 1.0)
     assert movement.change.mean() > 0.3
@@ -83,7 +83,7 @@ def test_arrows_go_to_the_furthest_moved_names_of_a_class_or_of_all():
     coords_b = coords_a.copy()
     coords_b[:, 1] = [0, 5, 1, 0, 2, 0, 9, 3]
     rows = np.arange(8)
-    movement = measure_movement(vectors, vectors, view.labels, rows, coords_a, coords_b, k=2)
+    movement = measure_movement(vectors, vectors, view.labels, rows=rows, coords_a=coords_a, coords_b=coords_b, k=2)
     assert arrow_rows(movement, view.labels, count=3).tolist() == [6, 1, 7]
     assert arrow_rows(movement, view.labels, class_index=0, count=2).tolist() == [1, 2]
     assert len(arrow_rows(movement, view.labels, count=0)) == 0
@@ -92,8 +92,8 @@ def test_arrows_go_to_the_furthest_moved_names_of_a_class_or_of_all():
 def test_two_models_must_embed_the_same_names():
     view = tiny_view()
     with pytest.raises(ValueError, match="different name lists"):
-        measure_movement(np.ones((8, 3)), np.ones((7, 3)), view.labels, np.arange(8), np.zeros((8, 2)),
-                         np.zeros((8, 2)))
+        measure_movement(np.ones((8, 3)), np.ones((7, 3)), view.labels, rows=np.arange(8), coords_a=np.zeros((8, 2)),
+                         coords_b=np.zeros((8, 2)))
 
 
 def test_a_large_layout_is_measured_on_a_class_stratified_sample_with_progress():
@@ -102,7 +102,8 @@ def test_a_large_layout_is_measured_on_a_class_stratified_sample_with_progress()
     vectors = unit(rng.normal(size=(len(labels), 8)))
     coords = rng.normal(size=(len(labels), 2))
     seen = []
-    movement = measure_movement(vectors, vectors, labels, np.arange(len(labels)), coords, coords, k=5,
+    movement = measure_movement(vectors, vectors, labels, rows=np.arange(len(labels)), coords_a=coords,
+                                coords_b=coords, k=5,
                                 max_names=100, progress=lambda fraction, message: seen.append((fraction, message)))
     assert len(movement.rows) == 100 and set(labels[movement.rows]) == {0, 1, 2}  # every class kept
     assert np.all(np.diff(movement.rows) > 0) and np.allclose(movement.displacement, 0)

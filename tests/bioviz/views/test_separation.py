@@ -37,7 +37,8 @@ def test_classes_without_names_are_nan():
 
 def test_compare_separation_table_and_means():
     a, b, labels = spaces()
-    result = compare_separation(a, b, labels, ["C0", "C1", "C2"], ["zero", "one", "two"], "map", max_names=30)
+    result = compare_separation(a, b, labels, classes=["C0", "C1", "C2"], class_labels=["zero", "one", "two"],
+                                measure="map", max_names=30)
     table = result.table
     assert list(table.columns) == ["class", "label", "names", "baseline", "trained", "gain"]
     assert result.sample_size == 30 and table["names"].sum() == 30
@@ -50,6 +51,6 @@ def test_compare_separation_table_and_means():
 def test_compare_separation_rejects_bad_input():
     a, b, labels = spaces()
     with pytest.raises(BiovizError, match="unknown separation measure"):
-        compare_separation(a, b, labels, ["a", "b", "c"], ["a", "b", "c"], "accuracy")
+        compare_separation(a, b, labels, classes=["a", "b", "c"], class_labels=["a", "b", "c"], measure="accuracy")
     with pytest.raises(BiovizError, match="different names"):
-        compare_separation(a, a.subset(range(10)), labels, ["a", "b", "c"], ["a", "b", "c"])
+        compare_separation(a, a.subset(range(10)), labels, classes=["a", "b", "c"], class_labels=["a", "b", "c"])

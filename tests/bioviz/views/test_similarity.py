@@ -63,16 +63,16 @@ def test_compare_terms_matrices_difference_and_errors():
     terms = TermList(("x", "y", "z"), ("g1", "g2", "g1"), "test")
     a = l2_normalise(np.array([[1, 0], [0, 1], [1, 1]], dtype=float))
     b = l2_normalise(np.array([[1, 0], [1, 0.1], [0, 1]], dtype=float))
-    comparison = compare_terms(terms, a, b, "A", "B", order="group")
+    comparison = compare_terms(terms, a, b, model_a="A", model_b="B", order="group")
     assert comparison.terms == ("x", "z", "y")
     np.testing.assert_allclose(np.diag(comparison.a), 1.0)
     np.testing.assert_allclose(comparison.difference, comparison.b - comparison.a)
     table = comparison.long_table()
     assert len(table) == 3 and set(table.columns) >= {"term_1", "term_2", "similarity_a", "similarity_b", "difference"}
     with pytest.raises(BiovizError, match="at least two"):
-        compare_terms(TermList(("x",), ("",), "t"), a[:1], b[:1], "A", "B")
+        compare_terms(TermList(("x",), ("",), "t"), a[:1], b[:1], model_a="A", model_b="B")
     with pytest.raises(BiovizError, match="unknown order"):
-        compare_terms(terms, a, b, "A", "B", order="random")
+        compare_terms(terms, a, b, model_a="A", model_b="B", order="random")
 
 
 def test_find_concept_by_id_then_by_name(onto):

@@ -43,8 +43,13 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from bioviz.models import model_spec
+from bioviz.models.cached_encoding import encode_cached
+from bioviz.models.registry import load_encoder
+from bioviz.models.shared_encoding import claim, encode_claimed
+from bioviz.models.vector_cache import VectorCache
 from bioviz.ontology.level_spec import LevelSpec
 from bioviz.paths import atomic_path, home
+from bioviz.views import fast_umap
 
 logger = logging.getLogger(__name__)
 
@@ -179,7 +184,7 @@ def _server_gone(parent_pid: int | None) -> bool:
     return parent_pid is not None and os.getppid() != parent_pid
 
 
-def warm_up(levels=DEFAULT_LEVELS, model: model_spec.ModelSpec | None = None, chunk: int = CHUNK,
+def warm_up(*, levels=DEFAULT_LEVELS, model: model_spec.ModelSpec | None = None, chunk: int = CHUNK,
             parent_pid: int | None = None, report=None) -> dict | None:
     """Encode every name of ``levels`` under ``model`` into the vector cache, writing progress as it goes.
 
@@ -202,11 +207,6 @@ def warm_up(levels=DEFAULT_LEVELS, model: model_spec.ModelSpec | None = None, ch
         The final state; None when another warm-up holds this ``BIOVIZ_HOME``'s lock (nothing
         is written then).
     """
-    from bioviz.models.cached_encoding import encode_cached
-    from bioviz.models.registry import load_encoder
-    from bioviz.models.shared_encoding import claim, encode_claimed  # torch stays off the app's start-up
-    from bioviz.models.vector_cache import VectorCache
-
     levels = list(levels)
     model = model_spec.ModelSpec.parse(DEFAULT_MODEL) if model is None else model
     lock = FileLock(str(home() / LOCK_FILE))
@@ -254,13 +254,11 @@ def start_umap_warm_up() -> None:
     interpreter lock in LLVM) that also fills numba's on-disk cache for later servers
     (:func:`bioviz.views.fast_umap.start_warm_up`; it logs its failures, never raises).
     """
-    from bioviz.views.fast_umap import start_warm_up
-
-    start_warm_up()
+    fast_umap.start_warm_up()
 
 
 def start_background(levels=DEFAULT_LEVELS, models=DEFAULT_MODELS) -> subprocess.Popen | None:
-    """Start :func:`warm_up` in its own process (``python -m bioviz.models.warmup``); None when turned off.
+    """Start :func:`warm_up` in its own process (``python -m bioviz.warmup``); None when turned off.
 
     ``models`` are warmed up one after the other, every level of the first before the next.
 
@@ -272,9 +270,9 @@ def start_background(levels=DEFAULT_LEVELS, models=DEFAULT_MODELS) -> subprocess
         return None
     models = (models,) if isinstance(models, str) else tuple(models)
     start_umap_warm_up()
-    args = [sys.executable, "-m", "bioviz.models.warmup", "--model", *models, "--parent", str(os.getpid()),
+    args = [sys.executable, "-m", "bioviz.warmup", "--model", *models, "--parent", str(os.getpid()),
             "--levels", json.dumps([spec.to_config() for spec in levels])]
-    root = Path(__file__).resolve().parents[2]  # the bioviz package importable in the child, wherever it runs
+    root = Path(__file__).resolve().parents[1]  # the bioviz package importable in the child, wherever it runs
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
            "BIOVIZ_HOME": str(home()), "TOKENIZERS_PARALLELISM": "false"}
     with open(home() / LOG_FILE, "ab") as log:
@@ -301,7 +299,7 @@ def _watch_server(parent_pid: int) -> None:
 
 
 def main(argv=None) -> int:
-    """``python -m bioviz.models.warmup [--model M ...] [--levels JSON] [--parent PID]``: one warm-up per model, then exit."""
+    """``python -m bioviz.warmup [--model M ...] [--levels JSON] [--parent PID]``: one warm-up per model, then exit."""
     parser = argparse.ArgumentParser(description="Encode the bundled levels' names into the vector cache.")
     parser.add_argument("--model", nargs="+", default=list(DEFAULT_MODELS))
     parser.add_argument("--levels", help="JSON list of level configs (LevelSpec.to_config); default: the bundled")
@@ -318,7 +316,7 @@ def main(argv=None) -> int:
         threading.Thread(target=_watch_server, args=(args.parent,), daemon=True).start()
     state = None
     for model in args.model:
-        state = warm_up(levels, model_spec.ModelSpec.parse(model), parent_pid=args.parent)
+        state = warm_up(levels=levels, model=model_spec.ModelSpec.parse(model), parent_pid=args.parent)
         if state is None or state["state"] != "done":
             break
     return 0 if state is None or state["state"] in ("done", "stopped") else 1

@@ -1,4 +1,4 @@
-"""The background first encoding (bioviz.models.warmup) on a tiny fixture level with the bundled model."""
+"""The background first encoding (bioviz.warmup) on a tiny fixture level with the bundled model."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 import pytest
 from filelock import FileLock
 
-from bioviz.models import warmup
+from bioviz import warmup
 from bioviz.models.model_spec import ModelSpec
 from bioviz.models.registry import load_encoder
 from bioviz.models.vector_cache import VectorCache
@@ -34,7 +34,7 @@ def test_warm_up_fills_the_cache_the_pages_read_and_writes_its_progress(tmp_home
     monkeypatch.setattr(warmup, "WRITE_EVERY_S", 0.0)  # every step written, however fast the machine
     monkeypatch.setenv("BIOVIZ_TEST_ENCODE_DELAY_S", "0.2")  # and a rate to measure (11 names), however fast
     states = []
-    final = warmup.warm_up([spec], MINILM, chunk=4, report=states.append)
+    final = warmup.warm_up(levels=[spec], model=MINILM, chunk=4, report=states.append)
     assert final["state"] == "done" and final["error"] is None
     assert final["done"] == final["total"] == len(view.names)
     assert final["encoded"] == len(unique_names(view))
@@ -51,7 +51,7 @@ def test_levels_are_prepared_one_after_the_other_each_with_its_own_count(tmp_hom
     chapters, view = mini
     deeper = LevelSpec(str(data_dir / "views_table.tsv"), depth=1)
     states = []
-    final = warmup.warm_up([chapters, deeper], MINILM, report=states.append)
+    final = warmup.warm_up(levels=[chapters, deeper], model=MINILM, report=states.append)
     assert final["state"] == "done" and final["levels"] == [chapters.label, deeper.label]
     first_level_done = next(i for i, s in enumerate(states) if s["level_index"] == 0 and s["done"] == len(view.names))
     second_level_starts = next(i for i, s in enumerate(states) if s["level_index"] == 1)
@@ -63,14 +63,14 @@ def test_levels_are_prepared_one_after_the_other_each_with_its_own_count(tmp_hom
 
 def test_a_second_warm_up_encodes_nothing_when_everything_is_cached(tmp_home, mini, monkeypatch):
     spec, view = mini
-    warmup.warm_up([spec], MINILM)
+    warmup.warm_up(levels=[spec], model=MINILM)
     encoder = load_encoder("minilm")
 
     def refuse(texts, batch_size):
         raise AssertionError(f"encoded {len(texts)} names again")
 
     monkeypatch.setattr(encoder, "_encode", refuse)
-    again = warmup.warm_up([spec], MINILM)
+    again = warmup.warm_up(levels=[spec], model=MINILM)
     assert again["state"] == "done" and again["encoded"] == 0 and again["done"] == len(view.names)
 
 
@@ -87,25 +87,25 @@ def test_a_warm_up_stopped_midway_keeps_its_chunks_and_the_next_one_encodes_only
         return real(texts, batch_size)
 
     monkeypatch.setattr(encoder, "_encode", dies_on_the_second_chunk)
-    failed = warmup.warm_up([spec], MINILM, chunk=5)
+    failed = warmup.warm_up(levels=[spec], model=MINILM, chunk=5)
     assert failed["state"] == "failed" and failed["error"] == "killed", "one line"
     stored = VectorCache().get(encoder.fingerprint, unique_names(view))
     assert len(stored) == 5, "the finished chunk is stored"
     assert not warmup.is_running(warmup.read_state())
     monkeypatch.setattr(encoder, "_encode", real)
-    resumed = warmup.warm_up([spec], MINILM, chunk=5)
+    resumed = warmup.warm_up(levels=[spec], model=MINILM, chunk=5)
     assert resumed["state"] == "done" and resumed["encoded"] == len(unique_names(view)) - 5
 
 
 def test_one_warm_up_per_home_at_a_time(tmp_home, mini):
     with FileLock(str(tmp_home / warmup.LOCK_FILE)):
-        assert warmup.warm_up([mini[0]], MINILM) is None
+        assert warmup.warm_up(levels=[mini[0]], model=MINILM) is None
     assert warmup.read_state() is None, "the second warm-up writes nothing"
 
 
 def test_the_warm_up_stops_once_the_server_that_started_it_is_gone(tmp_home, mini):
     not_my_parent = os.getppid() + 1
-    stopped = warmup.warm_up([mini[0]], MINILM, parent_pid=not_my_parent)
+    stopped = warmup.warm_up(levels=[mini[0]], model=MINILM, parent_pid=not_my_parent)
     assert stopped["state"] == "stopped" and stopped["encoded"] == 0
 
 
@@ -134,7 +134,7 @@ def test_running_means_a_live_process_that_wrote_lately(tmp_home):
 def test_start_background_warms_up_in_a_process_of_its_own(tmp_home, mini, monkeypatch):
     monkeypatch.setenv(warmup.ENABLED_ENV, "1")
     spec, view = mini
-    warmup.warm_up([spec], MINILM)  # encoded here (the model is loaded already): the process only checks
+    warmup.warm_up(levels=[spec], model=MINILM)  # encoded here (the model is loaded already): the process only checks
     process = warmup.start_background([spec], "minilm")
     assert process.wait(timeout=300) == 0, (tmp_home / warmup.LOG_FILE).read_text()[-2000:]
     state = json.loads((tmp_home / warmup.STATE_FILE).read_text())
