@@ -20,6 +20,7 @@ from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.uploads import store_upload
 from ui import cache, compare, eval_normalisation, state
 from ui.markdown import md
+from ui.models import usable_model
 
 view = state.current_view()
 model_a, model_b = state.chosen_models()
@@ -87,9 +88,11 @@ image_format = compare.image_format()
 
 # The sidebar's baseline first, then its compared model: the first two get the baseline/compared
 # colour pair in every figure (bioviz.figures.evaluation.model_colours), as on the other pages.
-models = sorted((choices[label] for label in st.session_state["eval_models"]),
+picked = sorted((choices[label] for label in st.session_state["eval_models"]),
                 key=lambda m: (m != model_a.spec, m != (model_b.spec if model_b else None)))
-state.sync_url(eval_models="|".join(state.url_model(m) for m in models), **compare.changed_url_values(PARAMS))
+state.sync_url(eval_models="|".join(state.url_model(m) for m in picked), **compare.changed_url_values(PARAMS))
+# Parsed once under the path policy, as the sidebar's pickers are (a damaged run stops the page in one line).
+models = [usable_model(spec, f"eval-{i}") for i, spec in enumerate(picked)]
 
 
 def show_by_family(table: pd.DataFrame, *, max_columns: int) -> None:

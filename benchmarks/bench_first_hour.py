@@ -50,6 +50,7 @@ import numpy as np  # noqa: E402
 
 from bioviz.models import vector_cache  # noqa: E402
 from bioviz.models.encoders import HeadRunEncoder  # noqa: E402
+from bioviz.models.model_spec import ModelSpec  # noqa: E402
 from bioviz.models.registry import load_encoder
 from bioviz.models.runs import runs_dir, set_run_name  # noqa: E402
 from bioviz.ontology import LevelSpec  # noqa: E402
@@ -105,7 +106,7 @@ def make_head_run(hidden: int, level: LevelSpec) -> Path:
     head = BaseMix(ResidualEncoder(384, hidden, 0.5), 0.3, 1.0).eval()
     run_id = time.strftime("%Y%m%d-%H%M%S-") + os.urandom(2).hex()
     path = runs_dir() / run_id
-    save_head_model(head, "minilm", path)
+    save_head_model(head, ModelSpec.parse("minilm"), path)
     config = {"encoder": "residual", **level.to_config(), "shots": 15, "hidden": hidden, "base": "minilm",
               "init": None, "input_model": "minilm", "base_fingerprint": load_encoder("minilm").fingerprint}
     (path / "run.json").write_text(json.dumps({"run_id": run_id, "config": config}), encoding="utf-8")

@@ -104,10 +104,11 @@ class _TrigramModel:
     ``fingerprint``, ``run_dir``, ``vectors(texts)``) and counts the names it encodes.
     """
 
-    def __init__(self, spec, run_dir=None):
+    def __init__(self, model, run_dir=None):
         import zlib
 
         self._crc = zlib.crc32
+        self.model, spec = model, model.spec
         self.spec, self.label, self.fingerprint, self.run_dir = spec, f"tri-{spec}", f"fp-{spec}", run_dir
         self.encoded = 0
 
@@ -138,10 +139,10 @@ def fake_eval_models(monkeypatch):
 
     made = {}
 
-    def load(spec):
-        run_dir = Path(spec) if Path(spec).is_dir() else None
-        made[spec] = _TrigramModel(spec, run_dir)
-        return made[spec]
+    def load(model):  # a ModelSpec, as the library passes it
+        run_dir = model.path if model.is_local else None
+        made[model.spec] = _TrigramModel(model, run_dir)
+        return made[model.spec]
 
     monkeypatch.setattr(evaluation, "_load_model", load)
     # The Evaluation page prepares each model's vectors with the real encoders first; the fake
@@ -172,7 +173,8 @@ def umls_isa_only(tmp_path) -> Path:
 def evaluated_run(tmp_home, fake_eval_models):
     """A tiny fake run directory under ``BIOVIZ_HOME/runs`` with evaluations stored by the library.
 
-    ``run.json`` as the trainer writes it (no weights: the fake models never load any);
+    ``run.json`` as the trainer writes it (no weights: the fake models never load any; a
+    ``config.json`` so that it parses as a model);
     ranking on mini.obo depth 1 (2 shots) and MayoSRS are evaluated through
     :mod:`bioviz.evaluation.run`, so ``.eval.json`` is the real stored form.
     """
@@ -190,6 +192,7 @@ def evaluated_run(tmp_home, fake_eval_models):
                    "encoder": "definitions", "base": "minilm", "input_label": "minilm", "init": None},
         "metrics": {"baseline": {"test": {"mAP": 0.5, "names": 2}}, "trained": {"test": {"mAP": 0.75, "names": 2}}},
     }))
+    (run / "config.json").write_text("{}")
     onto = load_source(str(DATA / "mini.obo"))
     view = level_view(onto, depth=1)
     settings = evaluation.EvalSettings(n_boot=20)

@@ -28,10 +28,17 @@ from trainer.config import TrainConfig
 logger = logging.getLogger(__name__)
 
 
-def check_models(config: TrainConfig) -> None:
+def check_models(config: TrainConfig) -> ModelSpec:
     """Refuse a base or ``init`` model that is missing or cannot be trained on, and an absent CUDA.
 
-    Cheap (reads configuration files, loads no weights).
+    Cheap (reads configuration files, loads no weights). The config keeps its models as text
+    (``run.json`` writes them so); they are parsed here, after argparse and :func:`validate`,
+    so a bad one is one ``error`` event in the job's progress file like any other bad setting.
+
+    Returns
+    -------
+    ModelSpec
+        The input model (the ``init`` run, else the base), parsed.
 
     Raises
     ------
@@ -51,6 +58,7 @@ def check_models(config: TrainConfig) -> None:
         raise ModelError(f"base model {config.base} not found")
     if config.init is not None and not is_run_dir(config.init):
         raise ModelError(f"--init {config.init} is not a complete trained run (no run.json)")
+    return ModelSpec.parse(config.init) if config.init is not None else ref
 
 
 def check_split_feasible(sizes, shots: int | None, test_per_class: int) -> None:
@@ -80,11 +88,18 @@ def check_split_feasible(sizes, shots: int | None, test_per_class: int) -> None:
         )
 
 
-def check_view(config: TrainConfig, view: LevelView) -> None:
+def check_view(config: TrainConfig, view: LevelView, input_model: ModelSpec) -> None:
     """Refuse a config the level view or the input model's width cannot serve.
 
     The shots must fit the classes (:func:`check_split_feasible`), and an identity start
     needs a hidden layer at least twice the input model's dimension (read from its files).
+
+    Parameters
+    ----------
+    config : TrainConfig
+    view : LevelView
+    input_model : ModelSpec
+        The model whose vectors the encoder reads (:func:`check_models`).
 
     Raises
     ------
@@ -93,7 +108,7 @@ def check_view(config: TrainConfig, view: LevelView) -> None:
     """
     check_split_feasible(view.class_sizes(), config.shots, config.test_per_class)
     if config.identity_start:
-        dim = model_dimension(config.input_model)
+        dim = model_dimension(input_model)
         if config.hidden < 2 * dim:
             raise BiovizError(f"an identity start needs hidden >= 2 x {dim} = {2 * dim} for the "
                               f"{dim}-dimensional vectors of {config.input_model} (got {config.hidden})")
@@ -154,8 +169,8 @@ def check_feasible(config: TrainConfig) -> None:
         With a one-line reason (missing model or source, level too deep, shots larger than
         the classes allow, an identity start wider than the hidden layer allows).
     """
-    check_models(config)
-    check_view(config, config.level.load())
+    input_model = check_models(config)  # the models first: cheaper than loading the source
+    check_view(config, config.level.load(), input_model)
 
 
 @dataclass
@@ -173,6 +188,8 @@ class TrainingData:
         Readable name and content hash of the input model.
     embedding_s : float
         Seconds spent obtaining ``vectors`` (cache hits included).
+    input_model : ModelSpec or None
+        The input model, parsed (what the exported run's first modules are copied from).
     """
 
     ontology: Ontology
@@ -182,6 +199,7 @@ class TrainingData:
     input_label: str
     input_fingerprint: str
     embedding_s: float
+    input_model: ModelSpec | None = None
 
     @property
     def dim(self) -> int:
@@ -196,7 +214,7 @@ class TrainingData:
         return {c: sorted(graph.predecessors(c)) for c in set(self.view.name_concepts) if c in graph}
 
 
-def prepare(config: TrainConfig, progress=None, report=None) -> TrainingData:
+def prepare(config: TrainConfig, progress=None, *, report=None, input_model: ModelSpec | None = None) -> TrainingData:
     """Load the source, cut the level, draw the split and embed every name of the view.
 
     The level is checked (:func:`check_view`) before any name is embedded.
@@ -210,17 +228,20 @@ def prepare(config: TrainConfig, progress=None, report=None) -> TrainingData:
     report : callable, optional
         ``report(EncodingProgress)`` before each ``progress`` of a level encoded under a claim:
         whether another process encodes it (and this job waits), with that encoding's time left.
+    input_model : ModelSpec, optional
+        The input model as :func:`check_models` parsed it (parsed here when not given).
     """
+    input_model = input_model or ModelSpec.parse(config.input_model)
     level = config.level
     ontology = level.ontology()
     view = level.load(ontology)
-    check_view(config, view)
+    check_view(config, view, input_model)
     split = config.split.make(view)
     started = time.perf_counter()
-    encoder = load_encoder(config.input_model)
+    encoder = load_encoder(input_model)
     # a level the warm-up or a page is encoding already is waited for, not encoded a second time
     vectors, _ = encode_shared(encoder, view.names, progress=progress, report=report, owner="a training job")
     embedding_s = time.perf_counter() - started
     logger.info("embedded %d names with %s in %.1fs", len(view.names), encoder.label, embedding_s)
     return TrainingData(ontology, view, split, np.ascontiguousarray(vectors, dtype=np.float32),
-                        encoder.label, encoder.fingerprint, embedding_s)
+                        encoder.label, encoder.fingerprint, embedding_s, input_model)

@@ -15,13 +15,14 @@ from pathlib import Path
 import torch
 
 from bioviz.models.encoders import load_sentence_transformer
+from bioviz.models.model_spec import ModelSpec
 
 logger = logging.getLogger(__name__)
 
 HEAD_FILE = "head.safetensors"
 
 
-def _input_modules(input_model: str) -> list:
+def _input_modules(input_model: ModelSpec) -> list:
     """The input model's modules, ending with a Normalize."""
     from sentence_transformers.sentence_transformer.modules import Normalize
 
@@ -32,15 +33,15 @@ def _input_modules(input_model: str) -> list:
     return modules
 
 
-def save_head_model(head: torch.nn.Module, input_model: str, path: str | Path) -> None:
+def save_head_model(head: torch.nn.Module, input_model: ModelSpec, path: str | Path) -> None:
     """Write ``input model -> head -> Normalize`` as a sentence-transformers directory.
 
     Parameters
     ----------
     head : torch.nn.Module
         A trained head with ``to_dense_modules()`` (see :mod:`trainer.encoders`).
-    input_model : str
-        MODEL string of the vectors the head was trained on (base model or ``init`` run).
+    input_model : ModelSpec
+        The model whose vectors the head was trained on (base model or ``init`` run).
     path : path-like
         Target directory (created).
     """

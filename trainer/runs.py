@@ -23,6 +23,7 @@ from bioviz.models.cached_encoding import encode_cached
 from bioviz.models.encoders import HeadRunEncoder
 from bioviz.models.registry import load_encoder
 from bioviz.models.encoding_estimate import RateWindow
+from bioviz.models.model_spec import ModelSpec
 from bioviz.paths import fsync_dir, fsync_tree
 from trainer.config import TrainConfig, validate
 from trainer.crash_points import crash_point
@@ -208,7 +209,7 @@ def encode_level(run_dir: Path, names) -> bool:
 
 
 def train_run(config: TrainConfig, out: str | Path, *, callbacks=(), cancel: CancelFlag | None = None,
-              progress=None, validated: bool = False) -> dict:
+              progress=None, validated: bool = False, input_model: ModelSpec | None = None) -> dict:
     """Validate, train, export and atomically publish one run directory.
 
     Parameters
@@ -226,6 +227,8 @@ def train_run(config: TrainConfig, out: str | Path, *, callbacks=(), cancel: Can
     validated : bool
         Skip :func:`validate` and the model checks when the caller already did them (the
         level is checked while the data is prepared, before anything is embedded).
+    input_model : ModelSpec, optional
+        The input model as the caller's :func:`~trainer.data.check_models` parsed it.
 
     Returns
     -------
@@ -234,10 +237,10 @@ def train_run(config: TrainConfig, out: str | Path, *, callbacks=(), cancel: Can
     """
     if not validated:
         config = validate(config)
-        check_models(config)
+        input_model = check_models(config)
     out = check_out_dir(out)
     embedding = _EmbeddingProgress(callbacks, cancel, progress)
-    data = prepare(config, progress=embedding, report=embedding.encoding)
+    data = prepare(config, progress=embedding, report=embedding.encoding, input_model=input_model)
     if cancel is not None:
         cancel.check()
     result = Trainer(config, data, callbacks, cancel).run()
@@ -246,9 +249,9 @@ def train_run(config: TrainConfig, out: str | Path, *, callbacks=(), cancel: Can
     try:
         started = time.perf_counter()
         if result.head is not None:
-            save_head_model(result.head, config.input_model, partial)
+            save_head_model(result.head, data.input_model, partial)
             if result.projection is not None:
-                save_head_model(result.projection, config.input_model, partial / "cca_projection")
+                save_head_model(result.projection, data.input_model, partial / "cca_projection")
         else:
             save_fine_tuned(result.model, partial)
         (partial / SPLIT_FILE).write_text(json.dumps(_split_names(data)), encoding="utf-8")

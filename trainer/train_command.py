@@ -107,12 +107,13 @@ def handle(args: argparse.Namespace) -> int:
     writer = ProgressWriter(args.progress_file)
     try:
         config = validate(config_from_args(args))
-        check_models(config)
+        input_model = check_models(config)  # the MODEL texts parsed here: a bad one is an error event
         check_out_dir(args.out)
     except BiovizError as error:
         return refuse(writer, error)
     code, summary = run_cancellable(
-        lambda cancel: train_run(config, args.out, callbacks=[writer], cancel=cancel, validated=True),
+        lambda cancel: train_run(config, args.out, callbacks=[writer], cancel=cancel, validated=True,
+                                 input_model=input_model),
         writer, cancelled_message="cancelled")
     if code == 0:
         print_summary(summary, args.json)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -87,7 +88,7 @@ class _EncodingBar:
         self.slot.empty()
 
 
-def prepare_vectors(models, spec: LevelSpec) -> None:
+def prepare_vectors(models: Sequence[ModelSpec | None], spec: LevelSpec) -> None:
     """Make sure every name of the level has vectors under each model, showing how long and how far.
 
     Called by the pages before the cached functions that need the level's vectors (not cached
@@ -270,7 +271,7 @@ def _with_steps(what: str, work, starting: str = "loading the models…"):
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def evaluation_results(spec: LevelSpec, models: tuple, tasks: tuple, *, split: SplitSpec,
+def evaluation_results(spec: LevelSpec, models: tuple[ModelSpec, ...], tasks: tuple, *, split: SplitSpec,
                        settings: EvalSettings) -> list:
     """Results of the ontology protocols (:func:`bioviz.evaluation.run.evaluate`) for the selected view.
 
@@ -284,7 +285,7 @@ def evaluation_results(spec: LevelSpec, models: tuple, tasks: tuple, *, split: S
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def benchmark_results(models: tuple, benchmarks: tuple, settings: EvalSettings) -> list:
+def benchmark_results(models: tuple[ModelSpec, ...], benchmarks: tuple, settings: EvalSettings) -> list:
     """Spearman's rho of the models on relatedness benchmarks (names or stored upload paths)."""
     from bioviz.evaluation.run import evaluate_benchmarks  # pandas and scipy, as evaluation_results
 
@@ -293,7 +294,7 @@ def benchmark_results(models: tuple, benchmarks: tuple, settings: EvalSettings) 
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def cross_level_table(spec: LevelSpec, models: tuple, depths: tuple, *, split: SplitSpec,
+def cross_level_table(spec: LevelSpec, models: tuple[ModelSpec, ...], depths: tuple, *, split: SplitSpec,
                       settings: EvalSettings) -> dict:
     """Ranking mAP of the models on each level under the selected root (higher-level-semantics Table 4)."""
     from bioviz.evaluation.run import cross_level  # pandas and scipy, as evaluation_results
@@ -374,10 +375,11 @@ def sparse_names(spec: LevelSpec, among: str, _index) -> SparseNames:
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def normalisation_results(spec: LevelSpec, models: tuple, gold, *, rankings: tuple, n_boot: int) -> list:
+def normalisation_results(spec: LevelSpec, models: tuple[ModelSpec, ...], gold, *, rankings: tuple,
+                          n_boot: int) -> list:
     """Mention normalisation results of a gold file (a ``GoldFile``) on a level, per model and ranking, under a step bar."""
     from bioviz.evaluation.run import EvalSettings, evaluate_normalisation  # pandas, scipy: as above
 
     return _with_steps("Mention normalisation", lambda bar: evaluate_normalisation(
         gold, spec, list(models), list(rankings), settings=EvalSettings(n_boot=n_boot),
-        index_of=lambda model: candidate_index(ModelSpec.parse(model), spec, "names"), steps=bar))
+        index_of=lambda model: candidate_index(model, spec, "names"), steps=bar))

@@ -10,6 +10,7 @@ from bioviz.evaluation import tables as result_tables
 from bioviz.evaluation.normalisation import (EXAMPLE_GOLD, EXAMPLE_LEVEL, MAX_GOLD_BYTES, GoldFile, load_gold,
                                              read_gold)
 from bioviz.figures import metric_bars, slug
+from bioviz.models.model_spec import ModelSpec
 from bioviz.ontology import LevelSpec
 from bioviz.search.hybrid import RANKING_KINDS, ranking_of
 from ui import cache, compare
@@ -49,7 +50,7 @@ def _show(stored: dict, image_format: str) -> None:
     compare.show_figure(fig, name, image_format, key="bars-normalisation")
 
 
-def render(level: LevelSpec, view, models: list[str], *, n_boot: int, image_format: str) -> None:
+def render(level: LevelSpec, view, models: list[ModelSpec], *, n_boot: int, image_format: str) -> None:
     """Gather the gold file and rankings, score on the button, show the last scoring."""
     st.caption("Each mention of a gold file ranks every concept of the level, as *Code terms* ranks them: "
                "Acc@1, Acc@5 and MRR of the curated concept, on all mentions and on the paraphrased ones "

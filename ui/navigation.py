@@ -4,7 +4,9 @@ The navigation groups them in two sections, *Explore* and *Train and evaluate*, 
 this list's order. Each page keeps the URL path it had when Streamlit found the page files
 itself (``/Train``, ``/Neighbours``, ...), so links made before the router still open the
 same view; the home page is the root URL. Sections only group the menu: they are not part
-of any URL.
+of any URL. The page files live in ``app_pages/``, not ``pages/``: Streamlit runs a
+``pages/`` folder beside app.py as pages of their own, without the router, on a server's
+first run.
 """
 
 from __future__ import annotations

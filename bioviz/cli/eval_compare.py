@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bioviz.errors import EvaluationError
+from bioviz.errors import BiovizError, EvaluationError
 from bioviz.evaluation import aggregate, latex, paired
 from bioviz.evaluation import tables as result_tables
 from bioviz.evaluation.result import EvalResult
 from bioviz.evaluation.tasks import EvalSettings
+from bioviz.models.model_spec import ModelSpec
 
 
 def add_compare_options(parser) -> None:
@@ -31,18 +32,42 @@ def add_compare_options(parser) -> None:
                        help="write booktabs tables (one per task family, at most 8 numeric columns) to FILE")
 
 
-def comparisons(results: list[EvalResult], args, settings: EvalSettings) -> dict:
-    """The comparison parts of the output: ``differences``, ``seed_groups``, ``latex`` (the file written).
+def baseline_among(text: str, models: list[ModelSpec]) -> ModelSpec:
+    """The ``--model`` that ``--baseline`` names: by its MODEL text, its label, or the same directory.
 
     Raises
     ------
     EvaluationError
-        A baseline that is not among the models, or a LaTeX file that cannot be written.
+        A baseline that is not among the models (before anything is evaluated).
+    """
+    wanted = text.strip()
+    for model in models:
+        if wanted in (model.spec, model.label):
+            return model
+    try:
+        parsed = ModelSpec.parse(wanted)
+    except BiovizError:
+        parsed = None
+    for model in models:
+        if parsed is not None and parsed.path is not None and parsed.path == model.path:
+            return model
+    labels = ", ".join(dict.fromkeys(model.label for model in models))
+    raise EvaluationError(f"baseline {text!r} is not among the evaluated models ({labels})")
+
+
+def comparisons(results: list[EvalResult], args, settings: EvalSettings, *, baseline: ModelSpec | None = None
+                ) -> dict:
+    """The comparison parts of the output: ``differences`` (from ``baseline``), ``seed_groups``, ``latex``.
+
+    Raises
+    ------
+    EvaluationError
+        A LaTeX file that cannot be written.
     """
     out: dict = {}
     boot = {"n_boot": settings.n_boot, "seed": settings.sample_seed}
-    if args.baseline:
-        found = paired.differences(results, args.baseline, **boot)
+    if baseline is not None:
+        found = paired.differences(results, baseline, **boot)
         out["differences"] = [_difference(d, args.json) for d in found]
     groups = aggregate.seed_groups(results)
     if groups:

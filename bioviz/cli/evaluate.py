@@ -19,14 +19,16 @@ from __future__ import annotations
 import sys
 import time
 
-from bioviz.cli.common import add_json, add_level_options, add_ranking_options, level_spec_from_args, rankings_from_args
-from bioviz.cli.eval_compare import add_compare_options, comparisons
+from bioviz.cli.common import (add_json, add_level_options, add_ranking_options, level_spec_from_args, model_argument,
+                               rankings_from_args)
+from bioviz.cli.eval_compare import add_compare_options, baseline_among, comparisons
 from bioviz.errors import EvaluationError
 from bioviz.evaluation import normalisation, run as evaluation, splits
 from bioviz.evaluation.result import EvalResult
 from bioviz.evaluation.run import EvalSettings
 from bioviz.evaluation.tables import results_table
-from bioviz.models.runs import is_run_dir, read_run
+from bioviz.models.model_spec import ModelSpec
+from bioviz.models.runs import read_run
 from bioviz.ontology import DEFAULT_SPLIT, SplitSpec
 
 
@@ -35,7 +37,7 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "eval", help="score models on relatedness benchmarks and the papers' ontology protocols",
         description="Score one or more models; several --model options are compared on the same split.")
-    parser.add_argument("--model", action="append", required=True,
+    parser.add_argument("--model", action="append", required=True, type=model_argument,
                         help="minilm, char-tfidf, a sentence-transformers directory or hub id, or a run "
                              "directory (repeat to compare)")
     parser.add_argument("--benchmark", action="append", default=[],
@@ -76,28 +78,28 @@ def _progress(quiet: bool):
     return lambda message: sys.stderr.write(f"evaluating {message}\n")
 
 
-def split_from_args(args, models: list[str]) -> tuple[SplitSpec, list[str]]:
+def split_from_args(args, models: list[ModelSpec]) -> tuple[SplitSpec, list[str]]:
     """The split from the options, else a run's own split, else the defaults (see
     bioviz.evaluation.splits.choose_split)."""
     return splits.choose_split(models, shots=args.shots, seed=args.seed, test_per_class=args.test_per_class,
                                zero_shot_classes=args.zero_shot)
 
 
-def _run_level_warnings(models: list[str], args) -> list[str]:
+def _run_level_warnings(models: list[ModelSpec], args) -> list[str]:
     """Warn when a run was trained on another source or level than the one evaluated and its
     training names are unknown (no ``split.json``: they cannot be left out of the queries)."""
     warnings = []
     for model in models:
-        if not is_run_dir(model) or splits.run_seen_names(model):
+        if model.kind != "run" or splits.run_seen_names(model.path):
             continue
-        level = read_run(model).settings.level
+        level = read_run(model.path).settings.level
         if level is None or not level.source:
             continue
         trained = (level.source, level.root, level.depth)
         asked = (args.source, args.root, args.depth)
         if (trained[0] != asked[0] or (trained[1] or None) != (asked[1] or None)
                 or (not args.synonyms and trained[2] != asked[2])):
-            warnings.append(f"{model} was trained on {trained[0]} root={trained[1]} depth={trained[2]}: "
+            warnings.append(f"{model.spec} was trained on {trained[0]} root={trained[1]} depth={trained[2]}: "
                             "names held out here may have been training names there")
     return warnings
 
@@ -115,7 +117,7 @@ def _depths(text: str | None) -> list[int]:
     return depths
 
 
-def _normalisation(args, models: list[str], settings: EvalSettings, progress) -> tuple[list[EvalResult], dict]:
+def _normalisation(args, models: list[ModelSpec], settings: EvalSettings, progress) -> tuple[list[EvalResult], dict]:
     """The mention normalisation results of ``--gold`` (on ``--source``'s level, else GSC+'s), and what was scored."""
     if not args.gold:
         raise EvaluationError(f"--task {normalisation.TASK} needs --gold FILE (a 'mention' and a concept id column, "
@@ -139,7 +141,8 @@ def run(args) -> dict:
                             pairs_per_distance=args.pairs, sample_seed=args.sample_seed)
     progress = _progress(args.quiet)
     depths = _depths(args.cross_level)
-    models = args.model
+    models = args.model  # ModelSpecs: parsed by argparse (model_argument), a bad one refused in one line
+    baseline = baseline_among(args.baseline, models) if args.baseline else None  # refused before any work
     out: dict = {"settings": settings.__dict__, "warnings": []}
     results: list[EvalResult] = []
     shared = {"settings": settings, "use_cache": not args.no_cache, "progress": progress}
@@ -166,7 +169,7 @@ def run(args) -> dict:
             out["cross_level"] = table
     out["models"] = list(dict.fromkeys((r.model, r.model_spec, r.fingerprint) for r in results))
     out["models"] = [{"label": m[0], "spec": m[1], "fingerprint": m[2]} for m in out["models"]]
-    out.update(comparisons(results, args, settings))
+    out.update(comparisons(results, args, settings, baseline=baseline))
     out["seconds"] = round(time.perf_counter() - started, 2)
     if args.json:
         # per-item values (what the differences are computed from) stay out: thousands per result

@@ -21,11 +21,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from bioviz.evaluation.result import EvalResult
+from bioviz.models.model_spec import ModelSpec
 from bioviz.models.runs import is_run_dir, read_run
 from bioviz.ontology.level_spec import LevelSpec
 from bioviz.ontology.model import normalise_name
@@ -234,14 +236,15 @@ def result_marks(results: list[EvalResult], level: LevelSpec | None, split: Spli
     return marks
 
 
-def cross_level_reasons(models: list[str], labels: list[str], level: LevelSpec, depths, *, split: SplitSpec
-                        ) -> list[str]:
+def cross_level_reasons(models: Sequence[ModelSpec], labels: list[str], level: LevelSpec, depths, *,
+                        split: SplitSpec) -> list[str]:
     """One line per model whose pretraining did not keep some of ``depths`` (levels under ``level``'s root) out.
 
     Parameters
     ----------
-    models, labels : list of str
-        MODEL strings and their labels, in the same order.
+    models : sequence of ModelSpec
+    labels : list of str
+        The models' labels, in the same order.
     level : LevelSpec
         The selected level (its source and root; its depth is replaced by each of ``depths``).
     depths : iterable of int
@@ -249,7 +252,7 @@ def cross_level_reasons(models: list[str], labels: list[str], level: LevelSpec, 
     """
     lines = []
     for model, label in zip(models, labels):
-        pretraining = pretraining_of(model)
+        pretraining = pretraining_of(model.spec)
         if pretraining is None:
             continue
         overlapping = [d for d in depths if level_reason(pretraining, level.replace(depth=int(d)), split)]

@@ -25,6 +25,7 @@ import numpy as np
 from bioviz.errors import EvaluationError
 from bioviz.evaluation import metrics
 from bioviz.evaluation.result import EvalResult
+from bioviz.models.model_spec import ModelSpec
 
 # Resamples per chunk are chosen so one chunk's index matrix stays near this many entries.
 _CHUNK_ENTRIES = 4_000_000
@@ -224,14 +225,16 @@ def _paired(baseline: EvalResult, model: EvalResult, key: str, n_boot: int, seed
     return paired_mean_delta(a, b, n_boot=n_boot, seed=seed)
 
 
-def differences(results: list[EvalResult], baseline: str, *, n_boot: int = 1000, seed: int = 0) -> list[Difference]:
+def differences(results: list[EvalResult], baseline: ModelSpec | str, *, n_boot: int = 1000,
+                seed: int = 0) -> list[Difference]:
     """Every other model's difference from ``baseline`` on every task and figure both have.
 
     Parameters
     ----------
     results : list of EvalResult
-    baseline : str
-        The baseline's label (``result.model``) or MODEL string (``result.model_spec``).
+    baseline : ModelSpec or str
+        The baseline model (its results are those of its MODEL text, ``result.model_spec``), or
+        its label as the results show it (``result.model``: the Evaluation page's pick).
     n_boot, seed : int
         Paired bootstrap resamples and their seed.
 
@@ -245,10 +248,14 @@ def differences(results: list[EvalResult], baseline: str, *, n_boot: int = 1000,
     EvaluationError
         When no result is the baseline's.
     """
-    base = {r.task: r for r in results if baseline in (r.model, r.model_spec)}
+    if isinstance(baseline, ModelSpec):
+        base = {r.task: r for r in results if r.model_spec == baseline.spec}
+    else:
+        base = {r.task: r for r in results if baseline in (r.model, r.model_spec)}
     if not base:
         models = ", ".join(dict.fromkeys(r.model for r in results))
-        raise EvaluationError(f"baseline {baseline!r} is not among the evaluated models ({models})")
+        named = baseline.spec if isinstance(baseline, ModelSpec) else baseline
+        raise EvaluationError(f"baseline {named!r} is not among the evaluated models ({models})")
     out = []
     for result in results:
         reference = base.get(result.task)

@@ -1,6 +1,6 @@
 """Evaluate models on the papers' protocols, benchmarks and gold files, with cached results.
 
-:func:`evaluate` takes a level view, its split and one or more MODEL strings and returns
+:func:`evaluate` takes a level view, its split and one or more models (:class:`ModelSpec`) and returns
 one :class:`~bioviz.evaluation.result.EvalResult` per (model, task);
 :func:`evaluate_benchmarks` does the same for the relatedness benchmarks and
 :func:`evaluate_normalisation` for a gold file of mentions under each ranking;
@@ -13,7 +13,9 @@ loop here loads each model, serves a cached result or encodes the names the task
 pair in a fixed order: two models' results on the same data are compared item by item
 (:mod:`bioviz.evaluation.paired`); a cached result from before these were kept is computed
 again. ``model`` is the model's readable label as it is now (a cached result of a run renamed
-since gets its new name); ``run_id`` keeps a run's id.
+since gets its new name); ``run_id`` keeps a run's id. Models arrive parsed (the command line and
+the pages parse them once); a result keeps its model's MODEL text (``model_spec``), as stored results
+and run records write it on disk.
 
 Results are cached on disk and stored with trained runs (:mod:`bioviz.evaluation.store`);
 which split to evaluate on is :mod:`bioviz.evaluation.splits`; the tables made of the
@@ -63,7 +65,7 @@ ENCODING_SHARE = 0.8  # of a step that encodes names: the rest scores them
 
 @dataclass
 class _Model:
-    spec: str
+    model: ModelSpec
     label: str
     fingerprint: str
     run_dir: Path | None
@@ -76,13 +78,17 @@ class _Model:
         vectors, _ = encode_cached(self.encoder, unique, progress=progress)
         return dict(zip(unique, vectors))
 
+    @property
+    def spec(self) -> str:
+        """The MODEL text results keep (``EvalResult.model_spec``), as stored results write it."""
+        return self.model.spec
 
-def _load_model(spec: str) -> _Model:
-    ref = ModelSpec.parse(spec)  # results are keyed by the MODEL text; it is parsed once, here
-    encoder = load_encoder(ref)
-    run_dir = ref.path if ref.kind == "run" else None
+
+def _load_model(model: ModelSpec) -> _Model:
+    encoder = load_encoder(model)
+    run_dir = model.path if model.kind == "run" else None
     run_id = read_run(run_dir).run_id if run_dir is not None else None
-    return _Model(spec, encoder.label, encoder.fingerprint, run_dir, encoder, run_id)
+    return _Model(model, encoder.label, encoder.fingerprint, run_dir, encoder, run_id)
 
 
 def _current(cached: dict | None) -> dict | None:
@@ -120,11 +126,19 @@ def _within(steps: Steps | None, position: int, count: int, prefix: str) -> Step
     return lambda done, total, message: steps(position + done / max(total, 1), count, prefix + message)
 
 
-def _models(models) -> list[str]:
-    return [models] if isinstance(models, str) else list(models)
+def _models(models: ModelSpec | Sequence[ModelSpec]) -> list[ModelSpec]:
+    """The models as a list; MODEL text (tests, benchmarks scripts) parsed here, as ``load_encoder`` does.
+
+    Raises
+    ------
+    ModelError
+        Text that names nothing loadable, in one line.
+    """
+    listed = [models] if isinstance(models, (str, ModelSpec)) else list(models)
+    return [ModelSpec.of(model) for model in listed]
 
 
-def _run(models: list[str], tasks: Sequence[EvalTask], *, use_cache: bool, progress: Progress | None,
+def _run(models: list[ModelSpec], tasks: Sequence[EvalTask], *, use_cache: bool, progress: Progress | None,
          steps: Steps | None) -> list[EvalResult]:
     """The one loop: every task for each model in turn, models in the given order."""
     results = []
@@ -180,9 +194,9 @@ def _computed(model: _Model, task: EvalTask, key_data: dict, lookup: dict, encod
     return EvalResult.from_dict(stored)
 
 
-def evaluate(view: LevelView, split: Split, models, tasks="all", *, ontology: Ontology | None = None,
-             settings: EvalSettings | None = None, use_cache: bool = True, progress: Progress | None = None,
-             exclude_names=None, steps: Steps | None = None) -> list[EvalResult]:
+def evaluate(view: LevelView, split: Split, models: ModelSpec | Sequence[ModelSpec], tasks="all", *,
+             ontology: Ontology | None = None, settings: EvalSettings | None = None, use_cache: bool = True,
+             progress: Progress | None = None, exclude_names=None, steps: Steps | None = None) -> list[EvalResult]:
     """Evaluate every model on every split task, on the same view and split.
 
     Parameters
@@ -191,8 +205,8 @@ def evaluate(view: LevelView, split: Split, models, tasks="all", *, ontology: On
     split : Split
         The split of ``view`` (for a trained run: the one it was trained with, see
         :func:`split_spec_for_run`).
-    models : str or list of str
-        MODEL strings (``minilm``, ``char-tfidf``, directories, hub ids, run directories).
+    models : ModelSpec or sequence of ModelSpec
+        The models (presets, directories, hub ids, trained runs), parsed by the caller.
     tasks : str or list of str
         Names from :data:`TASKS`, or ``all``.
     ontology : Ontology, optional
@@ -232,7 +246,8 @@ def evaluate(view: LevelView, split: Split, models, tasks="all", *, ontology: On
     return _run(models, chosen, use_cache=use_cache, progress=progress, steps=steps)
 
 
-def evaluate_benchmarks(models, benchmarks="all", *, settings: EvalSettings | None = None, use_cache: bool = True,
+def evaluate_benchmarks(models: ModelSpec | Sequence[ModelSpec], benchmarks="all", *,
+                        settings: EvalSettings | None = None, use_cache: bool = True,
                         progress: Progress | None = None, steps: Steps | None = None) -> list[EvalResult]:
     """Spearman's rho of every model on relatedness benchmarks (names or file paths).
 
@@ -249,7 +264,8 @@ def evaluate_benchmarks(models, benchmarks="all", *, settings: EvalSettings | No
     return _run(_models(models), tasks, use_cache=use_cache, progress=progress, steps=steps)
 
 
-def evaluate_normalisation(gold: GoldFile, level: LevelSpec, models: Sequence[str], rankings: Sequence[Ranking], *,
+def evaluate_normalisation(gold: GoldFile, level: LevelSpec, models: Sequence[ModelSpec],
+                           rankings: Sequence[Ranking], *,
                            settings: EvalSettings | None = None, index_of: Callable | None = None,
                            progress: Progress | None = None, steps: Steps | None = None) -> list[EvalResult]:
     """Score every model under every ranking on a gold file over a level; one result per pair (never cached).
@@ -259,13 +275,12 @@ def evaluate_normalisation(gold: GoldFile, level: LevelSpec, models: Sequence[st
     gold : GoldFile
     level : LevelSpec
         The level the file was coded on (GSC+: :data:`~bioviz.evaluation.normalisation.EXAMPLE_LEVEL`).
-    models : sequence of str
-        MODEL strings.
+    models : sequence of ModelSpec
     rankings : sequence of Ranking
     settings : EvalSettings, optional
         Its ``n_boot`` and ``sample_seed``: the bootstrap of the intervals.
     index_of : callable, optional
-        ``index_of(model)`` -> the level's name index (a page passes its cached one).
+        ``index_of(model)`` -> the level's name index under a :class:`ModelSpec` (a page passes its cached one).
     progress, steps : callable, optional
         As for :func:`evaluate`.
 
@@ -283,8 +298,8 @@ def evaluate_normalisation(gold: GoldFile, level: LevelSpec, models: Sequence[st
     return _run(_models(models), tasks, use_cache=False, progress=progress, steps=steps)
 
 
-def cross_level(ontology: Ontology, models, *, depths=(1, 2, 3, 4), root: str | None = None,
-                split_spec: SplitSpec | None = None, keep_ambiguous: bool = False,
+def cross_level(ontology: Ontology, models: ModelSpec | Sequence[ModelSpec], *, depths=(1, 2, 3, 4),
+                root: str | None = None, split_spec: SplitSpec | None = None, keep_ambiguous: bool = False,
                 settings: EvalSettings | None = None, use_cache: bool = True,
                 progress: Progress | None = None, steps: Steps | None = None) -> dict:
     """Semantic similarity ranking mAP of each model on each level (higher-level-semantics Table 4).
@@ -321,9 +336,9 @@ def cross_level(ontology: Ontology, models, *, depths=(1, 2, 3, 4), root: str | 
             results.append(result)
     return {
         "depths": done,
-        "models": [labels.get(m, m) for m in models],
-        "map": [[table.get((m, d)) for d in done] for m in models],
-        "ci": [[ci.get((m, d)) for d in done] for m in models],
+        "models": [labels.get(m.spec, m.spec) for m in models],
+        "map": [[table.get((m.spec, d)) for d in done] for m in models],
+        "ci": [[ci.get((m.spec, d)) for d in done] for m in models],
         "skipped": skipped,
         "results": results,
     }

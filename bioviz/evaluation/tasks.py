@@ -28,6 +28,7 @@ from bioviz.evaluation.benchmarks import Benchmark, score_benchmark
 from bioviz.evaluation.normalisation import (TASK as NORMALISATION, GoldFile, check_gold_ids, gold_ranks,
                                              normalisation_figures, paraphrased)
 from bioviz.evaluation.store import digest, split_key, view_key
+from bioviz.models.model_spec import ModelSpec
 from bioviz.ontology import Split
 from bioviz.ontology.levels import LevelView
 from bioviz.ontology.model import Ontology
@@ -365,7 +366,7 @@ class Mentions:
         self.texts = [info.text for info in resolve_terms(gold.mentions, view, ontology)]
         self._last: tuple | None = None  # (model, index, vectors): one model's, kept while its rankings are scored
 
-    def under(self, model: str) -> tuple:
+    def under(self, model: ModelSpec) -> tuple:
         """``(index, vectors)``: the level's name index and the mentions' vectors under ``model``.
 
         The mentions are encoded outside the disk vector cache: a gold file is the user's
@@ -408,7 +409,7 @@ class NormalisationTask(EvalTask):
 
     def score(self, model, lookup) -> Scored:
         m = self.mentions
-        index, vectors = m.under(model.spec)
+        index, vectors = m.under(model.model)
         sparse = SparseNames.build(m.view.names, index.space.names) if self.ranking.hybrid else None
         ranks = gold_ranks(m.gold, m.view, index, vectors, ranking=self.ranking, ontology=m.ontology, sparse=sparse)
         return Scored(*normalisation_figures(ranks, m.paraphrased, n_boot=self.settings.n_boot,

@@ -376,38 +376,36 @@ def check_model_files(path: Path, what: str, hint: str = "") -> None:
 MAX_CHAIN = 8  # runs trained on runs: deeper chains are not made, and a loop must end
 
 
-def input_chain(model: ModelSpec) -> list[str]:
+def input_chain(model: ModelSpec) -> list[ModelSpec]:
     """The models ``model`` was trained from, nearest first (empty for a preset, a hub id or a damaged run).
 
     A run's config names its input model as ``input_model`` (a head run), ``init`` (a run
-    continued from another) or ``base``; a run trained on a run is followed through it.
-    The steps stay MODEL text as each ``run.json`` wrote it: an input run may since have
-    moved or been deleted, so it cannot always be parsed into a ModelSpec.
+    continued from another) or ``base``; a run trained on a run is followed through it. Each
+    step is the MODEL text its ``run.json`` wrote, parsed: the chain ends at a step that no
+    longer parses (an input run moved, deleted or damaged since), which nothing can be
+    compared with anyway.
     """
-    chain: list[str] = []
-    spec = model.spec
+    chain: list[ModelSpec] = []
+    current = model
     for _ in range(MAX_CHAIN):
-        if not is_run_dir(spec):
+        if current.kind != "run" or current.path is None or not is_run_dir(current.path):
             break
         try:
-            source = read_run(spec).input
+            source = read_run(current.path).input
+            step = ModelSpec.parse(source.spec) if source is not None and source.spec else None
         except (OSError, BiovizError) as error:
-            _logger.info("cannot follow %s to its input model: %s", spec, error)
+            _logger.info("cannot follow %s to its input model: %s", current.spec, error)
             break
-        nxt = source.spec if source is not None else None
-        if not nxt or nxt == spec or nxt in chain:
+        if step is None or any(_same_model(step, seen) for seen in (model, *chain)):
             break
-        chain.append(nxt)
-        spec = nxt
+        chain.append(step)
+        current = step
     return chain
 
 
-def _same_model(a: str, b: str) -> bool:
-    """Whether two MODEL strings name one model (a path compared resolved, a name as written)."""
-    if a == b:
-        return True
-    pa, pb = Path(a).expanduser(), Path(b).expanduser()
-    return pa.exists() and pb.exists() and pa.resolve() == pb.resolve()
+def _same_model(a: ModelSpec, b: ModelSpec) -> bool:
+    """Whether two models are one (a directory compared by its resolved path, anything else by its text)."""
+    return a.spec == b.spec or (a.path is not None and a.path == b.path)
 
 
 def trained_from(trained: ModelSpec | None, base: ModelSpec | None) -> bool:
@@ -418,4 +416,4 @@ def trained_from(trained: ModelSpec | None, base: ModelSpec | None) -> bool:
     """
     if trained is None or base is None:
         return False
-    return any(_same_model(step, base.spec) for step in input_chain(trained))
+    return any(_same_model(step, base) for step in input_chain(trained))

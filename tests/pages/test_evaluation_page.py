@@ -162,6 +162,7 @@ def pretrained_run(home, data_dir, split_shots: int, terms=("antalgic gait",)):
     (run / "run.json").write_text(json.dumps({"run_id": run.name, "config": {
         "kind": "pretrain", "encoder": "pretrain", "finetune": True, "base": "minilm", "sources": ["hpo"],
         "objectives": ["synonyms"], "max_pairs": 20000, "train_pairs": 20000}}))
+    (run / "config.json").write_text("{}")  # parses as a model (the fake models load no weights)
     (run / PRETRAIN_FILE).write_text(json.dumps({"config": {"sources": ["hpo"]}, "excluded": {"levels": [
         {"level": {"source": str(data_dir / "mini.obo"), "depth": "1"},
          "split": {"shots": split_shots, "seed": 0, "test_per_class": 1, "zero_shot_classes": 0}}]}}))

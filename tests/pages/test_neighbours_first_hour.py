@@ -88,12 +88,13 @@ def save_head_run(path, run_id: str):
     """A head run on minilm as a training job writes it (small random head), under BIOVIZ_HOME/runs."""
     import torch
 
+    from bioviz.models.model_spec import ModelSpec
     from bioviz.models.registry import load_encoder
     from trainer.encoders import BaseMix, ResidualEncoder
     from trainer.export import save_head_model
 
     torch.manual_seed(0)
-    save_head_model(BaseMix(ResidualEncoder(384, 16, 0.5), 0.3, 1.0).eval(), "minilm", path)
+    save_head_model(BaseMix(ResidualEncoder(384, 16, 0.5), 0.3, 1.0).eval(), ModelSpec.parse("minilm"), path)
     config = {"encoder": "residual", "source": "hpo", "depth": 1, "shots": 15, "input_model": "minilm",
               "base": "minilm", "base_fingerprint": load_encoder("minilm").fingerprint}
     (path / "run.json").write_text(json.dumps({"run_id": run_id, "config": config}), encoding="utf-8")

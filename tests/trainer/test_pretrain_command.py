@@ -71,6 +71,8 @@ def test_an_interrupted_run_resumes_from_its_checkpoint(data_dir, tmp_home, tmp_
     (["--batch-size", "1"], "--batch-size must be >= 2"),
     (["--exclude-level", "hpo"], "expected SOURCE:ROOT:DEPTH"),
     (["--max-seq-length", "2"], "--max-seq-length must be >= 8"),
+    (["--base", "/no/such/model"], "model directory /no/such/model not found"),
+    (["--base", "char-tfidf"], "char-tfidf cannot be pretrained"),
 ])
 def test_bad_input_is_one_line_and_creates_nothing(extra, reason, data_dir, tmp_home, tmp_path, capsys):
     out = tmp_path / "pretrained"
@@ -78,6 +80,20 @@ def test_bad_input_is_one_line_and_creates_nothing(extra, reason, data_dir, tmp_
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and reason in err and "\n" not in err
     assert not out.exists()
+
+
+def test_a_pretrain_job_whose_base_names_nothing_is_one_error_event(data_dir, tmp_home, tmp_path):
+    # --base is parsed after argparse (trainer.pretrain.fit.check_base), so the job's progress file says why
+    from trainer.jobs.pretrain_job import run
+
+    config, progress = tmp_path / "job" / "config.json", tmp_path / "job" / "progress.jsonl"
+    config.parent.mkdir()
+    config.write_text(json.dumps({"kind": "pretrain", "sources": [str(data_dir / "mini.obo")],
+                                  "objectives": ["synonyms"], "base": "/no/such/model"}))
+    assert run(config, tmp_path / "out", progress, "cpu") == 2
+    events = [json.loads(line) for line in progress.read_text().splitlines()]
+    assert events == [{"event": "error", "message": "model directory /no/such/model not found"}]
+    assert not (tmp_path / "out").exists()
 
 
 def test_no_source_a_full_output_and_nothing_to_resume_are_refused(data_dir, tmp_home, tmp_path, capsys):

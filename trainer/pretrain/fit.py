@@ -22,7 +22,8 @@ from pathlib import Path
 import numpy as np
 from sentence_transformers.base.sampler import NoDuplicatesBatchSampler
 
-from bioviz.errors import BiovizError
+from bioviz.errors import BiovizError, ModelError
+from bioviz.models.model_spec import ModelSpec
 from bioviz.ontology.splits import SplitSpec
 from trainer import hf_bridge
 from trainer.devices import resolve_device
@@ -95,6 +96,25 @@ def check_out_dir(out: str | Path, resume: bool) -> None:
         raise BiovizError(f"{out} already holds a pretrained model; choose another --out")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise BiovizError(f"{out} exists and is not empty; choose another --out (or --resume an interrupted run)")
+
+
+def check_base(c: PretrainConfig) -> ModelSpec:
+    """The base model of ``c``, parsed once: refused in one line before any pair is built.
+
+    The command line and the job take ``--base`` as text (the config keeps it so); it is parsed
+    here, after argparse, so a base that names nothing loadable is one ``error`` event in a
+    job's progress file, as any other bad setting.
+
+    Raises
+    ------
+    ModelError
+        A base that names nothing loadable, or char-tfidf (no transformer to pretrain).
+    """
+    base = ModelSpec.parse(c.base)
+    if not base.is_neural:
+        raise ModelError("char-tfidf cannot be pretrained: the base must be a sentence-transformers model "
+                         "(use minilm, med-minilm, a model directory or a hub id)")
+    return base
 
 
 def _last_checkpoint(out: Path) -> Path | None:
@@ -244,11 +264,11 @@ def _write_record(c, out: Path, model, pairs, *, steps: int, resumed_from: int, 
     return result
 
 
-def _load_base(c: PretrainConfig, device: str):
+def _load_base(c: PretrainConfig, base: ModelSpec, device: str):
     """The base model and its settable length; refused before training when ``--max-seq-length`` cannot apply."""
     from bioviz.models.encoders import load_sentence_transformer  # imported here: it imports the hub client
 
-    model = load_sentence_transformer(c.base, device=device)
+    model = load_sentence_transformer(base, device=device)
     base_length = settable_length(model)
     if c.max_seq_length and base_length is None:
         raise BiovizError(f"--max-seq-length: the base {c.base} has no length to set (its first module is a "
@@ -350,6 +370,7 @@ def pretrain(c: PretrainConfig, out: str | Path, *, callbacks=(), cancel: Cancel
     """
     out = Path(out)
     check_out_dir(out, resume)
+    base = check_base(c)
     emit: Emit = broadcast(callbacks)
     cancel = cancel or CancelFlag()
     started = time.perf_counter()
@@ -357,7 +378,7 @@ def pretrain(c: PretrainConfig, out: str | Path, *, callbacks=(), cancel: Cancel
     pairs_s = time.perf_counter() - started
     emit({"event": "pairs", **pairs.counts(), "excluded": pairs.excluded.get("total", 0), "seconds": pairs_s})
     device = resolve_device(c.device)
-    model, base_length = _load_base(c, device)
+    model, base_length = _load_base(c, base, device)
     checkpoint, before = _start_or_resume(c, out, model, pairs, resume)
     resumed_from = int(checkpoint.name.split("-")[-1]) if checkpoint else 0
     if c.max_seq_length:

@@ -69,6 +69,7 @@ def test_runs_on_different_splits_need_an_explicit_split(capsys, data_dir, tmp_h
         run.mkdir()
         (run / "run.json").write_text(json.dumps({"run_id": run.name, "config": {
             "source": str(data_dir / "mini.obo"), "depth": 1, "shots": 2, "seed": seed, "test_per_class": 1}}))
+        (run / "config.json").write_text("{}")  # parses as a model (the fake models load no weights)
         runs += ["--model", str(run)]
     base = ["eval", *runs, "--source", str(data_dir / "mini.obo"), "--depth", "1", "--task", "ranking", "--json"]
     code, _, err = run_cli(capsys, *base)

@@ -12,6 +12,7 @@ from bioviz.errors import EvaluationError
 from bioviz.evaluation import run as evaluation, splits, store
 from bioviz.evaluation.result import EvalResult
 from bioviz.evaluation.run import EvalSettings
+from bioviz.models.model_spec import ModelSpec
 from bioviz.ontology import SplitSpec, level_view, load_source
 
 DATA = Path(__file__).parents[2] / "data"
@@ -67,6 +68,7 @@ def test_results_stored_with_run(mini, fake_models, tmp_path):
     run.mkdir()
     (run / "run.json").write_text(json.dumps({"run_id": "run-1", "config": {
         "shots": 2, "seed": 3, "split_seed": None, "test_per_class": 1, "zero_shot_classes": 0}}))
+    (run / "config.json").write_text("{}")  # parses as a model (the fake models load no weights)
     assert splits.split_spec_for_run(run) == SplitSpec(shots=2, seed=3, test_per_class=1, zero_shot_classes=0)
     assert splits.split_spec_for_run(tmp_path) is None
     evaluation.evaluate(view, split, str(run), ["ranking", "hypernym"], ontology=onto, settings=SETTINGS)
@@ -121,9 +123,10 @@ def test_names_a_compared_run_has_seen_leave_the_queries(mini, fake_models, tmp_
     run = tmp_path / "run-2"
     run.mkdir()
     (run / "run.json").write_text(json.dumps({"run_id": "run-2", "config": {}}))
+    (run / "config.json").write_text("{}")
     test_names = [view.names[i] for i in split.test]
     (run / "split.json").write_text(json.dumps({"train": [test_names[0]], "validation": [], "test": []}))
-    assert splits.seen_by_runs(["minilm", str(run)]) == [test_names[0]]
+    assert splits.seen_by_runs([ModelSpec.parse("minilm"), ModelSpec.parse(str(run))]) == [test_names[0]]
     alone = evaluation.evaluate(view, split, "a", ["ranking"], ontology=onto, settings=SETTINGS)
     beside = evaluation.evaluate(view, split, ["a", str(run)], ["ranking"], ontology=onto, settings=SETTINGS)
     assert alone[0].sizes["queries"] == 2

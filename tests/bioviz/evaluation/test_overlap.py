@@ -8,6 +8,7 @@ import pandas as pd
 
 from bioviz.evaluation import overlap
 from bioviz.evaluation.result import EvalResult
+from bioviz.models.model_spec import ModelSpec
 from bioviz.ontology import LevelSpec, SplitSpec
 
 
@@ -92,7 +93,9 @@ def test_results_are_marked_per_model_and_task_and_the_table_shows_it(tmp_path):
 
 def test_the_cross_level_table_names_the_levels_a_model_saw(tmp_path):
     pre = pretrained_dir(tmp_path / "pre", levels=[("hpo", "HP:0000118", 1, 15, 0)])
-    lines = overlap.cross_level_reasons([str(pre), "minilm"], ["pre", "minilm"], LevelSpec("hpo", root="HP:0000118"),
+    (pre / "config.json").write_text("{}")  # parses as a model directory (no weights are loaded)
+    models = [ModelSpec.parse(str(pre)), ModelSpec.parse("minilm")]
+    lines = overlap.cross_level_reasons(models, ["pre", "minilm"], LevelSpec("hpo", root="HP:0000118"),
                                         [1, 2, 3], split=SplitSpec())
     assert lines == ["† pre in the cross-level table, level(s) 2, 3: pretrained on hpo without keeping those "
                      "levels' held-out names out."]

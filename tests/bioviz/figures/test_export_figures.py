@@ -133,12 +133,13 @@ def test_movement_is_offered_only_for_a_run_against_a_model_it_was_trained_from(
         path = tmp_path / name
         path.mkdir()
         (path / "run.json").write_text(json.dumps({"run_id": name, "config": config, "metrics": {}}))
-        return ModelSpec(str(path), "run", path, name)  # no weights: parse would refuse these stand-ins
+        (path / "config.json").write_text("{}")  # no weights: a config.json makes the stand-in parse as a model
+        return ModelSpec.parse(str(path))
 
     minilm, tfidf = ModelSpec.parse("minilm"), ModelSpec.parse("char-tfidf")
     head = run("head", {"input_model": "minilm"})
     again = run("again", {"init": head.spec})
-    assert input_chain(again) == [head.spec, "minilm"]
+    assert input_chain(again) == [head, minilm]  # ModelSpecs, each step parsed from its run.json's text
     assert trained_from(head, minilm) and trained_from(again, minilm) and trained_from(again, head)
     assert not trained_from(minilm, tfidf) and not trained_from(tfidf, minilm)
     assert not trained_from(head, tfidf) and not trained_from(minilm, head) and not trained_from(head, None)

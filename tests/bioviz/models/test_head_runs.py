@@ -28,7 +28,7 @@ def save_run(path, input_model: str, weight: float = 0.3, seed: int = 0, hidden:
 
     torch.manual_seed(seed)
     head = BaseMix(ResidualEncoder(384, hidden, 0.5), weight, 1.3).eval()
-    save_head_model(head, input_model, path)
+    save_head_model(head, ModelSpec.parse(input_model), path)  # the config below keeps the text
     record = {"encoder": "residual", "source": "hpo", "depth": 1, "shots": 15, "input_model": input_model,
               "base_fingerprint": load_encoder(input_model).fingerprint, **config}
     (path / "run.json").write_text(json.dumps({"run_id": f"20260101-000000-{path.name[-4:]}", "config": record}))

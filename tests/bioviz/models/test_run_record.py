@@ -90,7 +90,9 @@ def test_an_old_run_directory_still_reads(tmp_path):
     # older still: a head run's config without input_model follows init, then base
     chained = write_run(tmp_path / "chained", {"config": {"init": str(tmp_path / "old"), "base": "minilm"}})
     chained = ModelSpec(str(chained), "run", chained, "chained")  # no weights: parse would refuse it
-    assert input_chain(chained) == [str(tmp_path / "old"), "/old/home/runs/first"]
+    (tmp_path / "old" / "config.json").write_text("{}")  # the step parses as a model (no weights are read)
+    # each step parsed; the chain ends where an input run has moved away since (/old/home/runs/first)
+    assert [step.spec for step in input_chain(chained)] == [str(tmp_path / "old")]
 
 
 def test_missing_keys_read_as_unknown_not_as_damage(tmp_path):
