@@ -1,11 +1,10 @@
 """One encoding of a level at a time, and its progress, in headless chromium (issue 27).
 
 The app runs with ``BIOVIZ_TEST_ENCODE_DELAY_S`` so that an encoding lasts long enough to be
-watched (seconds, not the minutes of a real first encoding), on generated table levels in a
-data folder the server shares (what an uploaded ontology is to the pages):
+watched (seconds, not the minutes of a real first encoding), on generated table levels:
 
-* Projection on a 10,000-name level whose last few hundred names are not encoded yet shows the
-  estimate, then a bar with names done and the time left, which moves;
+* a 10,000-name table uploaded on the Home page, whose last few hundred names are not encoded
+  yet: Projection shows the estimate, then a bar with names done and the time left, which moves;
 * Neighbours on a level another process (standing for the background warm-up) is encoding
   waits for that encoding, showing its progress, and encodes none of the names itself.
 """
@@ -18,6 +17,7 @@ import re
 import subprocess
 import sys
 import time
+from urllib.parse import parse_qs, urlparse
 
 import numpy as np
 import pytest
@@ -49,12 +49,14 @@ def level_names(path, home) -> list[str]:
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    """(URL, home, data folder): the app with slowed encodings; the 10k level mostly encoded already."""
+    """(URL, home, data folder, 10k table to upload): the app with slowed encodings; the 10k level mostly
+    encoded already."""
     require_browser()
     home = tmp_path_factory.mktemp("shared-encoding-home")
-    data = home / "data"
+    data, outside = home / "data", home / "on-the-users-machine"
     data.mkdir()
-    big = write_table(data / "ten_thousand.tsv", classes=20, per_class=500)
+    outside.mkdir()
+    big = write_table(outside / "ten_thousand.tsv", classes=20, per_class=500)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("BIOVIZ_HOME", str(home))
         from bioviz.models.registry import load_encoder
@@ -67,7 +69,7 @@ def app(tmp_path_factory):
         VectorCache().put(load_encoder("minilm").fingerprint, ready, vectors / np.linalg.norm(vectors, axis=1)[:, None])
     env = {"BIOVIZ_DATA_DIRS": str(data), "BIOVIZ_TEST_ENCODE_DELAY_S": DELAY_S, "BIOVIZ_WARMUP": "0"}
     with streamlit_app(home, home / "streamlit.log", env=env) as url:
-        yield url, home, data
+        yield url, home, data, big
 
 
 @pytest.fixture(scope="module")
@@ -105,9 +107,16 @@ def bar_texts(page, pattern: re.Pattern, seconds: float, first_only: bool = Fals
     return seen
 
 
-def test_projection_on_a_10k_level_shows_names_done_and_the_time_left(app, browser):
-    url, _, _ = app
-    page = open_page(browser, f"{url}/Projection?source=ten_thousand.tsv&depth=1&model_a=minilm&one=1&method=pca")
+def test_projection_on_an_uploaded_10k_ontology_shows_names_done_and_the_time_left(app, browser):
+    url, _, _, big = app
+    home_page = open_page(browser, url)
+    home_page.get_by_text("Use your own ontology").click()
+    home_page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(big))
+    home_page.get_by_text(f"Loaded {big.name}: selected as the source.").wait_for(timeout=120_000)
+    wait_until_idle(home_page)
+    uploaded = parse_qs(urlparse(home_page.url).query)["source"][0]  # the stored upload, as links name it
+    home_page.close()
+    page = open_page(browser, f"{url}/Projection?source={uploaded}&depth=1&model_a=minilm&one=1&method=pca")
     texts = bar_texts(page, re.compile(r"Encoding 10,000 names with minilm: [\d,]+ done"), 120)
     assert texts, "no encoding bar was shown"
     timed = [t for t in texts if re.search(r"names/s · about \d+ (s|min) left", t)]
@@ -120,7 +129,7 @@ def test_projection_on_a_10k_level_shows_names_done_and_the_time_left(app, brows
 
 
 def test_neighbours_waits_for_the_warm_ups_encoding_instead_of_encoding_again(app, browser):
-    url, home, data = app
+    url, home, data, _ = app
     table = write_table(data / "being_warmed.tsv", classes=6, per_class=100, word="condition")  # none cached yet
     names = level_names(table, home)
     release = home / "release-the-warm-up"

@@ -93,7 +93,7 @@ def replace(src, dst, *args, **kwargs):
     real_replace(src, dst, *args, **kwargs)
 os.fsync, os.replace = fsync, replace
 
-def synthetic(config, progress=None):
+def synthetic(config, progress=None, **_):
     ontology = load_source(sys.argv[3])
     view = level_view(ontology, depth=1)
     rng = np.random.default_rng(0)
