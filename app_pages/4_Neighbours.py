@@ -18,7 +18,7 @@ from bioviz.search.neighbours import (AMONG, comparison_rows, concept_card, firs
 from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.search.hybrid import DEFAULT_RANKING, RANKING_KINDS, ExpandedForms, ranking_of
 from bioviz.search.lexicon import DEFAULT_EXPANSION, expand_queries, expansion_of, load_lexicon
-from ui import cache, compare, state
+from ui import cache, state
 from ui.markdown import md, md_code
 
 SEARCH_MATCHES = 50  # ontology names suggested for a typed query on large levels

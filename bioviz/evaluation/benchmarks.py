@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import io
 import logging
 import math
 from dataclasses import dataclass

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import numpy as np
 
-from bioviz.errors import ModelError
 from bioviz.models import char_tfidf
 from bioviz.models.head_chain import HeadChain, module_kind, read_modules
 from bioviz.models.load_errors import cannot_load, foreign_module_reason, foreign_module_type, quiet_foreign_pickle, \

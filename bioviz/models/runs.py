@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bioviz.errors import BiovizError, ModelError, SplitError
+from bioviz.errors import ModelError, SplitError
 from bioviz.models.run_record import (  # noqa: F401 - re-exported: the names runs.py has always offered
     LEVEL_KEYS, NAME_FILE, NAME_MAX, PRETRAIN_KIND, RUN_FILE, SOURCE_NAMES, RunRecord, check_run_name,
     default_run_name, is_run_dir, pairs_text, pretrained_run_name, read_run_name, run_mtime, short_run_id,
