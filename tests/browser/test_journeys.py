@@ -5,6 +5,9 @@
   sideways.
 - A paper figure is exported with the chart's camera button: the download is a whole PNG of
   the figure's size.
+- A researcher compares two models on Evaluation: the differences carry paired intervals, and
+  the LaTeX download has no table wider than a page (compiled without an overfull box where
+  pdflatex is installed).
 
 (The researcher's journey, train -> Open in views -> every page, is test_train_flow.py.)
 The level is ICD-10 chapter XIX's blocks, as in test_browser.py: the session's server has its
@@ -15,9 +18,14 @@ from __future__ import annotations
 
 import io
 import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 
+from bioviz.evaluation.latex import MAX_COLUMNS, numeric_columns
 from bioviz.search.hybrid import DEFAULT_RANKING
 
 from tests.browser.support import page_problems, wait_until_idle
@@ -87,4 +95,32 @@ def test_a_figure_exported_with_the_camera_button_is_a_whole_png(server, browser
     assert image.format == "PNG" and image.width >= 800 and image.height >= 400, image.size
     # Not a blank canvas: a figure has many colours.
     assert len(image.convert("RGB").getcolors(maxcolors=1 << 16) or range(1 << 16)) > 20
+    page.close()
+
+
+def test_a_researcher_reads_paired_differences_and_downloads_a_latex_table_that_fits_a_page(server, browser):
+    """Issue 27: an Evaluation comparison with paired intervals, and a LaTeX export within a page's width."""
+    page = open_page(browser, f"{server}/Evaluation?{LEVEL}&eval_tasks=ranking&eval_bench=mayosrs&eval_boot=200")
+    page.get_by_role("button", name="Run evaluation").click()
+    page.get_by_role("heading", name="Difference from a baseline").wait_for(timeout=PAGE_TIMEOUT_S * 1000)
+    wait_until_idle(page, PAGE_TIMEOUT_S)
+    assert not page_problems(page), page_problems(page)
+    assert page.get_by_text("95% paired bootstrap intervals", exact=False).count() == 1
+    cells = [c.strip() for frame in page.get_by_test_id("stDataFrame").all()
+             for c in frame.locator("[role=gridcell]").all_text_contents()]
+    # a signed difference with its paired interval, e.g. "+0.123 [+0.080, +0.170]"
+    assert any(re.fullmatch(r"[+-]\d\.\d+ \[[+-]\d\.\d+, [+-]\d\.\d+\]", c) for c in cells), cells
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download LaTeX (booktabs)").click()
+    tex = Path(download.value.path()).read_text()
+    widths = numeric_columns(tex)  # one tabular per task family, each within the page-width bound
+    assert widths and max(widths) <= MAX_COLUMNS, (widths, tex[:500])
+    if shutil.which("pdflatex"):  # where it is installed: each table compiles within the text width
+        with tempfile.TemporaryDirectory() as work:
+            doc = Path(work) / "t.tex"
+            doc.write_text("\\documentclass{article}\\usepackage{booktabs}\\begin{document}\n" + tex
+                           + "\n\\end{document}\n")
+            log = subprocess.run(["pdflatex", "-interaction=nonstopmode", doc.name], cwd=work,
+                                 capture_output=True, text=True, timeout=120).stdout
+            assert "Overfull \\hbox" not in log, log[-2000:]
     page.close()
