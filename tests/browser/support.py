@@ -139,3 +139,36 @@ def page_problems(page) -> list[str]:
     for i in range(errors.count()):
         problems.append(f"error: {errors.nth(i).inner_text()[:500]}")
     return problems
+
+
+# What scrolls sideways or is cut in the page (issue 27): the document and main frames, each
+# st.dataframe's scroller and each metric tile; ``page.evaluate(MEASURE_JS, slack_px)``.
+MEASURE_JS = """
+(slack) => {
+  const over = (el) => el.scrollWidth - el.clientWidth > slack;
+  const out = [];
+  const frames = [['document', document.scrollingElement || document.documentElement],
+                  ...['stApp', 'stAppViewContainer', 'stMain', 'stMainBlockContainer'].map(
+                    (id) => [id, document.querySelector(`[data-testid="${id}"]`)])];
+  for (const [name, el] of frames) {
+    if (el && over(el)) out.push(`${name} scrolls sideways: ${el.scrollWidth} > ${el.clientWidth} px`);
+  }
+  document.querySelectorAll('[data-testid="stDataFrame"]').forEach((table, i) => {
+    const scroller = table.querySelector('.dvn-scroller');
+    if (scroller && over(scroller)) {
+      out.push(`table ${i + 1} scrolls sideways: ${scroller.scrollWidth} > ${scroller.clientWidth} px`);
+    }
+  });
+  document.querySelectorAll('[data-testid="stMetric"]').forEach((metric) => {
+    for (const part of metric.querySelectorAll('[data-testid="stMetricValue"], [data-testid="stMetricValue"] *, '
+                                               + '[data-testid="stMetricLabel"] p, [data-testid="stMetricLabel"] div')) {
+      if (over(part) && part.textContent.trim()) {
+        out.push(`tile "${metric.innerText.replace(/\\s+/g, ' ').trim()}" is cut: ${part.scrollWidth} > ${part.clientWidth} px`);
+        break;
+      }
+    }
+  });
+  return {problems: out, tables: document.querySelectorAll('[data-testid="stDataFrame"]').length,
+          tiles: document.querySelectorAll('[data-testid="stMetric"]').length};
+}
+"""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.support import page_problems, wait_until_idle
+from tests.browser.support import MEASURE_JS, page_problems, wait_until_idle
 
 pytestmark = [pytest.mark.browser]
 
@@ -26,35 +26,6 @@ LEVEL = "source=icd10&root=XIX&depth=1&model_a=char-tfidf&model_b=char-tfidf"
 # Rounding of sub-pixel layout: a box 1 px wider than its frame scrolls nothing a reader sees.
 SLACK_PX = 1
 
-MEASURE_JS = """
-(slack) => {
-  const over = (el) => el.scrollWidth - el.clientWidth > slack;
-  const out = [];
-  const frames = [['document', document.scrollingElement || document.documentElement],
-                  ...['stApp', 'stAppViewContainer', 'stMain', 'stMainBlockContainer'].map(
-                    (id) => [id, document.querySelector(`[data-testid="${id}"]`)])];
-  for (const [name, el] of frames) {
-    if (el && over(el)) out.push(`${name} scrolls sideways: ${el.scrollWidth} > ${el.clientWidth} px`);
-  }
-  document.querySelectorAll('[data-testid="stDataFrame"]').forEach((table, i) => {
-    const scroller = table.querySelector('.dvn-scroller');
-    if (scroller && over(scroller)) {
-      out.push(`table ${i + 1} scrolls sideways: ${scroller.scrollWidth} > ${scroller.clientWidth} px`);
-    }
-  });
-  document.querySelectorAll('[data-testid="stMetric"]').forEach((metric) => {
-    for (const part of metric.querySelectorAll('[data-testid="stMetricValue"], [data-testid="stMetricValue"] *, '
-                                               + '[data-testid="stMetricLabel"] p, [data-testid="stMetricLabel"] div')) {
-      if (over(part) && part.textContent.trim()) {
-        out.push(`tile "${metric.innerText.replace(/\\s+/g, ' ').trim()}" is cut: ${part.scrollWidth} > ${part.clientWidth} px`);
-        break;
-      }
-    }
-  });
-  return {problems: out, tables: document.querySelectorAll('[data-testid="stDataFrame"]').length,
-          tiles: document.querySelectorAll('[data-testid="stMetric"]').length};
-}
-"""
 
 
 def code_terms(page) -> None:

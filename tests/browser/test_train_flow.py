@@ -27,7 +27,8 @@ from pathlib import Path
 import pytest
 
 from bioviz.models.model_spec import DEFAULT_BASE
-from tests.browser.support import ROOT, chromium, page_problems, require_browser, streamlit_app, wait_until_idle
+from tests.browser.support import (MEASURE_JS, ROOT, chromium, page_problems, require_browser, streamlit_app,
+                                   wait_until_idle)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 expect = pytest.importorskip("playwright.sync_api", reason="playwright (python) is not installed").expect
@@ -198,6 +199,12 @@ def test_launch_from_the_train_page_keep_exploring_and_open_the_run_in_views(tmp
         rows = job_table(page)
         assert rows[first][2] == "succeeded" and rows[second][2] == "cancelled", rows
         timings["job_table_row"] = " | ".join(rows[first])
+        # Issue 27: at 1440 x 900 the job table (two jobs: one succeeded, one cancelled) fits its frame
+        page.set_viewport_size({"width": 1440, "height": 900})
+        page.wait_for_timeout(1000)  # the grid sizes its columns after the first frame
+        widths = page.evaluate(MEASURE_JS, 1)
+        assert not widths["problems"] and widths["tables"] >= 1, widths
+        page.set_viewport_size(VIEWPORT)
         run = json.loads((home / "runs" / first / "run.json").read_text())
         metrics = run["metrics"]
         timings["run"] = {"device": run.get("device"), "timings": run.get("timings"),

@@ -39,13 +39,23 @@ SEEN_STATUSES = "train_seen_job_statuses"
 # leaves the page while the job table refreshes itself, and later picks a job again, so the
 # choice is kept under a key no widget owns and the widget is set from it.
 SELECTED = "train_selected_job"
+# Widths in pixels that add up to the main area at 1440 px with the sidebar open (about 980 px):
+# left to the grid, the job id, the run name and the progress words push "base" out of the frame.
 JOB_COLUMNS = {
+    "job": st.column_config.TextColumn(width=135),
+    "run": st.column_config.TextColumn(
+        width=200, help="The run's readable name (rename it in the run list) and short id"),
+    "status": st.column_config.TextColumn(width=75),
+    "progress": st.column_config.TextColumn(width=170),
+    "device": st.column_config.TextColumn(width=55),
+    "duration": st.column_config.TextColumn(width=65),
     "class-retrieval mAP": st.column_config.TextColumn(
+        width=130,
         help="Mean average precision of retrieving a name's own class among the training names: the trained "
              "run's test figure once finished, the latest validation figure while it trains"),
     "eta": st.column_config.TextColumn(
-        "ETA", help="Time left if validation does not improve again (early stopping), and at most: all epochs"),
-    "run": st.column_config.TextColumn(help="The run's readable name (rename it in the run list) and short id"),
+        "ETA", width=45, help="Time left if validation does not improve again (early stopping), and at most: all epochs"),
+    "base": st.column_config.TextColumn(width=95, help="The model the run starts from"),
 }
 
 

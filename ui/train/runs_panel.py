@@ -9,7 +9,28 @@ from bioviz.errors import BiovizError
 from bioviz.evaluation.run_list import run_row, stored_results_rows
 from bioviz.models.runs import NAME_MAX, distinct_labels, list_runs, read_run, set_run_name
 from ui.markdown import md, md_code
-from ui.train.tables import score_columns
+from ui.train.tables import SCORE_FORMAT, score_columns
+
+_column, _score = st.column_config.Column, st.column_config.NumberColumn
+# Widths (px) that add up to the main area at 1440 px with the sidebar open (about 980 px);
+# short headers, the full words in each column's help.
+RUN_COLUMNS = {
+    "name": _column(width=170),
+    "run": _column(width=135),
+    "encoder": _column(width=70),
+    "trained on": _column(width=100),
+    "shots": _column(width=50),
+    "base": _column(width=95),
+    "created (UTC)": _column("created", width=110, help="When the run was made (UTC)"),
+    "test mAP base": _score("mAP base", format=SCORE_FORMAT, width=65,
+                            help="Class-retrieval mAP of the base model on the run's held-out test names"),
+    "test mAP trained": _score("mAP run", format=SCORE_FORMAT, width=65,
+                               help="Class-retrieval mAP of the trained run on its held-out test names"),
+    "base weight": _score("weight", format=SCORE_FORMAT, width=55,
+                          help="Base weight: how much of its input model's vectors a head run keeps"),
+    "stored evaluations": _score("evals", format="%d", width=55,
+                                 help="Evaluations stored with the run (Evaluation page or python -m bioviz eval)"),
+}
 
 
 def _rename(path: str, key: str) -> None:
@@ -47,7 +68,8 @@ def runs_panel() -> None:
     table = pd.DataFrame([run_row(r) for r in found]).drop(columns=["path"])
     if table["damaged"].isna().all():
         table = table.drop(columns=["damaged"])
-    st.dataframe(table, hide_index=True, width="stretch", column_config=score_columns(table))
+    columns = {**score_columns(table), **{name: RUN_COLUMNS[name] for name in table.columns if name in RUN_COLUMNS}}
+    st.dataframe(table, hide_index=True, width="stretch", column_config=columns)
     by_path = {str(r.path): r for r in found if not r.damaged}
     if not by_path:
         return
