@@ -32,7 +32,7 @@ from bioviz.ontology.levels import SOURCE_TITLES, LevelView
 from bioviz.ontology.sources import source_kind
 from bioviz.ontology.umls import COMMON_SABS, DEFAULT_SAB, HIERARCHIES, SEMANTIC_GROUPS
 from bioviz.models.model_spec import (BASELINE_MODEL, DEFAULT_MODEL, PRESET_MODELS, ModelSpec, link_form,
-                                     looks_like_path, policy_text)
+                                     policy_text)
 from bioviz.models.runs import distinct_labels, list_runs
 from bioviz.uploads import original_name
 from ui import cache
@@ -115,8 +115,6 @@ def url_source(source: str) -> str:
 
 def url_model(spec: str) -> str:
     """How a link carries a picker's MODEL text (:meth:`ModelSpec.to_query`); a refused path as typed."""
-    if not looks_like_path(spec):
-        return spec
     try:
         # the link form needs the path policy alone: a damaged run still links by its id
         return link_form(spec)

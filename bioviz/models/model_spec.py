@@ -80,10 +80,10 @@ PRESETS = {p.name: p for p in (
     Preset("char-tfidf", "character n-gram TF-IDF, no neural model", None),
 )}
 PRESET_MODELS = tuple(PRESETS)
-# What a clinician's pages (Neighbours, Code terms) and commands open with, and the
-# general-domain model they compare it with.
 _logger = logging.getLogger(__name__)
 
+# What a clinician's pages (Neighbours, Code terms) and commands open with, and the
+# general-domain model they compare it with.
 DEFAULT_MODEL = "med-minilm"
 BASELINE_MODEL = "minilm"
 KINDS = ("bundled", "char-tfidf", "run", "directory", "hub")
@@ -207,16 +207,6 @@ class ModelSpec:
             return link_form(self.spec)
         except BiovizError:  # a path outside the model folders (the command line may name one): as it is
             return self.spec
-        forms = []
-        for folder in model_dirs():
-            try:
-                forms.append(str(Path(self.spec).relative_to(folder)))
-            except ValueError:
-                continue
-        for relative in sorted(forms, key=len):  # the innermost folder gives the shortest form
-            if relative != "." and _reads_back(relative, self.spec):
-                return relative
-        return self.spec
 
     @classmethod
     def of(cls, model: "ModelSpec | str") -> "ModelSpec":
