@@ -206,12 +206,7 @@ def _missing(cache: VectorCache, fingerprint: str, names: list[str]) -> list[str
     if cache.has_block(fingerprint, names):
         return []
     distinct = list(dict.fromkeys(names))
-    counted = cache.count_cached(fingerprint, distinct)
-    if counted == len(distinct):
-        return []
-    if counted == 0:  # a first use: no lookup of vectors that are not there (a second pass over every name)
-        return distinct
-    found = cache.get(fingerprint, distinct)  # only when some are missing: which ones, for a head run's input
+    found = cache.cached_texts(fingerprint, distinct)  # which ones (a head run's input needs them), no vectors read
     return [n for n in distinct if n not in found]
 
 

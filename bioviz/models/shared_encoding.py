@@ -34,12 +34,11 @@ down for the browser tests; it is applied where every encoding passes
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import threading
 import json
 import logging
 import os
 import random
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,7 +49,7 @@ from filelock import FileLock, Timeout
 from bioviz.models import ray_embedding
 from bioviz.models.cached_encoding import DELAY_ENV, EmbedStats, encode_cached  # noqa: F401 - DELAY_ENV named here too
 from bioviz.models.encoding_estimate import RateWindow, format_duration, measured_rate
-from bioviz.models.vector_cache import VectorCache
+from bioviz.models.vector_cache import VectorCache, texts_digest
 from bioviz.paths import atomic_path, subdir
 
 logger = logging.getLogger(__name__)
@@ -115,8 +114,7 @@ class EncodingProgress:
 
 def claim_paths(fingerprint: str, texts: list[str]) -> tuple[Path, Path]:
     """``(lock file, progress file)`` of the claim on encoding ``texts`` under a model fingerprint."""
-    digest = hashlib.sha256("\x1f".join(texts).encode("utf-8")).hexdigest()[:24]
-    stem = subdir(CLAIMS_DIR) / f"{fingerprint[:32]}-{digest}"
+    stem = subdir(CLAIMS_DIR) / f"{fingerprint[:32]}-{texts_digest(texts)}"
     return stem.with_suffix(".lock"), stem.with_suffix(".json")
 
 
@@ -268,7 +266,7 @@ def encode_claimed(encoder, texts: list[str], claimant: _Claimant, *, batch_size
     ``max_chunk`` names). Returns the number of names encoded.
     """
     unique = list(dict.fromkeys(texts))
-    cached = VectorCache().get(encoder.fingerprint, unique)
+    cached = VectorCache().cached_texts(encoder.fingerprint, unique)  # which ones: their vectors are read once, at the end
     missing = [t for t in unique if t not in cached]
     claimant.update(len(unique) - len(missing), force=True)
     if not missing:
@@ -449,8 +447,3 @@ def encode_shared(encoder, texts, *, batch_size: int = 64, progress: Callable[[i
     vectors, encoded = encode_level(encoder, texts, owner=owner, report=tell, batch_size=batch_size)
     distinct = len(dict.fromkeys(texts))
     return vectors, EmbedStats(len(texts), distinct - encoded, encoded, time.perf_counter() - started)
-
-
-def vectors_ready(encoder, texts) -> bool:
-    """True when ``texts`` are a stored block under ``encoder`` (opening them is one file read)."""
-    return VectorCache().has_block(encoder.fingerprint, list(texts))

@@ -110,6 +110,11 @@ def failure_kind(error: sqlite3.Error) -> str | None:
 
 
 
+
+def texts_digest(texts: list[str]) -> str:
+    """A short hash of an exact list of texts (order included): names a level's block and its encoding claim."""
+    return hashlib.sha256("\x1f".join(texts).encode("utf-8")).hexdigest()[:24]
+
 class VectorCache:
     """Vectors of texts per model fingerprint, in one SQLite file.
 
@@ -263,34 +268,30 @@ class VectorCache:
 
         return self._run("lookup", lookup, {}) if texts else {}
 
-    def count_cached(self, model: str, texts) -> int:
-        """How many of ``texts`` (distinct) have a vector for ``model``, without reading the vectors.
+    def cached_texts(self, model: str, texts) -> set[str]:
+        """Which of ``texts`` have a vector for ``model``, without reading the vectors.
 
-        A whole list stored as a block counts as cached at once (:meth:`has_block`). Used to say
-        before encoding how many names are missing (:mod:`bioviz.models.encoding_estimate`).
+        What an estimate counts as missing before encoding (:mod:`bioviz.models.encoding_estimate`)
+        and what a claimant encodes (:mod:`bioviz.models.shared_encoding`).
         """
         texts = list(dict.fromkeys(texts))
-        if not texts:
-            return 0
 
-        def count(conn) -> int:
-            total = 0
+        def select(conn) -> set[str]:
+            found: set[str] = set()
             for start in range(0, len(texts), _LOOKUP_CHUNK):
-                total += conn.execute(
-                    "SELECT COUNT(*) FROM vectors WHERE model = ? AND text IN (SELECT value FROM json_each(?))",
-                    (model, json.dumps(texts[start:start + _LOOKUP_CHUNK])),
-                ).fetchone()[0]
-            return total
+                found.update(text for (text,) in conn.execute(
+                    "SELECT text FROM vectors WHERE model = ? AND text IN (SELECT value FROM json_each(?))",
+                    (model, json.dumps(texts[start:start + _LOOKUP_CHUNK]))))
+            return found
 
-        return self._run("count", count, 0)
+        return self._run("lookup", select, set()) if texts else set()
 
     def has_block(self, model: str, texts) -> bool:
         """True when exactly this list of texts is stored as a block for ``model`` (the file exists)."""
         return self._block_path(model, list(texts)).is_file()
 
     def _block_path(self, model: str, texts: list[str]) -> Path:
-        digest = hashlib.sha256("\x1f".join(texts).encode("utf-8")).hexdigest()[:24]
-        return self.path.parent / "blocks" / f"{model}-{digest}.npy"
+        return self.path.parent / "blocks" / f"{model}-{texts_digest(texts)}.npy"
 
     def get_block(self, model: str, texts) -> np.ndarray | None:
         """Vectors of exactly this list of texts (order included), if stored as a block.

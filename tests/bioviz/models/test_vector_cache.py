@@ -130,8 +130,8 @@ def test_cached_names_are_counted_without_reading_vectors(tmp_home):
     cache = VectorCache()
     texts = [f"t{i}" for i in range(30)]
     cache.put("fp", texts[:12], vectors(12))
-    assert cache.count_cached("fp", texts + texts[:5]) == 12  # distinct texts
-    assert cache.count_cached("other", texts) == 0 and cache.count_cached("fp", []) == 0
+    assert cache.cached_texts("fp", texts + texts[:5]) == set(texts[:12])  # distinct texts
+    assert cache.cached_texts("other", texts) == set() and cache.cached_texts("fp", []) == set()
     assert not cache.has_block("fp", texts)
     cache.put_block("fp", texts, vectors(30))
     assert cache.has_block("fp", texts) and not cache.has_block("fp", texts[::-1])
