@@ -154,9 +154,11 @@ class TrainResult:
 def cancel_on_signals() -> tuple[CancelFlag, Callable[[], None]]:
     """A :class:`CancelFlag` that SIGTERM and SIGINT set, and the function that puts the old handlers back.
 
-    After a cancel, ``restore()`` leaves the handlers in place until the process exits: the job
-    runner forwards its own SIGTERM, which may land after the first one was handled, and the
-    default action would turn a clean exit 130 into death by SIGTERM.
+    After a cancel, ``restore()`` ignores both signals until the process exits: the job runner
+    forwards its own SIGTERM, which may land after the first one was handled, and the default
+    action would turn a clean exit 130 into death by SIGTERM. Ignored, not a Python handler:
+    the interpreter puts Python handlers back to the default while it shuts down, which is
+    when a late duplicate lands.
 
     Returns
     -------
@@ -167,8 +169,7 @@ def cancel_on_signals() -> tuple[CancelFlag, Callable[[], None]]:
     previous = {sig: signal.signal(sig, lambda *_: cancel.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
 
     def restore() -> None:
-        if not cancel.is_set():
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_IGN if cancel.is_set() else handler)
 
     return cancel, restore

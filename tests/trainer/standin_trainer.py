@@ -36,6 +36,9 @@ STANDIN_BASE_MIX = {"weight": 0.5, "scale": 1.0, "chosen_by": "validation", "min
 def on_term(signum, frame):
     global stop
     stop = True
+    # as trainer.events.cancel_on_signals: the runner's forwarded duplicate must not kill the exit
+    # (the interpreter resets Python handlers to the default while it shuts down)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 def emit(path: Path, event: dict) -> None:
