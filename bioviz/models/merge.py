@@ -1,0 +1,178 @@
+"""Weight interpolation of two encoders of one architecture (WiSE-FT).
+
+Wortsman et al. (2022), *Robust fine-tuning of zero-shot models*: the weights
+``θ = (1 - α)·θ_base + α·θ_tuned`` of a model and its fine-tuned descendant keep most of the
+fine-tuning's in-domain gain and most of the base's robustness on data neither was tuned on.
+For bioviz that is the general-domain all-MiniLM-L6-v2 and a model pretrained from it on the
+ontologies' names (docs/models.md): α = 0 is the base, α = 1 the tuned model.
+
+``python -m bioviz.models.merge BASE TUNED --alpha 0.5 --out DIR`` writes a loadable
+sentence-transformers directory: the tuned model's files (modules, tokenizer, pooling, its
+``pretrain.json``/``pretrain-terms.json``: the merged model has seen every text the tuned one
+saw, so the Evaluation page's † mark still applies) with the interpolated weights, and
+``merge.json`` recording the ingredients by content.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bioviz.errors import BiovizError
+from bioviz.models.model_spec import ModelSpec
+
+WEIGHTS_FILE = "model.safetensors"
+MERGE_FILE = "merge.json"
+_DTYPES = ("float32", "float16")
+
+
+@dataclass(frozen=True)
+class MergeRecord:
+    """What a merged directory was made of (``merge.json``).
+
+    Attributes
+    ----------
+    base, tuned : str
+        The two MODEL texts as given.
+    base_fingerprint, tuned_fingerprint : str
+        Their directories' content fingerprints (:func:`~bioviz.models.model_files.directory_fingerprint`).
+    alpha : float
+        The tuned model's share of every weight.
+    dtype : str
+        How the weights are stored (``float16`` halves the file; loaded as float32).
+    """
+
+    base: str
+    tuned: str
+    base_fingerprint: str
+    tuned_fingerprint: str
+    alpha: float
+    dtype: str
+
+
+def _weights(directory: Path) -> dict[str, np.ndarray]:
+    from safetensors.numpy import load_file  # here: only merging needs it, and it is quick to import
+
+    path = directory / WEIGHTS_FILE
+    if not path.is_file():
+        raise BiovizError(f"{directory} has no {WEIGHTS_FILE}: only safetensors models can be merged")
+    return load_file(str(path))
+
+
+def interpolate(base: dict[str, np.ndarray], tuned: dict[str, np.ndarray], *, alpha: float) -> dict[str, np.ndarray]:
+    """``(1 - alpha)·base + alpha·tuned`` for every tensor, in float32.
+
+    Parameters
+    ----------
+    base, tuned : dict of str to ndarray
+        State dicts with the same floating-point tensors (names and shapes); an integer
+        buffer only one of them saved is kept as the tuned model has it.
+    alpha : float
+        In [0, 1].
+
+    Returns
+    -------
+    dict of str to ndarray
+
+    Raises
+    ------
+    BiovizError
+        The two do not share an architecture (names or shapes differ) or ``alpha`` is out of range.
+    """
+    if not 0.0 <= alpha <= 1.0:
+        raise BiovizError(f"--alpha must be within [0, 1], not {alpha}")
+    # Integer buffers (BERT's position_ids) are saved by some transformers versions only: not weights.
+    differ = sorted(n for n in set(base) ^ set(tuned) if np.issubdtype((base.get(n, tuned.get(n))).dtype, np.floating))
+    if differ:
+        raise BiovizError(f"the two models do not share an architecture (tensors {', '.join(differ[:3])} differ)")
+    merged = {}
+    for name, t in tuned.items():
+        if name not in base:
+            merged[name] = t
+            continue
+        b = base[name]
+        if b.shape != t.shape:
+            raise BiovizError(f"the two models do not share an architecture ({name}: {b.shape} vs {t.shape})")
+        if not np.issubdtype(b.dtype, np.floating):  # position ids and other integer buffers: the tuned one's
+            merged[name] = t
+            continue
+        merged[name] = ((1.0 - alpha) * b.astype(np.float32) + alpha * t.astype(np.float32)).astype(np.float32)
+    return merged
+
+
+def merge_models(base: ModelSpec, tuned: ModelSpec, *, alpha: float, out: Path,
+                 dtype: str = "float16") -> MergeRecord:
+    """Write the interpolation of ``base`` and ``tuned`` as a sentence-transformers directory.
+
+    Parameters
+    ----------
+    base, tuned : ModelSpec
+        Local models (presets, directories or runs' exported models) of one architecture.
+    alpha : float
+        The tuned model's share, in [0, 1].
+    out : Path
+        A new or empty directory.
+    dtype : {"float16", "float32"}
+        How the weights are stored.
+
+    Returns
+    -------
+    MergeRecord
+
+    Raises
+    ------
+    BiovizError
+        A model is not local, the architectures differ, or ``out`` is not empty.
+    """
+    from safetensors.numpy import save_file  # here: only merging needs it
+
+    if dtype not in _DTYPES:
+        raise BiovizError(f"--dtype must be one of {', '.join(_DTYPES)}")
+    if not (base.is_neural and tuned.is_neural):
+        raise BiovizError("char-tfidf has no weights to merge")
+    base_dir, tuned_dir = base.files(), tuned.files()
+    if out.exists() and any(out.iterdir()):
+        raise BiovizError(f"{out} is not empty: give a new directory")
+    merged = interpolate(_weights(base_dir), _weights(tuned_dir), alpha=alpha)
+    partial = out.with_name(out.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    # Why the tuned model's files: its modules (Normalize), tokenizer and card describe what the merge is.
+    shutil.copytree(tuned_dir, partial, ignore=shutil.ignore_patterns(WEIGHTS_FILE, MERGE_FILE, ".*"))
+    save_file({k: v.astype(dtype) if np.issubdtype(v.dtype, np.floating) else v for k, v in merged.items()},
+              str(partial / WEIGHTS_FILE), metadata={"format": "pt"})
+    record = MergeRecord(base=base.spec, tuned=tuned.spec, base_fingerprint=base.fingerprint(),
+                         tuned_fingerprint=tuned.fingerprint(), alpha=float(alpha), dtype=dtype)
+    (partial / MERGE_FILE).write_text(json.dumps(asdict(record), indent=1) + "\n", encoding="utf-8")
+    if out.exists():
+        out.rmdir()
+    partial.rename(out)  # all or nothing: an interrupted merge leaves no half model under the given name
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bioviz.models.merge BASE TUNED --alpha A --out DIR``."""
+    p = argparse.ArgumentParser(prog="python -m bioviz.models.merge", description=__doc__.split("\n\n")[0])
+    p.add_argument("base", help="MODEL at alpha = 0 (e.g. minilm)")
+    p.add_argument("tuned", help="MODEL at alpha = 1 (e.g. a pretraining run's model directory)")
+    p.add_argument("--alpha", type=float, required=True, help="the tuned model's share of each weight, in [0, 1]")
+    p.add_argument("--out", required=True, help="new directory for the merged model")
+    p.add_argument("--dtype", default="float16", choices=_DTYPES, help="stored precision (float16: half the size)")
+    args = p.parse_args(argv)
+    try:
+        record = merge_models(ModelSpec.parse(args.base), ModelSpec.parse(args.tuned), alpha=args.alpha,
+                              out=Path(args.out), dtype=args.dtype)
+    except BiovizError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(asdict(record)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
