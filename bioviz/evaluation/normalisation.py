@@ -24,6 +24,7 @@ from bioviz.ontology import LevelSpec
 from bioviz.ontology.model import Ontology
 from bioviz.search.hybrid import EXACT_BOOST, ExpandedForms, NameMatcher, Ranking, SparseNames, name_scores
 from bioviz.search.index import NeighbourIndex
+from bioviz.search.rerank import OntologyReranker, Reranker
 from bioviz.search.term_coding import exact_concepts, read_term_table, resolve_terms
 from bioviz.uploads import read_user_file
 
@@ -141,7 +142,7 @@ def paraphrased(gold: GoldFile, view, ontology: Ontology | None = None) -> np.nd
 
 def gold_ranks(gold: GoldFile, view, index: NeighbourIndex, vectors: np.ndarray, *, ranking: Ranking,
                ontology: Ontology | None = None, sparse: SparseNames | None = None,
-               forms: ExpandedForms | None = None) -> np.ndarray:
+               forms: ExpandedForms | None = None, reranker: Reranker = Reranker()) -> np.ndarray:
     """The 1-based rank of each gold concept among every concept of the level, as term coding ranks them.
 
     Parameters
@@ -159,6 +160,8 @@ def gold_ranks(gold: GoldFile, view, index: NeighbourIndex, vectors: np.ndarray,
         The index's names under the level's char-tfidf (a hybrid ranking needs them).
     forms : ExpandedForms, optional
         The mentions' synonym expansions under the model (:mod:`bioviz.search.lexicon`), as term coding scores them.
+    reranker : Reranker
+        Granularity re-ranking of each mention's top candidates, as term coding applies it (needs ``ontology``).
     """
     infos = resolve_terms(gold.mentions, view, ontology)
     texts = [info.text for info in infos]
@@ -169,6 +172,7 @@ def gold_ranks(gold: GoldFile, view, index: NeighbourIndex, vectors: np.ndarray,
     column = {concept: i for i, concept in enumerate(concepts)}
     matcher = NameMatcher(index.space.names, index.concept_ids) if ranking.hybrid else None
     ranks = np.zeros(len(gold), dtype=np.int64)
+    regrain = OntologyReranker(reranker, ontology)
     for lo in range(0, len(gold), _TERMS_PER_CHUNK):
         hi = min(lo + _TERMS_PER_CHUNK, len(gold))
         scores = name_scores(vectors[lo:hi], index.vectors, ranking, sparse=sparse, texts=texts[lo:hi],
@@ -183,6 +187,10 @@ def gold_ranks(gold: GoldFile, view, index: NeighbourIndex, vectors: np.ndarray,
                 best[i, column[concept]] += EXACT_BOOST * (len(exact) - position)
             gold_score = best[i, column[gold.concept_ids[t]]]
             ranks[t] = 1 + int(np.count_nonzero(best[i] > gold_score))
+            if regrain.active and ranks[t] <= reranker.k:  # beyond the window the re-ranker moves nothing past it
+                window = np.argsort(-best[i], kind="stable")[:reranker.k]
+                order_k = regrain([(concepts[j], float(best[i, j])) for j in window], exact)
+                ranks[t] = 1 + [c for c, _ in order_k].index(gold.concept_ids[t])
     return ranks
 
 

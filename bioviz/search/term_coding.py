@@ -44,6 +44,7 @@ from bioviz.search.hybrid import ExpandedForms, NameMatcher, Ranking, SparseName
 from bioviz.search.index import NeighbourIndex
 from bioviz.search.lexicon import NO_EXPANSION, Expansion, expand_queries, expanded_forms, expansion_notes
 from bioviz.search.neighbours import QueryInfo, resolve_query
+from bioviz.search.rerank import DEFAULT_RERANKER, OntologyReranker, Reranker
 from bioviz.text_clean import clean_texts
 
 MAX_TERMS = 5_000
@@ -319,19 +320,22 @@ class _Describer:
 
 
 def _model_tops(models: Sequence[CodingModel], names: Sequence[_NameConcepts], exact: Sequence[list[str]],
-                texts: Sequence[str], lo: int, hi: int, want: int, ranking: Ranking):
-    """Per model, per term of ``terms[lo:hi]``: its ``want`` best concepts (exact ones first) with their scores."""
+                texts: Sequence[str], lo: int, hi: int, want: int, ranking: Ranking, regrain: OntologyReranker):
+    """Per model, per term of ``terms[lo:hi]``: its ``want`` best concepts (exact ones first) with their scores,
+    re-ordered by the re-ranker (which looks at more candidates than are kept)."""
     out = []
+    look = max(want, regrain.reranker.k) if regrain.active else want
     for model, lookup in zip(models, names):
         scores = name_scores(model.vectors[lo:hi], lookup.vectors, ranking, sparse=model.sparse, texts=texts[lo:hi],
                              forms=model.forms.between(lo, hi) if model.forms is not None else None)
-        heads = _NameConcepts.heads(scores, want * _NAMES_PER_CONCEPT + max(map(len, exact[lo:hi]), default=0))
+        heads = _NameConcepts.heads(scores, look * _NAMES_PER_CONCEPT + max(map(len, exact[lo:hi]), default=0))
         tops = []
         for i, found in enumerate(exact[lo:hi]):
-            rest = want - len(found[:want])
-            top = found[:want] + (lookup.top(scores[i], heads[i], rest, found) if rest > 0 else [])
+            rest = look - len(found[:look])
+            top = found[:look] + (lookup.top(scores[i], heads[i], rest, found) if rest > 0 else [])
             # an exact concept scores 1.0; the others their best name's score under this ranking
-            tops.append([(c, 1.0 if c in found else round(lookup.score(scores[i], c), 4)) for c in top])
+            scored = [(c, 1.0 if c in found else round(lookup.score(scores[i], c), 4)) for c in top]
+            tops.append(regrain(scored, found)[:want])
         out.append(tops)
     return out
 
@@ -358,7 +362,7 @@ def _term_row(term: str, exact: list[str], tops: Sequence[list[tuple[str, float]
 
 def code_terms(terms: Sequence[str], infos: Sequence[QueryInfo], models: Sequence[CodingModel], view, *,
                ontology: Ontology | None = None, k: int = 5, progress: Progress | None = None,
-               ranking: Ranking = Ranking()) -> pd.DataFrame:
+               ranking: Ranking = Ranking(), reranker: Reranker = DEFAULT_RERANKER) -> pd.DataFrame:
     """Each term's first concept of the level under one or two models, its score and margin, agreement, a flag.
 
     Each model ranks the level's concepts by its own scores (two models' scores are on different
@@ -384,6 +388,9 @@ def code_terms(terms: Sequence[str], infos: Sequence[QueryInfo], models: Sequenc
         also names equal but for case, spacing and punctuation first, then cosine plus the
         weighted char-tfidf cosine; the models need their ``sparse`` rows). Both models are
         ranked the same way; the scores are the ranking's.
+    reranker : Reranker
+        Re-orders each term's top candidates for granularity (:mod:`bioviz.search.rerank`: a
+        parent of the first concept that scores almost as well comes first); needs ``ontology``.
 
     Returns
     -------
@@ -408,11 +415,12 @@ def code_terms(terms: Sequence[str], infos: Sequence[QueryInfo], models: Sequenc
     names = [_NameConcepts(m.index) for m in models]
     describe = _Describer(view, ontology, models[0].index)
     confidence = [confidence_for(m.label, ranking) for m in models]
+    regrain = OntologyReranker(reranker, ontology)
     chunk = max(1, _CHUNK_CELLS // max(len(models[0].index), 1))
     rows = []
     for lo in range(0, len(terms), chunk):
         hi = min(lo + chunk, len(terms))
-        tops = _model_tops(models, names, exact, texts, lo, hi, max(k, 2), ranking)  # 2: the margin's second
+        tops = _model_tops(models, names, exact, texts, lo, hi, max(k, 2), ranking, regrain)  # 2: the margin's
         rows += [_term_row(terms[t], exact[t], [top[t - lo] for top in tops], k, describe, confidence)
                  for t in range(lo, hi)]
         if progress is not None:

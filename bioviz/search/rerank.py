@@ -1,0 +1,124 @@
+"""Granularity in term coding: a first concept one hierarchy step off, corrected from the top candidates.
+
+Half of a biomedical encoder's coding misses name a concept next to the right one in the
+hierarchy (issue 31's error analysis of held-out phenotype mentions: 105 of 323 misses a
+descendant of the gold concept, 48 an ancestor, 22 a sibling): "seizures" coded as *Focal
+seizure*, "heart defect" as one particular defect. The candidates the ranking already
+returns usually hold the right one, a step away from the first. A re-ranker looks at the
+top ``k`` concepts and their IS-A links only: no model, no text, microseconds a term.
+
+``ancestor`` (the rule bioviz uses)
+    when a parent of the first concept is among the top ``k`` with a score within
+    ``margin`` of the first's, the parent comes first: a mention scored almost as well by a
+    concept and by its parent names the parent (the child's extra words are not in it).
+    Exact matches (a name or id the term spells out) are never moved.
+``none``
+    the ranking as it is.
+
+The rule and its margin were chosen on the development coding files
+(``benchmarks/coding_rerank.py``, docs/models.md), never on a benchmark that reports results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
+
+from bioviz.errors import BiovizError
+from bioviz.ontology.model import Ontology
+
+RULES = ("none", "ancestor")
+TOP_K = 20  # candidates a re-ranker looks at
+
+
+@dataclass(frozen=True)
+class Reranker:
+    """How term coding re-orders its top candidates.
+
+    Attributes
+    ----------
+    rule : str
+        One of :data:`RULES`.
+    margin : float
+        ``ancestor``: how far below the first concept's score its parent may be and still
+        come first (in the ranking's score units).
+    k : int
+        Candidates looked at.
+    """
+
+    rule: str = "none"
+    margin: float = 0.0
+    k: int = TOP_K
+
+    def __post_init__(self):
+        if self.rule not in RULES:
+            raise BiovizError(f"unknown re-ranking {self.rule!r}: use one of {', '.join(RULES)}")
+        if self.margin < 0 or self.k < 1:
+            raise BiovizError("a re-ranker's margin must be >= 0 and its k >= 1")
+
+    @property
+    def active(self) -> bool:
+        """Whether it can change an order."""
+        return self.rule != "none"
+
+    @property
+    def label(self) -> str:
+        """``ancestor (margin 0.02)`` or ``none``."""
+        return self.rule if not self.active else f"{self.rule} (margin {self.margin:g})"
+
+
+def rerank(top: Sequence[tuple[str, float]], *, parents_of: Callable[[str], Iterable[str]],
+           exact: Collection[str] = (), reranker: Reranker) -> list[tuple[str, float]]:
+    """``top`` re-ordered by the re-ranker's rule (scores unchanged).
+
+    Parameters
+    ----------
+    top : sequence of (concept id, score)
+        Best first, as the ranking returned them.
+    parents_of : callable
+        ``parents_of(concept_id)``: the concept's parents in the ontology.
+    exact : collection of str
+        Concepts the term matches exactly: an exact first concept is never moved.
+    reranker : Reranker
+
+    Returns
+    -------
+    list of (concept id, score)
+    """
+    top = list(top)
+    if not reranker.active or len(top) < 2 or top[0][0] in exact:
+        return top
+    first, first_score = top[0]
+    window = top[:reranker.k]
+    position = {concept: i for i, (concept, _) in enumerate(window)}
+    parents = [position[p] for p in parents_of(first) if p in position]
+    eligible = [i for i in parents if window[i][1] >= first_score - reranker.margin]
+    if not eligible:
+        return top
+    chosen = min(eligible)  # the best-scored parent among those close enough
+    return [top[chosen]] + [row for i, row in enumerate(top) if i != chosen]
+
+
+class OntologyReranker:
+    """A :class:`Reranker` with an ontology's IS-A parents bound: ``regrain(top, exact)``.
+
+    Without an ontology (or with the ``none`` rule) it returns ``top`` unchanged.
+    """
+
+    def __init__(self, reranker: Reranker, ontology: Ontology | None) -> None:
+        self.reranker, self.ontology = reranker, ontology
+        self.active = reranker.active and ontology is not None
+
+    def parents_of(self, concept: str) -> Iterable[str]:
+        """The concept's parents (none for a concept the ontology does not hold)."""
+        graph = self.ontology.graph
+        return graph.predecessors(concept) if concept in graph else ()
+
+    def __call__(self, top: Sequence[tuple[str, float]], exact: Collection[str]) -> list[tuple[str, float]]:
+        if not self.active:
+            return list(top)
+        return rerank(top, parents_of=self.parents_of, exact=exact, reranker=self.reranker)
+
+
+# What term coding uses unless told otherwise (chosen on the development files: docs/models.md).
+DEFAULT_RERANKER = Reranker()
