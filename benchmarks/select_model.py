@@ -133,21 +133,25 @@ class CachedModel:
         return embed(list(texts), self.spec, batch_size=128).vectors
 
 
-def structure(model_text: str) -> tuple[dict, dict]:
-    """Class retrieval and leaf-to-parent (development structure), and MayoSRS/UMNSRS (reported only)."""
+def structure(model_text: str, *, quick: bool = False) -> tuple[dict, dict]:
+    """Class retrieval and leaf-to-parent (development structure), and MayoSRS/UMNSRS (reported only).
+
+    ``quick`` skips the structure figures (ICD-10-CM's ~100k reference names are most of a
+    candidate's CPU time; the promotion rule does not read them): for sweeps, never for a row
+    that ships.
+    """
     from pretrain_recipes import evaluation_problems, score
 
-    problems, _, _ = evaluation_problems(2000)
-    problems = {k: p for k, p in problems.items() if k in STRUCTURE}
+    problems = {} if quick else {k: p for k, p in evaluation_problems(2000)[0].items() if k in STRUCTURE}
     scored = score(CachedModel(model_text), problems)
     figures = {label: _figure(scored[key]["value"], scored[key]["ci"], scored[key].get("queries", 0))
-               for key, label in STRUCTURE.items()}
+               for key, label in STRUCTURE.items() if key in scored}
     reported = {name: _figure(scored[name]["value"], (scored[name]["ci"] or {}).get("spearman"), 0)
                 for name in REPORTED_ONLY}
     return figures, reported
 
 
-def score_candidate(model_text: str, *, name: str, dev_dir: Path) -> dict:
+def score_candidate(model_text: str, *, name: str, dev_dir: Path, quick: bool = False) -> dict:
     """Every figure of one candidate, as the JSON row ``score`` writes."""
     from bioviz.models.encoders import load_sentence_transformer
     from bioviz.models.model_spec import ModelSpec
@@ -159,9 +163,9 @@ def score_candidate(model_text: str, *, name: str, dev_dir: Path) -> dict:
     print(f"{name}: relatedness {rel['value']:.3f} ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
     code_figures, ranks = coding(model_text, dev_dir)
     print(f"{name}: coding done ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
-    struct, reported = structure(model_text)
+    struct, reported = structure(model_text, quick=quick)
     return {"name": name, "model": model_text, "fingerprint": spec.fingerprint(),
-            "measured": time.strftime("%Y-%m-%d"), "seconds": round(time.perf_counter() - started),
+            "measured": time.strftime("%Y-%m-%d"), "seconds": round(time.perf_counter() - started), "quick": quick,
             "figures": {RELATEDNESS: rel, **code_figures, **struct}, "reported_only": reported,
             "items": {"ehr_relb_dev cosines": cosines, **{f"ranks {k}": v for k, v in ranks.items()}}}
 
@@ -203,7 +207,8 @@ def table(rows: dict[str, dict], dev_dir: Path) -> str:
     keys = [k for k in rows[BASE_ROW]["figures"] if isinstance(rows[BASE_ROW]["figures"][k], dict)]
     lines = ["| figure | " + " | ".join(rows) + " |", "|---|" + "---|" * len(rows)]
     for key in keys:
-        lines.append(f"| {key} | " + " | ".join(Figure(**r["figures"][key]).text() for r in rows.values()) + " |")
+        lines.append(f"| {key} | " + " | ".join(Figure(**r["figures"][key]).text() if key in r["figures"] else "—"
+                                               for r in rows.values()) + " |")
     for key in REPORTED_ONLY:
         lines.append(f"| {key} (reported only) | "
                      + " | ".join(Figure(**r["reported_only"][key]).text() for r in rows.values()) + " |")
@@ -230,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("score")
     s.add_argument("model")
     s.add_argument("--name", help="row name (default: the model's folder name)")
+    s.add_argument("--quick", action="store_true", help="relatedness and coding only (a sweep; the rule's figures)")
     t = sub.add_parser("table")
     t.add_argument("names", nargs="*", help="rows to compare (default: every stored row)")
     args = parser.parse_args(argv)
@@ -238,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.command == "score":
         name = args.name or Path(args.model).name
-        row = score_candidate(args.model, name=name, dev_dir=args.dev_dir)
+        row = score_candidate(args.model, name=name, dev_dir=args.dev_dir, quick=args.quick)
         RESULTS.mkdir(parents=True, exist_ok=True)
         (RESULTS / f"{name}.json").write_text(json.dumps(row) + "\n", encoding="utf-8")
         shown = {k: Figure(**v).text() for k, v in row["figures"].items() if isinstance(v, dict)}
