@@ -7,7 +7,10 @@ NO_DUPLICATES sampler with the anchor's concept as one more value of each row, s
 holds two texts of one concept as each other's negatives. Checkpoints go to
 ``OUT/checkpoints`` every ``save_steps`` steps and when the run is interrupted; ``resume``
 continues from the last one. Importing this module imports torch (seconds): the command
-imports it only when a run starts. Every step emits a ``step`` event (loss, ETA).
+imports it only when a run starts. Every step emits a ``step`` event (loss, ETA). Issue 31's
+candidate options: another in-batch loss (:mod:`trainer.pretrain.losses`), the relatedness
+term as one more dataset (:mod:`trainer.pretrain.relatedness`) and ``--interpolate``'s WiSE-FT
+merge of the saved weights (:func:`bioviz.models.merge.merge_into`).
 """
 
 from __future__ import annotations
@@ -116,6 +119,9 @@ def check_base(c: PretrainConfig) -> ModelSpec:
     if not base.is_neural:
         raise ModelError("char-tfidf cannot be pretrained: the base must be a sentence-transformers model "
                          "(use minilm, med-minilm, a model directory or a hub id)")
+    # Checked now, not after hours of training: the merge reads the base's safetensors weights.
+    if c.interpolate is not None and not (base.files() / "model.safetensors").is_file():
+        raise ModelError(f"--interpolate: the base {c.base} has no model.safetensors to merge with")
     return base
 
 
