@@ -88,10 +88,11 @@ def test_mined_negatives_are_near_names_of_other_concepts_never_the_anchors_or_h
         own = {normalise_name(n) for n in ontology.concepts[anchor].names}
         assert normalise_name(pair.negative) not in own | banned
         assert by_name[normalise_name(pair.negative)] == pair.negative_concept != anchor
-        if pair.objective == "hierarchy":  # never an ancestor of the child (the parent is the positive)
+        if pair.objective == "hierarchy":  # never an ancestor of the child, nor under its parent (a sibling)
             import networkx as nx
 
             assert pair.negative_concept not in nx.ancestors(ontology.graph, anchor)
+            assert pair.negative_concept not in nx.descendants(ontology.graph, pair.concepts[1])
         # the margin: the negative is below the positive by the base's cosine
         vectors = base_vectors([pair.anchor, pair.positive, pair.negative], "minilm")
         positive, negative = float(vectors[0] @ vectors[1]), float(vectors[0] @ vectors[2])
