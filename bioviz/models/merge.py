@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from bioviz.errors import BiovizError
+from bioviz.models.model_files import directory_fingerprint
 from bioviz.models.model_spec import ModelSpec
 
 WEIGHTS_FILE = "model.safetensors"
@@ -153,6 +154,47 @@ def merge_models(base: ModelSpec, tuned: ModelSpec, *, alpha: float, out: Path,
         out.rmdir()
     partial.rename(out)  # all or nothing: an interrupted merge leaves no half model under the given name
     return record
+
+
+def merge_into(base: ModelSpec, directory: Path, *, alpha: float) -> MergeRecord:
+    """Replace the weights of the model in ``directory`` by their interpolation with ``base``'s.
+
+    What ``python -m trainer pretrain --interpolate ALPHA`` publishes: the trained model's
+    directory, as saved, with ``(1 - alpha)·base + alpha·trained`` as its weights (float32;
+    written beside and renamed over, so the file is never half written). No ``merge.json``
+    is written: the run's ``pretrain.json`` records the ingredients.
+
+    Parameters
+    ----------
+    base : ModelSpec
+        A local model of the same architecture (a preset, a directory, a cached hub id).
+    directory : Path
+        A sentence-transformers directory with a ``model.safetensors``.
+    alpha : float
+        The trained model's share, in [0, 1].
+
+    Returns
+    -------
+    MergeRecord
+        ``tuned`` is ``directory`` and its fingerprint the one before the merge.
+
+    Raises
+    ------
+    BiovizError
+        As :func:`merge_models`.
+    """
+    from safetensors.numpy import save_file  # here: only merging needs it
+
+    if not base.is_neural:
+        raise BiovizError("char-tfidf has no weights to merge")
+    directory = Path(directory)
+    tuned_fingerprint = directory_fingerprint(directory)
+    merged = interpolate(_weights(base.files()), _weights(directory), alpha=alpha)
+    partial = directory / (WEIGHTS_FILE + ".partial")
+    save_file(merged, str(partial), metadata={"format": "pt"})
+    partial.replace(directory / WEIGHTS_FILE)
+    return MergeRecord(base=base.spec, tuned=str(directory), base_fingerprint=base.fingerprint(),
+                       tuned_fingerprint=tuned_fingerprint, alpha=float(alpha), dtype="float32")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -49,12 +49,19 @@ def test_the_form_queues_a_pretrain_job_that_keeps_the_levels_held_out_names_out
     at.multiselect(key="pretrain_objectives").set_value(["definitions", "hierarchy"])
     at.number_input(key="pretrain_max_pairs").set_value(3000)
     at.number_input(key="pretrain_shots").set_value(1)
-    at.number_input(key="pretrain_seed").set_value(7).run()
+    at.number_input(key="pretrain_seed").set_value(7)
+    # issue 31's candidate options, generated from their PretrainConfig fields
+    at.selectbox(key="pretrain_loss").set_value("gist")
+    at.selectbox(key="pretrain_hard_negatives").set_value("mined")
+    at.number_input(key="pretrain_relatedness_weight").set_value(0.5)
+    at.number_input(key="pretrain_interpolate").set_value(0.5).run()
     launch(at)
     [job] = Worker().store.list()
     assert job.status == QUEUED
     config = json.loads(Path(job.config_path).read_text())
     assert config["kind"] == "pretrain" and config["sources"] == [mini]
+    assert (config["loss"], config["hard_negatives"], config["relatedness_weight"], config["interpolate"]) == \
+        ("gist", "mined", 0.5, 0.5) and config["relatedness_pairs"] == 10000
     assert config["objectives"] == ["definitions", "hierarchy"] and config["max_pairs"] == 3000
     assert config["exclude_levels"] == [f"{mini}::1"] and config["shots"] == 1 and config["seed"] == 7
     [row] = table(at)

@@ -100,6 +100,8 @@ def save_pairs(config: PretrainConfig, path: str, printer) -> int:
                 if k in ("sources", "objectives", "max_pairs", "validation_pairs", "seed", "exclude_levels",
                          "exclude_names", "split_seed", "shots", "test_per_class", "zero_shot_classes",
                          "hard_negatives")}
+    if config.hard_negatives == "mined":  # the negatives are the base's nearest names: which base says what they are
+        settings["base"] = config.base
     save_pairset(pairs, path, settings)
     sys.stdout.write(json.dumps({"pairs_file": str(path), **pairs.counts()}) + "\n")
     return 0

@@ -19,7 +19,7 @@ from trainer.options import option, options
 from trainer.pretrain.negatives import HARD_NEGATIVES
 from trainer.pretrain.pairs import OBJECTIVES, check_objectives
 
-LOSSES = ("mnrl", "cached")
+LOSSES = ("mnrl", "cached", "gist", "multisimilarity")  # trainer.pretrain.losses
 CONFIG_FILE = "pretrain-config.json"  # in the output directory while training (read back by --resume)
 NO_SOURCE = "no source: give --sources (icd10, icd10cm, hpo, an .obo file or a UMLS directory)"
 
@@ -49,8 +49,9 @@ class PretrainConfig(SplitFields):
     warmup_ratio: float = option(0.05, "linear warm-up share of the steps", min=0, max=1,
                                  label="Warm-up share of steps")
     seed: int = option(0, "seeds the sampling of pairs, the validation slice and training", min=0, label="Seed")
-    loss: str = option("mnrl", "mnrl: MultipleNegativesRankingLoss; cached: its GradCache variant for large batches",
-                       choices=LOSSES, label="Loss")
+    loss: str = option("mnrl", "mnrl: MultipleNegativesRankingLoss; cached: its GradCache variant for large batches; "
+                       "gist: GISTEmbedLoss guided by the frozen base (masks in-batch false negatives); "
+                       "multisimilarity: the multi-similarity loss", choices=LOSSES, label="Loss")
     mini_batch_size: int = option(32, "mini-batch of the cached loss", min=1, label="Mini-batch size")
     save_steps: int = option(500, "checkpoint every this many steps (an interrupted job resumes from the last)",
                              min=1, label="Checkpoint every (steps)")
@@ -68,8 +69,19 @@ class PretrainConfig(SplitFields):
     zero_shot_classes: float = split_option("zero_shot_classes", help="zero-shot classes of that split (a fraction "
                                             "when below 1, else a count)")
     hard_negatives: str = option("none", "siblings: a sibling concept's name as a hard negative of synonym and "
-                                 "hierarchy pairs (trainer.pretrain.negatives)", choices=HARD_NEGATIVES,
-                                 metavar="none|siblings")
+                                 "hierarchy pairs (trainer.pretrain.negatives); mined: the nearest other concept's "
+                                 "name by the base model among every name of the sources (trainer.pretrain.mining)",
+                                 choices=HARD_NEGATIVES, metavar="none|siblings|mined", label="Hard negatives")
+    # A distillation term keeping the base's relatedness between unrelated names (issue 31).
+    relatedness_weight: float = option(0.0, "weight of a relatedness-keeping term: random name pairs of the "
+                                       "sources with the base model's cosine as target, MSE (0: off)", min=0,
+                                       label="Relatedness weight")
+    relatedness_pairs: int = option(10000, "random name pairs of the relatedness term (their share of the "
+                                    "batches is their share of all rows)", min=2, label="Relatedness pairs")
+    # WiSE-FT (Wortsman et al. 2022): the published weights interpolated with the base's.
+    interpolate: float | None = option(None, "publish (1-ALPHA)·base + ALPHA·trained (WiSE-FT weight "
+                                       "interpolation; none: the trained model)", min=0, max=1, none="none",
+                                       metavar="ALPHA", label="Interpolate with the base (alpha)")
     # Train on pairs prepared elsewhere (trainer.pretrain.pairs_file); sources and objectives then
     # choose a part of the file (empty: all of it).
     pairs_file: str | None = option(None, "train on a --save-pairs file (built elsewhere); --sources/--objectives "
@@ -127,7 +139,8 @@ def validate(c: PretrainConfig) -> PretrainConfig:
         checks = [(not c.exclude_levels and not c.exclude_names, "--exclude-level/--exclude-names do not apply to "
                    "--pairs: the pair file's own exclusions do (give it to the --save-pairs run)"),
                   (c.hard_negatives == "none", "--hard-negatives does not apply to --pairs: give it to the "
-                   "--save-pairs run")]
+                   "--save-pairs run"),
+                  (not c.relatedness_weight, "--relatedness-weight needs the sources' names: not with --pairs")]
     else:
         checks = [(bool(c.sources), NO_SOURCE)]
     for ok, message in checks:

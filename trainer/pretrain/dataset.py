@@ -9,8 +9,11 @@ from bioviz.errors import BiovizError
 from bioviz.ontology.model import normalise_name
 from bioviz.ontology.sources import load_source
 from trainer.pretrain.leakage import HeldOut, exclude, source_key
+from trainer.pretrain.mining import mine_negatives
+from trainer.pretrain.name_pool import name_pool
 from trainer.pretrain.negatives import add_negatives
 from trainer.pretrain.pairs import Pair, check_objectives, dedupe, extract_pairs
+from trainer.pretrain.relatedness import random_pairs
 from trainer.pretrain.selection import hold_out_validation, stratified_sample, validation_size
 
 
@@ -27,6 +30,11 @@ class PairSet:
         ``objective -> pairs`` dropped by the leakage rule; ``levels``: each level's record.
     overlap_dropped : int
         Training pairs dropped because they share a text or concept with a validation pair.
+    relatedness : list of ScoredPair
+        Random name pairs of the relatedness term (:mod:`trainer.pretrain.relatedness`), their
+        targets filled in when training starts; empty without ``--relatedness-weight``.
+    mining : dict
+        What ``--hard-negatives mined`` did (:func:`trainer.pretrain.mining.mine_negatives`); empty otherwise.
     """
 
     train: list[Pair]
@@ -34,6 +42,8 @@ class PairSet:
     available: dict = field(default_factory=dict)
     excluded: dict = field(default_factory=dict)
     overlap_dropped: int = 0
+    relatedness: list = field(default_factory=list)
+    mining: dict = field(default_factory=dict)
 
     def counts(self) -> dict:
         """Training pairs per objective, per source and per kind (definition vs description ...)."""
@@ -41,7 +51,8 @@ class PairSet:
                 "sources": dict(Counter(p.source for p in self.train)),
                 "kinds": dict(Counter(p.kind for p in self.train)),
                 "hard_negatives": dict(Counter(p.objective for p in self.train if p.negative is not None)),
-                "train": len(self.train), "validation": len(self.validation)}
+                "train": len(self.train), "validation": len(self.validation),
+                **({"relatedness": len(self.relatedness)} if self.relatedness else {})}
 
 
 def negatives_allowed(held: list[HeldOut], validation: list[Pair]):
@@ -62,7 +73,8 @@ def negatives_allowed(held: list[HeldOut], validation: list[Pair]):
 
 
 def build_pairs(sources: list[str], objectives: list[str], *, max_pairs: int | None = None, seed: int = 0,
-                held: list[HeldOut] = (), validation_pairs: int = 500, hard_negatives: str = "none") -> PairSet:
+                held: list[HeldOut] = (), validation_pairs: int = 500, hard_negatives: str = "none",
+                base: str = "minilm", relatedness_pairs: int = 0) -> PairSet:
     """Extract, deduplicate, drop leaks, hold out validation, sample ``max_pairs``, add hard negatives.
 
     Parameters
@@ -79,7 +91,13 @@ def build_pairs(sources: list[str], objectives: list[str], *, max_pairs: int | N
         Size of the validation slice (at most a tenth of the pairs).
     hard_negatives : str
         ``siblings``: each training synonym/hierarchy pair gets a sibling concept's name as a
-        hard negative where one exists (:mod:`trainer.pretrain.negatives`); ``none``.
+        hard negative where one exists (:mod:`trainer.pretrain.negatives`); ``mined``: the
+        nearest other concept's name by ``base`` (:mod:`trainer.pretrain.mining`); ``none``.
+    base : str
+        The MODEL that mines negatives (``mined`` only).
+    relatedness_pairs : int
+        Random name pairs for the relatedness term (:mod:`trainer.pretrain.relatedness`; their
+        targets are the base's cosines, computed when training starts); 0: none.
 
     Raises
     ------
@@ -99,13 +117,19 @@ def build_pairs(sources: list[str], objectives: list[str], *, max_pairs: int | N
     pool, dropped = exclude(pool, list(held))
     train, validation, overlap = hold_out_validation(pool, validation_size(len(pool), validation_pairs), seed)
     train = stratified_sample(train, max_pairs, seed)
-    if hard_negatives != "none":
-        train = add_negatives(train, ontologies, mode=hard_negatives, seed=seed,
-                              allowed=negatives_allowed(list(held), validation))
+    allowed = negatives_allowed(list(held), validation)
+    # The pool of every allowed name: only mined negatives and the relatedness term read it.
+    pool = name_pool(ontologies, allowed) if hard_negatives == "mined" or relatedness_pairs else []
+    mining = {}
+    if hard_negatives == "mined":
+        train, mining = mine_negatives(train, ontologies, pool, base=base)
+    elif hard_negatives != "none":
+        train = add_negatives(train, ontologies, mode=hard_negatives, seed=seed, allowed=allowed)
+    related = random_pairs(pool, relatedness_pairs, seed) if relatedness_pairs else []
     if len(train) < 2:
         raise BiovizError(f"only {len(train)} training pairs from {', '.join(sources)} for "
                           f"{', '.join(objectives)}: nothing to pretrain on")
     excluded = {"pairs": dropped, "total": sum(dropped.values()),
                 "levels": [h.record() for h in held if isinstance(h, HeldOut)],
                 "names": [h.record() for h in held if not isinstance(h, HeldOut)]}
-    return PairSet(train, validation, available, excluded, overlap)
+    return PairSet(train, validation, available, excluded, overlap, relatedness=related, mining=mining)

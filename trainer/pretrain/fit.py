@@ -7,7 +7,10 @@ NO_DUPLICATES sampler with the anchor's concept as one more value of each row, s
 holds two texts of one concept as each other's negatives. Checkpoints go to
 ``OUT/checkpoints`` every ``save_steps`` steps and when the run is interrupted; ``resume``
 continues from the last one. Importing this module imports torch (seconds): the command
-imports it only when a run starts. Every step emits a ``step`` event (loss, ETA).
+imports it only when a run starts. Every step emits a ``step`` event (loss, ETA). Issue 31's
+candidate options: another in-batch loss (:mod:`trainer.pretrain.losses`), the relatedness
+term as one more dataset (:mod:`trainer.pretrain.relatedness`) and ``--interpolate``'s WiSE-FT
+merge of the saved weights (:func:`bioviz.models.merge.merge_into`).
 """
 
 from __future__ import annotations
@@ -32,8 +35,10 @@ from trainer.events import CancelFlag, Cancelled, Emit, broadcast
 from trainer.pretrain.config import CONFIG_FILE, PretrainConfig
 from trainer.pretrain.dataset import PairSet, build_pairs
 from trainer.pretrain.leakage import held_out, held_out_names, parse_level
+from trainer.pretrain.losses import RelatednessLoss, contrastive_loss, frozen_copy
 from trainer.pretrain.ordered_loss import OrderedDistanceLoss
 from trainer.pretrain.pairs_file import load_pairset, subset
+from trainer.pretrain.relatedness import OBJECTIVE as RELATEDNESS, relatedness_columns, with_targets
 from trainer.pretrain.selection import stratified_sample
 from trainer.pretrain.terms import write_terms
 
@@ -114,6 +119,9 @@ def check_base(c: PretrainConfig) -> ModelSpec:
     if not base.is_neural:
         raise ModelError("char-tfidf cannot be pretrained: the base must be a sentence-transformers model "
                          "(use minilm, med-minilm, a model directory or a hub id)")
+    # Checked now, not after hours of training: the merge reads the base's safetensors weights.
+    if c.interpolate is not None and not (base.files() / "model.safetensors").is_file():
+        raise ModelError(f"--interpolate: the base {c.base} has no model.safetensors to merge with")
     return base
 
 
@@ -138,6 +146,7 @@ class _ConceptRows:
     def __getitem__(self, index: int) -> dict:
         row = dict(self.dataset[index])
         keys = row.pop("label", [])
+        keys = keys if isinstance(keys, list) else []  # a relatedness row's label is its target, no concept
         row.update({f"concept{i}": f"{CONCEPT_MARK}{k}" for i, k in enumerate(keys) if k >= 0})
         return row
 
@@ -207,16 +216,12 @@ def _contrastive_datasets(pairs, batch_size: int) -> dict:
     return out
 
 
-def _make_loss(c: PretrainConfig, model, datasets):
+def _make_loss(c: PretrainConfig, model, datasets, guide=None):
     """One loss, or ``dataset name -> loss`` when the batches come from several datasets."""
-    from sentence_transformers.sentence_transformer.losses import (CachedMultipleNegativesRankingLoss,
-                                                                    MultipleNegativesRankingLoss)
-
-    if c.loss == "cached":
-        contrastive = CachedMultipleNegativesRankingLoss(model, mini_batch_size=c.mini_batch_size)
-    else:
-        contrastive = MultipleNegativesRankingLoss(model)
-    losses = {name: OrderedDistanceLoss(model) if name == ORDERED else contrastive for name in datasets}
+    contrastive = contrastive_loss(c.loss, model, mini_batch_size=c.mini_batch_size, guide=guide)
+    special = {ORDERED: lambda: OrderedDistanceLoss(model),
+               RELATEDNESS: lambda: RelatednessLoss(model, c.relatedness_weight)}
+    losses = {name: special[name]() if name in special else contrastive for name in datasets}
     return next(iter(losses.values())) if len(losses) == 1 else losses
 
 
@@ -234,7 +239,8 @@ def prepare(c: PretrainConfig) -> PairSet:
     if c.exclude_names:
         held.append(held_out_names(c.exclude_names))
     return build_pairs(c.sources, c.objectives, max_pairs=c.max_pairs, seed=c.seed, held=held,
-                       validation_pairs=c.validation_pairs, hard_negatives=c.hard_negatives)
+                       validation_pairs=c.validation_pairs, hard_negatives=c.hard_negatives, base=c.base,
+                       relatedness_pairs=c.relatedness_pairs if c.relatedness_weight else 0)
 
 
 def _split_spec(c: PretrainConfig):
@@ -243,7 +249,7 @@ def _split_spec(c: PretrainConfig):
 
 
 def _write_record(c, out: Path, model, pairs, *, steps: int, resumed_from: int, device: str, losses: list,
-                  before: dict, seconds: dict, started: float) -> dict:
+                  before: dict, seconds: dict, started: float, interpolation: dict | None = None) -> dict:
     """After the model is saved: its validation figures, the hashed terms and ``pretrain.json``."""
     after = retrieval_figures(model, pairs.validation)
     result = {
@@ -255,13 +261,23 @@ def _write_record(c, out: Path, model, pairs, *, steps: int, resumed_from: int, 
         "train_loss": losses,
         "seconds": {**seconds, "total": time.perf_counter() - started},
         "validation": {"before": before, "after": after},
+        **({"mining": pairs.mining} if pairs.mining else {}),
+        **({"relatedness": _relatedness_record(pairs.relatedness)} if pairs.relatedness else {}),
+        **({"interpolation": interpolation} if interpolation else {}),
     }
     # Which texts it trained on (hashed), for the Evaluation page's overlap mark: from the pairs
     # in hand, before pretrain.json marks the run finished (drawing them again costs as much
     # as building them: most of a minute for the bundled ontologies).
-    write_terms(pairs.train, out)
+    write_terms([*pairs.train, *pairs.relatedness], out)
     (out / RESULT_FILE).write_text(json.dumps(result, indent=1), encoding="utf-8")
     return result
+
+
+def _relatedness_record(scored) -> dict:
+    """How many relatedness pairs trained and how their targets (the base's cosines) spread."""
+    targets = np.array([p.target for p in scored])
+    return {"pairs": len(scored), "target_mean": float(targets.mean()), "target_std": float(targets.std()),
+            "target_min": float(targets.min()), "target_max": float(targets.max())}
 
 
 def _load_base(c: PretrainConfig, base: ModelSpec, device: str):
@@ -270,6 +286,9 @@ def _load_base(c: PretrainConfig, base: ModelSpec, device: str):
 
     model = load_sentence_transformer(base, device=device)
     base_length = settable_length(model)
+    if c.loss == "gist" and not hasattr(getattr(model, "tokenizer", None), "get_vocab"):
+        raise BiovizError(f"--loss gist: the base {c.base} has no transformers tokenizer for its guide (its first "
+                          f"module is a {type(model[0]).__name__}); use --loss mnrl")
     if c.max_seq_length and base_length is None:
         raise BiovizError(f"--max-seq-length: the base {c.base} has no length to set (its first module is a "
                           f"{type(model[0]).__name__}); leave --max-seq-length out")
@@ -312,7 +331,7 @@ class _StepReport:
 
 
 def _trainer(c: PretrainConfig, out: Path, model, datasets: dict, *, bridge, total_steps: int, drop_last: bool,
-             device: str):
+             device: str, guide=None):
     """sentence-transformers' trainer over ``datasets``, checkpointing into ``out/checkpoints``."""
     from datasets import Dataset, DatasetDict  # imported here: datasets imports pyarrow and pandas (seconds)
 
@@ -326,15 +345,36 @@ def _trainer(c: PretrainConfig, out: Path, model, datasets: dict, *, bridge, tot
     # One dataset: as is; triples and pairs: a DatasetDict, each batch drawn from one of them.
     train_dataset = next(iter(train_data.values())) if len(train_data) == 1 else DatasetDict(train_data)
     return hf_bridge.quiet_trainer(model=model, args=args, train_dataset=train_dataset,
-                                   loss=_make_loss(c, model, datasets), bridge=bridge)
+                                   loss=_make_loss(c, model, datasets, guide), bridge=bridge)
 
 
-def _save(c: PretrainConfig, out: Path, model, pairs, **record) -> dict:
-    """Save the trained model, then its record (:func:`_write_record`); then drop what resuming needed."""
+def _interpolate(c: PretrainConfig, out: Path, model, pairs, *, base_spec: ModelSpec, device: str):
+    """``--interpolate``: the saved weights replaced by their WiSE-FT merge with the base's.
+
+    Returns the merged model (loaded back from ``out``: what is published is what is measured)
+    and the record for ``pretrain.json`` (alpha, the base by content, the trained model's
+    validation figures before the merge).
+    """
+    from bioviz.models.encoders import load_sentence_transformer  # imported here: it imports the hub client
+    from bioviz.models.merge import merge_into  # imported here: safetensors, a run's end only
+
+    trained = retrieval_figures(model, pairs.validation)
+    merged = merge_into(base_spec, out, alpha=c.interpolate)
+    record = {"alpha": merged.alpha, "base": merged.base, "base_fingerprint": merged.base_fingerprint,
+              "trained_fingerprint": merged.tuned_fingerprint, "validation_trained": trained}
+    return load_sentence_transformer(str(out), device=device), record
+
+
+def _save(c: PretrainConfig, out: Path, model, pairs, *, base_spec: ModelSpec, **record) -> dict:
+    """Save the trained model (merged with the base under ``--interpolate``), then its record
+    (:func:`_write_record`); then drop what resuming needed."""
     # The weights first: whatever fails after this line costs the record, never the training.
     model.save(str(out))
     try:
-        result = _write_record(c, out, model, pairs, **record)
+        interpolation = None
+        if c.interpolate is not None:
+            model, interpolation = _interpolate(c, out, model, pairs, base_spec=base_spec, device=record["device"])
+        result = _write_record(c, out, model, pairs, interpolation=interpolation, **record)
     except Exception as error:  # any failure here (a full disk, a bug) must not read as "nothing trained"
         reason = " ".join(f"{type(error).__name__}: {error}".split())
         raise BiovizError(f"the pretrained model is saved in {out}, but writing {RESULT_FILE} failed "
@@ -381,6 +421,11 @@ def pretrain(c: PretrainConfig, out: str | Path, *, callbacks=(), cancel: Cancel
     model, base_length = _load_base(c, base, device)
     checkpoint, before = _start_or_resume(c, out, model, pairs, resume)
     resumed_from = int(checkpoint.name.split("-")[-1]) if checkpoint else 0
+    # Taken from the base before any step (a resumed run's checkpoint is loaded by the trainer later).
+    guide = frozen_copy(model) if c.loss == "gist" else None
+    targets_started = time.perf_counter()
+    pairs.relatedness = with_targets(pairs.relatedness, c.base)
+    targets_s = time.perf_counter() - targets_started
     if c.max_seq_length:
         # Truncated while training only: the validation figures before and after, and the
         # saved model, use the base's full length.
@@ -390,13 +435,16 @@ def pretrain(c: PretrainConfig, out: str | Path, *, callbacks=(), cancel: Cancel
     # unless the pairs do not fill one batch at all.
     drop_last = len(pairs.train) >= c.batch_size
     datasets = training_datasets(pairs.train, c.batch_size)
+    if pairs.relatedness:
+        datasets[RELATEDNESS] = relatedness_columns(pairs.relatedness)
     steps_per_epoch = sum(len(d["anchor"]) // c.batch_size for d in datasets.values()) if drop_last else 1
     total_steps = steps_per_epoch * c.epochs
     report = _StepReport(emit, total_steps, started)
     bridge = hf_bridge.RunBridge(cancel, on_step=report, save_on_cancel=True)
     emit({"event": "start", "encoder": "pretrain", "base": c.base, "train_pairs": len(pairs.train),
           "total_steps": total_steps, "max_epochs": c.epochs, "device": device, "resumed_from_step": resumed_from})
-    fit = _trainer(c, out, model, datasets, bridge=bridge, total_steps=total_steps, drop_last=drop_last, device=device)
+    fit = _trainer(c, out, model, datasets, bridge=bridge, total_steps=total_steps, drop_last=drop_last, device=device,
+                   guide=guide)
     report.train_start = time.perf_counter()
     fit.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     if cancel.is_set():
@@ -407,6 +455,7 @@ def pretrain(c: PretrainConfig, out: str | Path, *, callbacks=(), cancel: Cancel
         model.max_seq_length = base_length
     result = _save(c, out, model, pairs, steps=int(fit.state.global_step), resumed_from=resumed_from, device=device,
                    losses=bridge.losses, before=before,
-                   seconds={"pairs": pairs_s, "training": training_s}, started=started)
+                   seconds={"pairs": pairs_s, "relatedness_targets": targets_s, "training": training_s},
+                   started=started, base_spec=base)
     emit({"event": "done", "seconds": result["seconds"]["total"], "validation": result["validation"]})
     return result

@@ -31,7 +31,7 @@ import networkx as nx
 from bioviz.ontology.model import Ontology, normalise_name
 from trainer.pretrain.pairs import Pair
 
-HARD_NEGATIVES = ("none", "siblings")
+HARD_NEGATIVES = ("none", "siblings", "mined")  # mined: trainer.pretrain.mining
 NEGATIVE_OBJECTIVES = ("synonyms", "hierarchy")
 
 Allowed = Callable[[str, str, str], bool]  # (negative text, its concept id, source) -> may it be trained on
@@ -107,11 +107,11 @@ def add_negatives(pairs: list[Pair], ontologies: dict[str, Ontology], *, mode: s
     ontologies : dict
         ``source -> Ontology`` the pairs were extracted from.
     mode : str
-        One of :data:`HARD_NEGATIVES`.
+        ``siblings``; any other mode returns the pairs as given.
     seed : int
     allowed : callable, optional
         See :func:`negative_for`.
     """
-    if mode == "none":
+    if mode != "siblings":  # none; mined negatives come from trainer.pretrain.mining
         return list(pairs)
     return [negative_for(p, ontologies[p.source], seed, allowed) if p.source in ontologies else p for p in pairs]

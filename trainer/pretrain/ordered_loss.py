@@ -25,7 +25,8 @@ CUT_OFFS = (0, 1, 2)
 
 
 def ordered_distance_loss(anchors: Tensor, columns: list[Tensor], distances: tuple[int, ...], *,
-                          alpha: float = 2.0, beta: float = 2.0, margin: float = 0.5) -> Tensor:
+                          alpha: float = 2.0, beta: float = 2.0, margin: float = 0.5,
+                          cut_offs: tuple[int, ...] = CUT_OFFS) -> Tensor:
     """The summed multi-similarity loss of a batch.
 
     Parameters
@@ -38,6 +39,8 @@ def ordered_distance_loss(anchors: Tensor, columns: list[Tensor], distances: tup
         The distance category of each column to its own row's anchor (e.g. ``(1, 2)``).
     alpha, beta, margin : float
         The paper's α, β and λ.
+    cut_offs : tuple of int
+        The cut-offs summed over (``(0,)``: the plain multi-similarity loss of a positive against the rest).
 
     Returns
     -------
@@ -55,7 +58,7 @@ def ordered_distance_loss(anchors: Tensor, columns: list[Tensor], distances: tup
     itself = torch.zeros_like(similarity, dtype=torch.bool)
     itself[rows, len(columns) * batch + rows] = True  # an anchor is no candidate of its own
     loss = similarity.new_zeros(())
-    for cut in CUT_OFFS:
+    for cut in cut_offs:
         near = (distance <= cut) & ~itself
         far = (distance > cut) & ~itself
         pull = torch.log1p((torch.exp(-alpha * (similarity - margin)) * near).sum(dim=1)) / alpha

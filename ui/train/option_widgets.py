@@ -69,6 +69,9 @@ def option_widget(option: Option, default, key: str, **widget_args):
         return st.checkbox(label, key=key, help=help_text, **widget_args)
     bounds = widget_bounds(option)
     if option.kind is float:
+        if default is None:  # optional number (interpolate's alpha): empty = off
+            value = st.number_input(label, value=None, key=key, help=help_text, format="%g", **bounds, **widget_args)
+            return None if value is None else float(value)
         st.session_state.setdefault(key, float(default))
         return st.number_input(label, key=key, help=help_text, format="%g", **bounds, **widget_args)
     widget_args = {"step": 1, **widget_args}

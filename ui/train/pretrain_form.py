@@ -34,7 +34,9 @@ from ui.train.option_widgets import option_widget
 # The settings drawn from their option metadata (ui.train.option_widgets), each under "pretrain_<field>".
 SPLIT_FIELDS = ("shots", "split_seed", "test_per_class", "zero_shot_classes")
 TRAINING_FIELDS = ("epochs", "batch_size", "lr", "save_steps", "max_seq_length")
-GENERATED = ("max_pairs", "seed", *SPLIT_FIELDS, *TRAINING_FIELDS)
+# Issue 31's candidate encoders: the loss, the negatives, the relatedness term, WiSE-FT interpolation.
+CANDIDATE_FIELDS = ("loss", "hard_negatives", "relatedness_weight", "relatedness_pairs", "interpolate")
+GENERATED = ("max_pairs", "seed", *SPLIT_FIELDS, *TRAINING_FIELDS, *CANDIDATE_FIELDS)
 # Widget keys of the form (kept across page visits with the page's other form values).
 KEYS = ("pretrain_sources", "pretrain_objectives", "pretrain_all_pairs", "pretrain_base", "pretrain_exclude",
         *(f"pretrain_{name}" for name in GENERATED))
@@ -135,6 +137,9 @@ def pretrain_form(runs_by_label: dict[str, str], device: str, can_submit: bool):
     split = _row(SPLIT_FIELDS, disabled=not keep_out)
     with st.expander("Training (BioLORD's defaults: one epoch, batches of 64, AdamW 2e-5)"):
         training = _row(TRAINING_FIELDS)
+        st.caption("Candidates (docs/pretraining.md): a false-negative-aware loss, mined hard negatives, a term "
+                   "keeping the base's relatedness, and the published weights interpolated with the base's.")
+        training.update(_row(CANDIDATE_FIELDS))
 
     if not st.button("Launch pretraining", type="primary", disabled=not (sources and objectives and can_submit)):
         return None
