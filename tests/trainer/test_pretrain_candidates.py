@@ -196,3 +196,25 @@ def test_every_candidate_option_trains_resumes_and_is_recorded(data_dir, tmp_hom
     hashes = set(json.loads((out / TERMS_FILE).read_text())["hashes"])
     assert "relatedness_targets" in summary["seconds"] and hashes
     assert any(term_hash(n) in hashes for n in ("pneumonia", "asthma", "arrhythmia"))
+
+
+def test_the_relatedness_targets_come_from_the_teacher_when_one_is_given(data_dir, tmp_home, tmp_path, monkeypatch):
+    import trainer.pretrain.fit as fit
+
+    asked = []
+
+    class Stop(Exception):
+        pass
+
+    def record(pairs, model):
+        asked.append(model)
+        raise Stop
+
+    monkeypatch.setattr(fit, "with_targets", record)
+    for teacher, expected in ((None, "minilm"), ("char-tfidf-teacher", "char-tfidf-teacher")):
+        config = validate(PretrainConfig(sources=[_mini(data_dir)], objectives=["synonyms"], batch_size=4,
+                                         device="cpu", validation_pairs=0, relatedness_weight=1.0,
+                                         relatedness_pairs=4, relatedness_teacher=teacher))
+        with pytest.raises(Stop):
+            fit.pretrain(config, tmp_path / f"out-{expected}")
+        assert asked[-1] == expected

@@ -78,6 +78,10 @@ class PretrainConfig(SplitFields):
                                        label="Relatedness weight")
     relatedness_pairs: int = option(10000, "random name pairs of the relatedness term (their share of the "
                                     "batches is their share of all rows)", min=2, label="Relatedness pairs")
+    # The model whose relatedness is kept: continuing a pretrained model, the general model it
+    # started from (its cosines are what held-out clinical relatedness rewarded, issue 31).
+    relatedness_teacher: str | None = option(None, "MODEL whose cosines are the relatedness targets (none: the "
+                                             "base)", none="none", metavar="MODEL", label="Relatedness teacher")
     # WiSE-FT (Wortsman et al. 2022): the published weights interpolated with the base's.
     interpolate: float | None = option(None, "publish (1-ALPHA)·base + ALPHA·trained (WiSE-FT weight "
                                        "interpolation; none: the trained model)", min=0, max=1, none="none",

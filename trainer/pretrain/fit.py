@@ -424,7 +424,7 @@ def pretrain(c: PretrainConfig, out: str | Path, *, callbacks=(), cancel: Cancel
     # Taken from the base before any step (a resumed run's checkpoint is loaded by the trainer later).
     guide = frozen_copy(model) if c.loss == "gist" else None
     targets_started = time.perf_counter()
-    pairs.relatedness = with_targets(pairs.relatedness, c.base)
+    pairs.relatedness = with_targets(pairs.relatedness, c.relatedness_teacher or c.base)
     targets_s = time.perf_counter() - targets_started
     if c.max_seq_length:
         # Truncated while training only: the validation figures before and after, and the

@@ -35,7 +35,8 @@ from ui.train.option_widgets import option_widget
 SPLIT_FIELDS = ("shots", "split_seed", "test_per_class", "zero_shot_classes")
 TRAINING_FIELDS = ("epochs", "batch_size", "lr", "save_steps", "max_seq_length")
 # Issue 31's candidate encoders: the loss, the negatives, the relatedness term, WiSE-FT interpolation.
-CANDIDATE_FIELDS = ("loss", "hard_negatives", "relatedness_weight", "relatedness_pairs", "interpolate")
+CANDIDATE_FIELDS = ("loss", "hard_negatives", "relatedness_weight", "relatedness_pairs", "relatedness_teacher",
+                    "interpolate")
 GENERATED = ("max_pairs", "seed", *SPLIT_FIELDS, *TRAINING_FIELDS, *CANDIDATE_FIELDS)
 # Widget keys of the form (kept across page visits with the page's other form values).
 KEYS = ("pretrain_sources", "pretrain_objectives", "pretrain_all_pairs", "pretrain_base", "pretrain_exclude",
