@@ -111,8 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         cells = "".join(f"{r[n]:.3f} [{r[n + '_ci'][0]:.2f}, {r[n + '_ci'][1]:.2f}]".rjust(26) for n in CODING_FILES)
         delta = f"{r['delta_vs_simplest']:+.3f} [{r['delta_ci'][0]:+.3f}, {r['delta_ci'][1]:+.3f}]"
-        print(f"{r['ranking']:<16}{r['reranker']:<24}{cells}"
-              f"{f'{r['pooled']:.3f} [{r['pooled_ci'][0]:.2f}, {r['pooled_ci'][1]:.2f}]':>26}{delta:>26}")
+        pooled = f"{r['pooled']:.3f} [{r['pooled_ci'][0]:.2f}, {r['pooled_ci'][1]:.2f}]"
+        print(f"{r['ranking']:<16}{r['reranker']:<24}{cells}{pooled:>26}{delta:>26}")
     print(f"chosen (simplest within the best's interval): {chosen['ranking']}, re-ranking {chosen['reranker']}")
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / f"coding_defaults_{re.sub(r'[^A-Za-z0-9.-]+', '-', Path(args.model).name)}.json"
