@@ -223,3 +223,23 @@ def test_choices_stay_with_their_term_list(app):
     at.text_area(key="ct_text").set_value("heart attack\nasthma")
     _code(at)
     assert _chosen(at)["heart attack"] == "↑ heart disease · MINI:0000010"  # back to the first list: its choices
+
+
+def test_many_children_are_one_pick_in_a_select_box(open_app, app_home, tmp_path):
+    children = "".join(f"[Term]\nid: T:{100 + i}\nname: kind {i} of sign\nis_a: T:002\n\n" for i in range(13))
+    obo = tmp_path / "wide.obo"
+    obo.write_text("format-version: 1.2\nontology: wide\n\n[Term]\nid: T:000\nname: root\n\n"
+                   "[Term]\nid: T:001\nname: finding\nis_a: T:000\n\n[Term]\nid: T:002\nname: sign\nis_a: T:001\n\n"
+                   "[Term]\nid: T:003\nname: test\nis_a: T:000\n\n[Term]\nid: T:004\nname: blood test\nis_a: T:003\n\n"
+                   + children, encoding="utf-8")
+    at = open_app(PAGE, {"source": str(obo), "root": "T:000", "depth": "1", "model_a": "char-tfidf", "two": "0"}).run()
+    assert not at.error, [e.value for e in at.error]
+    at.text_area(key="ct_text").set_value("T:002")
+    _code(at)
+    _select(at, "T:002")
+    assert not at.exception and not [b for b in at.button if b.key and b.key.startswith("ct_down_")]
+    pick = at.selectbox(key="ct_down_pick")
+    assert len(pick.options) == 13 and pick.value is None
+    pick.set_value("T:107").run()
+    assert not at.exception and _chosen(at)["T:002"] == "↓ kind 7 of sign · T:107"
+    assert not [s for s in at.selectbox if s.key == "ct_down_pick"]
