@@ -66,30 +66,32 @@ def coding_table(frame: pd.DataFrame, labels: list[str], score_word: str, k: int
     Empty text for what is missing (never "None"). Narrow widths, which the grid spreads over its frame:
     two models' columns fit the page at 1440 px instead of scrolling sideways (names are cut in their cells),
     and their headers are short (``Code A``; the caption says which model is A) so they are not cut either.
+    With two models the concepts' names are narrower, to leave room for the coder's *Chosen* code.
     """
-    tags = [f" {x.upper()}" if len(labels) == 2 else "" for x in "ab"[:len(labels)]]
+    two = len(labels) == 2
+    tags = [f" {x.upper()}" if two else "" for x in "ab"[:len(labels)]]
     columns = {"term": "Term"}
-    formats = {"Term": st.column_config.TextColumn(width=160)}
+    formats = {"Term": st.column_config.TextColumn(width=150 if two else 160)}
     for x, tag, label in zip("ab", tags, labels):
         columns |= {f"code_{x}": f"Code{tag}", f"name_{x}": f"Concept{tag}", f"score_{x}": f"Score{tag}"}
         formats |= {f"Code{tag}": st.column_config.TextColumn(width=80, help=f"The first concept's code under {label}"),
-                    f"Concept{tag}": st.column_config.TextColumn(width=180),
+                    f"Concept{tag}": st.column_config.TextColumn(width=130 if two else 180),
                     f"Score{tag}": st.column_config.NumberColumn(format="%.3f", width=70,
                                                                  help=f"{score_word} under {label} (1.0: exact)")}
         if len(labels) == 1 and f"parent_name_{x}" in frame.columns:  # two models': in the CSV and the panel
             columns[f"parent_name_{x}"] = "Parent"
             formats["Parent"] = st.column_config.TextColumn(
-                width=140, help="One level up from the concept (select the row to move there)")
+                width=120, help="One level up from the concept (select the row to move there)")
         if k > 1 and len(labels) == 1:  # two models' other codes would not fit beside each other: in the cards
             columns[f"others_{x}"] = f"Other codes{tag}"
-            formats[f"Other codes{tag}"] = st.column_config.TextColumn(width=160, help=f"The rest of the top {k}")
-    if len(labels) == 2:
+            formats[f"Other codes{tag}"] = st.column_config.TextColumn(width=140, help=f"The rest of the top {k}")
+    if two:
         columns["agree"] = "Agree"
         formats["Agree"] = st.column_config.CheckboxColumn(width=55, help="Both models give the same first concept")
     if "chosen_shown" in frame.columns:
         columns["chosen_shown"] = "Chosen"
-        formats["Chosen"] = st.column_config.TextColumn(
-            width=160, help=f"The concept the coder moved to (↑ a parent, ↓ a child); empty: {labels[0]}'s is kept")
+        formats["Chosen"] = st.column_config.TextColumn(  # the code first: it stays in view when the name is cut
+            width=100 if two else 120, help=f"The concept the coder moved to (↑ a parent, ↓ a child); empty: {labels[0]}'s is kept")
     columns["low_confidence"] = "Review"
     formats["Review"] = st.column_config.CheckboxColumn(
         width=60, help="Low confidence: a low score or a close second concept under some model")
@@ -100,10 +102,10 @@ def coding_table(frame: pd.DataFrame, labels: list[str], score_word: str, k: int
 
 
 def chosen_label(choice: CodingChoice | None) -> str:
-    """The table's *Chosen* cell: empty while the model's concept is kept, else an arrow, the name and the code."""
+    """The table's *Chosen* cell: empty while the model's concept is kept, else an arrow, the code and the name."""
     if choice is None or choice.how == MODEL:
         return ""
-    return f"{ARROWS.get(choice.how, '↕')} {choice.chosen.name} · {choice.chosen.id}"
+    return f"{ARROWS.get(choice.how, '↕')} {choice.chosen.id} {choice.chosen.name}"
 
 
 def choose(current: CodingChoice, kind: str, target: str | None) -> None:
