@@ -204,7 +204,23 @@ def parents_column(frame: pd.DataFrame, ontology: Ontology, suffix: str = "a", *
                    root: str | None = None) -> tuple[list[str], list[str]]:
     """Per row of a coding frame, the parents of the ``code_<suffix>`` concept: ids and names, ``; ``-joined.
 
-    Each concept is looked up once; an empty or unknown code has no parents.
+    Each concept is looked up once (a coding of 5,000 terms has far fewer distinct concepts); an
+    empty or unknown code has no parents.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        A :func:`~bioviz.search.term_coding.code_terms` frame.
+    ontology : Ontology
+    suffix : {"a", "b"}
+        Which model's first concepts.
+    root : str, optional
+        The level's root (see :func:`granularity`).
+
+    Returns
+    -------
+    (list of str, list of str)
+        The parents' ids and their names, one string per row.
     """
     found: dict[str, Granularity | None] = {}
     ids, names = [], []
@@ -226,6 +242,19 @@ def with_parents(frame: pd.DataFrame, ontology: Ontology, *, root: str | None = 
     The parents are those of :func:`granularity` (within the level rooted at ``root``), ids and
     names ``; ``-joined in the same order; empty where the concept has none in the level.
     ``export_frame`` names them ``parent (label)`` and ``parent name (label)``.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        A :func:`~bioviz.search.term_coding.code_terms` frame (not changed).
+    ontology : Ontology
+        The level's ontology.
+    root : str, optional
+        The level's root (``LevelView.root``).
+
+    Returns
+    -------
+    pandas.DataFrame
     """
     out = frame.copy()
     for suffix in "ab":
@@ -238,8 +267,19 @@ def current_choices(frame: pd.DataFrame, choices: Mapping[str, CodingChoice]) ->
     """Per row of a coding frame, the coder's choice for its term, else the model's (first model's) proposal.
 
     A kept choice whose proposal is not the row's first concept any more (the list coded again
-    under another ranking or model) is not applied: it was made for another proposal. None
-    for a row without a concept.
+    under another ranking or model) is not applied: it was made for another proposal.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        A :func:`~bioviz.search.term_coding.code_terms` frame (``term``, ``code_a``, ``name_a``).
+    choices : mapping of str to CodingChoice
+        The coder's choices by term.
+
+    Returns
+    -------
+    list of CodingChoice or None
+        One per row; None for a row without a concept.
     """
     out: list[CodingChoice | None] = []
     for term, code, name in zip(frame["term"], frame["code_a"].fillna(""), frame["name_a"].fillna("")):
