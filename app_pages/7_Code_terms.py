@@ -1,7 +1,9 @@
-"""Code a term list: each term's first concept of the chosen level under one or two models, agreement, a review flag."""
+"""Code a term list: each term's first concept of the chosen level under one or two models, agreement, a review flag,
+and the coder's move of a concept one level up or down."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 
@@ -15,6 +17,8 @@ from bioviz.models.model_spec import ModelSpec
 from bioviz.models.registry import load_encoder
 from bioviz.models.runs import model_labels
 from bioviz.ontology import LevelSpec
+from bioviz.search.granularity import (DOWN, KEEP, MODEL, MOVED_DOWN, MOVED_UP, UP, CodingChoice, current_choices,
+                                       granularity, move, with_choices, with_parents)
 from bioviz.search.hybrid import DEFAULT_RANKING, RANKING_KINDS, Ranking, ranking_of
 from bioviz.search.lexicon import NO_EXPANSION, Expansion, expansion_of
 from bioviz.search.neighbours import concept_card
@@ -29,6 +33,12 @@ from ui.metric_row import metric_row
 RESULT = "_ct_result"  # the last coding of this session: shown again on every rerun until the next one
 TERM_COLUMN = re.compile(r"term|name|text|label|diagnos|descr|condition|phenotype|problem|symptom", re.I)
 TABLE_KEYS = {False: "ct_table", True: "ct_table_disagree"}  # one selection per row set: rows are positions
+# The coder's choices, per coding (terms, level, models, ranking, expansion): a choice never moves to another list.
+CHOICES = "_ct_choices"
+KEPT_CODINGS = 8  # codings whose choices are kept in a session: the oldest are forgotten first
+MOVE_ERROR = "_ct_move_error"
+MAX_CHILD_BUTTONS = 12  # more children (HPO has concepts with dozens) go into one select box: still one action
+ARROWS = {MOVED_UP: "↑", MOVED_DOWN: "↓"}  # any other move (up, then down to a sibling): ↕
 INPUTS = {"paste": "Paste terms (one per line)", "upload": "Upload a CSV/TSV file"}
 state.page_params({"ct_input": "paste", "ct_k": 5, "ct_ranking": DEFAULT_RANKING.kind, "ct_expand": True},
                   choices={"ct_input": list(INPUTS), "ct_ranking": list(RANKING_KINDS)},
@@ -56,22 +66,32 @@ def coding_table(frame: pd.DataFrame, labels: list[str], score_word: str, k: int
     Empty text for what is missing (never "None"). Narrow widths, which the grid spreads over its frame:
     two models' columns fit the page at 1440 px instead of scrolling sideways (names are cut in their cells),
     and their headers are short (``Code A``; the caption says which model is A) so they are not cut either.
+    With two models the concepts' names are narrower, to leave room for the coder's *Chosen* code.
     """
-    tags = [f" {x.upper()}" if len(labels) == 2 else "" for x in "ab"[:len(labels)]]
+    two = len(labels) == 2
+    tags = [f" {x.upper()}" if two else "" for x in "ab"[:len(labels)]]
     columns = {"term": "Term"}
-    formats = {"Term": st.column_config.TextColumn(width=160)}
+    formats = {"Term": st.column_config.TextColumn(width=150 if two else 160)}
     for x, tag, label in zip("ab", tags, labels):
         columns |= {f"code_{x}": f"Code{tag}", f"name_{x}": f"Concept{tag}", f"score_{x}": f"Score{tag}"}
         formats |= {f"Code{tag}": st.column_config.TextColumn(width=80, help=f"The first concept's code under {label}"),
-                    f"Concept{tag}": st.column_config.TextColumn(width=180),
+                    f"Concept{tag}": st.column_config.TextColumn(width=130 if two else 180),
                     f"Score{tag}": st.column_config.NumberColumn(format="%.3f", width=70,
                                                                  help=f"{score_word} under {label} (1.0: exact)")}
+        if len(labels) == 1 and f"parent_name_{x}" in frame.columns:  # two models': in the CSV and the panel
+            columns[f"parent_name_{x}"] = "Parent"
+            formats["Parent"] = st.column_config.TextColumn(
+                width=120, help="One level up from the concept (select the row to move there)")
         if k > 1 and len(labels) == 1:  # two models' other codes would not fit beside each other: in the cards
             columns[f"others_{x}"] = f"Other codes{tag}"
-            formats[f"Other codes{tag}"] = st.column_config.TextColumn(width=160, help=f"The rest of the top {k}")
-    if len(labels) == 2:
+            formats[f"Other codes{tag}"] = st.column_config.TextColumn(width=140, help=f"The rest of the top {k}")
+    if two:
         columns["agree"] = "Agree"
         formats["Agree"] = st.column_config.CheckboxColumn(width=55, help="Both models give the same first concept")
+    if "chosen_shown" in frame.columns:
+        columns["chosen_shown"] = "Chosen"
+        formats["Chosen"] = st.column_config.TextColumn(  # the code first: it stays in view when the name is cut
+            width=100 if two else 120, help=f"The concept the coder moved to (↑ a parent, ↓ a child); empty: {labels[0]}'s is kept")
     columns["low_confidence"] = "Review"
     formats["Review"] = st.column_config.CheckboxColumn(
         width=60, help="Low confidence: a low score or a close second concept under some model")
@@ -79,6 +99,77 @@ def coding_table(frame: pd.DataFrame, labels: list[str], score_word: str, k: int
     text = [c for c in display.columns if display[c].dtype == object]
     display[text] = display[text].fillna("")
     return display, formats
+
+
+def chosen_label(choice: CodingChoice | None) -> str:
+    """The table's *Chosen* cell: empty while the model's concept is kept, else an arrow, the code and the name."""
+    if choice is None or choice.how == MODEL:
+        return ""
+    return f"{ARROWS.get(choice.how, '↕')} {choice.chosen.id} {choice.chosen.name}"
+
+
+def choose(current: CodingChoice, kind: str, target: str | None) -> None:
+    """A move's callback: the term's choice after it, kept under the shown coding (the oldest codings forgotten).
+
+    Runs before the page does, so the table drawn next already shows the move.
+    """
+    result = s[RESULT]
+    try:
+        chosen = move(current, cache.level_ontology(result["level"]), kind, target, root=result["root"])
+    except BiovizError as error:
+        s[MOVE_ERROR] = str(error)
+        return
+    codings = s.setdefault(CHOICES, {})
+    key = result["choices_key"]
+    codings[key] = {**codings.pop(key, {}), current.term: chosen}  # put back last: the most recently used
+    while len(codings) > KEPT_CODINGS:
+        codings.pop(next(iter(codings)))
+
+
+def choose_child(current: CodingChoice, widget: str) -> None:
+    """The children select box's callback: move down to the picked child, then empty the box for the next move."""
+    if s.get(widget):
+        choose(current, DOWN, s[widget])
+    s[widget] = None
+
+
+def granularity_panel(choice: CodingChoice, ontology, root: str, label: str) -> None:
+    """The selected term's chosen concept with its parents and children: one click moves it one level.
+
+    Raises
+    ------
+    BiovizError
+        The concept is not in the ontology (a name of the level without a concept of its own).
+    """
+    around = granularity(ontology, choice.chosen.id, root=root)
+    with st.container(border=True):
+        st.markdown(f"#### Code for **{md(choice.term)}**: {md(choice.chosen.name)} {md_code(choice.chosen.id)}")
+        st.caption(f"{md(choice.how.capitalize())} from {md(label)}'s concept, {md(choice.proposed.name)} "
+                   f"{md_code(choice.proposed.id)}." if choice.how != MODEL else
+                   f"{md(label)}'s concept. Too general or too specific? Move it one level up or down: the table "
+                   "and the CSV keep the choice.")
+        up, down = st.columns(2)
+        with up:
+            st.markdown("**Parent** (one level up)")
+            for parent in around.parents:
+                st.button(f"↑ {md(parent.name)} · {md(parent.id)}", key=f"ct_up_{parent.id}", on_click=choose,
+                          args=(choice, UP, parent.id))
+            if not around.parents:
+                st.caption("None in this level: its root is the next level up.")
+        with down:
+            st.markdown("**Children** (one level down)")
+            if len(around.children) > MAX_CHILD_BUTTONS:
+                names = {c.id: f"{c.name} · {c.id}" for c in around.children}
+                st.selectbox(f"{len(names)} children", list(names), index=None, key="ct_down_pick",
+                             format_func=names.get, placeholder="Move down to…", on_change=choose_child,
+                             args=(choice, "ct_down_pick"))
+            for child in around.children if len(around.children) <= MAX_CHILD_BUTTONS else ():
+                st.button(f"↓ {md(child.name)} · {md(child.id)}", key=f"ct_down_{child.id}", on_click=choose,
+                          args=(choice, DOWN, child.id))
+            if not around.children:
+                st.caption("None: the most specific concept.")
+        if choice.how != MODEL:
+            st.button(f"Back to {md(label)}'s concept", key="ct_keep", on_click=choose, args=(choice, KEEP, None))
 
 
 st.title("Code a term list")
@@ -176,11 +267,15 @@ if run:
         fingerprints = tuple(load_encoder(m).fingerprint for m in models)
         frame = coded(tuple(terms), tuple(models), fingerprints, level, k=k, ranking=ranking, _indexes=indexes,
                       expansion=expansion)
+        # each first concept's parents, looked up once per coding (not on every rerun of the table)
+        frame = with_parents(frame, cache.level_ontology(level), root=view.root)
     except BiovizError as error:
         st.error(md(error))
         st.stop()
+    digest = hashlib.sha256("\n".join(terms).encode()).hexdigest()  # the list itself, not kept twice
     s[RESULT] = {"frame": frame, "labels": labels, "title": view.title, "models": tuple(models),
-                 "level": state.selection(), "k": k, "invisible": clean_texts(raw).dropped, "ranking": ranking}
+                 "level": state.selection(), "k": k, "invisible": clean_texts(raw).dropped, "ranking": ranking,
+                 "root": view.root, "choices_key": (level, tuple(models), ranking, expansion, digest)}
     for key in TABLE_KEYS.values():  # a new table: the old row selection means nothing
         s.pop(key, None)
 
@@ -217,20 +312,24 @@ if result.get("invisible"):
             "such as NUL, zero-width spaces or right-to-left marks) were skipped; such characters are taken "
             "out of every other term.")
 
-shown = frame
+choices = s.get(CHOICES, {}).get(result.get("choices_key"), {})  # this coding's moves only
+current = dict(zip(frame["term"], current_choices(frame, choices)))  # terms are unique in a coding
+shown = frame.assign(chosen_shown=[chosen_label(choice) for choice in current.values()])
 disagreeing = two and st.toggle("Only terms where the models' first concepts differ", key="ct_disagree")
 if disagreeing:
-    shown = frame[~frame["agree"].astype(bool)].reset_index(drop=True)
+    shown = shown[~shown["agree"].astype(bool)].reset_index(drop=True)
 display, column_config = coding_table(shown, labels, score_word, result["k"])
 st.caption((f"**A**: {md(labels[0])} · **B**: {md(labels[1])}. " if two else f"Model: {md(labels[0])}. ")
            + f"One row per term: each model's first concept, ranked by that model's own {score_word.lower()}"
            f"{', with the other codes of its top ' + str(result['k']) if result['k'] > 1 else ''}. "
            "**Review** marks a low-confidence code: a low score, or a second concept close behind. "
-           "Select a row for the concepts' cards.")
+           "Select a row for the concepts' cards and to move its code one level up or down (**Chosen**).")
 event = st.dataframe(display, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
                      key=TABLE_KEYS[disagreeing], column_config=column_config)
 # The CSV of thousands of rows is built only when the button is pressed (and that press does not rerun).
-st.download_button("Download the coding (CSV)", lambda: frame_to_csv(export_frame(frame)),
+# The choices are bound now: the press may come after later reruns have moved other codes.
+st.download_button("Download the coding (CSV)",
+                   lambda frame=frame, choices=dict(choices): frame_to_csv(export_frame(with_choices(frame, choices))),
                    f"coded-terms-{re.sub(r'[^A-Za-z0-9]+', '-', result['title']).strip('-')[:60]}"
                    f"-{result['ranking'].slug}.csv", "text/csv",
                    on_click="ignore")
@@ -239,7 +338,16 @@ selected = list(event.selection.rows) if event is not None else []
 if selected and selected[0] < len(shown):
     row = shown.iloc[selected[0]]
     ontology = cache.level_ontology(result["level"])
-    for code in dict.fromkeys(row[f"code_{x}"] for x in "ab"[:len(labels)] if row[f"code_{x}"]):
+    choice = current.get(row["term"])
+    if s.get(MOVE_ERROR):
+        st.error(md(s.pop(MOVE_ERROR)))
+    if choice is not None and "root" in result:
+        try:
+            granularity_panel(choice, ontology, result["root"], labels[0])
+        except BiovizError as error:  # a name of the level without a concept of its own: nothing to move
+            st.info(md(error))
+    moved = [choice.chosen.id] if choice is not None and choice.how != MODEL else []
+    for code in dict.fromkeys([*moved, *(row[f"code_{x}"] for x in "ab"[:len(labels)] if row[f"code_{x}"])]):
         with st.container(border=True):
             try:
                 card = concept_card(ontology, code)

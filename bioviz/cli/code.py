@@ -1,9 +1,10 @@
 """``python -m bioviz code TERMS_FILE --source SOURCE --depth 1 --model MODEL [--model-b MODEL] -k 5 [--ranking dense|hybrid] [--no-expand] --out coded.csv``.
 
 Codes a list of free-text terms, one row per term: each model's first concept of a level (code,
-name, class, score, margin over the second concept, the other codes of its top k), whether two
-models agree, and a low-confidence flag (:mod:`bioviz.search.term_coding`,
-:mod:`bioviz.search.coding_confidence`). TERMS_FILE is one term per line, or a CSV/TSV file
+name, class, score, margin over the second concept, the other codes of its top k, its parents
+within the level: ``parent``, ``parent name``), whether two models agree, and a low-confidence
+flag (:mod:`bioviz.search.term_coding`, :mod:`bioviz.search.coding_confidence`,
+:mod:`bioviz.search.granularity`). TERMS_FILE is one term per line, or a CSV/TSV file
 whose ``--column`` holds the terms.
 """
 
@@ -21,6 +22,7 @@ from bioviz.errors import BiovizError
 from bioviz.models.model_spec import DEFAULT_MODEL
 from bioviz.output_paths import check_output_file, reporting_as
 from bioviz.paths import write_text_atomic
+from bioviz.search.granularity import with_parents
 from bioviz.search.lexicon import expansion_of
 from bioviz.search.neighbours import candidate_index
 from bioviz.search.term_coding import (MAX_K, MAX_TABLE_BYTES, agreement, code_term_list, export_frame,
@@ -87,7 +89,8 @@ def run(args) -> dict:
     with progress_bar(f"coding {len(terms)} terms", unit="term", disable=args.quiet) as progress:
         frame = code_term_list(terms, view, ontology, list(zip(models, indexes)), k=args.k, progress=progress,
                                ranking=ranking, expansion=expansion_of(args.expand))
-    export = export_frame(frame)
+    # the granularity a script user checks: one level up from each first concept (the page moves it)
+    export = export_frame(with_parents(frame, ontology, root=view.root))
     result = {"terms": len(terms), "dropped_invisible": invisible, "rows": len(frame), "models": frame.attrs["models"],
               "source": view.source, "level": view.title, "k": args.k, "ranking": ranking.label,
               "expanded": expansion_of(args.expand).label, "expansions": frame.attrs["expansions"],

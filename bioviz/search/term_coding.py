@@ -54,7 +54,9 @@ MAX_K = 50
 EXACT, NEAREST = "exact", "nearest"
 # Per model, the columns of a coding (suffixed _a, _b) and their names in an export.
 MODEL_COLUMNS = ("code", "name", "class", "score", "margin", "others")
-EXPORT_NAMES = {"others": "other codes"}
+# Per model, the columns bioviz.search.granularity.with_parents adds (the first concept's parents).
+PARENT_COLUMNS = ("parent", "parent_name")
+EXPORT_NAMES = {"others": "other codes", "parent_name": "parent name"}
 
 
 def check_terms(terms: Sequence[str], max_terms: int = MAX_TERMS) -> list[str]:
@@ -460,13 +462,15 @@ def export_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """The :func:`code_terms` frame for a CSV, its per-model columns named by the models' labels.
 
     ``code_a``/``score_a`` become ``code (minilm)``/``score (minilm)``; two equal labels are told
-    apart with ``(A)`` and ``(B)``; ``others`` becomes ``other codes``.
+    apart with ``(A)`` and ``(B)``; ``others`` becomes ``other codes``. The parent columns of
+    :func:`bioviz.search.granularity.with_parents`, where present, become ``parent (minilm)`` and
+    ``parent name (minilm)``.
     """
     labels = list(frame.attrs.get("models") or [])
     if len(labels) == 2 and labels[0] == labels[1]:
         labels = [f"{labels[0]} (A)", f"{labels[1]} (B)"]
     renames = {f"{key}_{suffix}": f"{EXPORT_NAMES.get(key, key)} ({label})"
-               for suffix, label in zip("ab", labels) for key in MODEL_COLUMNS}
+               for suffix, label in zip("ab", labels) for key in (*MODEL_COLUMNS, *PARENT_COLUMNS)}
     export = frame.rename(columns=renames)
     export["ranking"] = frame.attrs.get("ranking", "dense")  # which scores these are, in the file itself
     return export

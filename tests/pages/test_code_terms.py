@@ -1,6 +1,10 @@
 """AppTest of app_pages/7_Code_terms.py: pasted and uploaded term lists coded under one or two models."""
 
+import io
+
+import pandas as pd
 import pytest
+from streamlit.runtime.media_file_manager import MediaFileManager
 
 from bioviz.search.hybrid import DEFAULT_RANKING
 
@@ -32,7 +36,7 @@ def test_pasted_terms_give_a_table_with_codes_scores_and_agreement(app):
     assert list(table["Term"]) == ["heart attack", "MINI:0000022", "lung infect"]  # one row per term, repeats once
     # short headers that fit their columns; the caption says which model is A and which B
     assert list(table.columns) == ["Term", *(f"{c} {x}" for x in "AB" for c in ("Code", "Concept", "Score")),
-                                   "Agree", "Review"]
+                                   "Agree", "Chosen", "Review"]
     assert any("**A**: char-tfidf (A) · **B**: char-tfidf (B)" in c.value for c in at.caption)
     first = table.set_index("Term")
     assert first.loc["MINI:0000022", "Concept A"] == "asthma"
@@ -145,3 +149,97 @@ def test_the_ranking_is_chosen_shown_in_the_title_and_kept_in_the_url(app):
     assert "hybrid w=" in at.subheader[0].value and "Score" in table.columns
     first = table.set_index("Term")
     assert first.loc["Heart-attack!", "Score"] == 1.0  # exact: "heart attack" but for punctuation
+
+
+@pytest.fixture
+def downloads(monkeypatch):
+    """The data callables of the page's deferred downloads, newest last (what a press of the button would send)."""
+    made = []
+    original = MediaFileManager.add_deferred
+
+    def spy(self, data, *args, **kwargs):
+        made.append(data)
+        return original(self, data, *args, **kwargs)
+
+    monkeypatch.setattr(MediaFileManager, "add_deferred", spy)
+    return made
+
+
+def _select(at, term):
+    rows = list(at.dataframe[0].value["Term"])
+    at.session_state["ct_table"] = {"selection": {"rows": [rows.index(term)], "columns": [], "cells": []}}
+    return at.run()
+
+
+def _chosen(at):
+    return dict(zip(at.dataframe[0].value["Term"], at.dataframe[0].value["Chosen"]))
+
+
+def test_a_coder_moves_a_code_up_or_down_in_one_click_and_the_csv_keeps_it(app, downloads):
+    app.query_params["two"] = "0"
+    at = app.run()
+    at.text_area(key="ct_text").set_value("heart attack\nMINI:0000012\nasthma")
+    _code(at)
+    table = at.dataframe[0].value.set_index("Term")
+    assert table.loc["heart attack", "Code"] == "MINI:0000011" and table.loc["heart attack", "Parent"] == "heart disease"
+    assert table.loc["asthma", "Parent"] == "lung disease" and set(table["Chosen"]) == {""}  # nothing moved yet
+    _select(at, "heart attack")
+    assert not at.exception
+    assert "myocardial infarction" in " ".join(m.value for m in at.markdown)
+    assert not [b for b in at.button if b.key and b.key.startswith("ct_down_")]  # the most specific concept
+    at.button(key="ct_up_MINI:0000010").click().run()
+    assert not at.exception and not at.error
+    assert _chosen(at)["heart attack"] == "↑ MINI:0000010 heart disease"  # the table reflects the move
+    # the panel now stands on heart disease: its children one click away, and a way back
+    assert {"ct_down_MINI:0000011", "ct_down_MINI:0000012", "ct_down_MINI:0000030"} <= {b.key for b in at.button}
+    at.button(key="ct_keep").click().run()
+    assert _chosen(at)["heart attack"] == ""
+    at.button(key="ct_up_MINI:0000010").click().run()
+    _select(at, "MINI:0000012")  # arrhythmia, an exact code: one level down is atrial fibrillation
+    at.button(key="ct_down_MINI:0000013").click().run()
+    assert _chosen(at)["MINI:0000012"] == "↓ MINI:0000013 atrial fibrillation"
+    at.run()  # the choices survive a rerun
+    assert _chosen(at)["heart attack"].startswith("↑")
+    csv = pd.read_csv(io.StringIO(downloads[-1]()), keep_default_na=False).set_index("term")
+    columns = ["proposed_id", "proposed_name", "chosen_id", "chosen_name", "choice"]
+    assert tuple(csv.loc["heart attack", columns]) == ("MINI:0000011", "myocardial infarction", "MINI:0000010",
+                                                       "heart disease", "moved up")
+    assert tuple(csv.loc["MINI:0000012", ["chosen_id", "choice"]]) == ("MINI:0000013", "moved down")
+    assert tuple(csv.loc["asthma", ["proposed_id", "chosen_id", "choice"]]) == ("MINI:0000022",) * 2 + ("model",)
+    assert csv.loc["heart attack", "parent (char-tfidf)"] == "MINI:0000010"
+
+
+def test_choices_stay_with_their_term_list(app):
+    app.query_params["two"] = "0"
+    at = app.run()
+    at.text_area(key="ct_text").set_value("heart attack\nasthma")
+    _code(at)
+    _select(at, "heart attack")
+    at.button(key="ct_up_MINI:0000010").click().run()
+    assert _chosen(at)["heart attack"].startswith("↑")
+    at.text_area(key="ct_text").set_value("heart attack\nwheezing")
+    _code(at)
+    assert _chosen(at)["heart attack"] == ""  # another list: its own choices
+    at.text_area(key="ct_text").set_value("heart attack\nasthma")
+    _code(at)
+    assert _chosen(at)["heart attack"] == "↑ MINI:0000010 heart disease"  # back to the first list: its choices
+
+
+def test_many_children_are_one_pick_in_a_select_box(open_app, app_home, tmp_path):
+    children = "".join(f"[Term]\nid: T:{100 + i}\nname: kind {i} of sign\nis_a: T:002\n\n" for i in range(13))
+    obo = tmp_path / "wide.obo"
+    obo.write_text("format-version: 1.2\nontology: wide\n\n[Term]\nid: T:000\nname: root\n\n"
+                   "[Term]\nid: T:001\nname: finding\nis_a: T:000\n\n[Term]\nid: T:002\nname: sign\nis_a: T:001\n\n"
+                   "[Term]\nid: T:003\nname: test\nis_a: T:000\n\n[Term]\nid: T:004\nname: blood test\nis_a: T:003\n\n"
+                   + children, encoding="utf-8")
+    at = open_app(PAGE, {"source": str(obo), "root": "T:000", "depth": "1", "model_a": "char-tfidf", "two": "0"}).run()
+    assert not at.error, [e.value for e in at.error]
+    at.text_area(key="ct_text").set_value("T:002")
+    _code(at)
+    _select(at, "T:002")
+    assert not at.exception and not [b for b in at.button if b.key and b.key.startswith("ct_down_")]
+    pick = at.selectbox(key="ct_down_pick")
+    assert len(pick.options) == 13 and pick.value is None
+    pick.set_value("T:107").run()
+    assert not at.exception and _chosen(at)["T:002"] == "↓ T:107 kind 7 of sign"
+    assert not [s for s in at.selectbox if s.key == "ct_down_pick"]

@@ -73,3 +73,26 @@ def test_a_bad_weight_exits_2_with_one_line(capsys, data_dir, home, tmp_path):
     code, _, err = run_cli(capsys, "code", str(terms), "--source", str(data_dir / "mini.obo"), "--model",
                            "char-tfidf", "--quiet", "--ranking", "hybrid", "--weight", "-1")
     assert code == 2 and "hybrid weight must be between 0 and" in err and err.count("\n") == 1
+
+
+def test_each_first_concept_comes_with_its_parent_and_the_old_columns_keep_their_order(capsys, data_dir, home,
+                                                                                       tmp_path):
+    terms = tmp_path / "terms.txt"
+    terms.write_text("MINI:0000011\nMINI:0000013\nMINI:0000010\n", encoding="utf-8")
+    out = tmp_path / "coded.csv"
+    code, _, _ = run_cli(capsys, "code", str(terms), "--source", str(data_dir / "mini.obo"), "--depth", "1",
+                         "--model", "char-tfidf", "-k", "2", "--out", str(out), "--quiet", "--json")
+    coded = pd.read_csv(out, keep_default_na=False)
+    label = "char-tfidf"
+    before = ["term", "match", *(f"{c} ({label})" for c in ("code", "name", "class", "score", "margin", "other codes")),
+              "low_confidence"]
+    assert code == 0 and list(coded.columns) == [*before, f"parent ({label})", f"parent name ({label})", "ranking"]
+    rows = coded.set_index("term")
+    assert tuple(rows.loc["MINI:0000011", [f"parent ({label})", f"parent name ({label})"]]) == \
+        ("MINI:0000010", "heart disease")
+    assert rows.loc["MINI:0000013", f"parent ({label})"] == "MINI:0000012"  # one level: arrhythmia, not the shortcut
+    assert rows.loc["MINI:0000010", f"parent ({label})"] == ""  # the level's root is no code: nothing above a class
+    # without --out the printed rows carry it too
+    code, stdout, _ = run_cli(capsys, "code", str(terms), "--source", str(data_dir / "mini.obo"), "--depth", "1",
+                              "--model", "char-tfidf", "-k", "1", "--quiet", "--json")
+    assert json.loads(stdout)["codes"][0][f"parent name ({label})"] == "heart disease"
