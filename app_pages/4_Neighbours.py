@@ -132,7 +132,7 @@ ranking = ranking_of(ranking_col.radio(
     "Ranking", list(RANKING_KINDS), key="nb_ranking", horizontal=True, format_func=lambda kind: ranking_of(kind).label,
     help="dense: the model's cosine. hybrid: the names of a concept one of whose names equals the query but for "
          "case, spacing and punctuation first, then cosine + weight × character n-gram TF-IDF cosine (BioSyn's "
-         f"scoring; weight and default chosen on the GSC+ dev file). Default: {DEFAULT_RANKING.kind}."))
+         f"scoring; weight and default chosen on the coding dev files). Default: {DEFAULT_RANKING.kind}."))
 expansion = expansion_of(expand_col.toggle(
     "Expand synonyms", key="nb_expand",
     help="A query that is an ontology synonym (HPO synonyms, ICD-10-CM inclusion terms) is also ranked as its "

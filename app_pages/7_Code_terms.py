@@ -248,7 +248,7 @@ ranking = ranking_of(st.radio(
     "Ranking", list(RANKING_KINDS), key="ct_ranking", horizontal=True, format_func=lambda kind: ranking_of(kind).label,
     help="dense: the model's cosine (exact codes and names first). hybrid: also names equal but for case, spacing "
          "and punctuation first, then cosine + weight × character n-gram TF-IDF cosine (BioSyn's scoring; weight "
-         f"and default chosen on the GSC+ dev file). Default: {DEFAULT_RANKING.kind}."))
+         f"and default chosen on the coding dev files). Default: {DEFAULT_RANKING.kind}."))
 expansion = expansion_of(st.toggle(
     "Expand synonyms", key="ct_expand",
     help="A term the ontology does not name but that is an ontology synonym (HPO synonyms, ICD-10-CM inclusion "

@@ -10,7 +10,7 @@ from bioviz.models.model_spec import ModelSpec
 from bioviz.ontology import LevelSpec
 from bioviz.ontology.level_spec import SOURCE_OPTION_KEYS
 from bioviz.ontology.umls import DEFAULT_SAB, HIERARCHIES
-from bioviz.search.hybrid import DEFAULT_RANKING, RANKING_KINDS, Ranking, ranking_of
+from bioviz.search.hybrid import DEFAULT_RANKING, HYBRID_WEIGHT, RANKING_KINDS, Ranking, ranking_of
 
 
 def model_argument(text: str) -> ModelSpec:
@@ -67,9 +67,9 @@ def add_ranking_options(parser: argparse.ArgumentParser, repeat: bool = False) -
     else:
         parser.add_argument("--ranking", choices=RANKING_KINDS, default=DEFAULT_RANKING.kind,
                             help="dense (cosine) or hybrid (exact or normalised match first, then cosine + weight x "
-                                 f"char-tfidf cosine); default {DEFAULT_RANKING.kind}, chosen on the GSC+ dev file")
+                                 f"char-tfidf cosine); default {DEFAULT_RANKING.kind}, chosen on the coding dev files")
     parser.add_argument("--weight", type=float, default=None,
-                        help=f"the hybrid ranking's char-tfidf weight (default {DEFAULT_RANKING.weight:g}, "
+                        help=f"the hybrid ranking's char-tfidf weight (default {HYBRID_WEIGHT:g}, "
                              "chosen on the GSC+ dev file)")
 
 

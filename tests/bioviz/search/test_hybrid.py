@@ -6,8 +6,8 @@ import pytest
 
 from bioviz.errors import BiovizError
 from bioviz.ontology import LevelSpec
-from bioviz.search.hybrid import (DEFAULT_RANKING, NameMatcher, Ranking, SparseNames, match_key, name_scores,
-                                  ranking_of)
+from bioviz.search.hybrid import (DEFAULT_RANKING, HYBRID_WEIGHT, NameMatcher, Ranking, SparseNames, match_key,
+                                  name_scores, ranking_of)
 from bioviz.search.neighbours import candidate_index, query_vector, rank_neighbours, resolve_query, sparse_names
 from bioviz.search.term_coding import code_term_list, export_frame
 
@@ -26,7 +26,7 @@ def level(data_dir):
 
 def test_ranking_values_labels_and_bounds():
     assert Ranking("hybrid", 0.2).label == "hybrid w=0.2" and Ranking().label == "dense"
-    assert ranking_of("dense") == Ranking("dense") and ranking_of("hybrid").weight == DEFAULT_RANKING.weight
+    assert ranking_of("dense") == Ranking("dense") and ranking_of("hybrid").weight == HYBRID_WEIGHT
     assert ranking_of(None).kind == DEFAULT_RANKING.kind
     with pytest.raises(BiovizError, match="unknown ranking"):
         Ranking("sparse")
