@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from bioviz.cli.common import (add_json, add_level_options, add_ranking_options, level_spec_from_args, model_argument,
-                               rankings_from_args)
+from bioviz.cli.common import (add_json, add_level_options, add_ranking_options, covered_level, level_spec_from_args,
+                               model_argument, rankings_from_args)
 from bioviz.cli.progress import progress_bar
 from bioviz.errors import BiovizError
 from bioviz.models.model_spec import DEFAULT_MODEL
@@ -72,11 +72,11 @@ def run(args) -> dict:
     ranking = rankings_from_args(args)[0]
     level = level_spec_from_args(args)
     ontology = level.ontology()
-    view = level.load(ontology)
+    models = [args.model] + ([args.compare] if args.compare else [])
+    view, coverage = covered_level(args, models, ontology)
     query = resolve_query(args.text, view, ontology)  # a concept id ranks the concept's name
     expansion = expansion_of(args.expand)
     expanded = expand_queries([query], expansion, lexicon_for(args, args.quiet))
-    models = [args.model] + ([args.compare] if args.compare else [])
     indexes, vectors, infos, forms = [], [], [], []
     for model in models:
         with progress_bar(f"encoding {len(view.names)} names ({model.spec})", disable=args.quiet) as progress:
@@ -116,6 +116,8 @@ def run(args) -> dict:
         "neighbours": rows,
         "seconds": round(time.perf_counter() - started, 3),
     }
+    if coverage:
+        result["coverage"] = coverage
     if args.compare:
         result["compared_model"] = indexes[1].space.model_id
     return result
