@@ -29,6 +29,7 @@ from bioviz.search import neighbours
 from bioviz.search.hybrid import SparseNames
 from bioviz.search.index import NeighbourIndex
 from bioviz.search.name_search import NameSearch
+from bioviz.search.vectors_query import query_answer
 from ui import warmup_banner
 from ui.markdown import md
 
@@ -352,6 +353,12 @@ def neighbour_index(model: ModelSpec, spec: LevelSpec):
 def query_vector(model: ModelSpec, text: str):
     """Unit vector of one query text under ``model``."""
     return neighbours.query_vector(text, model)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def query_note(model: ModelSpec, text: str) -> str:
+    """Which name of a vectors file answered ``text`` when the file lacks it ("" when its own vector did)."""
+    return query_answer(text, model).note
 
 
 # Levels with more names than this are not sent to the browser as a selectbox's options

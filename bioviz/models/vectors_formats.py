@@ -136,6 +136,7 @@ def _pick(columns: list[str], preferred: tuple[str, ...], fits) -> str | None:
 
 def _parquet_chunks(path: Path) -> Iterator[Chunk]:
     import pyarrow as pa  # imported here: only Parquet vectors files need it (and it takes a second)
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     table = pq.ParquetFile(path, memory_map=True)
@@ -152,7 +153,7 @@ def _parquet_chunks(path: Path) -> Iterator[Chunk]:
         column = batch.column(1)
         if column.null_count:
             raise ModelError(f"{path.name}: {column.null_count:,} rows have no vector (null)")
-        lengths = pa.compute.list_value_length(column).to_numpy(zero_copy_only=False)
+        lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
         width = int(lengths[0]) if len(lengths) else 0
         if len(lengths) and (lengths != width).any():
             row = int(np.flatnonzero(lengths != width)[0])
