@@ -73,8 +73,8 @@ def _input_encoder(ref: ModelSpec, depth: int) -> tuple[SentenceTransformerEncod
         except ModelError as error:
             reason = f"its input model cannot be loaded ({error})"
             continue
-        if not isinstance(base, SentenceTransformerEncoder):
-            raise NotAHeadChain(f"its input model {spec} is not a sentence-transformers model")
+        if not isinstance(base, (SentenceTransformerEncoder, VectorsFileEncoder)):
+            raise NotAHeadChain(f"its input model {spec} is not a sentence-transformers model or a vectors file")
         if base.fingerprint != recorded:
             reason = f"its input model {spec} has changed since the run was trained"
             continue

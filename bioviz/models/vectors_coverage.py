@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bioviz.errors import LevelError, ModelError
-from bioviz.models.model_spec import ModelSpec
+from bioviz.models.model_spec import ModelSpec, input_chain
 from bioviz.models.vectors_file import open_vectors
 from bioviz.ontology.level_spec import LevelSpec
 from bioviz.ontology.levels import LevelView
@@ -60,8 +60,14 @@ class Coverage:
 
 
 def vectors_models(models: Iterable[ModelSpec | None]) -> tuple[ModelSpec, ...]:
-    """The vectors files among ``models`` (each once, in order)."""
-    return tuple(dict.fromkeys(m for m in models if m is not None and m.kind == "vectors"))
+    """The vectors files among ``models`` and behind them (a run trained on one: its input chain), each once."""
+    found = []
+    for model in models:
+        if model is None:
+            continue
+        chain = [model, *input_chain(model)] if model.kind == "run" else [model]
+        found += [step for step in chain if step.kind == "vectors"][:1]
+    return tuple(dict.fromkeys(found))
 
 
 def covered_mask(names, model: ModelSpec) -> np.ndarray:

@@ -33,6 +33,7 @@ class VectorsFileEncoder(Encoder):
         self.model_spec = ref
         self.spec = ref.spec
         self.label = ref.label
+        self.path = ref.path  # the file: what a head run trained on it starts from (registry)
         self.file: VectorsFile = open_vectors(ref.path)
         self.fingerprint = self.file.fingerprint
         self.dim = self.file.dim
