@@ -52,11 +52,11 @@ class Coverage:
         """Names without a vector."""
         return self.total - self.covered
 
-    def message(self) -> str:
-        """The one line pages and commands print."""
+    def message(self, noun: str = "names") -> str:
+        """The one line pages and commands print (``noun``: what was counted, ``names`` or ``terms``)."""
         if not self.missing:
-            return f"all {self.total:,} names have a vector"
-        return f"{self.covered:,} of {self.total:,} names; {self.missing:,} without a vector are left out"
+            return f"all {self.total:,} {noun} have a vector"
+        return f"{self.covered:,} of {self.total:,} {noun}; {self.missing:,} without a vector are left out"
 
 
 def vectors_models(models: Iterable[ModelSpec | None]) -> tuple[ModelSpec, ...]:
@@ -79,6 +79,18 @@ def coverage(names, model: ModelSpec) -> Coverage:
     """How many of ``names`` the vectors file ``model`` covers."""
     names = list(names)
     return Coverage(model.label, len(names), int(covered_mask(names, model).sum()))
+
+
+def covered_terms(terms, models: Iterable[ModelSpec | None]) -> tuple[np.ndarray, tuple[Coverage, ...]]:
+    """Which of ``terms`` every vectors file among ``models`` covers (a mask), and each file's coverage."""
+    terms = list(terms)
+    keep = np.ones(len(terms), dtype=bool)
+    found = []
+    for model in vectors_models(models):
+        mask = covered_mask(terms, model)
+        found.append(Coverage(model.label, len(terms), int(mask.sum())))
+        keep &= mask
+    return keep, tuple(found)
 
 
 def covered_view(view: LevelView, models: Iterable[ModelSpec | None]) -> tuple[LevelView, tuple[Coverage, ...]]:
