@@ -501,7 +501,7 @@ def model_pickers(models: str) -> tuple[ModelSpec | None, ModelSpec | None]:
             picked = st.selectbox(title, labels, index=labels.index(current), key=f"_{key}_label")
             st.session_state[key] = choices[picked]
         with st.popover("Other model…"):
-            custom = st.text_input("Sentence-transformers directory or hub id", key="_custom_model",
+            custom = st.text_input("Sentence-transformers directory, hub id or vectors file", key="_custom_model",
                                    placeholder="FremyCompany/BioLORD-2023")
             st.radio("Use as", ["Baseline", "Compared"], horizontal=True, key="_custom_slot")
             st.button("Use model", disabled=not custom.strip(), on_click=_use_custom_model)
