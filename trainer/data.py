@@ -57,7 +57,7 @@ def check_models(config: TrainConfig) -> ModelSpec:
                          "model (use minilm, a model directory or a hub id)")
     if ref.kind in ("bundled", "directory", "run") and ref.path is not None and not Path(ref.path).is_dir():
         raise ModelError(f"base model {config.base} not found")
-    if ref.kind == "vectors" and config.finetune:
+    if ref.kind == "vectors" and (config.finetune or config.encoder == "definitions"):
         raise ModelError(f"{ref.label} is a vectors file: a head trains on its fixed vectors, but there is no "
                          "transformer to fine-tune (drop --finetune)")
     if config.init is not None and not is_run_dir(config.init):
