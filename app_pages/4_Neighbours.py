@@ -200,7 +200,7 @@ elif info.concept_ids:
     st.markdown(f"{shown_query} · an ontology name outside this level's names · {md(view.title)}")
 else:
     st.markdown(f"{shown_query} · free text (not an ontology name) · {md(view.title)}")
-for stand_in in dict.fromkeys(cache.query_note(m, ranked) for m in models if m.kind == "vectors"):
+for stand_in in dict.fromkeys(cache.query_note(m, ranked) for m in models if m.kind in ("vectors", "run")):
     if stand_in:  # a vectors file lacks the query: its nearest name's vector answered, said here
         st.warning(md(stand_in), icon=":material/swap_horiz:")
 if note:

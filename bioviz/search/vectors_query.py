@@ -17,6 +17,7 @@ import numpy as np
 from bioviz.errors import ModelError, shown
 from bioviz.models.model_spec import ModelSpec
 from bioviz.models.registry import embed, load_encoder
+from bioviz.models.vectors_coverage import vectors_models
 from bioviz.search.name_search import NameSearch
 
 _SEARCHES: dict[str, NameSearch] = {}  # per vectors file content: built once per process (a second per 100k names)
@@ -51,27 +52,28 @@ def _file_search(encoder) -> NameSearch:
 
 
 def query_answer(text: str, model: ModelSpec) -> QueryVector:
-    """The vector of ``text`` under ``model``; under a vectors file that lacks it, the nearest file name's.
+    """The vector of ``text`` under ``model``; under a vectors file (or a run on one) that lacks it, the nearest
+    file name's.
 
     Raises
     ------
     ModelError
         A vectors file none of whose names the lexical ranking finds for ``text``.
     """
-    if model.kind != "vectors":
+    files = vectors_models([model])  # the model itself, or the file a run was trained on
+    if not files:
         return QueryVector(embed([text], model).vectors[0], text)
-    encoder = load_encoder(model)
-    row = int(encoder.file.rows([text])[0])
-    if row >= 0:
-        return QueryVector(np.asarray(encoder.file.vectors[row], dtype=np.float32), text)
+    encoder = load_encoder(files[0])
+    if int(encoder.file.rows([text])[0]) >= 0:
+        return QueryVector(embed([text], model).vectors[0], text)
     found = _file_search(encoder).search(text, limit=1)
     if not found:
         raise ModelError(f"{shown(text)} is not in {encoder.label}, and no name of it shares a word with it: "
                          "a vectors file answers only its own names")
     stand_in = found[0]
-    vector = np.asarray(encoder.file.vectors[int(encoder.file.rows([stand_in])[0])], dtype=np.float32)
-    return QueryVector(vector, stand_in, f"{shown(text)} is not in {encoder.label}: answered from its nearest name "
-                                         f"{shown(stand_in)} (lexical ranking)")
+    return QueryVector(embed([stand_in], model).vectors[0], stand_in,
+                       f"{shown(text)} is not in {encoder.label}: answered from its nearest name {shown(stand_in)} "
+                       "(lexical ranking)")
 
 
 def answer_vectors(texts, model: ModelSpec, *, progress=None, use_cache: bool = True) -> np.ndarray:
@@ -83,7 +85,7 @@ def answer_vectors(texts, model: ModelSpec, *, progress=None, use_cache: bool = 
         As :func:`query_answer`, for a text a vectors file has nothing near.
     """
     texts = list(texts)
-    if model.kind != "vectors":
+    if not vectors_models([model]):
         return embed(texts, model, progress=progress, use_cache=use_cache).vectors
     dim = load_encoder(model).dim
     out = np.stack([query_answer(t, model).vector for t in texts]) if texts else np.zeros((0, dim), np.float32)
