@@ -25,7 +25,7 @@ HEAD_FILE = "head.safetensors"
 
 
 def _input_modules(input_model: ModelSpec) -> list:
-    """The input model's modules, ending with a Normalize (a vectors file: a Normalize alone, its rows are the input)."""
+    """The input model's modules, ending with a Normalize (a vectors file: a Normalize alone, its rows the input)."""
     from sentence_transformers.sentence_transformer.modules import Normalize
 
     if input_model.kind == "vectors":

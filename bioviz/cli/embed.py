@@ -93,5 +93,6 @@ def _export(args, view, space) -> list:
         with progress_bar(f"encoding {len(extra):,} class and other names under the root", disable=args.quiet) as bar:
             vectors = np.concatenate([vectors, embed(extra, args.model, batch_size=args.batch_size, progress=bar,
                                                      use_cache=not args.no_cache).vectors])
-    card = VectorsCard(f"{space.model_id} vectors", int(vectors.shape[1]), f"bioviz embed --model {args.model.spec} on {view.title}")
+    card = VectorsCard(f"{space.model_id} vectors", int(vectors.shape[1]),
+                       f"bioviz embed --model {args.model.spec} on {view.title}")
     return write_vectors([*space.names, *extra], vectors, args.out, card)

@@ -139,8 +139,8 @@ def _check_rows(rows: np.ndarray, names: list[str], start: int, path: Path) -> n
     bad = ~np.isfinite(rows).all(axis=1)
     if bad.any():
         first = int(np.flatnonzero(bad)[0])
-        raise ModelError(f"{path.name}: {int(bad.sum()):,} rows hold NaN or infinity (first: row {start + first + 1:,}, "
-                         f"{shown(names[first])})")
+        raise ModelError(f"{path.name}: {int(bad.sum()):,} rows hold NaN or infinity "
+                         f"(first: row {start + first + 1:,}, {shown(names[first])})")
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
     if (norms == 0).any():
         first = int(np.flatnonzero(norms[:, 0] == 0)[0])
@@ -223,20 +223,26 @@ class VectorsFile:
         """``vectors-<content hash>``: equal fingerprints give equal vectors."""
         return f"vectors-{self.key}"
 
-    def _lookup(self) -> tuple[dict[str, int], dict[str, int]]:
-        """``(exact, normalised)`` name -> row, built on first use (the first row wins a normalised clash)."""
-        if not self._rows:
-            exact = {name: row for row, name in enumerate(self.names)}
+    def _index(self, kind: str) -> dict[str, int]:
+        """``exact`` or ``loose`` (normalised) name -> row, built on first use (the first row wins a clash)."""
+        if kind not in self._rows:
             loose: dict[str, int] = {}
-            for row, name in enumerate(self.names):
-                loose.setdefault(match_key(name), row)
-            self._rows.update(exact=exact, loose=loose)
-        return self._rows["exact"], self._rows["loose"]
+            if kind == "loose":
+                for row, name in enumerate(self.names):
+                    loose.setdefault(match_key(name), row)
+            self._rows[kind] = loose if kind == "loose" else {name: row for row, name in enumerate(self.names)}
+        return self._rows[kind]
 
     def rows(self, texts) -> np.ndarray:
         """Row of each text (exact name, else normalised), ``-1`` where the file has no vector."""
-        exact, loose = self._lookup()
-        return np.array([exact.get(t, loose.get(match_key(t), -1)) for t in texts], dtype=np.int64)
+        exact = self._index("exact")
+        found = np.array([exact.get(t, -1) for t in texts], dtype=np.int64)
+        missed = np.flatnonzero(found < 0)
+        if len(missed):  # the normalised index only when a name is not found as it is (a million keys)
+            loose = self._index("loose")
+            texts = list(texts)
+            found[missed] = [loose.get(match_key(texts[i]), -1) for i in missed]
+        return found
 
 
 def match_key(text: str) -> str:

@@ -6,8 +6,7 @@ Each reader yields ``(names, rows)`` chunks, so a million-name file is converted
 Parquet
     a column of names (``name``, ``names``, ``text`` or ``term``; else the first string
     column) and a column of vectors (a list or fixed-size list of floats: ``vector``,
-    ``vectors``, ``embedding``; else the first list column). Read memory-mapped, one record
-    batch at a time.
+    ``vectors``, ``embedding``; else the first list column). Read one record batch at a time.
 ``.npz``
     arrays ``names`` (strings) and ``vectors`` (or ``embeddings``, ``matrix``: a 2-D float
     matrix, one row per name), as ``numpy.savez`` writes them. Read with ``allow_pickle`` off:
@@ -139,7 +138,8 @@ def _parquet_chunks(path: Path) -> Iterator[Chunk]:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    table = pq.ParquetFile(path, memory_map=True)
+    # Read, not memory-mapped: a batch at a time is all this process holds (a map's touched pages would stay resident)
+    table = pq.ParquetFile(path, memory_map=False)
     schema = table.schema_arrow
     names = _pick(schema.names, NAME_COLUMNS, lambda c: pa.types.is_string(schema.field(c).type)
                   or pa.types.is_large_string(schema.field(c).type))

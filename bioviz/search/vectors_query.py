@@ -77,7 +77,7 @@ def query_answer(text: str, model: ModelSpec) -> QueryVector:
 
 
 def answer_vectors(texts, model: ModelSpec, *, progress=None, use_cache: bool = True) -> np.ndarray:
-    """Unit vectors of ``texts`` (a term list, expanded forms); under a vectors file each as :func:`query_answer` gives it.
+    """Unit vectors of ``texts`` (a term list, expanded forms); under a vectors file as :func:`query_answer` gives them.
 
     Raises
     ------

@@ -1,4 +1,4 @@
-"""``trainer train --base VECTORS``: a head trained on fixed static vectors (the papers' condition) is a run like any other."""
+"""``trainer train --base VECTORS``: a head trained on fixed static vectors (the papers' condition) is a run."""
 
 from __future__ import annotations
 
