@@ -63,3 +63,15 @@ def test_each_page_says_the_coverage_of_a_vectors_file(page, vector_files, app_h
     line = f"Vectors file partial: {total - missing:,} of {total:,} names; {missing:,} without a vector are left out."
     assert line in said, said
     assert "Vectors file full: all" in " ".join(said)
+
+
+def test_neighbours_says_which_file_name_answered_a_query_the_file_lacks(vector_files, app_home, data_dir, open_app):
+    folder, _, _ = vector_files
+    at = open_app("app_pages/4_Neighbours.py", {
+        "source": str(data_dir / SOURCE), "depth": "1", "model_a": str(folder / "full.parquet"),
+        "model_b": str(folder / "partial.npz"), "query": "pneumoni", "k": "3"}, timeout=240).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    warnings = [w.value for w in at.warning]
+    assert any("is not in full: answered from its nearest name" in w and "(lexical ranking)" in w
+               for w in warnings), warnings
+    assert at.dataframe, "both rankings are shown"
