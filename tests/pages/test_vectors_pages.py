@@ -74,4 +74,3 @@ def test_neighbours_says_which_file_name_answered_a_query_the_file_lacks(vector_
     warnings = [w.value for w in at.warning]
     assert any("is not in full: answered from its nearest name" in w and "(lexical ranking)" in w
                for w in warnings), warnings
-    assert at.dataframe, "both rankings are shown"
