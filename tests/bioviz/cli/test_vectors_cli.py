@@ -71,7 +71,7 @@ LINE = "partial: 9 of 11 names; 2 without a vector are left out"
 @pytest.mark.parametrize("command", [
     ["embed", "{mini}", "--quiet"],
     ["project", "{mini}", "--method", "pca", "--quiet"],
-    ["neighbours", "heart attack", "--source", "{mini}", "--quiet"],
+    ["neighbours", "heart attack", "--source", "{mini}", "--no-expand", "--quiet"],
     ["eval", "--source", "{mini}", "--task", "ranking", "--n-boot", "10", "--quiet"],
 ])
 def test_every_command_says_the_coverage(command, capsys, data_dir, partial_file):
@@ -84,11 +84,12 @@ def test_every_command_says_the_coverage(command, capsys, data_dir, partial_file
 def test_a_query_the_file_lacks_is_answered_by_its_nearest_name_or_refused(capsys, data_dir, partial_file):
     mini = data_dir / "mini.obo"
     code, text, err = run_cli(capsys, "neighbours", "heart", "--source", mini, "--model", partial_file,
-                              "--quiet", "--json")
+                              "--no-expand", "--quiet", "--json")
     assert code == 0, err
     assert json.loads(text)["query_stand_in"] == [
         "'heart' is not in partial: answered from its nearest name 'heart attack' (lexical ranking)"]
-    code, _, err = run_cli(capsys, "neighbours", "qqqq", "--source", mini, "--model", partial_file, "--quiet")
+    code, _, err = run_cli(capsys, "neighbours", "qqqq", "--source", mini, "--model", partial_file, "--no-expand",
+                           "--quiet")
     assert code == 2 and err.count("\n") == 1 and "'qqqq' is not in partial" in err
 
 
