@@ -14,6 +14,7 @@ from bioviz.uploads import MAX_UPLOAD_BYTES, check_upload_size, store_upload
 from ui import cache, state
 from ui.markdown import md
 from ui.metric_row import metric_row
+from ui.vectors_upload import vectors_expander
 
 
 def use_upload() -> None:
@@ -108,6 +109,8 @@ with st.expander("Use your own ontology (OBO file, table, or UMLS release)"):
         st.button("Use this path", key="use_path", disabled=not server_path.strip(), on_click=use_server_path)
         st.caption("For a UMLS directory, the sidebar then offers the vocabulary (SAB), an optional semantic "
                    "group and the IS-A relations (PAR/CHD or RELA = isa).")
+
+vectors_expander()
 
 view = state.current_view()
 state.sync_url()

@@ -8,6 +8,7 @@ from bioviz.models.runs import model_labels
 from bioviz.errors import BiovizError
 from bioviz.figures import similarity_figures, slug
 from bioviz.views.similarity import (MAX_CLASS_OPTIONS, ORDERS, class_terms, compare_terms, concept_family_terms,
+                                     covered_term_list,
                                      example_sets, find_classes, find_concept, load_example, parse_terms,
                                      with_class_groups)
 from ui import cache, compare, state
@@ -87,6 +88,10 @@ try:
         terms = concept_family_terms(onto, find_concept(onto, wanted))
     if st.session_state["colour"] == "class":
         terms = with_class_groups(terms, view)
+    terms, coverage = covered_term_list(terms, (model_a, model_b))  # a vectors file: only the terms it holds
+    for found in coverage:
+        if found.missing:
+            st.info(md(f"Vectors file {found.label}: {found.message('terms')}."))
     space_a = cache.term_space(model_a, terms.terms)
     space_b = cache.term_space(model_b, terms.terms)
     # read afresh (a renamed run is titled by its new name); one at a time: the page tells two equal ones apart itself

@@ -13,6 +13,7 @@ from bioviz.figures.neighbours import SAME_CLASS, SAME_CONCEPT, neighbour_table_
 from bioviz.figures.ranking_table import neighbours_file_stem, ranking_table
 from bioviz.models.runs import model_labels
 from bioviz.models.vector_cache import VectorCache
+from bioviz.models.vectors_coverage import vectors_models
 from bioviz.search.neighbours import (AMONG, comparison_rows, concept_card, first_encoding_estimate, rank_neighbours,
                                       resolve_query)
 from bioviz.ontology import DEFAULT_SPLIT
@@ -200,6 +201,9 @@ elif info.concept_ids:
     st.markdown(f"{shown_query} · an ontology name outside this level's names · {md(view.title)}")
 else:
     st.markdown(f"{shown_query} · free text (not an ontology name) · {md(view.title)}")
+for stand_in in dict.fromkeys(cache.query_note(m, ranked) for m in models if vectors_models([m])):
+    if stand_in:  # a vectors file lacks the query: its nearest name's vector answered, said here
+        st.warning(md(stand_in), icon=":material/swap_horiz:")
 if note:
     st.caption(f"Expanded: {md(note)}. Each name keeps its best score against the query and the expanded "
                "form (turn *Expand synonyms* off to rank the query alone).")

@@ -16,6 +16,7 @@ from bioviz.models.encoding_estimate import time_left
 from bioviz.models.model_spec import ModelSpec
 from bioviz.models.registry import load_encoder
 from bioviz.models.runs import model_labels
+from bioviz.models.vectors_coverage import vectors_models
 from bioviz.ontology import LevelSpec
 from bioviz.search.granularity import (DOWN, KEEP, MODEL, MOVED_DOWN, MOVED_UP, UP, CodingChoice, current_choices,
                                        granularity, move, with_choices, with_parents)
@@ -273,9 +274,13 @@ if run:
         st.error(md(error))
         st.stop()
     digest = hashlib.sha256("\n".join(terms).encode()).hexdigest()  # the list itself, not kept twice
+    # a vectors file lacking a term answered it from its nearest name: said with the table
+    stand_ins = [note for m in models if vectors_models([m]) for t in dict.fromkeys(terms)
+                 if (note := cache.query_note(m, t))]
     s[RESULT] = {"frame": frame, "labels": labels, "title": view.title, "models": tuple(models),
                  "level": state.selection(), "k": k, "invisible": clean_texts(raw).dropped, "ranking": ranking,
-                 "root": view.root, "choices_key": (level, tuple(models), ranking, expansion, digest)}
+                 "root": view.root, "choices_key": (level, tuple(models), ranking, expansion, digest),
+                 "stand_ins": stand_ins}
     for key in TABLE_KEYS.values():  # a new table: the old row selection means nothing
         s.pop(key, None)
 
@@ -296,6 +301,10 @@ st.subheader(f"{' vs '.join(md(label) for label in labels)} · {md(result['ranki
              f"{md(result['title'])}")
 if frame.attrs.get("expansions"):
     st.caption("Expanded: " + " · ".join(md(note) for note in frame.attrs["expansions"]))
+if result.get("stand_ins"):
+    with st.expander(f"{len(result['stand_ins']):,} terms are not in a vectors file: each was coded from the "
+                     "file's nearest name (lexical ranking)"):
+        st.markdown("  \n".join(md(note) for note in result["stand_ins"][:200]))
 summary = agreement(frame)
 figures = [("Terms", summary["terms"]),
            ("Exact code or name", summary["exact"], {"help": "Terms that are an ontology code or name"}),

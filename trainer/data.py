@@ -20,7 +20,8 @@ from bioviz.models.model_spec import PRESET_MODELS, ModelSpec
 from bioviz.models.registry import load_encoder, model_dimension
 from bioviz.models.runs import is_run_dir
 from bioviz.models.shared_encoding import encode_shared
-from bioviz.ontology import Ontology, Split
+from bioviz.models.vectors_coverage import load_level, with_coverage
+from bioviz.ontology import LevelSpec, Ontology, Split
 from bioviz.ontology.levels import LevelView
 from bioviz.ontology.sources import BUNDLED
 from trainer.config import TrainConfig
@@ -56,9 +57,21 @@ def check_models(config: TrainConfig) -> ModelSpec:
                          "model (use minilm, a model directory or a hub id)")
     if ref.kind in ("bundled", "directory", "run") and ref.path is not None and not Path(ref.path).is_dir():
         raise ModelError(f"base model {config.base} not found")
+    if ref.kind == "vectors" and (config.finetune or config.encoder == "definitions"):
+        raise ModelError(f"{ref.label} is a vectors file: a head trains on its fixed vectors, but there is no "
+                         "transformer to fine-tune (drop --finetune)")
     if config.init is not None and not is_run_dir(config.init):
         raise ModelError(f"--init {config.init} is not a complete trained run (no run.json)")
     return ModelSpec.parse(config.init) if config.init is not None else ref
+
+
+def training_view(level: LevelSpec, input_model: ModelSpec, ontology: Ontology | None = None) -> LevelView:
+    """The level a run trains on: cut to the names a vectors file (the input, or its input's) has vectors for.
+
+    The views cut the level the same way for the run (:func:`bioviz.models.vectors_coverage.vectors_models`
+    follows its input chain), so the run's split is drawn on the same names there.
+    """
+    return load_level(with_coverage(level, [input_model]), ontology)
 
 
 def check_split_feasible(sizes, shots: int | None, test_per_class: int) -> None:
@@ -170,7 +183,7 @@ def check_feasible(config: TrainConfig) -> None:
         the classes allow, an identity start wider than the hidden layer allows).
     """
     input_model = check_models(config)  # the models first: cheaper than loading the source
-    check_view(config, config.level.load(), input_model)
+    check_view(config, training_view(config.level, input_model), input_model)
 
 
 @dataclass
@@ -234,7 +247,7 @@ def prepare(config: TrainConfig, progress=None, *, report=None, input_model: Mod
     input_model = input_model or ModelSpec.parse(config.input_model)
     level = config.level
     ontology = level.ontology()
-    view = level.load(ontology)
+    view = training_view(level, input_model, ontology)
     check_view(config, view, input_model)
     split = config.split.make(view)
     started = time.perf_counter()

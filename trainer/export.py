@@ -1,7 +1,9 @@
 """Saving a trained encoder as a sentence-transformers model directory.
 
 A head run is the input model's own modules, a ``Normalize`` (the head was trained on unit
-vectors), the head rewritten as standard ``Dense`` modules, and a final ``Normalize``. Only
+vectors), the head rewritten as standard ``Dense`` modules, and a final ``Normalize``. A head
+trained on a vectors file has no model before it: its directory starts at that ``Normalize``, and
+bioviz encodes it from the file's rows (:class:`bioviz.models.encoders.HeadRunEncoder`). Only
 sentence-transformers' built-in modules appear in ``modules.json``, so
 ``SentenceTransformer(run_dir)`` loads it anywhere, without ``trust_remote_code`` and
 without bioviz installed. The raw head weights are also kept in ``head.safetensors``.
@@ -23,9 +25,11 @@ HEAD_FILE = "head.safetensors"
 
 
 def _input_modules(input_model: ModelSpec) -> list:
-    """The input model's modules, ending with a Normalize."""
+    """The input model's modules, ending with a Normalize (a vectors file: a Normalize alone, its rows the input)."""
     from sentence_transformers.sentence_transformer.modules import Normalize
 
+    if input_model.kind == "vectors":
+        return [Normalize()]
     model = load_sentence_transformer(input_model, device="cpu")
     modules = list(model)
     if not isinstance(modules[-1], Normalize):

@@ -21,6 +21,7 @@ from bioviz.models.model_spec import ModelSpec
 from bioviz.models.registry import embed, load_encoder
 from bioviz.models.shared_encoding import EncodingProgress, encode_shared
 from bioviz.models.vector_cache import VectorCache
+from bioviz.models.vectors_coverage import level_coverage as coverage_of, load_level
 from bioviz.ontology import LevelSpec, load_source
 from bioviz.ontology.levels import LevelView
 from bioviz.ontology.model import Ontology
@@ -28,6 +29,7 @@ from bioviz.search import neighbours
 from bioviz.search.hybrid import SparseNames
 from bioviz.search.index import NeighbourIndex
 from bioviz.search.name_search import NameSearch
+from bioviz.search.vectors_query import query_answer
 from ui import warmup_banner
 from ui.markdown import md
 
@@ -50,8 +52,17 @@ def ontology(source: str, options: tuple = ()) -> Ontology:
 
 @st.cache_resource(max_entries=12, show_spinner="Cutting the concept level…")
 def view(spec: LevelSpec) -> LevelView:
-    """The level view (or synonym-set view) ``spec`` names, cut from the cached ontology."""
-    return spec.load(level_ontology(spec))
+    """The level view (or synonym-set view) ``spec`` names, cut from the cached ontology.
+
+    Cut to the names its ``covered_by`` vectors files cover (:func:`bioviz.models.vectors_coverage.load_level`).
+    """
+    return load_level(spec, level_ontology(spec))
+
+
+@st.cache_data(max_entries=12, show_spinner=False)
+def level_coverage(spec: LevelSpec) -> tuple:
+    """Each ``covered_by`` vectors file's :class:`~bioviz.models.vectors_coverage.Coverage` of the level."""
+    return coverage_of(spec, level_ontology(spec))
 
 
 # --- Comparison views (Projection, Similarity matrix, Hierarchy) -------------------------
@@ -342,6 +353,12 @@ def neighbour_index(model: ModelSpec, spec: LevelSpec):
 def query_vector(model: ModelSpec, text: str):
     """Unit vector of one query text under ``model``."""
     return neighbours.query_vector(text, model)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def query_note(model: ModelSpec, text: str) -> str:
+    """Which name of a vectors file answered ``text`` when the file lacks it ("" when its own vector did)."""
+    return query_answer(text, model).note
 
 
 # Levels with more names than this are not sent to the browser as a selectbox's options

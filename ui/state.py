@@ -34,6 +34,7 @@ from bioviz.ontology.umls import COMMON_SABS, DEFAULT_SAB, HIERARCHIES, SEMANTIC
 from bioviz.models.model_spec import (BASELINE_MODEL, DEFAULT_MODEL, PRESET_MODELS, ModelSpec, link_form,
                                      policy_text)
 from bioviz.models.runs import distinct_labels, list_runs
+from bioviz.models.vectors_coverage import vectors_models
 from bioviz.uploads import original_name
 from ui import cache
 from ui.markdown import md
@@ -352,8 +353,10 @@ def selection() -> LevelSpec:
     ``ui.cache.view(selection())`` is the level view :func:`current_view` shows.
     """
     s = st.session_state
+    # A vectors file among the chosen models keeps only the names it covers, for both models.
     return LevelSpec(_canonical_source(s["source"]), root=s["root"], depth=int(s["depth"]),
-                     synonyms=bool(s["synonyms"]), keep_ambiguous=bool(s["keep_ambiguous"]), options=source_options())
+                     synonyms=bool(s["synonyms"]), keep_ambiguous=bool(s["keep_ambiguous"]), options=source_options(),
+                     covered_by=tuple(m.spec for m in vectors_models(s.get(MODELS) or ())))
 
 
 def choose_source(source: str) -> None:
@@ -425,7 +428,10 @@ def current_view() -> LevelView | None:
     spec = selection()
     try:
         server_paths.shared_source(spec.source)
-        return cache.view(spec)
+        view = cache.view(spec)
+        for found in cache.level_coverage(spec):  # every page that takes a vectors file says what it left out
+            st.info(md(f"Vectors file {found.label}: {found.message()}."), icon=":material/scatter_plot:")
+        return view
     except BiovizError as error:
         st.error(md(error))
         return None
@@ -495,7 +501,7 @@ def model_pickers(models: str) -> tuple[ModelSpec | None, ModelSpec | None]:
             picked = st.selectbox(title, labels, index=labels.index(current), key=f"_{key}_label")
             st.session_state[key] = choices[picked]
         with st.popover("Other model…"):
-            custom = st.text_input("Sentence-transformers directory or hub id", key="_custom_model",
+            custom = st.text_input("Sentence-transformers directory, hub id or vectors file", key="_custom_model",
                                    placeholder="FremyCompany/BioLORD-2023")
             st.radio("Use as", ["Baseline", "Compared"], horizontal=True, key="_custom_slot")
             st.button("Use model", disabled=not custom.strip(), on_click=_use_custom_model)

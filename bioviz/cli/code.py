@@ -13,8 +13,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from bioviz.cli.common import (add_json, add_level_options, add_ranking_options, level_spec_from_args, model_argument,
-                               rankings_from_args)
+from bioviz.cli.common import (add_json, add_level_options, add_ranking_options, covered_level, level_spec_from_args,
+                               model_argument, rankings_from_args)
 from bioviz.cli.neighbours import add_expand_option, lexicon_for
 from bioviz.cli.progress import progress_bar
 from bioviz.csv_export import frame_to_csv
@@ -79,8 +79,8 @@ def run(args) -> dict:
     terms, invisible = read_terms(args.terms_file, args.column)
     level = level_spec_from_args(args)
     ontology = level.ontology()
-    view = level.load(ontology)
     models = [args.model] + ([args.model_b] if args.model_b else [])
+    view, coverage = covered_level(args, models, ontology)
     indexes = []
     for model in models:
         with progress_bar(f"encoding {len(view.names)} names ({model.spec})", disable=args.quiet) as progress:
@@ -103,4 +103,6 @@ def run(args) -> dict:
     else:
         result["codes"] = export.astype(object).where(export.notna(), None).to_dict("records")
     result["seconds"] = round(time.perf_counter() - started, 3)
+    if coverage:
+        result["coverage"] = coverage
     return result

@@ -7,7 +7,9 @@ import argparse
 from bioviz.cli import RefusedArgument
 from bioviz.errors import ModelError
 from bioviz.models.model_spec import ModelSpec
+from bioviz.models.vectors_coverage import covered_view
 from bioviz.ontology import LevelSpec
+from bioviz.ontology.levels import LevelView
 from bioviz.ontology.level_spec import SOURCE_OPTION_KEYS
 from bioviz.ontology.umls import DEFAULT_SAB, HIERARCHIES
 from bioviz.search.hybrid import DEFAULT_RANKING, HYBRID_WEIGHT, RANKING_KINDS, Ranking, ranking_of
@@ -77,3 +79,18 @@ def rankings_from_args(args: argparse.Namespace) -> list[Ranking]:
     """The :class:`~bioviz.search.hybrid.Ranking` values ``--ranking``/``--weight`` ask for (one unless repeated)."""
     kinds = args.ranking if isinstance(args.ranking, list) else [args.ranking] if args.ranking else list(RANKING_KINDS)
     return [ranking_of(kind, args.weight) for kind in dict.fromkeys(kinds)]
+
+
+def covered_level(args: argparse.Namespace, models, ontology=None) -> tuple[LevelView, list[str]]:
+    """The level of ``args`` cut to the names every vectors file among ``models`` covers, and what each left out.
+
+    Returns
+    -------
+    (LevelView, list of str)
+        The view (as loaded when no vectors file is among the models) and one coverage line
+        per vectors file (``sapbert: 11,902 of 12,456 names; 554 without a vector are left out``),
+        which the commands print.
+    """
+    spec = level_spec_from_args(args)
+    view, found = covered_view(spec.load(ontology), models)
+    return view, [f"{c.label}: {c.message()}" for c in found]

@@ -19,8 +19,8 @@ from __future__ import annotations
 import sys
 import time
 
-from bioviz.cli.common import (add_json, add_level_options, add_ranking_options, level_spec_from_args, model_argument,
-                               rankings_from_args)
+from bioviz.cli.common import (add_json, add_level_options, add_ranking_options, covered_level, level_spec_from_args,
+                               model_argument, rankings_from_args)
 from bioviz.cli.eval_compare import add_compare_options, baseline_among, comparisons
 from bioviz.errors import EvaluationError
 from bioviz.evaluation import normalisation, run as evaluation, splits
@@ -156,7 +156,9 @@ def run(args) -> dict:
         out["warnings"] += warnings + _run_level_warnings(models, args)
         level = level_spec_from_args(args)
         ontology = level.ontology()
-        view = level.load(ontology)
+        view, coverage = covered_level(args, models, ontology)
+        if coverage:
+            out["coverage"] = coverage
         split = spec.make(view)
         tasks = evaluation.expand_tasks(args.task or "all")
         results += evaluation.evaluate(view, split, models, tasks, ontology=ontology, **shared)

@@ -11,16 +11,17 @@ from __future__ import annotations
 import argparse
 import time
 
-from bioviz.cli.common import (add_json, add_level_options, add_ranking_options, level_spec_from_args, model_argument,
-                               rankings_from_args)
+from bioviz.cli.common import (add_json, add_level_options, add_ranking_options, covered_level, level_spec_from_args,
+                               model_argument, rankings_from_args)
 from bioviz.cli.progress import progress_bar
 from bioviz.errors import BiovizError
 from bioviz.models.model_spec import DEFAULT_MODEL
 from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.search.index import NeighbourIndex
 from bioviz.search.lexicon import DEFAULT_EXPANSION, expand_queries, expanded_forms, expansion_of, load_lexicon
-from bioviz.search.neighbours import (AMONG, candidate_index, level_space, query_vector, rank_neighbours, resolve_query,
+from bioviz.search.neighbours import (AMONG, candidate_index, level_space, rank_neighbours, resolve_query,
                                       sparse_names)
+from bioviz.search.vectors_query import query_answer
 
 
 def register(subparsers) -> None:
@@ -72,17 +73,19 @@ def run(args) -> dict:
     ranking = rankings_from_args(args)[0]
     level = level_spec_from_args(args)
     ontology = level.ontology()
-    view = level.load(ontology)
+    models = [args.model] + ([args.compare] if args.compare else [])
+    view, coverage = covered_level(args, models, ontology)
     query = resolve_query(args.text, view, ontology)  # a concept id ranks the concept's name
     expansion = expansion_of(args.expand)
     expanded = expand_queries([query], expansion, lexicon_for(args, args.quiet))
-    models = [args.model] + ([args.compare] if args.compare else [])
-    indexes, vectors, infos, forms = [], [], [], []
+    indexes, vectors, infos, forms, notes = [], [], [], [], []
     for model in models:
         with progress_bar(f"encoding {len(view.names)} names ({model.spec})", disable=args.quiet) as progress:
             space, info = level_space(view, model, progress=progress)
         indexes.append(candidate_index(view, model, args.among, base=NeighbourIndex.from_view(space, view)))
-        vectors.append(query_vector(query.text, model))
+        answer = query_answer(query.text, model)  # a vectors file lacking the query: its nearest name's, noted
+        vectors.append(answer.vector)
+        notes.append(answer.note)
         forms.append(expanded_forms(expanded, model))
         infos.append(info)
     other = (indexes[1], vectors[1]) if args.compare else None
@@ -116,6 +119,10 @@ def run(args) -> dict:
         "neighbours": rows,
         "seconds": round(time.perf_counter() - started, 3),
     }
+    if coverage:
+        result["coverage"] = coverage
+    if any(notes):
+        result["query_stand_in"] = [n for n in dict.fromkeys(notes) if n]
     if args.compare:
         result["compared_model"] = indexes[1].space.model_id
     return result

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from bioviz.cli.common import add_json, add_level_options, level_spec_from_args, model_argument
+from bioviz.cli.common import add_json, add_level_options, covered_level, model_argument
 from bioviz.cli.progress import progress_bar
 from bioviz.search.neighbours import level_space
 from bioviz.views.projection import METHODS, ProjectionParams, cache_path, project, stratified_sample
@@ -42,7 +42,7 @@ def run(args) -> dict:
     params = ProjectionParams(method=args.method, n_neighbors=args.n_neighbors, min_dist=args.min_dist,
                               max_points=args.max_points, seed=args.seed)  # BiovizError on bad settings
     started = time.perf_counter()
-    view = level_spec_from_args(args).load()
+    view, coverage = covered_level(args, [args.model])
     with progress_bar(f"encoding ({args.model.spec})", disable=args.quiet) as progress:
         space, info = level_space(view, args.model, progress=progress)
     rows = stratified_sample(view.labels, params.max_points, params.seed)
@@ -56,4 +56,5 @@ def run(args) -> dict:
             "names": len(view.names), "points": int(len(coords)), "n_components": int(coords.shape[1]),
             "from_cache": cached, "seconds": round(time.perf_counter() - started, 3),
             "projection_seconds": round(time.perf_counter() - projected, 3),
-            "encoding_cache_hits": info["cache_hits"], "params": params.caption()}
+            "encoding_cache_hits": info["cache_hits"], "params": params.caption(),
+            **({"coverage": coverage} if coverage else {})}

@@ -180,6 +180,14 @@ def _computed(model: _Model, task: EvalTask, key_data: dict, lookup: dict, encod
     """Encode what ``lookup`` lacks of the task's names, score them, and cache the result when ``store``."""
     started = time.perf_counter()
     missing = [t for t in task.texts() if t not in lookup]
+    encoder = getattr(model, "encoder", None)
+    # a vectors file (or a run's input file) answers only its own names
+    file = getattr(encoder, "file", None) or getattr(getattr(encoder, "base", None), "file", None)
+    if missing and task.partial and file is not None:
+        # counted out, not scored: the task's n says how many it covers (a benchmark's covered pairs)
+        lookup.update(dict.fromkeys([t for t, row in zip(missing, file.rows(missing)) if row < 0],
+                                    np.zeros(file.dim, dtype=np.float32)))
+        missing = [t for t in missing if t not in lookup]
     if missing:
         lookup.update(model.vectors(missing, encoding))
     scored = task.score(model, lookup)

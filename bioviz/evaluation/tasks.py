@@ -69,11 +69,15 @@ class EvalTask(ABC):
         Its readable name (:data:`TASK_LABELS`).
     cacheable : bool
         Results are read from and written to the result cache (not a user's gold file).
+    partial : bool
+        Texts a vectors file lacks are counted out (a zero vector the score treats as not
+        covered) rather than refusing the task.
     """
 
     name: str
     label: str
     cacheable = True
+    partial = False
 
     @property
     def task(self) -> str:
@@ -311,6 +315,7 @@ class BenchmarkTask(EvalTask):
     """Spearman's rho between a model's cosine of each rated pair and the human scores."""
 
     name, label = "benchmark", "Relatedness benchmark"
+    partial = True  # a term a vectors file lacks leaves its pairs out (the covered count is the table's n)
 
     def __init__(self, benchmark: Benchmark, settings: EvalSettings) -> None:
         self.benchmark, self.settings = benchmark, settings

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from bioviz.models.load_errors import DAMAGED, cannot_load, quiet_foreign_pickle, weights_reason
+from bioviz.models.vectors_formats import is_vectors_path
 from bioviz.space import l2_normalise
 
 HEAD_FILE = "head.safetensors"  # the raw head weights the trainer keeps in every head run
@@ -68,6 +69,8 @@ def input_module_kinds(path: str | Path) -> list[str] | None:
     transformers checkpoint is a transformer with [CLS] pooling. None when ``path`` is no model.
     """
     path = Path(path)
+    if path.is_file() and is_vectors_path(path):  # a vectors file: its rows are the input, unit already
+        return ["Normalize"]
     modules = read_modules(path)
     if modules is None:
         return ["Transformer", "Pooling", "Normalize"] if (path / "config.json").is_file() else None

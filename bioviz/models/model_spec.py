@@ -17,6 +17,9 @@ a local directory
     a sentence-transformers model, or a plain transformers checkpoint.
 a hub id
     e.g. ``FremyCompany/BioLORD-2023``: from the local Hugging Face cache, or downloaded when online.
+a vectors file
+    names and vectors computed elsewhere: Parquet, ``.npz`` or the Projector's TSV pair
+    (:mod:`bioviz.models.vectors_formats`), labelled by its model card or file name; no model runs.
 """
 
 from __future__ import annotations
@@ -33,7 +36,10 @@ from bioviz.models import char_tfidf
 from bioviz.models.load_errors import cannot_load, foreign_module_reason, foreign_module_type
 from bioviz.models.model_files import directory_fingerprint, hub_snapshot
 from bioviz.models.runs import is_run_dir, read_run
+from bioviz.models.vectors_file import cached_key, card_path, read_card
+from bioviz.models.vectors_formats import is_vectors_path, source_files
 from bioviz.server_paths import model_dirs, refusal, shared_path
+from bioviz.uploads import original_name
 
 _REPO = Path(__file__).resolve().parents[2]
 MED_MINILM_DIR = _REPO / "assets" / "models" / "med-minilm"
@@ -86,7 +92,9 @@ _logger = logging.getLogger(__name__)
 # general-domain model they compare it with.
 DEFAULT_MODEL = "med-minilm"
 BASELINE_MODEL = "minilm"
-KINDS = ("bundled", "char-tfidf", "run", "directory", "hub")
+KINDS = ("bundled", "char-tfidf", "run", "directory", "hub", "vectors")
+# Kinds whose vectors no sentence-transformers model computes (no files(), no weights).
+NOT_NEURAL = ("char-tfidf", "vectors")
 # The base model a few-shot run starts from unless told otherwise: the bundled model whose
 # few-shot heads score higher on the validation splits: residual heads, validation mAP ICD-10 chapters
 # 0.649 vs 0.573 and HPO level 1 0.633 vs 0.567 (benchmarks/results/med_minilm_heads.json, docs/models.md).
@@ -115,9 +123,9 @@ class ModelSpec:
     spec : str
         The MODEL text as given (what the loaders, the caches' keys and run configs use).
     kind : str
-        ``bundled``, ``char-tfidf``, ``run``, ``directory`` or ``hub``.
+        ``bundled``, ``char-tfidf``, ``run``, ``directory``, ``hub`` or ``vectors``.
     path : pathlib.Path or None
-        Local directory of the weights (None for char-tfidf and hub ids).
+        Local directory of the weights, or the vectors file (None for char-tfidf and hub ids).
     label : str
         Short readable name for titles, legends and pickers (a run's name and short id).
 
@@ -160,8 +168,11 @@ class ModelSpec:
                 return cls(spec, "run", path.resolve(), run.label)
             check_model_files(path, f"{spec} is not a model directory:")
             return cls(spec, "directory", path.resolve(), path.resolve().name)
+        if os.path.isfile(path) and is_vectors_path(path):
+            return cls(spec, "vectors", path.resolve(), vectors_label(path.resolve()))
         if os.path.lexists(path):
-            raise ModelError(f"{spec} is a file: a model is a directory (sentence-transformers or transformers)")
+            raise ModelError(f"{spec} is a file: a model is a directory (sentence-transformers or transformers) "
+                             "or a vectors file (.parquet, .npz, the Projector's vectors .tsv)")
         if looks_like_path(spec):
             raise ModelError(f"model directory {spec} not found")
         return cls(spec, "hub", None, spec)
@@ -227,6 +238,8 @@ class ModelSpec:
         ModelError
             For char-tfidf (no model files), or a hub id neither cached nor downloadable.
         """
+        if self.kind == "vectors":
+            raise ModelError(f"{self.label} is a vectors file, not a sentence-transformers model")
         if not self.is_neural:
             raise ModelError("char-tfidf is a lexical baseline, not a sentence-transformers model")
         return self.path if self.path is not None else hub_snapshot(self.spec)
@@ -242,6 +255,8 @@ class ModelSpec:
         ModelError
             As :meth:`files`, for a neural model whose files cannot be found.
         """
+        if self.kind == "vectors":  # the content hash, remembered per unchanged file (no conversion)
+            return "vectors-" + vectors_key(self.path)
         if not self.is_neural:
             return char_tfidf.load_default().fingerprint
         path = self.files()
@@ -254,13 +269,33 @@ class ModelSpec:
 
     @property
     def is_neural(self) -> bool:
-        """Whether it is a sentence-transformers model (everything but char-tfidf)."""
-        return self.kind != "char-tfidf"
+        """Whether it is a sentence-transformers model (everything but char-tfidf and a vectors file)."""
+        return self.kind not in NOT_NEURAL
 
     @property
     def is_local(self) -> bool:
         """Whether its files are a directory on this machine (a run or a model directory)."""
         return self.kind in ("run", "directory")
+
+
+def vectors_label(path: Path) -> str:
+    """A vectors file's label: its model card's name, else the file name an upload was given, else its stem.
+
+    Raises
+    ------
+    ModelError
+        A model card that cannot be read.
+    """
+    card = read_card(path)
+    if card_path(path).is_file():
+        return card.name
+    original = original_name(path)
+    return Path(original).stem if original else path.stem
+
+
+def vectors_key(path: Path) -> str:
+    """The content hash of a vectors file (and of a TSV's metadata), remembered per unchanged file."""
+    return cached_key(source_files(path))
 
 
 def policy_text(text: str) -> str:

@@ -22,6 +22,7 @@ from bioviz.models.head_chain import HeadChain, NotAHeadChain, input_module_kind
 from bioviz.models.model_files import dimension_from_files, file_signature
 from bioviz.models.model_spec import ModelSpec
 from bioviz.models.runs import read_run, runs_dir
+from bioviz.models.vectors_encoder import VectorsFileEncoder
 from bioviz.space import Space
 
 logger = logging.getLogger(__name__)
@@ -72,8 +73,8 @@ def _input_encoder(ref: ModelSpec, depth: int) -> tuple[SentenceTransformerEncod
         except ModelError as error:
             reason = f"its input model cannot be loaded ({error})"
             continue
-        if not isinstance(base, SentenceTransformerEncoder):
-            raise NotAHeadChain(f"its input model {spec} is not a sentence-transformers model")
+        if not isinstance(base, (SentenceTransformerEncoder, VectorsFileEncoder)):
+            raise NotAHeadChain(f"its input model {spec} is not a sentence-transformers model or a vectors file")
         if base.fingerprint != recorded:
             reason = f"its input model {spec} has changed since the run was trained"
             continue
@@ -92,6 +93,8 @@ def _cached_vectors_of(base: Encoder):
 def _new_encoder(ref: ModelSpec, depth: int) -> Encoder:
     if ref.kind == "char-tfidf":
         return CharTfidfEncoder()
+    if ref.kind == "vectors":
+        return VectorsFileEncoder(ref)
     if ref.kind == "run":
         try:
             base, chain = _input_encoder(ref, depth)
@@ -107,6 +110,8 @@ def _load_encoder(ref: ModelSpec, depth: int) -> Encoder:
         key: tuple = ("char-tfidf", char_tfidf.corpus_key(), home)
     elif ref.kind == "hub":
         key = ("hub", ref.spec)
+    elif ref.kind == "vectors":  # a file: its content hash (a changed file is another model)
+        key = ("vectors", str(ref.path), ref.label, ref.fingerprint())
     else:
         key = (ref.kind, str(ref.path), _model_files(ref.path, file_signature))
     with _LOCK:

@@ -49,6 +49,10 @@ class LevelSpec:
     options : tuple of (str, str)
         Loader options (UMLS ``sab``, ``semantic_group``, ``hierarchy``) as sorted pairs;
         a dict is accepted and normalised.
+    covered_by : tuple of str
+        MODEL texts of vectors files whose names the level keeps (the others have no vector
+        and are left out). Not part of the URL (the links' models say it); applied by
+        :func:`bioviz.models.vectors_coverage.load_level`, since this layer reads no models.
 
     Examples
     --------
@@ -67,6 +71,7 @@ class LevelSpec:
     synonyms: bool = False
     keep_ambiguous: bool = False
     options: tuple[tuple[str, str], ...] = ()
+    covered_by: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # Normalise so equal levels are equal values (and equal cache keys).
@@ -77,6 +82,7 @@ class LevelSpec:
         set_(self, "synonyms", bool(self.synonyms))
         set_(self, "keep_ambiguous", bool(self.keep_ambiguous))
         set_(self, "options", _options_tuple(self.options))
+        set_(self, "covered_by", tuple(dict.fromkeys(str(m) for m in self.covered_by)))
 
     # -------------------------------------------------------------------------- building
 

@@ -19,6 +19,7 @@ and each concept's classes come from one pass in topological order (:func:`class
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import statistics
@@ -160,6 +161,31 @@ class LevelView:
                 "stdev": round(statistics.pstdev(sizes), 2) if sizes else 0.0,
             },
         }
+
+    def subset(self, keep) -> "LevelView":
+        """The view with only the names where ``keep`` is true (e.g. those a vectors file has vectors for).
+
+        Classes left without names move to ``empty_classes``; the others keep their order and
+        are numbered afresh in ``labels``.
+
+        Raises
+        ------
+        LevelError
+            When no name is kept.
+        """
+        keep = np.asarray(keep, dtype=bool)
+        if not keep.any():
+            raise LevelError(f"none of the {len(self.names):,} names of {self.title} is kept")
+        rows = np.flatnonzero(keep)
+        kept_classes = sorted(set(self.labels[rows].tolist()))
+        renumber = np.full(len(self.classes), -1, dtype=np.int64)
+        renumber[kept_classes] = np.arange(len(kept_classes))
+        emptied = [self.classes[i] for i in range(len(self.classes)) if renumber[i] < 0]
+        return dataclasses.replace(
+            self, classes=[self.classes[i] for i in kept_classes],
+            class_labels=[self.class_labels[i] for i in kept_classes],
+            names=[self.names[i] for i in rows], labels=renumber[self.labels[rows]],
+            name_concepts=[self.name_concepts[i] for i in rows], empty_classes=[*self.empty_classes, *emptied])
 
     def class_table(self) -> list[dict]:
         """One row per class: id, label, names, hypernym names."""

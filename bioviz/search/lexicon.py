@@ -34,7 +34,7 @@ from importlib.metadata import PackageNotFoundError, version
 from bioviz.cache_files import read_cache, write_cache
 from bioviz.errors import BiovizError
 from bioviz.models.model_spec import ModelSpec
-from bioviz.models.registry import embed
+from bioviz.search.vectors_query import answer_vectors
 from bioviz.paths import home
 from bioviz.search.hybrid import ExpandedForms, match_key
 from bioviz.text_clean import strip_invisible
@@ -346,7 +346,7 @@ def expanded_forms(expansions: Sequence[QueryExpansion], model: ModelSpec) -> Ex
             owners.append(position)
     if not texts:
         return None
-    return ExpandedForms.of(texts, owners, embed(texts, model).vectors)
+    return ExpandedForms.of(texts, owners, answer_vectors(texts, model))  # a vectors file: nearest names stand in
 
 
 def expansion_notes(expansions: Sequence[QueryExpansion]) -> list[str]:

@@ -20,7 +20,7 @@ import numpy as np
 from bioviz.errors import BiovizError
 from bioviz.models.cached_encoding import encode_cached
 from bioviz.models.encoders import Progress
-from bioviz.models.registry import embed, load_encoder
+from bioviz.models.registry import load_encoder
 from bioviz.models.encoding_estimate import EncodingEstimate, estimate_encoding
 from bioviz.models.model_spec import ModelSpec
 from bioviz.models.shared_encoding import encode_shared
@@ -28,6 +28,7 @@ from bioviz.ontology import DEFAULT_SPLIT, SplitSpec
 from bioviz.ontology.model import Ontology, normalise_name
 from bioviz.search.hybrid import EXACT_BOOST, ExpandedForms, NameMatcher, Ranking, SparseNames, name_scores
 from bioviz.search.index import NeighbourIndex
+from bioviz.search.vectors_query import query_answer
 from bioviz.space import Space
 
 logger = logging.getLogger(__name__)
@@ -246,8 +247,9 @@ def level_space(view, model: ModelSpec, *, batch_size: int = 64, progress: Progr
 
 
 def query_vector(text: str, model: ModelSpec) -> np.ndarray:
-    """Unit vector of one query text."""
-    return embed([text], model).vectors[0]
+    """Unit vector of one query text (under a vectors file that lacks it, its nearest name's:
+    :func:`bioviz.search.vectors_query.query_answer` says which)."""
+    return query_answer(text, model).vector
 
 
 def rank_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo, *, k: int = 10,

@@ -37,7 +37,7 @@ import pandas as pd
 from bioviz.errors import BiovizError, shown, shown_list
 from bioviz.models.encoders import Progress
 from bioviz.models.model_spec import ModelSpec
-from bioviz.models.registry import embed
+from bioviz.search.vectors_query import answer_vectors
 from bioviz.ontology.model import Ontology
 from bioviz.search.coding_confidence import Confidence, confidence_for
 from bioviz.search.hybrid import ExpandedForms, NameMatcher, Ranking, SparseNames, name_scores
@@ -167,7 +167,7 @@ def encode_terms(texts: Sequence[str], model: ModelSpec, progress: Progress | No
     Not stored in the disk vector cache: a dataset's terms are the user's, and would only
     fill the cache with vectors no other view asks for.
     """
-    return embed(list(texts), model, progress=progress, use_cache=False).vectors
+    return answer_vectors(texts, model, progress=progress, use_cache=False)  # a vectors file: nearest names stand in
 
 
 def exact_concepts(info: QueryInfo) -> tuple[str, ...]:

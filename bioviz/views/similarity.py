@@ -18,7 +18,8 @@ import pandas as pd
 from scipy.cluster.hierarchy import leaves_list, linkage
 from scipy.spatial.distance import squareform
 
-from bioviz.errors import BiovizError
+from bioviz.errors import BiovizError, ModelError
+from bioviz.models.vectors_coverage import Coverage, covered_terms
 from bioviz.ontology.levels import LevelView
 from bioviz.ontology.model import Ontology, normalise_name
 
@@ -283,6 +284,24 @@ def find_concept(ontology: Ontology, text: str) -> str:
     if not hits:
         raise BiovizError(f"no concept with id or name {text.strip()!r} in {ontology.label}")
     return hits[0].id
+
+
+def covered_term_list(terms: TermList, models) -> tuple[TermList, tuple[Coverage, ...]]:
+    """``terms`` without those a vectors file among ``models`` lacks (none is given a made-up vector), and each
+    file's coverage.
+
+    Raises
+    ------
+    ModelError
+        When no term is left.
+    """
+    keep, found = covered_terms(terms.terms, models)
+    if keep.all():
+        return terms, found
+    if not keep.any():
+        raise ModelError(f"none of the {len(terms)} terms has a vector in {' and '.join(c.label for c in found)}")
+    rows = np.flatnonzero(keep)
+    return TermList(tuple(terms.terms[i] for i in rows), tuple(terms.groups[i] for i in rows), terms.origin), found
 
 
 def with_class_groups(terms: TermList, view: LevelView) -> TermList:
