@@ -20,6 +20,7 @@ def _args(data_dir, out, *extra):
             "hierarchy", "--batch-size", "4", "--device", "cpu", "--out", str(out), "--json", *extra]
 
 
+@pytest.mark.slow
 def test_pretrain_writes_a_model_bioviz_loads_and_records_what_it_excluded(data_dir, tmp_home, tmp_path, capsys):
     out = tmp_path / "pretrained"
     level = f"{data_dir / 'mini.obo'}::1"
@@ -42,6 +43,7 @@ def test_pretrain_writes_a_model_bioviz_loads_and_records_what_it_excluded(data_
     assert load_sentence_transformer(str(out)).max_seq_length == load_sentence_transformer("minilm").max_seq_length
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_resumes_from_its_checkpoint(data_dir, tmp_home, tmp_path, capsys):
     out = tmp_path / "pretrained"
     config = validate(PretrainConfig(sources=[str(data_dir / "mini.obo")], objectives=["synonyms", "definitions"],
@@ -159,6 +161,7 @@ def test_a_hard_negative_never_shares_a_batch_with_its_concept_as_an_anchor():
     assert "negative" not in training_datasets(pairs[:3], batch_size=4)["pairs"]
 
 
+@pytest.mark.slow
 def test_pretraining_with_sibling_negatives_records_them(data_dir, tmp_home, tmp_path, capsys):
     out = tmp_path / "pretrained"
     assert main(["pretrain", "--sources", str(data_dir / "mini.obo"), "--objectives", "synonyms", "hierarchy",
