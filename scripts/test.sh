@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -r requirements-dev.txt
+# -c requirements-lock.txt: the exact versions CI tested (scripts/lock.sh re-resolves them)
+.venv/bin/python -m pip install -q -r requirements-dev.txt -c requirements-lock.txt
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
     || echo "warning: could not install chromium; browser tests will be skipped" >&2

@@ -83,6 +83,10 @@ class RunBridge(TrainerCallback):
         self._epoch_start = 0
 
     def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step >= state.max_steps:
+            # The last step's loss is logged whatever ``logging_steps`` says (the trainer's own
+            # end-of-training flow does not log it in every version), so a run's last report has it.
+            control.should_log = True
         if self.on_step is not None:
             self.on_step(self, state)
         if self.cancel.is_set():

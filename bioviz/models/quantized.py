@@ -36,7 +36,8 @@ from pathlib import Path
 import numpy as np
 
 from bioviz.errors import ModelError
-from bioviz.models.encoders import Encoder, HeadRunEncoder, SentenceTransformerEncoder, load_sentence_transformer
+from bioviz.models.encoders import Encoder, HeadRunEncoder, SentenceTransformerEncoder, load_sentence_transformer, \
+    token_lengths
 from bioviz.models.model_files import dimension_from_files
 from bioviz.models.model_spec import ModelSpec
 from bioviz.models.registry import load_encoder
@@ -256,6 +257,9 @@ class OnnxInt8Encoder(Encoder):
                     features = module(features)
             out.append(features["sentence_embedding"].float().numpy())
         return l2_normalise(np.concatenate(out).astype(np.float32))
+
+    def _lengths(self, texts: list[str]) -> list[int]:
+        return token_lengths(self._load()[1], texts)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.label!r}, fingerprint={self.fingerprint[:12]})"

@@ -28,7 +28,7 @@ from plotly.offline import get_plotlyjs
 
 from tests.browser.support import chromium, require_browser
 
-pytestmark = [pytest.mark.browser]
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 # Widths of a figure on its page in the wide layout at 1440 px with the sidebar open: a
 # full-width figure, and one in the 3/4 column beside a table or metrics (Projection's

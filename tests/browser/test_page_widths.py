@@ -19,7 +19,7 @@ import pytest
 
 from tests.browser.support import MEASURE_JS, page_problems, wait_until_idle
 
-pytestmark = [pytest.mark.browser]
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 VIEWPORT = {"width": 1440, "height": 900}
 LEVEL = "source=icd10&root=XIX&depth=1&model_a=char-tfidf&model_b=char-tfidf"

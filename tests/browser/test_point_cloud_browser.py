@@ -13,7 +13,7 @@ import pytest
 
 from tests.browser.support import chromium, page_problems, streamlit_app
 
-pytestmark = [pytest.mark.browser]
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 APP = "tests/browser/point_cloud_app.py"
 FIRST_FRAME = "window.pointCloud && window.pointCloud.metrics.firstFrameMs !== null"

@@ -24,7 +24,7 @@ import pytest
 
 from tests.browser.support import ROOT, chromium, page_problems, require_browser, streamlit_app, wait_until_idle
 
-pytestmark = [pytest.mark.browser]
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 DELAY_S = "0.02"  # per encoded name
 MISSING = 300  # names of the 10k level not yet encoded when Projection opens

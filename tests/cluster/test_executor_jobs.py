@@ -27,7 +27,7 @@ from trainer.jobs.store import CANCELLED, INTERRUPTED, RUNNING, SUCCEEDED
 from tests.support.polling import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]  # a real local Ray head: tens of seconds each
 
 # Why a job whose training process was SIGKILLed ended, as each executor words it.
 KILLED_REASON = {"local": "the trainer was killed by SIGKILL",

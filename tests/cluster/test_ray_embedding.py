@@ -14,7 +14,7 @@ from bioviz.models.registry import load_encoder
 from bioviz.models.vector_cache import VectorCache
 from bioviz.ontology import level_view, load_source
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]  # a real local Ray head: tens of seconds each
 
 
 def test_embed_with_the_ray_executor_caches_the_local_vectors(ray_head, data_dir, tmp_home, capsys, monkeypatch):

@@ -15,7 +15,7 @@ from trainer.jobs.store import JobStore
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = "app_pages/1_Train.py"
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]  # a real local Ray head: tens of seconds each
 
 
 @pytest.fixture

@@ -12,6 +12,8 @@ import os
 import signal
 from pathlib import Path
 
+import pytest
+
 from bioviz.models.model_spec import DEFAULT_BASE  # the form's first base model
 from bioviz.evaluation.overlap import PRETRAIN_FILE, TERMS_FILE
 from bioviz.models.runs import read_run
@@ -100,6 +102,7 @@ def checkpoint_written(work: Path) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_pretraining_killed_and_resumed_from_the_page_becomes_a_model_every_picker_offers(tmp_home, data_dir,
                                                                                            open_app):
     at = pretrain_page(open_app, data_dir)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import torch
 
 from bioviz.ontology import load_source
@@ -13,6 +14,7 @@ from trainer.pretrain.ordered_loss import ordered_distance_loss
 from trainer.pretrain.pairs import extract_pairs
 
 
+@pytest.mark.slow
 def test_a_distance_row_is_a_name_a_sibling_and_their_parent(data_dir, tmp_home):
     source = str(data_dir / "mini.obo")
     ontology = load_source(source)
@@ -42,6 +44,7 @@ def test_the_loss_prefers_the_sibling_nearer_than_the_parent():
     assert _loss(anchor, near, middle) < _loss(anchor, middle, near)
 
 
+@pytest.mark.slow
 def test_training_on_the_loss_orders_every_anchor_s_candidates():
     torch.manual_seed(0)
     batch, dim = 6, 16
@@ -68,6 +71,7 @@ def test_a_single_row_batch_is_finite():
     assert torch.isfinite(value) and value > 0
 
 
+@pytest.mark.slow
 def test_pretraining_with_ordered_distances_and_another_objective_runs_and_records_them(data_dir, tmp_home,
                                                                                       tmp_path, capsys):
     # two datasets, two losses (HiPrBERT's for the ordered rows, InfoNCE for the pairs)

@@ -36,6 +36,7 @@ def test_a_saved_pair_file_reads_back_as_the_same_pairs_and_record(data_dir, tmp
     assert summary["train"] == len(pairs.train) and settings["objectives"] == ["synonyms", "definitions", "hierarchy"]
 
 
+@pytest.mark.slow
 def test_training_on_a_part_of_a_pair_file_needs_no_source(data_dir, tmp_home, tmp_path, capsys):
     path = tmp_path / "mini.pairs.json.gz"
     assert _save(data_dir, path) == 0

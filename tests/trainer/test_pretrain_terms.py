@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from bioviz.evaluation import overlap
 from bioviz.ontology.model import normalise_name
 from trainer.pretrain.config import PretrainConfig, validate
@@ -19,6 +20,7 @@ def test_every_text_of_a_pair_and_the_names_it_was_built_from_are_recorded_norma
                                          ("heart attack", "a kind of heart disease", "heart disease")})
 
 
+@pytest.mark.slow
 def test_the_file_holds_the_training_pairs_texts_and_the_rule_finds_them(data_dir, tmp_home, tmp_path):
     config = validate(PretrainConfig(sources=[str(data_dir / "mini.obo")], objectives=["synonyms"], batch_size=2,
                                      validation_pairs=0))

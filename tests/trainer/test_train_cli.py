@@ -32,6 +32,7 @@ def _env(home: Path) -> dict:
             "PYTHONPATH": str(ROOT)}
 
 
+@pytest.mark.slow
 def test_train_cli_end_to_end_writes_a_loadable_run(data_dir, tmp_home, tmp_path):
     out, progress = tmp_path / "run-a", tmp_path / "progress.jsonl"
     proc = subprocess.run([sys.executable, "-m", "trainer", *_args(data_dir, out, "--encoder", "residual",
@@ -71,6 +72,7 @@ def test_train_cli_end_to_end_writes_a_loadable_run(data_dir, tmp_home, tmp_path
     assert not np.allclose(direct, embed(names, "minilm", use_cache=False).vectors, atol=1e-3)
 
 
+@pytest.mark.slow
 def test_init_continues_from_an_earlier_run(data_dir, tmp_home, tmp_path, capsys):
     first, second = tmp_path / "first", tmp_path / "second"
     assert main(_args(data_dir, first, "--encoder", "dan")) == 0
@@ -86,6 +88,7 @@ def test_init_continues_from_an_earlier_run(data_dir, tmp_home, tmp_path, capsys
     assert sum(m["type"].endswith("Dense") for m in modules) == 4
 
 
+@pytest.mark.slow
 def test_cca_run_also_saves_the_projection_alone(data_dir, tmp_home, tmp_path, capsys):
     out = tmp_path / "cca"
     assert main(_args(data_dir, out, "--encoder", "cca", "--base-weight", "0.5")) == 0
@@ -159,6 +162,7 @@ def test_existing_output_is_refused(data_dir, tmp_home, tmp_path, capsys):
     assert "already exists" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_sigterm_cancels_with_130_and_leaves_no_run(data_dir, tmp_home, tmp_path):
     out, progress = tmp_path / "cancelled", tmp_path / "progress.jsonl"
     args = _args(data_dir, out, "--epochs", "100000", "--patience", "100000", "--batch-size", "2",
@@ -182,6 +186,7 @@ def test_sigterm_cancels_with_130_and_leaves_no_run(data_dir, tmp_home, tmp_path
     assert _events(progress)[-1] == {**_events(progress)[-1], "event": "error", "cancelled": True}
 
 
+@pytest.mark.slow
 def test_definitions_fine_tunes_and_exports(data_dir, tmp_home, tmp_path, capsys):
     out = tmp_path / "defs"
     assert main(_args(data_dir, out, "--encoder", "definitions", "--epochs", "1", "--batch-size", "4")) == 0
@@ -194,6 +199,7 @@ def test_definitions_fine_tunes_and_exports(data_dir, tmp_home, tmp_path, capsys
     assert SentenceTransformer(str(out), device="cpu").encode(["asthma"]).shape == (1, 384)
 
 
+@pytest.mark.slow
 def test_hierarchical_can_fine_tune_the_base_transformer(data_dir, tmp_home, tmp_path, capsys):
     out = tmp_path / "hiprbert"
     assert main(_args(data_dir, out, "--encoder", "hierarchical", "--finetune", "--epochs", "1",

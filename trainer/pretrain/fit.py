@@ -329,6 +329,18 @@ class _StepReport:
                    "elapsed_s": now - self.started, "eta_s": pace * (self.total_steps - step),
                    "loss": bridge.losses[-1] if bridge.losses else None})
 
+    def finish(self, bridge: hf_bridge.RunBridge, state, mean_loss: float | None) -> None:
+        """The closing ``step`` event, with the loss of the last logged steps.
+
+        A step's event is emitted before the trainer logs that step's loss, so the last one
+        carries an earlier loss, or none at all when a resumed run trains a single step. This
+        event follows the last log; ``mean_loss`` (the trainer's mean over this process's
+        steps) stands in when no loss was logged.
+        """
+        loss = bridge.losses[-1] if bridge.losses else mean_loss
+        self.emit({"event": "step", "step": state.global_step, "total_steps": self.total_steps, "epoch": state.epoch,
+                   "elapsed_s": time.perf_counter() - self.started, "eta_s": 0.0, "loss": loss})
+
 
 def _trainer(c: PretrainConfig, out: Path, model, datasets: dict, *, bridge, total_steps: int, drop_last: bool,
              device: str, guide=None):
@@ -446,9 +458,10 @@ def pretrain(c: PretrainConfig, out: str | Path, *, callbacks=(), cancel: Cancel
     fit = _trainer(c, out, model, datasets, bridge=bridge, total_steps=total_steps, drop_last=drop_last, device=device,
                    guide=guide)
     report.train_start = time.perf_counter()
-    fit.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+    output = fit.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     if cancel.is_set():
         raise Cancelled("pretraining interrupted; continue it with --resume")
+    report.finish(bridge, fit.state, getattr(output, "training_loss", None))
     training_s = time.perf_counter() - report.train_start
     model.eval()
     if c.max_seq_length:

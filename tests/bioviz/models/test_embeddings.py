@@ -186,6 +186,7 @@ def test_char_tfidf_fit_is_deterministic_and_round_trips(tmp_path):
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_default_char_tfidf_is_stored_once_and_stable(shared_home, monkeypatch):
     monkeypatch.setenv("BIOVIZ_HOME", str(shared_home))
     encoder = load_encoder("char-tfidf")

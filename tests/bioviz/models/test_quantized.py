@@ -13,6 +13,10 @@ from bioviz.models.cached_encoding import encode_cached
 from bioviz.models.registry import load_encoder
 from bioviz.models.vector_cache import VectorCache
 
+# minilm exported to int8 once per session (seconds idle, 7 minutes at load 13), then encoded
+# in both backends: the day-to-day suite leaves the module out
+pytestmark = pytest.mark.slow
+
 NAMES = ["Type 2 diabetes mellitus", "myocardial infarction", "heart attack", "Seizure",
          "Abnormality of the cardiovascular system", "fracture of the femur"]
 
