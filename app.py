@@ -9,9 +9,10 @@ from __future__ import annotations
 import streamlit as st
 
 from bioviz.errors import BiovizError
-from ui import navigation, state, warmup_banner
+from ui import navigation, state, upload_memory, warmup_banner
 from ui.markdown import md
 
+upload_memory.install()  # bound the server's upload memory (idempotent; python -m ui.serve does it at start)
 page, streamlit_page = navigation.navigate()
 st.set_page_config(page_title="bioviz" if page.is_home else f"{page.title} · bioviz", page_icon="🧬",
                    layout="wide")
