@@ -216,3 +216,33 @@ def fsync_tree(path: Path | str) -> None:
         for name in files:
             fsync_file(os.path.join(folder, name))
         fsync_dir(folder)
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append ``line`` and a newline to ``path`` whole, or not at all.
+
+    One ``write`` on an ``O_APPEND`` descriptor; when the disk refuses part of it (full, a quota),
+    the file is cut back to its old length, so a reader never finds half an event
+    (``trainer.jobs.progress.read_progress`` also trusts only lines that end in a newline).
+
+    Raises
+    ------
+    OSError
+        The disk refused the write (after the cut).
+    """
+    data = (line + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        size = os.fstat(fd).st_size
+        try:
+            written = os.write(fd, data)
+            if written != len(data):  # a short write: the disk filled up in the middle of the line
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        except OSError as error:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+            if error.filename is None:
+                error.filename = str(path)
+            raise
+    finally:
+        os.close(fd)

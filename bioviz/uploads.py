@@ -22,7 +22,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 from bioviz.errors import SourceError
-from bioviz.paths import home, subdir, write_bytes_atomic
+from bioviz.paths import home, is_write_refusal, subdir, write_bytes_atomic
 from bioviz.settings import env_number
 
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024
@@ -233,7 +233,13 @@ def store_upload(filename: str, data: bytes, *, max_bytes: int = MAX_UPLOAD_BYTE
     if target.exists():
         return target
     make_room(len(data), keep=[*keep, target])
-    write_bytes_atomic(target, data)
+    try:
+        write_bytes_atomic(target, data)
+    except OSError as error:
+        if not is_write_refusal(error):
+            raise
+        raise SourceError(f"cannot store {filename}: the server's disk refused it ({error.strerror}); "
+                          "nothing was saved") from error
     return target
 
 

@@ -29,6 +29,7 @@ trainer's configuration (scipy) or a GPU probe (torch) would add seconds to each
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import secrets
@@ -40,6 +41,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bioviz.ray_cluster import executor_name
+from trainer.cli_common import EXIT_WRITE_REFUSED
 from trainer.crash_points import crash_point
 from trainer.jobs.executor import (
     CANCEL_EXIT_CODE, CANCEL_GRACE_S, JOB_ID_ENV, Executor, LocalProcessExecutor, ProcessState, gpu_count,
@@ -191,8 +193,21 @@ def outcome(job: Job, exit_code: int | None, *, cancel_requested: bool = False, 
         if exit_code == -signal.SIGKILL:
             reason += " (out of memory, or killed from outside)"
         return (INTERRUPTED if exit_code == -signal.SIGKILL else FAILED), reason
+    if exit_code == EXIT_WRITE_REFUSED and not errors:  # its error event did not fit on the disk either
+        return FAILED, f"the trainer could not write its files: {write_refusal(job)}"
     message = errors[-1] if errors else _last_log_line(job)
     return FAILED, f"exit code {exit_code}" + (f": {message}" if message else "")
+
+
+def write_refusal(job: Job) -> str:
+    """Why a job's disk refused a write, as far as can be told afterwards: ``no space left on device`` or in general."""
+    try:
+        free = os.statvfs(Path(job.progress_path).parent).f_bavail
+    except OSError:
+        free = None
+    if free == 0:
+        return os.strerror(errno.ENOSPC).lower()
+    return "the disk refused a write (full, a quota, a file-size limit or read-only)"
 
 
 class Worker:
