@@ -85,8 +85,8 @@ def check_name_sizes(concepts) -> None:
                 continue
             size = len(name.encode("utf-8", "surrogatepass"))
             if size > MAX_NAME_BYTES:
-                raise SourceError(f"concept {shown(concept.id)} has a name of {size / 1024:,.0f} KiB; a name is at "
-                                  f"most {MAX_NAME_BYTES // 1024} KiB: not a source this server reads")
+                raise SourceError(f"concept {shown(concept.id)} has a name of {size:,} bytes; a name is at most "
+                                  f"{MAX_NAME_BYTES:,} bytes: not a source this server reads")
 
 
 @dataclass

@@ -59,4 +59,4 @@ def test_a_source_with_a_name_over_the_byte_bound_is_refused_in_one_line(tmp_hom
                      f"A\tasthma\tR\t\t{'x' * (MAX_NAME_BYTES + 1)}\n", encoding="utf-8")
     with pytest.raises(SourceError) as refused:
         load_source(str(table))
-    assert "concept 'A' has a name of 65 KiB" in str(refused.value) and "\n" not in str(refused.value)
+    assert "concept 'A' has a name of 65,537 bytes" in str(refused.value) and "\n" not in str(refused.value)
