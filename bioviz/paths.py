@@ -246,3 +246,32 @@ def append_line(path: Path, line: str) -> None:
             raise
     finally:
         os.close(fd)
+
+
+def current_umask() -> int:
+    """The process's umask, read without changing it (``/proc/self/status``; 0o022 where it cannot be read).
+
+    ``os.umask`` can only be read by setting it, which races with other threads creating files.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022
+
+
+def share_tree(path: Path | str) -> None:
+    """Give every file under ``path`` mode 0666 and every folder 0777, less the umask (0644/0755 under 022).
+
+    For a folder written with ``tempfile`` (0700) or by libraries that create their files 0600,
+    before it is renamed into place: a run is then readable by whom the user's umask admits, as
+    docs/security.md promises for every file the atomic writer creates.
+    """
+    mask = current_umask()
+    for folder, _dirs, files in os.walk(path):
+        os.chmod(folder, 0o777 & ~mask)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o666 & ~mask)
