@@ -32,3 +32,16 @@ def test_a_run_that_links_outside_the_runs_folder_is_not_offered(tmp_home, tmp_p
     (outside / "run.json").write_text(json.dumps({"config": {}, "metrics": {}}))
     (runs_dir() / "stolen").symlink_to(outside)
     assert [run.path.name for run in list_runs(include_damaged=True)] == []
+
+
+def test_an_obo_with_a_duplicate_term_id_is_refused_in_one_line(tmp_path):
+    """obonet kept the last stanza of an id without a word; now the file is refused, naming both lines."""
+    import pytest
+
+    from bioviz.errors import SourceError
+    from bioviz.ontology.obo import load_obo
+
+    obo = tmp_path / "dup.obo"
+    obo.write_text("format-version: 1.2\n\n[Term]\nid: X:1\nname: asthma\n\n[Term]\nid: X:1\nname: gout\n")
+    with pytest.raises(SourceError, match=r"the term id 'X:1' has two \[Term\] stanzas \(lines 4 and 8\)"):
+        load_obo(obo)
