@@ -41,7 +41,7 @@ import numpy as np
 from filelock import FileLock, Timeout
 
 from bioviz.cache_files import CORRUPT_MARK, describe, file_identity, read_cache, set_aside, write_cache
-from bioviz.paths import home, home_writable
+from bioviz.paths import home
 
 logger = logging.getLogger(__name__)
 
@@ -148,9 +148,10 @@ class VectorCache:
         self.path = Path(path) if path else default_path()
         self._has_schema = False
         self._warned: set[str] = set()
-        # On a home that takes no writes (home_writable), an existing database is read as it is:
-        # a WAL database cannot even be opened for reading there without its -shm file.
-        self._read_only = not home_writable() and self.path.is_file()
+        # On a folder that takes no writes (access(2) says so of a read-only mount, even to root), an
+        # existing database is read as it is: a WAL database cannot even be opened for reading there
+        # without its -shm file.
+        self._read_only = self.path.is_file() and not os.access(self.path.parent, os.W_OK)
         self._run("open", lambda conn: None, None)
 
     @contextlib.contextmanager
