@@ -5,8 +5,8 @@
 
 Starts the app (``python -m ui.serve`` or ``streamlit run app.py`` in ``--app-dir``, a fresh
 ``BIOVIZ_HOME``, a free port on loopback), then per session does what a scripted client does:
-the XSRF cookie from ``/_stcore/health``, a websocket session (no page is run unless
-``--run-page``), ``PUT /_stcore/upload_file/<session>/<new id>`` ``--files`` times with
+the XSRF cookie from ``/_stcore/health``, a websocket session (its id comes only with a run
+of the router, which the client asks for when the server has said nothing for 5 s), ``PUT /_stcore/upload_file/<session>/<new id>`` ``--files`` times with
 ``--mib`` MiB each. Prints the server's RSS (``/proc/<pid>/status``) before, after each
 session's flood, and ``--after-s`` seconds after the sessions closed. Loopback only, bounded
 loops; the server is stopped at the end.
@@ -137,6 +137,7 @@ def main() -> None:
             for number in range(args.sessions):
                 socket_, session = open_session(port, cookie, args.run_page)
                 sockets.append(socket_)
+                print(f"session {number + 1} open (the page ran): RSS {rss_mib(server.pid):.0f} MiB", flush=True)
                 started = time.time()
                 codes = [put(port, cookie, session, data) for _ in range(args.files)]
                 print(f"session {number + 1}: {codes.count(204)} of {args.files} x {args.mib} MiB accepted, "
