@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import streamlit as st
 
+from bioviz import paths
 from bioviz.errors import BiovizError
-from ui import navigation, state, warmup_banner
+from ui import navigation, state, upload_memory, warmup_banner
 from ui.markdown import md
 
+upload_memory.install()  # bound the server's upload memory (idempotent; python -m ui.serve does it at start)
 page, streamlit_page = navigation.navigate()
 st.set_page_config(page_title="bioviz" if page.is_home else f"{page.title} · bioviz", page_icon="🧬",
                    layout="wide")
+if not st.session_state.get("_home_notice") and not paths.check_home_writable():
+    st.session_state["_home_notice"] = True  # said once a session: every page works from what is cached
+    st.warning(md(paths.refused_writes() or "BIOVIZ_HOME is read-only: nothing will be saved"))
 warmup_banner.start_once()  # the bundled levels' first encoding, in the background: once per server
 warmup_banner.banner()
 try:

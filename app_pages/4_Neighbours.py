@@ -166,6 +166,8 @@ try:
         waiting.info("  \n".join(md(note) for note in notes), icon="⏳")
     indexes = [cache.candidate_index(m, level, among) for m in models]
     sparse = cache.sparse_names(level, among, indexes[0]) if ranking.hybrid else None  # same names for both models
+    if sparse is not None and sparse.note:
+        st.info(md(sparse.note))
     built.update((m, level, among) for m in models)
     vectors = [cache.query_vector(m, ranked) for m in models]
     if expansion.on and not info.in_ontology:  # a name or id of the ontology is its own concept (see expand_queries)

@@ -299,6 +299,8 @@ if result["models"] != tuple(models) or result["level"] != state.selection() or 
 score_word = "Hybrid score" if result["ranking"].hybrid else "Cosine"
 st.subheader(f"{' vs '.join(md(label) for label in labels)} · {md(result['ranking'].label)} ranking · "
              f"{md(result['title'])}")
+if frame.attrs.get("ranking_note"):
+    st.info(md(frame.attrs["ranking_note"]))
 if frame.attrs.get("expansions"):
     st.caption("Expanded: " + " · ".join(md(note) for note in frame.attrs["expansions"]))
 if result.get("stand_ins"):

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
-from bioviz.paths import atomic_path
+from bioviz.paths import READ_ONLY, atomic_path, note_refusal
 
 logger = logging.getLogger(__name__)
 
@@ -131,6 +131,10 @@ def write_cache(path: str | Path, write: Callable[[BinaryIO], None], suffix: str
         with atomic_path(path, suffix=suffix) as tmp, open(tmp, "wb") as handle:
             write(handle)
     except OSError as error:
-        logger.warning("not caching %s: %s", path, error.strerror or describe(error))
+        if error.errno in READ_ONLY:  # a read-only home: said once for the process, not once per file
+            note_refusal(path, error)
+            logger.debug("not caching %s: %s", path, error.strerror)
+        else:
+            logger.warning("not caching %s: %s", path, error.strerror or describe(error))
         return False
     return True

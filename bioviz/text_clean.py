@@ -14,6 +14,16 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+# What a model reads of a text: the encoders read at most 256 tokens (max_seq_length), and a WordPiece
+# token covers at most a few characters of a word (a word over 100 characters is one [UNK] token,
+# and stays one when cut here), so 16 characters a token is more than any text's first 256 tokens
+# span. The tokenizer itself reads the whole text before it truncates: a 5 MB name took 27 s and
+# 2.2 GB, and under a 3 GB address-space limit the process aborted (issue 32).
+MODEL_TOKENS = 256
+MODEL_CHARS = MODEL_TOKENS * 16
+# The longest name or synonym a source may hold (UTF-8 bytes): checked at load (bioviz.ontology.model).
+MAX_NAME_BYTES = 64 * 1024
+
 # Line and paragraph separators are not C* but break a line as a control character does.
 _SEPARATORS = ("Zl", "Zp")
 
@@ -80,3 +90,12 @@ def clean_texts(values: Iterable) -> CleanTexts:
             value = cleaned
         kept.append(value)
     return CleanTexts(tuple(kept), dropped)
+
+
+def model_text(text: str) -> str:
+    """``text`` cut to the :data:`MODEL_CHARS` characters a model can read (the same vector, a bounded tokenizer).
+
+    >>> len(model_text("a" * 5_000_000)), model_text("fever")
+    (4096, 'fever')
+    """
+    return text if len(text) <= MODEL_CHARS else text[:MODEL_CHARS]

@@ -15,12 +15,14 @@ import contextlib
 import hashlib
 import os
 import re
+import stat
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, unquote
 
 from bioviz.errors import SourceError
-from bioviz.paths import home, subdir, write_bytes_atomic
+from bioviz.paths import home, is_write_refusal, subdir, write_bytes_atomic
 from bioviz.settings import env_number
 
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024
@@ -31,6 +33,49 @@ DEFAULT_MAX_AGE_DAYS = 30
 _STEM_CHARS = 120  # of the encoded file name kept in the stored name (names stay far below NAME_MAX)
 _HASH_CHARS = 12
 _STORED_NAME = re.compile(rf"^(?P<stem>.+)-[0-9a-f]{{{_HASH_CHARS}}}(?P<suffix>\.[a-z]+)$")
+
+
+SESSION_FILES_ENV, SESSION_MB_ENV, MEMORY_MB_ENV = (
+    "BIOVIZ_UPLOAD_SESSION_FILES", "BIOVIZ_UPLOAD_SESSION_MB", "BIOVIZ_UPLOAD_MEMORY_MB")
+DEFAULT_SESSION_FILES = 6  # the app's uploaders (ontology, benchmark, gold, terms) with room to replace one
+DEFAULT_SESSION_MB = 256  # one largest ontology upload (200 MiB) and small files beside it
+DEFAULT_MEMORY_MB = 768  # three sessions' worth: past it uploads wait until others are released
+
+
+@dataclass(frozen=True)
+class UploadMemoryLimits:
+    """How much of the server's memory uploads may hold before anything is stored on disk.
+
+    Streamlit keeps every uploaded file's bytes in the server's memory until its session
+    ends; these bound them (enforced by ``ui.upload_memory``).
+
+    Attributes
+    ----------
+    session_files : int
+        File ids one session may hold; past it the session's oldest file is released.
+    session_bytes : int
+        Bytes one session may hold; past it the session's oldest files are released.
+    server_bytes : int
+        Bytes all sessions may hold together; past it an upload is refused (HTTP 413).
+    """
+
+    session_files: int
+    session_bytes: int
+    server_bytes: int
+
+
+def upload_memory_limits() -> UploadMemoryLimits:
+    """The upload memory bounds from ``BIOVIZ_UPLOAD_SESSION_FILES``, ``..._SESSION_MB``, ``..._MEMORY_MB``.
+
+    Raises
+    ------
+    SourceError
+        A setting that is not a positive number (:func:`bioviz.settings.env_number`).
+    """
+    return UploadMemoryLimits(
+        session_files=max(1, int(env_number(SESSION_FILES_ENV, DEFAULT_SESSION_FILES))),
+        session_bytes=int(env_number(SESSION_MB_ENV, DEFAULT_SESSION_MB) * 2**20),
+        server_bytes=int(env_number(MEMORY_MB_ENV, DEFAULT_MEMORY_MB) * 2**20))
 
 
 def upload_quota_bytes() -> int:
@@ -44,17 +89,35 @@ def upload_max_age_seconds() -> float:
 
 
 def uploads_dir() -> Path:
-    """``BIOVIZ_HOME/uploads`` (created if missing)."""
+    """``BIOVIZ_HOME/uploads`` (created if missing).
+
+    Raises
+    ------
+    SourceError
+        The folder is a symbolic link: clean-up removes files in it, so a link to another
+        folder would make uploads delete files there; refused until the link is replaced.
+    """
+    path = home() / "uploads"
+    if path.is_symlink():
+        raise SourceError(f"the uploads folder {path} is a symbolic link; this server stores uploads only in a "
+                          "real folder (replace the link with a folder)")
     return subdir("uploads")
 
 
 def _stored_files(folder: Path) -> list[tuple[float, int, Path]]:
-    """``(mtime, size, path)`` of every file in ``folder``, oldest first (files vanishing meanwhile skipped)."""
+    """``(mtime, size, path)`` of every stored upload in ``folder``, oldest first.
+
+    Only names :func:`store_upload` gives (``<stem>-<12 hex>.<suffix>``) and only plain files:
+    anything else someone put there (a note, a folder, a link, a temporary file of a write in
+    progress) is never removed by the quota or the age limit. Files vanishing meanwhile are skipped.
+    """
     found = []
     for path in folder.iterdir():
+        if _STORED_NAME.match(path.name) is None:
+            continue
         with contextlib.suppress(FileNotFoundError):
             info = path.lstat()
-            if path.is_file() or path.is_symlink():
+            if stat.S_ISREG(info.st_mode):
                 found.append((info.st_mtime, info.st_size, path))
     return sorted(found)
 
@@ -170,7 +233,13 @@ def store_upload(filename: str, data: bytes, *, max_bytes: int = MAX_UPLOAD_BYTE
     if target.exists():
         return target
     make_room(len(data), keep=[*keep, target])
-    write_bytes_atomic(target, data)
+    try:
+        write_bytes_atomic(target, data)
+    except OSError as error:
+        if not is_write_refusal(error):
+            raise
+        raise SourceError(f"cannot store {filename}: the server's disk refused it ({error.strerror}); "
+                          "nothing was saved") from error
     return target
 
 

@@ -16,10 +16,15 @@ import sys
 from typing import Callable, Sequence, TypeVar
 
 from bioviz.errors import BiovizError
+from bioviz.paths import is_write_refusal
 from trainer.events import CancelFlag, Cancelled, cancel_on_signals
 
 EXIT_BAD_INPUT = 2
 EXIT_CANCELLED = 130  # 128 + SIGINT, as a shell reports an interrupted command
+# The disk refused a write the work needs (full, a quota, a file-size limit, read-only): EX_TEMPFAIL of
+# sysexits.h. The job runner reads it as "no space left on device" or the refusal it finds, since on a
+# full disk neither the error event nor the log line that would say so can be written.
+EXIT_WRITE_REFUSED = 75
 
 Report = Callable[[dict], None]
 Result = TypeVar("Result")
@@ -54,7 +59,8 @@ def run_cancellable(work: Callable[[CancelFlag], Result], report: Report,
     -------
     (exit code, summary)
         ``(0, summary)`` when done; ``(130, None)`` when cancelled; ``(2, None)`` when the work
-        refused its input (a :class:`~bioviz.errors.BiovizError`). Any other exception (a bug)
+        refused its input (a :class:`~bioviz.errors.BiovizError`); ``(75, None)`` when the disk refused
+        a write (:data:`EXIT_WRITE_REFUSED`: full, a quota, read-only; one ``error`` event if it still fits). Any other exception (a bug)
         is reported and raised again, traceback kept.
     """
     cancel, restore_signals = cancel_on_signals()
@@ -67,11 +73,24 @@ def run_cancellable(work: Callable[[CancelFlag], Result], report: Report,
         return EXIT_CANCELLED, None
     except BiovizError as error:
         return refuse(report, error), None
+    except OSError as error:
+        if not is_write_refusal(error):
+            _report_quietly(report, {"event": "error", "message": f"{type(error).__name__}: {error}"})
+            raise
+        where = f" ({error.filename})" if error.filename else ""
+        _report_quietly(report, {"event": "error", "message": f"cannot write: {error.strerror}{where}"})
+        return EXIT_WRITE_REFUSED, None
     except Exception as error:  # a bug: record it (the job page shows the last error), keep the traceback
         report({"event": "error", "message": f"{type(error).__name__}: {error}"})
         raise
     finally:
         restore_signals()  # kept after a cancel: see cancel_on_signals
+
+
+def _report_quietly(report: Report, event: dict) -> None:
+    """``report(event)``, where a disk that refuses writes may refuse this one too: then it is lost, not raised."""
+    with contextlib.suppress(OSError):
+        report(event)
 
 
 def print_summary(summary: dict, as_json: bool, keys: Sequence[str] | None = None) -> None:

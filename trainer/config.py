@@ -79,7 +79,7 @@ class TrainConfig(SplitFields):
     """
 
     source: str = option(help="SOURCE: icd10, icd10cm, hpo, or a path (.obo, UMLS META dir, .tsv/.csv)")
-    depth: int = option(1, "levels below the root whose concepts are the classes", label="Depth")
+    depth: int = option(1, "levels below the root whose concepts are the classes", max=64, label="Depth")
     root: str | None = option(None, "root concept id (None: the source's default root)", label="Root concept")
     synonyms: bool = option(False, "synonym-set mode: every concept is its own class (depth ignored)",
                             label="Synonym sets")
@@ -90,16 +90,20 @@ class TrainConfig(SplitFields):
     encoder: str = option("residual", "residual | dan | cca | hierarchical | definitions", choices=ENCODERS)
     base: str = option("minilm", "MODEL whose vectors are the input (a run directory works too)")
     init: str | None = option(None, "continual learning: train on the outputs of this earlier run")
-    seed: int = option(DEFAULT_SPLIT_SEED, "seed of weights, sampling and dropout", min=0, label="Random seed")
+    seed: int = option(DEFAULT_SPLIT_SEED, "seed of weights, sampling and dropout", min=0, max=2**32 - 1,
+                       label="Random seed")
     split_seed: int | None = split_option("split_seed")
-    epochs: int | None = option(None, "maximum epochs (100 for heads, 1 for definitions)", min=1, per_encoder=True,
-                                label="Maximum epochs")
-    hidden: int = option(9600, "hidden layer width (fewshot §3.3 tunes 9,600)", min=1, label="Hidden layer width")
+    # The upper bounds of these ranges (issue 32): far above any run the papers or this app make, below
+    # what would hold a slot for ever or ask for more memory than a server has (a 50-million-wide head).
+    epochs: int | None = option(None, "maximum epochs (100 for heads, 1 for definitions)", min=1, max=10_000,
+                                per_encoder=True, label="Maximum epochs")
+    hidden: int = option(9600, "hidden layer width (fewshot §3.3 tunes 9,600)", min=1, max=65_536,
+                         label="Hidden layer width")
     lr: float | None = option(None, "learning rate (Adam 1e-3; AdamW 2e-5 for fine-tuning)", min=0,
-                              min_exclusive=True, per_encoder=True, label="Learning rate")
+                              min_exclusive=True, max=1, per_encoder=True, label="Learning rate")
     batch_size: int | None = option(None, "16 residual, 64 dan/cca/hierarchical/definitions", min=2,
-                                    per_encoder=True, label="Batch size")
-    margin: float = option(0.1, "triplet margin", min=0, label="Triplet margin")
+                                    max=8192, per_encoder=True, label="Batch size")
+    margin: float = option(0.1, "triplet margin", min=0, max=10, label="Triplet margin")
     triplet_weight: float = option(1.0, "weight of the triplet loss (alpha in higher-level §3)",
                                    encoders=("residual", "dan", "cca"), min=0, label="Triplet loss weight (α)")
     grounding_weight: float = option(1.0, "weight of the grounding loss (beta in higher-level §3)",
@@ -118,7 +122,7 @@ class TrainConfig(SplitFields):
                                   "cross-class order", encoders=HEADS, min=0, max=1, label="Minimum retention")
     synonym_dropout: float = option(0.5, "names left out of each prototype mean", encoders=("cca",), min=0, max=1,
                                     max_exclusive=True, label="Synonym dropout")
-    patience: int = option(10, "epochs without validation improvement before stopping", min=1,
+    patience: int = option(10, "epochs without validation improvement before stopping", min=1, max=10_000,
                            label="Early-stopping patience (epochs)")
     stop_on: str = option("auto", "early-stopping criterion: loss (few-shot) or mAP (level training)",
                           choices=STOP_ON, per_encoder=True, label="Early-stopping criterion")

@@ -24,7 +24,7 @@ from bioviz.models.encoders import HeadRunEncoder
 from bioviz.models.registry import load_encoder
 from bioviz.models.encoding_estimate import RateWindow
 from bioviz.models.model_spec import ModelSpec
-from bioviz.paths import fsync_dir, fsync_tree
+from bioviz.paths import fsync_dir, fsync_tree, share_tree
 from trainer.config import TrainConfig, validate
 from trainer.crash_points import crash_point
 from trainer.data import check_models, prepare
@@ -257,6 +257,7 @@ def train_run(config: TrainConfig, out: str | Path, *, callbacks=(), cancel: Can
         (partial / SPLIT_FILE).write_text(json.dumps(_split_names(data)), encoding="utf-8")
         record = run_record(config, data, result, run_id=out.name, export_s=time.perf_counter() - started)
         (partial / RUN_FILE).write_text(json.dumps(record, indent=1, default=str), encoding="utf-8")
+        share_tree(partial)  # mkdtemp made it 0700: a run reads as any file the user writes (0755/0644)
         # On disk before the rename, the rename on disk after it: a power loss leaves either
         # no run or a complete one, never a run.json of zeros (ext4 and xfs may reorder them).
         fsync_tree(partial)

@@ -12,6 +12,7 @@ codes: 0 done, 2 bad input (refused before any training), 130 cancelled by SIGTE
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from bioviz.errors import BiovizError
 from bioviz.output_paths import check_output_file
+from bioviz.paths import append_line
 from trainer.cli_common import add_json_option, print_summary, refuse, run_cancellable
 from trainer.config import OPTIONS, TrainConfig, read_config, validate
 from trainer.data import check_models
@@ -69,29 +71,33 @@ class ProgressWriter:
 
     def __call__(self, event: dict) -> None:
         if self.path is not None:
-            with open(self.path, "a", encoding="utf-8") as handle:
-                handle.write(json.dumps({**event, "time": time.time()}, default=str) + "\n")
-                handle.flush()
-        kind = event.get("event")
-        if kind == "start":
-            sys.stderr.write(f"training {event.get('encoder')} on {event.get('train_names')} names, "
-                             f"up to {event.get('max_epochs')} epochs on {event.get('device')}\n")
-        elif kind == "epoch":
-            losses = " ".join(f"{k}={v:.4f}" for k, v in event["losses"].items() if v is not None)
-            metric = event.get("val_metric")
-            metric_text = f"{metric:.4f}" if isinstance(metric, float) else str(metric)
-            sys.stderr.write(f"epoch {event['epoch']}/{event['max_epochs']} {losses} "
-                             f"val_{event['val_name']}={metric_text} eta={event['eta_s']:.0f}s\n")
-        elif kind == "base_weight":
-            sys.stderr.write(f"choosing the base weight: {event['done']}/{event['total']} weights scored\n")
-        elif kind == "embedding":
-            eta = event.get("eta_s")
-            waiting = f"waiting for {event['waiting_for']}'s encoding: " if event.get("waiting_for") else ""
-            sys.stderr.write(f"{waiting}embedding {event['done']:,}/{event['total']:,} names"
-                             + (f" eta={eta:.0f}s" if eta is not None else "") + "\n")
-        elif kind == "error":
-            sys.stderr.write(f"error: {event.get('message')}\n")
-        sys.stderr.flush()
+            append_line(self.path, json.dumps({**event, "time": time.time()}, default=str))
+        with contextlib.suppress(OSError):  # stderr is the job's log: on a full disk the progress file says it
+            _echo(event)
+
+
+def _echo(event: dict) -> None:
+    """One line on stderr for an event (the job's log)."""
+    kind = event.get("event")
+    if kind == "start":
+        sys.stderr.write(f"training {event.get('encoder')} on {event.get('train_names')} names, "
+                         f"up to {event.get('max_epochs')} epochs on {event.get('device')}\n")
+    elif kind == "epoch":
+        losses = " ".join(f"{k}={v:.4f}" for k, v in event["losses"].items() if v is not None)
+        metric = event.get("val_metric")
+        metric_text = f"{metric:.4f}" if isinstance(metric, float) else str(metric)
+        sys.stderr.write(f"epoch {event['epoch']}/{event['max_epochs']} {losses} "
+                         f"val_{event['val_name']}={metric_text} eta={event['eta_s']:.0f}s\n")
+    elif kind == "base_weight":
+        sys.stderr.write(f"choosing the base weight: {event['done']}/{event['total']} weights scored\n")
+    elif kind == "embedding":
+        eta = event.get("eta_s")
+        waiting = f"waiting for {event['waiting_for']}'s encoding: " if event.get("waiting_for") else ""
+        sys.stderr.write(f"{waiting}embedding {event['done']:,}/{event['total']:,} names"
+                         + (f" eta={eta:.0f}s" if eta is not None else "") + "\n")
+    elif kind == "error":
+        sys.stderr.write(f"error: {event.get('message')}\n")
+    sys.stderr.flush()
 
 
 def handle(args: argparse.Namespace) -> int:

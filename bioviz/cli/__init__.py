@@ -17,6 +17,7 @@ import logging
 import sys
 
 from bioviz.errors import BiovizError
+from bioviz.paths import check_home_writable
 
 # Sub-command modules, in the order ``--help`` lists them.
 COMMAND_MODULES = ("sources", "levels", "embed", "neighbours", "code", "evaluate", "project")
@@ -86,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
+    check_home_writable()  # a read-only home: one WARNING line, then the command works from what is cached
     try:
         result = args.handler(args)
     except BiovizError as error:

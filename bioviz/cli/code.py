@@ -94,6 +94,7 @@ def run(args) -> dict:
     result = {"terms": len(terms), "dropped_invisible": invisible, "rows": len(frame), "models": frame.attrs["models"],
               "source": view.source, "level": view.title, "k": args.k, "ranking": ranking.label,
               "expanded": expansion_of(args.expand).label, "expansions": frame.attrs["expansions"],
+              **({"ranking_note": frame.attrs["ranking_note"]} if frame.attrs.get("ranking_note") else {}),
               **{key: value for key, value in agreement(frame).items()
                                                   if key != "terms"}}
     if args.out:

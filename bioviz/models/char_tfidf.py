@@ -23,6 +23,7 @@ import numpy as np
 from bioviz.cache_files import read_cache, write_cache
 from bioviz.ontology.sources import bundled_sources, load_source
 from bioviz.paths import atomic_path, home
+from bioviz.errors import ModelError
 from bioviz.space import l2_normalise
 
 logger = logging.getLogger(__name__)
@@ -171,16 +172,39 @@ def fit(corpus: list[str], settings: dict | None = None) -> CharTfidfModel:
         sublinear_tf=settings["sublinear_tf"],
         dtype=np.float32,
     )
-    matrix = vectoriser.fit_transform(texts)
+    matrix = _fit_vectoriser(vectoriser, texts)
     vocabulary = [""] * len(vectoriser.vocabulary_)
     for gram, column in vectoriser.vocabulary_.items():
         vocabulary[column] = gram
     n_components = max(1, min(settings["n_components"], matrix.shape[1] - 1, matrix.shape[0] - 1))
-    svd = TruncatedSVD(n_components=n_components, random_state=settings["random_state"])
-    svd.fit(matrix)
+    if matrix.shape[1] < 2:  # TruncatedSVD needs two n-grams: one n-gram is its own (only) component
+        components = np.ones((1, matrix.shape[1]), dtype=np.float32)
+    else:
+        svd = TruncatedSVD(n_components=n_components, random_state=settings["random_state"])
+        with np.errstate(divide="ignore", invalid="ignore"):  # a few identical rows: a 0/0 variance ratio never read
+            components = svd.fit(matrix).components_
     settings["n_components"] = n_components
-    return CharTfidfModel(tuple(vocabulary), vectoriser.idf_.astype(np.float64), svd.components_.astype(np.float32),
+    return CharTfidfModel(tuple(vocabulary), vectoriser.idf_.astype(np.float64), components.astype(np.float32),
                           settings)
+
+
+def _fit_vectoriser(vectoriser, texts: list[str]):
+    """``vectoriser.fit_transform(texts)``; on a few names whose n-grams ``min_df`` prunes away, again with every n-gram.
+
+    Raises
+    ------
+    ModelError
+        No name has an n-gram at all (empty or blank names): nothing to fit.
+    """
+    try:
+        return vectoriser.fit_transform(texts)
+    except ValueError:  # "After pruning, no terms remain": no n-gram shared by min_df of a handful of names
+        vectoriser.set_params(min_df=1)
+    try:
+        return vectoriser.fit_transform(texts)
+    except ValueError as error:  # "empty vocabulary": no name has a character to make an n-gram of
+        raise ModelError(f"char-tfidf cannot be fitted on these {len(texts)} names: they have no character "
+                         "n-grams") from error
 
 
 def corpus_key() -> str:

@@ -28,6 +28,7 @@ from bioviz.models.load_errors import cannot_load, foreign_module_reason, foreig
 from bioviz.models.model_spec import ModelSpec
 from bioviz.models.vector_cache import BLOCK_MIN, VectorCache
 from bioviz.space import l2_normalise
+from bioviz.text_clean import model_text
 
 logger = logging.getLogger(__name__)
 
@@ -195,7 +196,7 @@ class Encoder:
         numpy.ndarray
             ``(len(texts), dim)`` float32, rows of unit length, in the order of ``texts``.
         """
-        texts = list(texts)
+        texts = [model_text(t) for t in texts]  # what the model reads: the tokenizer never sees a 5 MB name
         total = len(texts)
         if not total:
             return np.zeros((0, self.dim), dtype=np.float32)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,7 +71,13 @@ def list_runs(base: str | Path | None = None, include_damaged: bool = False) -> 
         logger.warning("cannot list runs in %s: %s", base, error.strerror or error)
         children = []
     runs = []
+    inside = os.path.realpath(base)
     for child in children:
+        if os.path.dirname(os.path.realpath(child)) != inside:
+            # A link to a folder elsewhere: the server's path policy refuses it as a model (docs/security.md),
+            # so a picker must not offer it first.
+            logger.warning("skipping %s: it links to a folder outside %s", child, base)
+            continue
         run = RunRecord.listed(child)
         if run is None:
             continue

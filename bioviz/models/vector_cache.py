@@ -111,6 +111,16 @@ def failure_kind(error: sqlite3.Error) -> str | None:
 
 
 
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """The database on a read-only disk: ``immutable`` (no lock, no WAL or -shm file), ``mode=ro``.
+
+    Nothing can change it while the disk takes no writes, which is what ``immutable`` asks; a
+    write through this connection fails as "readonly database" and is skipped like a full disk's.
+    """
+    uri = f"{path.resolve().as_uri()}?mode=ro&immutable=1"
+    return sqlite3.connect(uri, uri=True, isolation_level=None)
+
+
 def texts_digest(texts: list[str]) -> str:
     """A short hash of an exact list of texts (order included): names a level's block and its encoding claim."""
     return hashlib.sha256("\x1f".join(texts).encode("utf-8")).hexdigest()[:24]
@@ -138,11 +148,19 @@ class VectorCache:
         self.path = Path(path) if path else default_path()
         self._has_schema = False
         self._warned: set[str] = set()
+        # On a folder that takes no writes (access(2) says so of a read-only mount, even to root), an
+        # existing database is read as it is: a WAL database cannot even be opened for reading there
+        # without its -shm file.
+        self._read_only = self.path.is_file() and not os.access(self.path.parent, os.W_OK)
         self._run("open", lambda conn: None, None)
 
     @contextlib.contextmanager
     def _connect(self):
         # A connection per call: cheap, safe across threads (Streamlit) and forks (jobs).
+        if self._read_only:
+            with contextlib.closing(_connect_read_only(self.path)) as conn:
+                yield conn
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None)
         try:

@@ -13,7 +13,8 @@ from functools import cached_property
 
 import networkx as nx
 
-from bioviz.errors import UnknownConceptError
+from bioviz.errors import SourceError, UnknownConceptError, shown
+from bioviz.text_clean import MAX_NAME_BYTES
 from bioviz.ontology.taxonomy import consistent_taxonomy, without_edges
 
 logger = logging.getLogger(__name__)
@@ -66,6 +67,28 @@ class Concept:
         return tuple(out)
 
 
+def check_name_sizes(concepts) -> None:
+    """Refuse a source with a name or synonym over :data:`bioviz.text_clean.MAX_NAME_BYTES` (64 KiB of UTF-8).
+
+    Every name is encoded, indexed and searched: one of megabytes cost a server process 2 GB
+    and half a minute (issue 32). Checked when any source is built or read back from its cache.
+
+    Raises
+    ------
+    SourceError
+        One line naming the concept and the size.
+    """
+    for concept in concepts:
+        for name in (concept.name, *concept.synonyms):
+            # len() first: a name of fewer characters than a quarter of the bound cannot exceed it in UTF-8
+            if len(name) * 4 <= MAX_NAME_BYTES:
+                continue
+            size = len(name.encode("utf-8", "surrogatepass"))
+            if size > MAX_NAME_BYTES:
+                raise SourceError(f"concept {shown(concept.id)} has a name of {size:,} bytes; a name is at most "
+                                  f"{MAX_NAME_BYTES:,} bytes: not a source this server reads")
+
+
 @dataclass
 class Ontology:
     """Concepts plus IS-A edges (parent -> child) and a name index.
@@ -98,6 +121,7 @@ class Ontology:
     _taxonomy: tuple | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        check_name_sizes(self.concepts.values())
         missing = [c for c in self.concepts if c not in self.graph]
         self.graph.add_nodes_from(missing)
 

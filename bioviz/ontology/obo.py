@@ -15,7 +15,7 @@ from pathlib import Path
 import networkx as nx
 import obonet
 
-from bioviz.errors import SourceError
+from bioviz.errors import SourceError, shown
 from bioviz.ontology.model import Concept, Ontology
 
 logger = logging.getLogger(__name__)
@@ -129,6 +129,9 @@ def _read_obo(path: Path) -> nx.MultiDiGraph:
     del data
     if "[Term]" not in text:
         raise SourceError(f"malformed OBO file {path.name}: no [Term] stanza")
+    duplicate = first_duplicate_term(text)
+    if duplicate is not None:
+        raise SourceError(f"malformed OBO file {path.name}: {duplicate}")
     try:
         return obonet.read_obo(io.StringIO(text, newline=None), ignore_obsolete=True)
     except MemoryError:
@@ -136,6 +139,30 @@ def _read_obo(path: Path) -> nx.MultiDiGraph:
     except Exception as error:  # obonet raises bare exceptions (ValueError, KeyError, ...) on malformed stanzas
         problem = first_problem(io.StringIO(text, newline=None)) or f"not readable as OBO ({type(error).__name__})"
         raise SourceError(f"malformed OBO file {path.name}: {problem}") from None
+
+
+def first_duplicate_term(text: str) -> str | None:
+    """``the term id X has two [Term] stanzas (lines a and b)`` for the first id given twice, or None.
+
+    obonet keeps the last stanza of an id without a word, so a term's name, synonyms or parents
+    could silently come from another stanza than the one a reader of the file looks at.
+
+    >>> first_duplicate_term("[Term]\\nid: A\\nname: a\\n\\n[Term]\\nid: A\\nname: b\\n")
+    "the term id 'A' has two [Term] stanzas (lines 2 and 6)"
+    """
+    seen: dict[str, int] = {}
+    in_term = False
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            in_term = stripped == "[Term]"
+        elif in_term and stripped.startswith("id:"):
+            term = stripped[3:].split("!")[0].strip()
+            if term in seen:
+                return f"the term id {shown(term)} has two [Term] stanzas (lines {seen[term]} and {number})"
+            seen[term] = number
+            in_term = False  # the first id: line is the stanza's
+    return None
 
 
 def first_problem(lines) -> str | None:

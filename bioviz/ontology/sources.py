@@ -34,7 +34,7 @@ from bioviz.ontology.model import Concept, Ontology
 from bioviz.ontology.obo import HPO_ROOT, load_hpo, load_obo
 from bioviz.ontology.table import load_table
 from bioviz.ontology.umls import load_umls
-from bioviz.paths import atomic_path, subdir
+from bioviz.paths import READ_ONLY, atomic_path, note_refusal, subdir
 from bioviz.uploads import original_name
 
 logger = logging.getLogger(__name__)
@@ -285,6 +285,9 @@ def _write_cache(cache_file: Path, data: bytes) -> None:
         with atomic_path(cache_file, suffix=".npz") as tmp:
             tmp.write_bytes(data)
     except OSError as error:
+        if error.errno in READ_ONLY:  # a read-only home: said once for the process (bioviz.paths)
+            note_refusal(cache_file, error)
+            return
         logger.warning("could not write the source cache %s (%s); the source will be parsed again next time",
                        cache_file.name, error.strerror or type(error).__name__)
 

@@ -22,6 +22,7 @@ lists them. A concept's score is its best name's.
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import re
 import threading
@@ -35,6 +36,7 @@ from bioviz.errors import BiovizError
 from bioviz.models.char_tfidf import CharTfidfModel, fit
 from bioviz.paths import home
 
+logger = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]  # progress(done, total), as bioviz.models.encoders has it
 DENSE, HYBRID = "dense", "hybrid"
 RANKING_KINDS = (DENSE, HYBRID)
@@ -197,10 +199,14 @@ class SparseNames:
         Fitted on the level's names (:func:`level_tfidf`).
     matrix : scipy.sparse.csr_matrix
         ``(n_names, n_grams)`` unit rows.
+    note : str
+        Empty, or why the level's char-tfidf could not be fitted (names without any character
+        n-gram): then ``model`` is None, every sparse score is 0 and the ranking is the dense one.
     """
 
-    model: CharTfidfModel
+    model: CharTfidfModel | None
     matrix: object
+    note: str = ""
 
     @classmethod
     def build(cls, level_names: Sequence[str], names: Sequence[str], progress: Progress | None = None) -> SparseNames:
@@ -215,7 +221,11 @@ class SparseNames:
         total = len(level_names) + len(names)
         report = progress or (lambda done, total: None)
         report(0, total)
-        model = level_tfidf(level_names)
+        try:
+            model = level_tfidf(level_names)
+        except BiovizError as error:  # a level whose names have no n-grams: rank dense, and say so
+            report(total, total)
+            return cls.unfitted(len(names), f"{error}; ranked by the dense model alone")
         report(len(level_names), total)
         path = home() / "models" / f"level-tfidf-{_fit_key(level_names)}-rows-{_rows_key(names)}.npz"
         cached = len(names) >= CACHED_ROWS
@@ -233,11 +243,21 @@ class SparseNames:
         report(total, total)
         return cls(model, matrix.tocsr())
 
+    @classmethod
+    def unfitted(cls, n_names: int, note: str) -> SparseNames:
+        """No char-tfidf for ``n_names`` names (``note`` says why): every sparse score is 0, a warning is logged."""
+        from scipy import sparse  # imported here: scipy is heavy and only a hybrid ranking needs it
+
+        logger.warning("hybrid ranking: %s", note)
+        return cls(None, sparse.csr_matrix((n_names, 0), dtype=np.float32), note)
+
     def __len__(self) -> int:
         return int(self.matrix.shape[0])
 
     def scores(self, texts: Sequence[str]) -> np.ndarray:
-        """``(len(texts), n_names)`` float32 char-tfidf cosines."""
+        """``(len(texts), n_names)`` float32 char-tfidf cosines (zeros when the level has no fit: :attr:`note`)."""
+        if self.model is None:
+            return np.zeros((len(texts), len(self)), dtype=np.float32)
         terms = self.model.sparse_vectors(list(texts))
         # rows x terms as CSR times CSC: about 10x faster than terms @ matrix.T, which converts the whole matrix
         return np.asarray((self.matrix @ terms.T).T.toarray(), dtype=np.float32)

@@ -308,7 +308,6 @@ def load_lexicon(progress: Progress | None = None) -> Lexicon:
     if lexicon is None:
         lexicon = build_lexicon(progress)
         data = lexicon.to_bytes()
-        path.parent.mkdir(parents=True, exist_ok=True)
         write_cache(path, lambda handle: handle.write(data), suffix=".gz")
     with _lock:
         _loaded[path.name] = lexicon

@@ -517,4 +517,6 @@ def code_term_list(terms: Sequence[str], view, ontology: Ontology | None,
                        progress=report_from(len(models) * len(texts)),
                        ranking=ranking)
     frame.attrs["expansions"] = expansion_notes(expanded)
+    # A level too small or odd for char-tfidf is ranked dense: the frame says so for the page and the CLI.
+    frame.attrs["ranking_note"] = next((c.sparse.note for c in coding if c.sparse is not None and c.sparse.note), "")
     return frame

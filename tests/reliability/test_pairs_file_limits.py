@@ -111,3 +111,21 @@ def test_a_truncated_stream_is_one_line(tmp_path):
     path.write_bytes(data[: len(data) // 2])
     with pytest.raises(pairs_file.BiovizError, match="is not a pair file"):
         pairs_file.load_pairset(path)
+
+
+# The reader with most of its address space already taken, as in `trainer pretrain` (the training
+# stack maps much of it): growing the buffer chunk by chunk raised MemoryError (a traceback) before
+# the 512 MiB check (issue 32, finding 8).
+CROWDED_READER = READER.replace("from bioviz.errors", "ballast = bytearray(800 * 2**20)\nfrom bioviz.errors")
+
+
+def test_a_gzip_bomb_is_refused_in_one_line_when_the_process_has_little_room_left(tmp_path):
+    member = gzip.compress(b" " * BOMB_MEMBER_BYTES, compresslevel=9, mtime=0)
+    head = gzip.compress(json.dumps(_document()).encode()[:-1] + b",", mtime=0)
+    bomb = tmp_path / "bomb.pairs.json.gz"
+    bomb.write_bytes(head + member * 10 + gzip.compress(b'"x": 1}', mtime=0))  # 640 MiB inflated
+    result = subprocess.run([sys.executable, "-c", CROWDED_READER.format(limit=MEMORY_BYTES), str(bomb)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)
+    err = result.stderr.strip()
+    assert result.returncode == 2, err[-2000:]
+    assert err.startswith("error: ") and "\n" not in err and "MiB" in err, err

@@ -36,7 +36,7 @@ import sys
 from pathlib import Path
 
 from bioviz.errors import BiovizError
-from bioviz.paths import fsync_dir, fsync_tree, write_text_atomic
+from bioviz.paths import append_line, fsync_dir, fsync_tree, write_text_atomic
 from trainer.cli_common import EXIT_CANCELLED
 from trainer.events import Cancelled, cancel_on_signals
 
@@ -201,8 +201,7 @@ class ProgressFile:
         self.path = Path(path)
 
     def __call__(self, event: dict) -> None:
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(event, default=str) + "\n")
+        append_line(self.path, json.dumps(event, default=str))  # whole or not at all, even on a full disk
 
 
 def publish(work: Path, out: Path, result: dict) -> None:

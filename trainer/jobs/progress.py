@@ -54,7 +54,7 @@ def _count(event: dict) -> dict | None:
 def read_progress(path: str | Path) -> list[dict]:
     """The events of a progress file, in order.
 
-    A half-written last line, a line that is not JSON or not a JSON object, and bytes that
+    A last line without its newline (half-written), a line that is not JSON or not a JSON object, and bytes that
     are not UTF-8 are skipped: the file is the trainer's, and a damaged one must not take
     the job table down. An unreadable file reads as no events.
     """
@@ -63,7 +63,9 @@ def read_progress(path: str | Path) -> list[dict]:
     except OSError:  # not there yet, or not a readable file
         return []
     events = []
-    for line in text.splitlines():
+    # Only lines that end in a newline: the last one may be half an event (the trainer is writing it,
+    # or its disk filled up), and half a line can be valid JSON that says something else ("1" of "12").
+    for line in text.split("\n")[:-1]:
         try:
             event = json.loads(line)
         except ValueError:

@@ -29,6 +29,7 @@ trainer's configuration (scipy) or a GPU probe (torch) would add seconds to each
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import secrets
@@ -40,6 +41,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from bioviz.ray_cluster import executor_name
+from bioviz.settings import env_number
+from trainer.cli_common import EXIT_WRITE_REFUSED
 from trainer.crash_points import crash_point
 from trainer.jobs.executor import (
     CANCEL_EXIT_CODE, CANCEL_GRACE_S, JOB_ID_ENV, Executor, LocalProcessExecutor, ProcessState, gpu_count,
@@ -191,8 +194,39 @@ def outcome(job: Job, exit_code: int | None, *, cancel_requested: bool = False, 
         if exit_code == -signal.SIGKILL:
             reason += " (out of memory, or killed from outside)"
         return (INTERRUPTED if exit_code == -signal.SIGKILL else FAILED), reason
+    if exit_code == EXIT_WRITE_REFUSED and not errors:  # its error event did not fit on the disk either
+        return FAILED, f"the trainer could not write its files: {write_refusal(job)}"
     message = errors[-1] if errors else _last_log_line(job)
     return FAILED, f"exit code {exit_code}" + (f": {message}" if message else "")
+
+
+QUEUE_ENV = "BIOVIZ_MAX_QUEUED_JOBS"
+DEFAULT_MAX_QUEUED = 20  # a day of a lab's small jobs on one slot; 200 submissions in 9 s were all accepted
+
+
+def check_queue_room(queued: int) -> None:
+    """Refuse a new job when ``queued`` jobs already wait (``BIOVIZ_MAX_QUEUED_JOBS``, default 20, per server).
+
+    Raises
+    ------
+    JobError
+        The queue is full (one line: how many wait, the setting that bounds them).
+    """
+    most = int(env_number(QUEUE_ENV, DEFAULT_MAX_QUEUED))
+    if queued >= most:
+        raise JobError(f"{queued} jobs are already waiting in the queue (at most {most}, {QUEUE_ENV}): "
+                       "cancel one or wait until some have run")
+
+
+def write_refusal(job: Job) -> str:
+    """Why a job's disk refused a write, as far as can be told afterwards: ``no space left on device`` or in general."""
+    try:
+        free = os.statvfs(Path(job.progress_path).parent).f_bavail
+    except OSError:
+        free = None
+    if free == 0:
+        return os.strerror(errno.ENOSPC).lower()
+    return "the disk refused a write (full, a quota, a file-size limit or read-only)"
 
 
 class Worker:
@@ -272,6 +306,7 @@ class Worker:
         config = kind.prepare(config)
         if validate:
             config = kind.validate(config)
+        check_queue_room(len(self.store.list((QUEUED,))))
         job = self.store.create(config, requested_device=device, executor=self.executor.name, module=self.module)
         self.reconcile()
         return self.store.get(job.id)

@@ -93,6 +93,34 @@ def record_end(worker: Worker, job: Job, status: str, *, reason: str | None, cod
     return status
 
 
+def _log_line(log, text: str) -> None:
+    """One line of the runner's own in the job's log; a disk that refuses it loses the line, nothing else."""
+    with contextlib.suppress(OSError):
+        log.write((text + "\n").encode())
+
+
+def record_end_retrying(worker: Worker, job: Job, status: str, *, reason: str | None, code: int | None,
+                        tries: int = 3) -> str:
+    """:func:`record_end`, tried again when the job database cannot be written (a full disk).
+
+    The failed job's run folder is removed first (what a full disk most likely filled), then the
+    end is tried again a second later; a database that still refuses leaves the job to the next
+    reconcile, which finds the runner gone (its exit code says why).
+    """
+    for attempt in range(tries):
+        try:
+            return record_end(worker, job, status, reason=reason, code=code)
+        except JobStoreError:
+            if attempt == tries - 1:
+                raise
+            logger.warning("job %s: cannot record its end yet (the database refused); trying again", job.id)
+            if status != SUCCEEDED:
+                with contextlib.suppress(OSError):
+                    discard_run(job)
+            time.sleep(1.0)
+    return status
+
+
 def _cancelled_in_table(worker: Worker, job_id: str) -> bool:
     """True when the job's row says cancelled (a cancel whose signal never came: its sender crashed)."""
     try:
@@ -130,9 +158,10 @@ def run_job(worker: Worker, job_id: str, token: str) -> int:
     ensure_config_file(job)
     command = train_command(job)
     code = None
-    with open(job.log_path, "ab") as log:
-        log.write(f"[job {job.id}] on {job.device}: {subprocess.list2cmdline(command)}\n".encode())
-        log.flush()
+    # Unbuffered, and every line of the runner's own written through _log_line: on a full disk a
+    # lost log line must not take the runner down before it records how the job ended.
+    with open(job.log_path, "ab", buffering=0) as log:
+        _log_line(log, f"[job {job.id}] on {job.device}: {subprocess.list2cmdline(command)}")
         if not cancel_requested:  # else cancelled between the claim and here: no trainer at all
             try:
                 child = trainer_executor(worker, job).start_trainer(
@@ -150,9 +179,9 @@ def run_job(worker: Worker, job_id: str, token: str) -> int:
         lost = getattr(child, "lost_reason", None)  # a remote trainer whose node or worker died
         if lost and status != CANCELLED:
             status, reason = INTERRUPTED, lost
-        log.write((f"[job {job.id}] {status}" + (f": {reason}" if reason else "") + "\n").encode())
+        _log_line(log, f"[job {job.id}] {status}" + (f": {reason}" if reason else ""))
     crash_point("runner:before-record")
-    record_end(worker, job, status, reason=reason, code=code)
+    record_end_retrying(worker, job, status, reason=reason, code=code)
     # Hand the slot to the next queued job, even when no page or CLI is looking. A
     # cancel in progress must not be undone by ignoring SIGTERM from here on.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -42,8 +42,9 @@ class PretrainConfig(SplitFields):
     max_pairs: int | None = option(20000, "training pairs sampled per source and objective in equal shares "
                                    "(all: every pair)", min=2, none="all", label="Max pairs")
     validation_pairs: int = option(500, "held-out validation pairs", min=0, label="Validation pairs")
-    epochs: int = option(1, "passes over the training pairs", min=1, label="Epochs")
-    batch_size: int = option(64, "in-batch negatives: larger batches give more of them", min=2, label="Batch size")
+    epochs: int = option(1, "passes over the training pairs", min=1, max=1000, label="Epochs")
+    batch_size: int = option(64, "in-batch negatives: larger batches give more of them", min=2, max=8192,
+                             label="Batch size")
     lr: float = option(2e-5, "AdamW learning rate", min=0, min_exclusive=True, label="Learning rate")
     weight_decay: float = option(0.01, "AdamW weight decay (BioLORD App. A)", min=0, label="Weight decay")
     warmup_ratio: float = option(0.05, "linear warm-up share of the steps", min=0, max=1,
@@ -52,12 +53,12 @@ class PretrainConfig(SplitFields):
     loss: str = option("mnrl", "mnrl: MultipleNegativesRankingLoss; cached: its GradCache variant for large batches; "
                        "gist: GISTEmbedLoss guided by the frozen base (masks in-batch false negatives); "
                        "multisimilarity: the multi-similarity loss", choices=LOSSES, label="Loss")
-    mini_batch_size: int = option(32, "mini-batch of the cached loss", min=1, label="Mini-batch size")
+    mini_batch_size: int = option(32, "mini-batch of the cached loss", min=1, max=8192, label="Mini-batch size")
     save_steps: int = option(500, "checkpoint every this many steps (an interrupted job resumes from the last)",
                              min=1, label="Checkpoint every (steps)")
     # Long definitions cost most: truncating them is the cheapest speed-up.
     max_seq_length: int | None = option(None, "truncate texts to this many tokens while training (none: the base's)",
-                                        min=8, label="Max tokens per text (empty: the base's)")
+                                        min=8, max=8192, label="Max tokens per text (empty: the base's)")
     device: str = option("auto", "auto (CUDA when present), cpu or cuda", choices=DEVICES)
     exclude_levels: list[str] = option(help="keep this level's validation/test/zero-shot names out of the pairs "
                                        "(repeatable)", flag="--exclude-level", repeat=True,

@@ -86,15 +86,26 @@ def save_pairset(pairs: PairSet, path: str | Path, settings: dict) -> Path:
 def _inflate(path: Path) -> bytearray:
     """The decompressed bytes of ``path``, refused past :data:`MAX_DECOMPRESSED_BYTES`.
 
-    Chunk by chunk, so a gzip bomb stops at the cap instead of filling the memory.
+    Two passes: the first only counts what the stream inflates to (one chunk in memory at a
+    time), so a gzip bomb is refused before anything is kept; the second reads into one buffer
+    of exactly that size. Growing a buffer chunk by chunk held up to twice the cap while it was
+    copied on each growth, and a process under a 1.5 GB address-space limit (the training stack
+    maps much of it) got a MemoryError before the cap was reached.
     """
-    data = bytearray()
+    size = 0
     with gzip.GzipFile(path, "rb") as stream:
         while chunk := stream.read(_CHUNK):
-            data += chunk
-            if len(data) > MAX_DECOMPRESSED_BYTES:
+            size += len(chunk)
+            if size > MAX_DECOMPRESSED_BYTES:
                 raise BiovizError(f"{path} inflates to more than {MAX_DECOMPRESSED_BYTES // 2**20} MiB: "
                                   "not a pair file this bioviz reads")
+    data = bytearray(size)
+    view, done = memoryview(data), 0
+    with gzip.GzipFile(path, "rb") as stream:
+        while done < size and (got := stream.readinto(view[done:done + _CHUNK])):
+            done += got
+    if done != size:  # the file changed between the passes
+        raise BiovizError(f"{path} changed while it was read")
     return data  # not bytes(data): a copy of up to the cap
 
 
@@ -127,6 +138,9 @@ def load_pairset(path: str | Path) -> tuple[PairSet, dict]:
         raise BiovizError(f"no pair file at {path}") from None
     except IsADirectoryError:
         raise BiovizError(f"{path} is a folder, not a pair file") from None
+    except MemoryError:  # within the cap, but more than this process's memory (an address-space limit)
+        raise BiovizError(f"{path} is too large for the memory this process may use: a smaller pair file, "
+                          "or more memory") from None
     except RecursionError:  # deeper than the JSON parser goes (about a thousand levels)
         raise BiovizError(f"{path} is nested more than {MAX_DEPTH} levels deep: not a pair file") from None
     except (OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError):
