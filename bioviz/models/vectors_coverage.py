@@ -59,12 +59,16 @@ class Coverage:
         return f"{self.covered:,} of {self.total:,} {noun}; {self.missing:,} without a vector are left out"
 
 
-def vectors_models(models: Iterable[ModelSpec | None]) -> tuple[ModelSpec, ...]:
-    """The vectors files among ``models`` and behind them (a run trained on one: its input chain), each once."""
+def vectors_models(models: Iterable[ModelSpec | str | None]) -> tuple[ModelSpec, ...]:
+    """The vectors files among ``models`` and behind them (a run trained on one: its input chain), each once.
+
+    MODEL text is parsed (many library callers still pass it).
+    """
     found = []
     for model in models:
         if model is None:
             continue
+        model = ModelSpec.of(model)
         chain = [model, *input_chain(model)] if model.kind == "run" else [model]
         found += [step for step in chain if step.kind == "vectors"][:1]
     return tuple(dict.fromkeys(found))

@@ -75,10 +75,11 @@ class PretrainConfig(SplitFields):
                                  choices=HARD_NEGATIVES, metavar="none|siblings|mined", label="Hard negatives")
     # A distillation term keeping the base's relatedness between unrelated names (issue 31).
     relatedness_weight: float = option(0.0, "weight of a relatedness-keeping term: random name pairs of the "
-                                       "sources with the base model's cosine as target, MSE (0: off)", min=0,
+                                       "sources with the base model's cosine as target, MSE (0: off)", min=0, max=1000,
                                        label="Relatedness weight")
     relatedness_pairs: int = option(10000, "random name pairs of the relatedness term (their share of the "
-                                    "batches is their share of all rows)", min=2, label="Relatedness pairs")
+                                    "batches is their share of all rows)", min=2, max=10_000_000,
+                                    label="Relatedness pairs")
     # The model whose relatedness is kept: continuing a pretrained model, the general model it
     # started from (its cosines are what held-out clinical relatedness rewarded, issue 31).
     relatedness_teacher: str | None = option(None, "MODEL whose cosines are the relatedness targets (none: the "
