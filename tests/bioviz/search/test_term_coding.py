@@ -10,7 +10,7 @@ import pytest
 from bioviz.errors import BiovizError
 from bioviz.models.vector_cache import VectorCache
 from bioviz.ontology import level_view, load_source
-from bioviz.search import coding_confidence, term_coding
+from bioviz.search import coding_confidence
 from bioviz.search.coding_confidence import Confidence, confidence_for
 from bioviz.search.hybrid import DEFAULT_RANKING
 from bioviz.search.index import NeighbourIndex
@@ -142,14 +142,16 @@ def test_an_exact_code_or_name_resolves_to_its_concept(mini):
 
 def test_terms_are_encoded_in_one_batch_per_model_and_not_cached(mini, monkeypatch):
     ontology, view, index = mini
+    from bioviz.search import vectors_query  # term coding encodes through it (a vectors file answers from names)
+
     calls = []
-    real = term_coding.embed
+    real = vectors_query.embed
 
     def counting(texts, model, **kwargs):
         calls.append((model, list(texts), kwargs.get("use_cache")))
         return real(texts, model, **kwargs)
 
-    monkeypatch.setattr(term_coding, "embed", counting)
+    monkeypatch.setattr(vectors_query, "embed", counting)
     before = sum(r["vectors"] for r in VectorCache().stats())
     seen = []
     frame = code_term_list(["lung infect", "MINI:0000012", "irregular beat"], view, ontology,
