@@ -61,7 +61,7 @@ def tiny_config(data_dir, **overrides) -> dict:
 
 def endless(data_dir) -> dict:
     """A config that trains until stopped (a million epochs, no early stop)."""
-    return tiny_config(data_dir, epochs=1_000_000, patience=1_000_000)
+    return tiny_config(data_dir, epochs=10_000, patience=10_000)
 
 
 def leftovers(job) -> list[str]:

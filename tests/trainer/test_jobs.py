@@ -293,7 +293,7 @@ def test_real_trainer_job_from_cli_submit_to_succeeded(tmp_home, data_dir, capsy
 @pytest.mark.slow
 def test_real_trainer_cancelled_mid_training_leaves_no_run(tmp_home, data_dir):
     worker = Worker()
-    job = worker.submit(tiny_config(data_dir, epochs=1_000_000, patience=1_000_000), device="cpu")
+    job = worker.submit(tiny_config(data_dir, epochs=10_000, patience=10_000), device="cpu")
     job = wait_for(worker, job.id, lambda j: j.progress.get("epoch", 0) >= 1 or j.finished, timeout=300)
     assert job.status == RUNNING, job.error
     cancelled = worker.cancel(job.id)

@@ -165,7 +165,7 @@ def test_existing_output_is_refused(data_dir, tmp_home, tmp_path, capsys):
 @pytest.mark.slow
 def test_sigterm_cancels_with_130_and_leaves_no_run(data_dir, tmp_home, tmp_path):
     out, progress = tmp_path / "cancelled", tmp_path / "progress.jsonl"
-    args = _args(data_dir, out, "--epochs", "100000", "--patience", "100000", "--batch-size", "2",
+    args = _args(data_dir, out, "--epochs", "10000", "--patience", "10000", "--batch-size", "2",
                  "--hidden", "256", "--progress-file", str(progress))
     proc = subprocess.Popen([sys.executable, "-m", "trainer", *args], cwd=ROOT, env=_env(tmp_home),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
