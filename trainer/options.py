@@ -184,7 +184,11 @@ class Option:
             ok = value < self.max if self.max_exclusive else value <= self.max
         if ok:
             return None
-        wanted = self.range_text() or ("an integer" if self.kind is int else "a number")
+        below = isinstance(value, kinds) and not isinstance(value, bool) and self.min is not None \
+            and not (value > self.min if self.min_exclusive else value >= self.min)
+        # Below the minimum, the minimum alone says what to do (the maximum is far away for most options).
+        low_text = f"{'>' if self.min_exclusive else '>='} {self.min:g}" if below else ""
+        wanted = low_text or self.range_text() or ("an integer" if self.kind is int else "a number")
         alternative = f", or {self.none}" if self.none else ""
         return f"{name} must be {wanted}{alternative} (got {value!r})"
 
