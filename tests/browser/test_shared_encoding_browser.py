@@ -111,7 +111,7 @@ def test_projection_on_an_uploaded_10k_ontology_shows_names_done_and_the_time_le
     url, _, _, big = app
     home_page = open_page(browser, url)
     home_page.get_by_text("Use your own ontology").click()
-    home_page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(big))
+    home_page.locator('[data-testid="stFileUploaderDropzoneInput"][accept*=".obo"]').set_input_files(str(big))
     home_page.get_by_text(f"Loaded {big.name}: selected as the source.").wait_for(timeout=120_000)
     wait_until_idle(home_page)
     uploaded = parse_qs(urlparse(home_page.url).query)["source"][0]  # the stored upload, as links name it
