@@ -107,6 +107,14 @@ def interpolate(base: dict[str, np.ndarray], tuned: dict[str, np.ndarray], *, al
     return merged
 
 
+def _save_weights(weights: dict[str, np.ndarray], path: Path, dtype: str) -> None:
+    """Write merged weights as safetensors, floating tensors in ``dtype`` (integer buffers as they are)."""
+    from safetensors.numpy import save_file  # here: only merging needs it
+
+    save_file({k: v.astype(dtype) if np.issubdtype(v.dtype, np.floating) else v for k, v in weights.items()},
+              str(path), metadata={"format": "pt"})
+
+
 def merge_models(base: ModelSpec, tuned: ModelSpec, *, alpha: float, out: Path,
                  dtype: str = "float16") -> MergeRecord:
     """Write the interpolation of ``base`` and ``tuned`` as a sentence-transformers directory.
@@ -131,8 +139,6 @@ def merge_models(base: ModelSpec, tuned: ModelSpec, *, alpha: float, out: Path,
     BiovizError
         A model is not local, the architectures differ, or ``out`` is not empty.
     """
-    from safetensors.numpy import save_file  # here: only merging needs it
-
     if dtype not in _DTYPES:
         raise BiovizError(f"--dtype must be one of {', '.join(_DTYPES)}")
     if not (base.is_neural and tuned.is_neural):
@@ -145,8 +151,7 @@ def merge_models(base: ModelSpec, tuned: ModelSpec, *, alpha: float, out: Path,
     shutil.rmtree(partial, ignore_errors=True)
     # Why the tuned model's files: its modules (Normalize), tokenizer and card describe what the merge is.
     shutil.copytree(tuned_dir, partial, ignore=shutil.ignore_patterns(WEIGHTS_FILE, MERGE_FILE, ".*"))
-    save_file({k: v.astype(dtype) if np.issubdtype(v.dtype, np.floating) else v for k, v in merged.items()},
-              str(partial / WEIGHTS_FILE), metadata={"format": "pt"})
+    _save_weights(merged, partial / WEIGHTS_FILE, dtype)
     record = MergeRecord(base=base.spec, tuned=tuned.spec, base_fingerprint=base.fingerprint(),
                          tuned_fingerprint=tuned.fingerprint(), alpha=float(alpha), dtype=dtype)
     (partial / MERGE_FILE).write_text(json.dumps(asdict(record), indent=1) + "\n", encoding="utf-8")
@@ -183,15 +188,13 @@ def merge_into(base: ModelSpec, directory: Path, *, alpha: float) -> MergeRecord
     BiovizError
         As :func:`merge_models`.
     """
-    from safetensors.numpy import save_file  # here: only merging needs it
-
     if not base.is_neural:
         raise BiovizError("char-tfidf has no weights to merge")
     directory = Path(directory)
     tuned_fingerprint = directory_fingerprint(directory)
     merged = interpolate(_weights(base.files()), _weights(directory), alpha=alpha)
     partial = directory / (WEIGHTS_FILE + ".partial")
-    save_file(merged, str(partial), metadata={"format": "pt"})
+    _save_weights(merged, partial, "float32")
     partial.replace(directory / WEIGHTS_FILE)
     return MergeRecord(base=base.spec, tuned=str(directory), base_fingerprint=base.fingerprint(),
                        tuned_fingerprint=tuned_fingerprint, alpha=float(alpha), dtype="float32")

@@ -3,6 +3,8 @@ paraphrased subset, on tests/data/mini.obo synonym sets with char-tfidf (no tran
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bioviz.errors import BiovizError
 from bioviz.evaluation.normalisation import (EXAMPLE_GOLD, check_gold_ids, load_gold, paraphrased, rank_metrics,
@@ -72,3 +74,15 @@ def test_normalisation_per_model_and_ranking_with_the_paraphrased_subset(level, 
     assert {"acc1", "acc5", "mrr", "paraphrased.acc1", "paraphrased.acc5", "paraphrased.mrr"} <= set(dense.metrics)
     assert hybrid.metrics["acc1"] >= dense.metrics["acc1"]  # "heart-attack!" is an exact match when hybrid
     assert dense.metrics["acc5"] >= dense.metrics["acc1"] and all(len(v) == 2 for v in dense.ci.values())
+
+
+@given(st.lists(st.integers(-5, 5), min_size=1, max_size=60), st.integers(1, 70))
+def test_the_rerankers_window_is_the_k_best_in_a_full_sorts_order(scores, k):
+    from bioviz.evaluation.normalisation import _top_k
+
+    scores = np.asarray(scores, dtype=float)  # small integers: many ties, the hard case
+    window = _top_k(scores, k)
+    full = np.argsort(-scores, kind="stable")[:k]
+    assert len(window) == min(k, scores.size)
+    assert np.array_equal(scores[window], scores[full])  # the same scores, best first
+    assert all(np.diff(window[scores[window] == s]).min(initial=1) > 0 for s in set(scores[window]))  # ties by index

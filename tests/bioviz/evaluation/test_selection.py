@@ -36,14 +36,14 @@ def test_a_candidate_below_the_base_on_clinical_relatedness_is_refused_however_w
 
 
 def test_coding_must_rise_on_every_file_and_ranking_not_on_average():
-    tie = coding_key("gsc_plus_dev", "default")
+    tie = coding_key("gsc_plus_dev", "hybrid")
     verdict = judge(figures(0.530, 0.850, overrides={tie: 0.800}), base=BASE, shipped=SHIPPED)
     assert not verdict.promotable
     assert [text for text, ok in verdict.checks if not ok] == [f"{tie} 0.800 > shipped 0.800"]
 
 
 def test_choose_prefers_the_simpler_candidate_within_its_interval():
-    key = coding_key("hpo_coding_dev", "default")
+    key = coding_key("hpo_coding_dev", "hybrid")
     simple, richer, far = figures(0.53, 0.81), figures(0.53, 0.83), figures(0.53, 0.86)
     rows = [(name, f, judge(f, base=BASE, shipped=SHIPPED)) for name, f in
             (("simple", simple), ("richer", richer), ("far", far))]
