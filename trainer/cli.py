@@ -13,7 +13,7 @@ import logging
 import sys
 
 # Sub-command modules, in the order ``--help`` lists them (the job queue adds its own).
-COMMAND_MODULES = ("trainer.train_command", "trainer.pretrain.command", "trainer.jobs.cli")
+COMMAND_MODULES = ("trainer.train_command", "trainer.pretrain.command", "trainer.reranker", "trainer.jobs.cli")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -189,7 +189,7 @@ def gold_ranks(gold: GoldFile, view, index: NeighbourIndex, vectors: np.ndarray,
             ranks[t] = 1 + int(np.count_nonzero(best[i] > gold_score))
             if regrain.active and ranks[t] <= reranker.k:  # beyond the window the re-ranker moves nothing past it
                 window = _top_k(best[i], reranker.k)
-                moved = [c for c, _ in regrain([(concepts[j], float(best[i, j])) for j in window], exact)]
+                moved = [c for c, _ in regrain([(concepts[j], float(best[i, j])) for j in window], exact, texts[t])]
                 if gold.concept_ids[t] in moved:  # absent only on a tie at the window's edge: rank unchanged
                     ranks[t] = 1 + moved.index(gold.concept_ids[t])
     return ranks

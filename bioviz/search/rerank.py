@@ -12,6 +12,11 @@ top ``k`` concepts and their IS-A links only: no model, no text, microseconds a 
     ``margin`` of the first's, the parent comes first: a mention scored almost as well by a
     concept and by its parent names the parent (the child's extra words are not in it).
     Exact matches (a name or id the term spells out) are never moved.
+``cross-encoder``
+    a cross-encoder (:mod:`bioviz.search.cross_rerank`, trained by ``python -m trainer
+    reranker`` on ontology pairs: synonyms match, parents, children and siblings do not) reads
+    the term with each of the top ``k`` concepts' preferred names; the window is re-ordered by
+    ``score + weight * p(match)``. Exact matches stay first; the scores shown stay the ranking's.
 ``none``
     the ranking as it is.
 
@@ -27,7 +32,7 @@ from dataclasses import dataclass
 from bioviz.errors import BiovizError
 from bioviz.ontology.model import Ontology
 
-RULES = ("none", "ancestor")
+RULES = ("none", "ancestor", "cross-encoder")
 TOP_K = 20  # candidates a re-ranker looks at
 
 
@@ -44,17 +49,25 @@ class Reranker:
         come first (in the ranking's score units).
     k : int
         Candidates looked at.
+    model : str, optional
+        ``cross-encoder``: the cross-encoder's directory.
+    weight : float
+        ``cross-encoder``: the match probability's weight against the ranking's score.
     """
 
     rule: str = "none"
     margin: float = 0.0
     k: int = TOP_K
+    model: str | None = None
+    weight: float = 1.0
 
     def __post_init__(self):
         if self.rule not in RULES:
             raise BiovizError(f"unknown re-ranking {self.rule!r}: use one of {', '.join(RULES)}")
-        if self.margin < 0 or self.k < 1:
-            raise BiovizError("a re-ranker's margin must be >= 0 and its k >= 1")
+        if self.margin < 0 or self.k < 1 or self.weight < 0:
+            raise BiovizError("a re-ranker's margin and weight must be >= 0 and its k >= 1")
+        if (self.rule == "cross-encoder") != (self.model is not None):
+            raise BiovizError("a cross-encoder re-ranker needs its model directory, and only it takes one")
 
     @property
     def active(self) -> bool:
@@ -63,7 +76,9 @@ class Reranker:
 
     @property
     def label(self) -> str:
-        """``ancestor (margin 0.02)`` or ``none``."""
+        """``ancestor (margin 0.02)``, ``cross-encoder (weight 0.1)`` or ``none``."""
+        if self.rule == "cross-encoder":
+            return f"{self.rule} (weight {self.weight:g})"
         return self.rule if not self.active else f"{self.rule} (margin {self.margin:g})"
 
 
@@ -99,6 +114,29 @@ def rerank(top: Sequence[tuple[str, float]], *, parents_of: Callable[[str], Iter
     return [top[chosen]] + [row for i, row in enumerate(top) if i != chosen]
 
 
+def cross_rerank(top: Sequence[tuple[str, float]], *, probabilities: Sequence[float], exact: Collection[str] = (),
+                 weight: float) -> list[tuple[str, float]]:
+    """``top``'s window re-ordered by ``score + weight * probability`` (scores unchanged; exact ones first).
+
+    Parameters
+    ----------
+    top : sequence of (concept id, score)
+        Best first; the first ``len(probabilities)`` are the window.
+    probabilities : sequence of float
+        The cross-encoder's match probability of each window concept.
+    exact : collection of str
+        Concepts the term matches exactly: they keep their places at the head.
+    weight : float
+    """
+    top = list(top)
+    k = len(probabilities)
+    window, rest = top[:k], top[k:]
+    head = [row for row in window if row[0] in exact]
+    scored = [(row[1] + weight * p, -i, row) for i, (row, p) in enumerate(zip(window, probabilities))
+              if row[0] not in exact]
+    return head + [row for *_, row in sorted(scored, reverse=True)] + rest
+
+
 class OntologyReranker:
     """A :class:`Reranker` with an ontology's IS-A parents bound: ``regrain(top, exact)``.
 
@@ -114,9 +152,19 @@ class OntologyReranker:
         graph = self.ontology.graph
         return graph.predecessors(concept) if concept in graph else ()
 
-    def __call__(self, top: Sequence[tuple[str, float]], exact: Collection[str]) -> list[tuple[str, float]]:
-        if not self.active:
+    def __call__(self, top: Sequence[tuple[str, float]], exact: Collection[str],
+                 term: str | None = None) -> list[tuple[str, float]]:
+        if not self.active or len(top) < 2:
             return list(top)
+        if self.reranker.rule == "cross-encoder":
+            if term is None or top[0][0] in exact:  # an exact first concept is never moved
+                return list(top)
+            from bioviz.search.cross_rerank import cross_scorer  # torch only when a cross-encoder is asked for
+
+            window = top[:self.reranker.k]
+            names = [self.ontology.concepts[c].name if c in self.ontology.concepts else c for c, _ in window]
+            return cross_rerank(top, probabilities=cross_scorer(self.reranker.model)(term, names), exact=exact,
+                                weight=self.reranker.weight)
         return rerank(top, parents_of=self.parents_of, exact=exact, reranker=self.reranker)
 
 

@@ -337,7 +337,7 @@ def _model_tops(models: Sequence[CodingModel], names: Sequence[_NameConcepts], e
             top = found[:look] + (lookup.top(scores[i], heads[i], rest, found) if rest > 0 else [])
             # an exact concept scores 1.0; the others their best name's score under this ranking
             scored = [(c, 1.0 if c in found else round(lookup.score(scores[i], c), 4)) for c in top]
-            tops.append(regrain(scored, found)[:want])
+            tops.append(regrain(scored, found, texts[lo + i])[:want])
         out.append(tops)
     return out
 

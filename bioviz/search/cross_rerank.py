@@ -1,0 +1,63 @@
+"""A cross-encoder that reads a term and a candidate concept's name together: granularity's second opinion.
+
+A bi-encoder scores a term and a name apart, so "seizures" sits almost as close to *Focal
+seizure* as to *Seizure*: the extra word costs little in a pooled vector. A cross-encoder
+attends across both texts and can learn that a candidate says more (or less) than the term.
+bioviz's is trained by ``python -m trainer reranker`` on ontology pairs only: a name and its
+synonym as a match; the same name and its concept's parent, child or sibling as non-matches
+(docs/models.md, *Granularity re-ranking*).
+
+:class:`CrossScorer` loads one such model (a sentence-transformers ``CrossEncoder``
+directory) once per process and scores a term against its top candidates' names.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from bioviz.errors import ModelError
+
+MAX_LENGTH = 64  # tokens of a (term, name) pair: coding terms and concept names are short
+
+
+class CrossScorer:
+    """A cross-encoder's match probability for (term, candidate name) pairs.
+
+    Parameters
+    ----------
+    directory : Path
+        A sentence-transformers ``CrossEncoder`` directory (one output: a logit).
+    """
+
+    def __init__(self, directory: Path) -> None:
+        from sentence_transformers import CrossEncoder  # here: only re-ranking needs it
+
+        directory = Path(directory)
+        if not (directory / "config.json").is_file():
+            raise ModelError(f"{directory}: not a cross-encoder directory (no config.json)")
+        try:
+            self.model = CrossEncoder(str(directory), device="cpu", max_length=MAX_LENGTH, local_files_only=True)
+        except (OSError, ValueError) as exc:
+            raise ModelError(f"{directory}: cannot load the cross-encoder ({exc})") from None
+        self._lock = threading.Lock()  # one model, shared by a server's sessions: torch modules are not re-entrant
+
+    def __call__(self, term: str, names: list[str]) -> np.ndarray:
+        """Probability that each name names what ``term`` means (0..1), in the order given."""
+        if not names:
+            return np.zeros(0, dtype=np.float32)
+        import torch
+
+        with self._lock:  # logits, whatever activation the saved model names: the sigmoid is ours
+            logits = self.model.predict([(term, name) for name in names], batch_size=32, show_progress_bar=False,
+                                        activation_fn=torch.nn.Identity(), convert_to_numpy=True)
+        return (1.0 / (1.0 + np.exp(-np.asarray(logits, dtype=np.float64).reshape(-1)))).astype(np.float32)
+
+
+@lru_cache(maxsize=2)
+def cross_scorer(directory: str) -> CrossScorer:
+    """The process's :class:`CrossScorer` for ``directory`` (loaded once)."""
+    return CrossScorer(Path(directory))
