@@ -21,6 +21,7 @@ import numpy as np
 
 from bioviz.errors import ModelError
 
+MAX_SEEN = 200_000  # scored pairs remembered (a few tens of MB)
 MAX_LENGTH = 64  # tokens of a (term, name) pair: coding terms and concept names are short
 
 
@@ -44,17 +45,23 @@ class CrossScorer:
         except (OSError, ValueError) as exc:
             raise ModelError(f"{directory}: cannot load the cross-encoder ({exc})") from None
         self._lock = threading.Lock()  # one model, shared by a server's sessions: torch modules are not re-entrant
+        # Pairs already scored: a term re-coded (another ranking, a page rerun) costs no forward pass.
+        self._seen: dict[tuple[str, str], float] = {}
 
     def __call__(self, term: str, names: list[str]) -> np.ndarray:
         """Probability that each name names what ``term`` means (0..1), in the order given."""
-        if not names:
-            return np.zeros(0, dtype=np.float32)
         import torch
 
-        with self._lock:  # logits, whatever activation the saved model names: the sigmoid is ours
-            logits = self.model.predict([(term, name) for name in names], batch_size=32, show_progress_bar=False,
-                                        activation_fn=torch.nn.Identity(), convert_to_numpy=True)
-        return (1.0 / (1.0 + np.exp(-np.asarray(logits, dtype=np.float64).reshape(-1)))).astype(np.float32)
+        with self._lock:
+            new = list(dict.fromkeys(n for n in names if (term, n) not in self._seen))
+            if new:  # logits, whatever activation the saved model names: the sigmoid is ours
+                logits = self.model.predict([(term, n) for n in new], batch_size=32, show_progress_bar=False,
+                                            activation_fn=torch.nn.Identity(), convert_to_numpy=True)
+                if len(self._seen) > MAX_SEEN:
+                    self._seen.clear()
+                for n, logit in zip(new, np.asarray(logits, dtype=np.float64).reshape(-1)):
+                    self._seen[(term, n)] = float(1.0 / (1.0 + np.exp(-logit)))
+            return np.asarray([self._seen[(term, n)] for n in names], dtype=np.float32)
 
 
 @lru_cache(maxsize=2)
