@@ -95,3 +95,45 @@ def test_cancels_racing_in_threads_change_the_job_once(tmp_home):
     assert sorted(outcomes) == ["already"] * 7 + ["cancelled"], outcomes
     with pytest.raises(AlreadyCancelled, match=f"job {job.id} was already cancelled"):
         Worker().cancel(job.id)
+
+
+def _partial(runs, name: str, owner: dict | None, age_s: float = 0.0):
+    """A run's temporary export folder as a trainer leaves it, with the owner record ``owner``."""
+    import time
+
+    partial = runs / f".{name}.partial-abcd1234"
+    partial.mkdir()
+    (partial / "model.safetensors").write_bytes(b"\0" * 1024)
+    if owner is not None:
+        (partial / ".owner.json").write_text(json.dumps(owner))
+    if age_s:
+        then = time.time() - age_s
+        os.utime(partial, (then, then))
+    return partial
+
+
+def test_listing_the_runs_removes_the_partial_folders_of_dead_writers_only(tmp_home):
+    """A killed direct ``trainer train --out`` left ``.<name>.partial-*`` (~100 MB) forever; now the next listing
+    removes it when its writer is gone, and never one whose writer still runs (or runs on another machine)."""
+    import socket
+    import subprocess
+    import sys
+
+    from bioviz.models.run_partials import record_owner
+    from bioviz.processes import proc_start_time
+
+    runs = runs_dir()
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()  # its pid is free now: the writer that was killed
+    host = socket.gethostname()
+    dead = _partial(runs, "dead", {"pid": ended.pid, "start": "12345", "host": host})
+    reused = _partial(runs, "reused", {"pid": os.getpid(), "start": "1", "host": host})  # pid since reused
+    live = _partial(runs, "live", None)
+    record_owner(live)  # this very process writes it
+    assert json.loads((live / ".owner.json").read_text())["start"] == proc_start_time(os.getpid())
+    remote = _partial(runs, "remote", {"pid": ended.pid, "start": "12345", "host": host + "-elsewhere"})
+    fresh_orphan = _partial(runs, "fresh", None)  # no record yet: created an instant ago
+    old_orphan = _partial(runs, "old", None, age_s=2 * 24 * 3600)  # left by a trainer before the records
+    assert list_runs() == []
+    assert not dead.exists() and not reused.exists() and not old_orphan.exists()
+    assert live.exists() and remote.exists() and fresh_orphan.exists()
