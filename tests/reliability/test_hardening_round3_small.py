@@ -137,3 +137,30 @@ def test_listing_the_runs_removes_the_partial_folders_of_dead_writers_only(tmp_h
     assert list_runs() == []
     assert not dead.exists() and not reused.exists() and not old_orphan.exists()
     assert live.exists() and remote.exists() and fresh_orphan.exists()
+
+
+def test_trainer_train_out_on_a_full_disk_is_one_line_not_a_traceback(tmp_home, data_dir, tmp_path, monkeypatch,
+                                                                       capsys):
+    """The export refused by the disk (and the progress file with it): exit 75, one ``error:`` line, no traceback.
+
+    Before: with ``--progress-file`` on the full disk the error event raised in the file write and
+    never reached stderr, so the command ended with exit code 75 and said nothing.
+    """
+    import errno
+
+    from trainer import runs, train_command
+    from trainer.cli import main
+    from trainer.cli_common import EXIT_WRITE_REFUSED
+
+    out = tmp_path / "run-a"
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(out.with_name(".run-a.partial-x") / "head.bin"))
+
+    monkeypatch.setattr(runs, "train_run", full)
+    monkeypatch.setattr(train_command, "append_line", full)  # the progress file's disk is full too
+    code = main(["train", "--source", str(data_dir / "trainer_tiny.tsv"), "--depth", "1", "--shots", "3",
+                 "--base", "minilm", "--out", str(out), "--progress-file", str(tmp_path / "progress.jsonl")])
+    err = capsys.readouterr().err
+    assert code == EXIT_WRITE_REFUSED and "Traceback" not in err, err
+    assert err.strip().splitlines()[-1] == f"error: cannot write: No space left on device ({out.parent}/.run-a.partial-x/head.bin)"
