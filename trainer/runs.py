@@ -248,7 +248,9 @@ def train_run(config: TrainConfig, out: str | Path, *, callbacks=(), cancel: Can
         cancel.check()
     result = Trainer(config, data, callbacks, cancel).run()
     out.parent.mkdir(parents=True, exist_ok=True)
-    sweep_partials(out.parent)  # what a killed export left here (its writer gone): ~100 MB each
+    # What a killed export left here (its writer gone): ~100 MB each. Only those with an owner record:
+    # --out may name any folder of the user's (list_runs also ages out record-less ones under runs/).
+    sweep_partials(out.parent, orphan_age_s=None)
     partial = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:
         record_owner(partial)  # first: a sweep while this export runs must see that it lives

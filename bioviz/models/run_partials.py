@@ -87,23 +87,49 @@ def read_owner(partial: Path) -> PartialOwner | None:
     return PartialOwner(pid, start if isinstance(start, str) else None, host)
 
 
-def abandoned(partial: Path, now: float | None = None) -> bool:
-    """Whether ``partial``'s writer is gone: its recorded process ended, or it has no record and is a day old."""
+def abandoned(partial: Path, orphan_age_s: float | None = ORPHAN_AGE_S, now: float | None = None) -> bool:
+    """Whether ``partial``'s writer is gone.
+
+    Parameters
+    ----------
+    partial : pathlib.Path
+    orphan_age_s : float or None
+        A partial with no owner record counts as abandoned once it is this old (seconds since
+        its folder last changed); None: never (only a record can tell).
+    now : float, optional
+        The time to measure the age at (default: now).
+
+    Returns
+    -------
+    bool
+        True when its recorded process ended (or its pid was reused), or it has no record and is
+        older than ``orphan_age_s``.
+    """
     owner = read_owner(partial)
     if owner is not None:
         return not owner.alive()
+    if orphan_age_s is None:
+        return False
     try:
         age = (time.time() if now is None else now) - partial.stat().st_mtime
     except OSError:
         return False
-    return age > ORPHAN_AGE_S
+    return age > orphan_age_s
 
 
-def sweep_partials(folder: Path | str) -> list[Path]:
+def sweep_partials(folder: Path | str, orphan_age_s: float | None = ORPHAN_AGE_S) -> list[Path]:
     """Remove the abandoned partial folders directly under ``folder``; return those removed.
 
     Never raises: a folder that cannot be listed or a partial that cannot be removed (a
     read-only home) is left as it is, for a later sweep.
+
+    Parameters
+    ----------
+    folder : path-like
+        ``BIOVIZ_HOME/runs``, or the folder a run is exported into.
+    orphan_age_s : float or None
+        See :func:`abandoned`. None outside the runs folder: a user's own folder may hold a
+        ``.x.partial-y`` that bioviz never wrote, and only the owner record says it did.
     """
     try:
         children = [child for child in Path(folder).iterdir() if is_partial(child)]
@@ -111,7 +137,7 @@ def sweep_partials(folder: Path | str) -> list[Path]:
         return []
     removed = []
     for partial in children:
-        if partial.is_symlink() or not partial.is_dir() or not abandoned(partial):
+        if partial.is_symlink() or not partial.is_dir() or not abandoned(partial, orphan_age_s):
             continue
         shutil.rmtree(partial, ignore_errors=True)
         if not partial.exists():

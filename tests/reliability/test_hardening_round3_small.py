@@ -164,3 +164,19 @@ def test_trainer_train_out_on_a_full_disk_is_one_line_not_a_traceback(tmp_home, 
     err = capsys.readouterr().err
     assert code == EXIT_WRITE_REFUSED and "Traceback" not in err, err
     assert err.strip().splitlines()[-1] == f"error: cannot write: No space left on device ({out.parent}/.run-a.partial-x/head.bin)"
+
+
+def test_an_export_outside_the_runs_folder_removes_only_partials_it_can_prove_abandoned(tmp_path):
+    """Beside a ``--out`` in a user's own folder only a folder with a dead owner record goes, however old the others."""
+    import socket
+    import subprocess
+    import sys
+
+    from bioviz.models.run_partials import sweep_partials
+
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    dead = _partial(tmp_path, "dead", {"pid": ended.pid, "start": "12345", "host": socket.gethostname()})
+    foreign = _partial(tmp_path, "someone-elses", None, age_s=30 * 24 * 3600)
+    assert sweep_partials(tmp_path, orphan_age_s=None) == [dead]
+    assert foreign.exists()
