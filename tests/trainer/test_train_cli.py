@@ -59,6 +59,7 @@ def test_train_cli_end_to_end_writes_a_loadable_run(data_dir, tmp_home, tmp_path
     assert set(record["timings"]) >= {"embedding_s", "training_s", "per_epoch_s"}
     assert (out / "head.safetensors").is_file()
     assert not list(tmp_path.glob(".run-a.partial-*"))
+    assert not (out / ".owner.json").exists()  # the export's owner record does not travel with the run
 
     from sentence_transformers import SentenceTransformer
 
