@@ -11,6 +11,7 @@ from another machine (a cluster's shared folder: its process cannot be seen from
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -71,8 +72,13 @@ def record_owner(partial: Path | str) -> None:
 
 
 def drop_owner(run: Path | str) -> None:
-    """Remove the owner record from a partial folder just renamed into the run ``run`` (a run does not carry it)."""
-    (Path(run) / OWNER_FILE).unlink(missing_ok=True)
+    """Remove the owner record from a partial folder just renamed into the run ``run`` (a run does not carry it).
+
+    A removal the disk refuses leaves the small hidden file in place: the run is complete and
+    nothing reads it, so a finished training is not failed over it.
+    """
+    with contextlib.suppress(OSError):
+        (Path(run) / OWNER_FILE).unlink(missing_ok=True)
 
 
 def read_owner(partial: Path) -> PartialOwner | None:
