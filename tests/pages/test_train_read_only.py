@@ -1,4 +1,4 @@
-"""The Train page on a read-only BIOVIZ_HOME (issue 32, finding 9): it renders and says once why nothing can be launched.
+"""The Train page on a read-only BIOVIZ_HOME (issue 32, finding 9): it renders, says once why no job can start.
 
 A real read-only mount (``unshare -rm``: a bind mount remounted ``ro`` in a private mount
 namespace, so even root gets EROFS), as tests/reliability/test_read_only_home.py does for the

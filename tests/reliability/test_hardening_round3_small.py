@@ -163,7 +163,8 @@ def test_trainer_train_out_on_a_full_disk_is_one_line_not_a_traceback(tmp_home, 
                  "--base", "minilm", "--out", str(out), "--progress-file", str(tmp_path / "progress.jsonl")])
     err = capsys.readouterr().err
     assert code == EXIT_WRITE_REFUSED and "Traceback" not in err, err
-    assert err.strip().splitlines()[-1] == f"error: cannot write: No space left on device ({out.parent}/.run-a.partial-x/head.bin)"
+    where = out.parent / ".run-a.partial-x" / "head.bin"
+    assert err.strip().splitlines()[-1] == f"error: cannot write: No space left on device ({where})"
 
 
 def test_an_export_outside_the_runs_folder_removes_only_partials_it_can_prove_abandoned(tmp_path):
