@@ -11,8 +11,9 @@ import streamlit as st
 
 from bioviz.ontology.splits import DEFAULT_SHOTS
 from ui import state
+from ui.markdown import md
 from ui.train.few_shot_form import few_shot_form
-from ui.train.job_panel import SELECTED, show_jobs
+from ui.train.job_panel import SELECTED, jobs_blocked, show_jobs
 from ui.train.pretrain_form import pretraining_section
 from ui.train.runs_panel import runs_panel
 
@@ -28,6 +29,8 @@ state.sync_url(job=st.session_state.get(SELECTED))
 st.title("Train")
 st.caption("Launch a training run on the selected ontology level; it runs in the background while you "
            "explore the other pages. Jobs wait in a queue (one per GPU, one on the CPU).")
+if blocked := jobs_blocked():
+    st.warning(md(blocked))  # once, here: the forms' Launch buttons are disabled and the job panel left out
 
 MODES = ("Few-shot run on this level", "Pretrain a base model")
 st.radio("What to train", MODES, key="train_mode", horizontal=True,

@@ -95,6 +95,11 @@ def _home_path() -> Path:
     return Path(os.environ.get("BIOVIZ_HOME", ".bioviz")).expanduser().resolve()
 
 
+def home_path() -> Path:
+    """``BIOVIZ_HOME`` resolved, never created: for what a page says about it (:func:`home` creates it)."""
+    return _home_path()
+
+
 def home() -> Path:
     """Return the bioviz home directory, creating it if needed (and if the disk lets it).
 

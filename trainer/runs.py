@@ -3,6 +3,8 @@
 Everything is written into a temporary sibling of the target (``.<name>.partial-*``) and
 renamed onto it at the very end, so a killed or cancelled job never leaves a directory
 that looks complete (``run.json`` is the completeness marker, see :mod:`bioviz.models.runs`).
+The sibling records its writer (:mod:`bioviz.models.run_partials`): one left by a killed
+process is removed by the next export into the same folder, or the next listing of the runs.
 Every file is flushed to the disk before the rename and the parent directory after it, so
 a power loss cannot leave a complete-looking run with an empty ``run.json`` either.
 """
@@ -24,6 +26,7 @@ from bioviz.models.encoders import HeadRunEncoder
 from bioviz.models.registry import load_encoder
 from bioviz.models.encoding_estimate import RateWindow
 from bioviz.models.model_spec import ModelSpec
+from bioviz.models.run_partials import drop_owner, record_owner, sweep_partials
 from bioviz.paths import fsync_dir, fsync_tree, share_tree
 from trainer.config import TrainConfig, validate
 from trainer.crash_points import crash_point
@@ -245,8 +248,12 @@ def train_run(config: TrainConfig, out: str | Path, *, callbacks=(), cancel: Can
         cancel.check()
     result = Trainer(config, data, callbacks, cancel).run()
     out.parent.mkdir(parents=True, exist_ok=True)
+    # What a killed export left here (its writer gone): ~100 MB each. Only those with an owner record:
+    # --out may name any folder of the user's (list_runs also ages out record-less ones under runs/).
+    sweep_partials(out.parent, orphan_age_s=None)
     partial = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:
+        record_owner(partial)  # first: a sweep while this export runs must see that it lives
         started = time.perf_counter()
         if result.head is not None:
             save_head_model(result.head, data.input_model, partial)
@@ -265,6 +272,9 @@ def train_run(config: TrainConfig, out: str | Path, *, callbacks=(), cancel: Can
         if out.exists():
             out.rmdir()  # empty (checked above); os.replace cannot replace a directory otherwise
         os.replace(partial, out)
+        # Kept until the rename (a partial killed just before it is still seen as abandoned); a crash
+        # right here leaves a small hidden file in a complete run, which nothing reads.
+        drop_owner(out)
         fsync_dir(out.parent)
         crash_point("export:after-rename")
     except BaseException:

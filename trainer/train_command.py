@@ -70,10 +70,14 @@ class ProgressWriter:
             self.path.parent.mkdir(parents=True, exist_ok=True)
 
     def __call__(self, event: dict) -> None:
-        if self.path is not None:
-            append_line(self.path, json.dumps({**event, "time": time.time()}, default=str))
-        with contextlib.suppress(OSError):  # stderr is the job's log: on a full disk the progress file says it
-            _echo(event)
+        try:
+            if self.path is not None:
+                append_line(self.path, json.dumps({**event, "time": time.time()}, default=str))
+        finally:
+            # Said on stderr even when the progress file's disk refused it (then raised): the one
+            # line a full disk's `error:` event leaves for whoever ran the command.
+            with contextlib.suppress(OSError):  # stderr is the job's log: on a full disk the progress file says it
+                _echo(event)
 
 
 def _echo(event: dict) -> None:

@@ -22,6 +22,7 @@ from bioviz.models.run_record import (  # noqa: F401 - re-exported: the names ru
     LEVEL_KEYS, NAME_FILE, NAME_MAX, PRETRAIN_KIND, RUN_FILE, SOURCE_NAMES, RunRecord, check_run_name,
     default_run_name, is_run_dir, pairs_text, pretrained_run_name, read_run_name, run_mtime, short_run_id,
 )
+from bioviz.models.run_partials import sweep_partials
 from bioviz.ontology import LevelSpec
 from bioviz.ontology.splits import SPLIT_PARTS, UNUSED
 from bioviz.paths import subdir, write_text_atomic
@@ -55,7 +56,9 @@ def list_runs(base: str | Path | None = None, include_damaged: bool = False) -> 
 
     Never fails over one run: a run deleted while the folder is read is left out, and a
     damaged one (see :class:`RunRecord`) is left out with a logged warning, or listed with its
-    ``damaged`` reason when ``include_damaged`` (for the run list, which shows it).
+    ``damaged`` reason when ``include_damaged`` (for the run list, which shows it). The
+    temporary export folders that killed trainers left here are removed on the way
+    (:func:`~bioviz.models.run_partials.sweep_partials`: never one whose writer still runs).
 
     Parameters
     ----------
@@ -65,6 +68,8 @@ def list_runs(base: str | Path | None = None, include_damaged: bool = False) -> 
         Also return damaged runs (``RunRecord.damaged`` set). Pickers of models leave it off.
     """
     base = Path(base) if base else runs_dir()
+    # Every page lists the runs: the place a killed direct `trainer train --out` is noticed (no job tidies it).
+    sweep_partials(base)
     try:
         children = list(base.iterdir()) if base.is_dir() else []
     except OSError as error:
@@ -73,6 +78,8 @@ def list_runs(base: str | Path | None = None, include_damaged: bool = False) -> 
     runs = []
     inside = os.path.realpath(base)
     for child in children:
+        if child.name.startswith("."):
+            continue  # never a run: an export not yet renamed into place (it may hold run.json), a discarded run
         if os.path.dirname(os.path.realpath(child)) != inside:
             # A link to a folder elsewhere: the server's path policy refuses it as a model (docs/security.md),
             # so a picker must not offer it first.

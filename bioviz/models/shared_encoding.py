@@ -155,6 +155,9 @@ class _Claimant:
         self.token = os.urandom(8).hex()  # whose progress file it is: a take-over writes another
         self.stored = False  # whether a progress file of this claimant's was ever written
         self.taken_over: str | None = None
+        # Names this claimant encoded and stored, counted chunk by chunk: kept when the claim is lost
+        # midway (ClaimLost), so the process still reports the work it did.
+        self.encoded = 0
 
     def holds(self) -> bool:
         """False once a waiter has taken the claim over (another token in the progress file, or its file gone).
@@ -263,7 +266,8 @@ def encode_claimed(encoder, texts: list[str], claimant: _Claimant, *, batch_size
     """Encode and store, chunk by chunk, the names of ``texts`` the cache lacks; report after each chunk.
 
     Chunks grow or shrink to take about :data:`CHUNK_S` seconds at the recent rate (at most
-    ``max_chunk`` names). Returns the number of names encoded.
+    ``max_chunk`` names). Returns the number of names encoded; ``claimant.encoded`` counts them
+    too, chunk by chunk, so a :class:`ClaimLost` raised midway loses none of the count.
     """
     unique = list(dict.fromkeys(texts))
     cached = VectorCache().cached_texts(encoder.fingerprint, unique)  # which ones: their vectors are read once, at the end
@@ -272,25 +276,30 @@ def encode_claimed(encoder, texts: list[str], claimant: _Claimant, *, batch_size
     if not missing:
         return 0
     if _on_cluster(encoder, len(missing)):
-        before = claimant.done
-        encode_cached(encoder, missing, batch_size=batch_size, progress=lambda done, _: claimant.update(before + done))
-        return len(missing)
+        before, counted = claimant.done, claimant.encoded
+        _, stats = encode_cached(encoder, missing, batch_size=batch_size,
+                                 progress=lambda done, _: claimant.update(before + done))
+        claimant.encoded += stats.encoded
+        return claimant.encoded - counted
     with claimant.beating():  # loading a large model can take longer than a waiter's patience
         _load_weights(encoder)
     claimant.window.samples.clear()  # the rate starts after the weights are loaded
     claimant.update(claimant.done)
     order, start, size = _chunk_order(missing, batch_size), 0, min(batch_size, max_chunk)
+    counted = claimant.encoded
     while start < len(order):
         part, before, began = order[start:start + size], claimant.done, time.monotonic()
         # the count moves (and the progress file is rewritten) within a chunk too, as batches end
-        encode_cached(encoder, part, batch_size=batch_size, progress=lambda done, _: claimant.update(before + done))
+        _, stats = encode_cached(encoder, part, batch_size=batch_size,
+                                 progress=lambda done, _: claimant.update(before + done))
+        claimant.encoded += stats.encoded  # stored: counted before the next check can find the claim lost
         start += len(part)
         claimant.update(before + len(part), force=start >= len(order))
         # the next chunk sized from this one's own rate, not the model's last measured one (another
         # machine load, another run): a chunk far longer than CHUNK_S would leave waiters without news
         rate = len(part) / max(time.monotonic() - began, 1e-3)
         size = int(min(max(rate * CHUNK_S // batch_size, 1) * batch_size, max_chunk))
-    return len(missing)
+    return claimant.encoded - counted
 
 
 def _take_over(lock: FileLock, lock_path: Path, claimant: _Claimant, seen: dict | None) -> bool:
@@ -393,18 +402,23 @@ def encode_level(encoder, texts: list[str], *, owner: str, report: Callable[[Enc
     Returns
     -------
     (vectors, encoded)
-        The vectors of ``texts`` and how many names this process encoded.
+        The vectors of ``texts`` and how many names this process encoded, those it encoded under a
+        claim it then lost included (they are stored: whoever took over found them cached).
     """
     encoded = 0
     while True:
+        claimant = None
         try:
             with claim(encoder, texts, owner=owner, report=report) as claimant:
-                encoded += encode_claimed(encoder, texts, claimant, batch_size=batch_size, max_chunk=max_chunk)
+                encode_claimed(encoder, texts, claimant, batch_size=batch_size, max_chunk=max_chunk)
                 vectors, _ = encode_cached(encoder, texts, batch_size=batch_size)  # every row stored: one read, the block
-            return vectors, encoded
         except ClaimLost:
             logger.warning("%s's encoding of %d names with %s stalled and was taken over: it waits for it now",
                            owner, len(texts), encoder.label)
+            continue
+        finally:
+            encoded += claimant.encoded if claimant is not None else 0
+        return vectors, encoded
 
 
 def encode_shared(encoder, texts, *, batch_size: int = 64, progress: Callable[[int, int], None] | None = None,

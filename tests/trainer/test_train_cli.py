@@ -59,6 +59,7 @@ def test_train_cli_end_to_end_writes_a_loadable_run(data_dir, tmp_home, tmp_path
     assert set(record["timings"]) >= {"embedding_s", "training_s", "per_epoch_s"}
     assert (out / "head.safetensors").is_file()
     assert not list(tmp_path.glob(".run-a.partial-*"))
+    assert not (out / ".owner.json").exists()  # the export's owner record does not travel with the run
 
     from sentence_transformers import SentenceTransformer
 
@@ -247,3 +248,23 @@ def test_a_damaged_config_file_is_one_line_and_creates_nothing(tmp_home, tmp_pat
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and reason in err and "\n" not in err
     assert not out.exists()
+
+
+@pytest.mark.slow
+def test_a_direct_train_killed_mid_export_leaves_a_partial_folder_the_next_listing_removes(data_dir, tmp_home):
+    """``trainer train --out runs/NAME`` killed before its rename (not a job: nothing tidies after it).
+
+    Before: ``runs/.NAME.partial-*`` (the exported weights, ~100 MB for a fine-tuned run) stayed forever.
+    """
+    from trainer.crash_points import CRASH_ENV, CRASH_EXIT_CODE
+
+    from bioviz.models.runs import list_runs, runs_dir
+
+    out = runs_dir() / "direct"
+    proc = subprocess.run([sys.executable, "-m", "trainer", *_args(data_dir, out, "--epochs", "1")], cwd=ROOT,
+                          env={**_env(tmp_home), CRASH_ENV: "export:before-rename"}, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert proc.returncode == CRASH_EXIT_CODE, proc.stderr[-2000:]
+    left = list(runs_dir().glob(".direct.partial-*"))
+    assert len(left) == 1 and (left[0] / "run.json").is_file()  # killed with its export complete, not renamed
+    assert list_runs() == [] and not left[0].exists() and not out.exists()

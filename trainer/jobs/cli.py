@@ -17,7 +17,7 @@ from bioviz.errors import BiovizError
 
 from trainer.jobs.executor import CANCEL_GRACE_S
 from trainer.jobs.progress import job_row, tail
-from trainer.jobs.queue import Worker
+from trainer.jobs.queue import AlreadyCancelled, Worker
 from trainer.train_command import add_config_options, config_from_args
 
 
@@ -69,11 +69,17 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _cancel(args: argparse.Namespace) -> int:
-    job = Worker().cancel(args.job_id, grace_s=args.grace)
+    worker = Worker()
+    try:
+        job, already = worker.cancel(args.job_id, grace_s=args.grace), False
+    except AlreadyCancelled:
+        # What was asked for holds: not an error. Said apart from "cancelled", so that of two cancels
+        # at once exactly one says it cancelled the job.
+        job, already = worker.store.get(args.job_id), True
     if args.json:
-        _print_json(job.as_dict())
+        _print_json({**job.as_dict(), "already_cancelled": already})
     else:
-        sys.stdout.write(f"{job.id}: {job.status}\n")
+        sys.stdout.write(f"{job.id}: {'already ' if already else ''}{job.status}\n")
     return 0
 
 

@@ -21,6 +21,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from bioviz.processes import pid_alive as _pid_alive  # shared with the run export's owner records
+from bioviz.processes import proc_start_time as _proc_start_time
+from bioviz.processes import proc_state as _proc_state
 from trainer.cli_common import EXIT_CANCELLED
 
 logger = logging.getLogger(__name__)
@@ -155,25 +158,6 @@ def gpu_count() -> int:
     return int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
 
 
-def _proc_start_time(pid: int) -> str | None:
-    """Start time of ``pid`` in clock ticks since boot (Linux), to tell a reused pid apart."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
-    fields = stat[stat.rindex(")") + 2:].split()
-    return fields[19] if len(fields) > 19 else None
-
-
-def _proc_state(pid: int) -> str | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat[stat.rindex(")") + 2:].split()[0]
-
-
 def _parse_handle(handle: str | None) -> dict | None:
     """``{"pid": int, "start": str|None, "job": str|None}`` from a local handle; None if unreadable."""
     try:
@@ -202,26 +186,6 @@ def process_alive(handle: str | None) -> bool:
     """True while the process of a :func:`process_handle` runs (False for an unreadable one)."""
     info = _parse_handle(handle)
     return info is not None and _pid_alive(info["pid"], info.get("start"))
-
-
-def _pid_alive(pid: int, start: str | None) -> bool:
-    """True when ``pid`` exists, is not a zombie, and started at ``start``.
-
-    Where ``/proc`` tells start times, a handle without one (damaged, or written by hand)
-    vouches for nothing: any process could have that number.
-    """
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, owned by someone else: cannot be ours, but do not reap it blindly
-    if Path("/proc").is_dir():
-        if _proc_state(pid) in (None, "Z", "X"):
-            return False
-        if start is None or _proc_start_time(pid) != start:
-            return False  # the pid was reused by an unrelated process (or cannot be told)
-    return True
 
 
 class LocalProcessExecutor(Executor):

@@ -113,6 +113,10 @@ def job_env(job: Job, home: Path) -> dict[str, str]:
     return env
 
 
+class AlreadyCancelled(JobError):
+    """A cancel of a job that another cancel (or an earlier one) has already cancelled: nothing to do."""
+
+
 def discard_run(job: Job) -> None:
     """Remove everything the job left under ``runs/``: its run directory, complete or not, and temp dirs.
 
@@ -470,17 +474,24 @@ class Worker:
 
         Raises
         ------
+        AlreadyCancelled
+            If the job was cancelled before (by another cancel, perhaps at the same moment).
         JobError
-            If the job does not exist or has already finished.
+            If the job does not exist or has already ended otherwise.
         """
         with self.store.transaction() as conn:
             job = self.store.get(job_id, conn)
-            if job.finished:
-                raise JobError(f"job {job_id} has already {job.status}")
             reason = "cancelled by user" if job.status == RUNNING else "cancelled before it started"
+            # One conditional UPDATE is the state change: of two cancels at once exactly one changes
+            # the row (rowcount 1) and says it cancelled the job; the other is told it already was.
             # Queued or starting: no trainer runs, and none will (a runner finds its claim gone).
-            self.store.update(job_id, conn, status=CANCELLED, error=reason, finished_at=time.time(),
-                              settled=int(job.status != RUNNING))
+            if job.finished or not self.store.update(
+                    job_id, conn, only_if=(job.status,), status=CANCELLED, error=reason,
+                    finished_at=time.time(), settled=int(job.status != RUNNING)):
+                now = self.store.get(job_id, conn)
+                if now.status == CANCELLED:
+                    raise AlreadyCancelled(f"job {job_id} was already cancelled")
+                raise JobError(f"job {job_id} has already {now.status}")
         crash_point("cancel:after-commit")
         if job.status == RUNNING and job.handle:
             self.executor.cancel(job.handle, grace_s, wait=wait)

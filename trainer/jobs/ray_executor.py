@@ -43,6 +43,7 @@ import threading
 import time
 from pathlib import Path
 
+from bioviz.models.run_partials import record_owner
 from bioviz.paths import fsync_dir, fsync_tree
 from bioviz.ray_cluster import cluster_address, connect, resources
 from trainer.jobs.executor import CANCEL_EXIT_CODE, JOB_ID_ENV, LocalProcessExecutor
@@ -161,6 +162,7 @@ def publish_run(data: bytes, run_dir: Path) -> None:
     staging = run_dir.parent / f".{run_dir.name}.partial-ray-{secrets.token_hex(4)}"
     staging.mkdir(parents=True)
     try:
+        record_owner(staging)  # a runner killed while unpacking leaves it to the next sweep (run_partials)
         unpacked = _unpack(data, staging)
         if not (unpacked / RUN_FILE).is_file():
             raise OSError(f"the shipped run of {run_dir.name} has no {RUN_FILE}")

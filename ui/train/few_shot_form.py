@@ -19,7 +19,7 @@ from ui import state
 from ui.markdown import md
 from ui.metric_row import metric_row
 from ui.train.executor_info import show_executor
-from ui.train.job_panel import SELECTED
+from ui.train.job_panel import SELECTED, jobs_blocked
 from ui.train.option_widgets import option_widget
 
 # Form widgets whose values survive a visit to another page (see ui.state.restore_form).
@@ -99,6 +99,7 @@ def few_shot_form(view: LevelView | None) -> None:
         device = st.selectbox("Device", DEVICE_CHOICES, key="train_device",
                               help=f"auto = a GPU when present, else the CPU ({gpu_count()} CUDA devices here)")
         can_submit = show_executor()  # this machine, or the Ray cluster (one error line when unreachable)
+        can_submit = can_submit and not jobs_blocked()  # a read-only home: the page said why, once
     values = _hyperparameters(encoder)
     state.keep_form("train", FORM_KEYS, FORM_PREFIXES)
     if view is not None:

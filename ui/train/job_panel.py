@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from bioviz import paths
 from bioviz.errors import BiovizError
 from bioviz.evaluation.result import EvalResult
 from bioviz.evaluation.store import read_run_evaluations
@@ -57,6 +58,20 @@ JOB_COLUMNS = {
         "ETA", width=45, help="Time left if validation does not improve again (early stopping), and at most: all epochs"),
     "base": st.column_config.TextColumn(width=95, help="The model the run starts from"),
 }
+
+
+def jobs_blocked() -> str | None:
+    """Why no job can be launched or listed here, in one line: BIOVIZ_HOME takes no writes; else None.
+
+    The job database, each job's log and its run all live under the home: on a read-only or
+    unwritable one the database cannot even be created (nor opened: it is a WAL database). The
+    page says so once (this line), disables Launch and leaves the job panel out, rather than
+    showing the database's own error and a Launch button that fails when clicked.
+    """
+    if paths.home_writable():
+        return None
+    return (f"Jobs need a writable BIOVIZ_HOME: none can be launched or listed while {paths.home_path()} "
+            "is read-only or not writable. The runs already trained there are listed below.")
 
 
 def default_job(jobs: list[Job]) -> str:
@@ -253,6 +268,8 @@ def show_jobs() -> None:
     With every job finished the page goes idle (no timer, no redrawn charts); launching a
     job re-runs the page, which starts the timer again.
     """
+    if jobs_blocked():
+        return  # the page said why once (jobs_blocked); the job database cannot be opened here
     try:
         interval = poll_interval(Worker().store.list())
     except BiovizError:  # the panel itself says what is wrong

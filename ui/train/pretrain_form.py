@@ -28,7 +28,7 @@ from trainer.pretrain.config import OPTIONS
 from ui import state
 from ui.markdown import md
 from ui.train.executor_info import show_executor
-from ui.train.job_panel import SELECTED
+from ui.train.job_panel import SELECTED, jobs_blocked
 from ui.train.option_widgets import option_widget
 
 # The settings drawn from their option metadata (ui.train.option_widgets), each under "pretrain_<field>".
@@ -171,7 +171,7 @@ def pretraining_section() -> None:
         device = st.selectbox("Device", DEVICE_CHOICES, key="train_device",
                               help=f"auto = a GPU when present, else the CPU ({gpu_count()} CUDA devices here)")
     with right:
-        can_submit = show_executor()
+        can_submit = show_executor() and not jobs_blocked()  # a read-only home: the page said why, once
     job = pretrain_form({labels[r.path]: str(r.path) for r in runs}, device, can_submit)
     if job is not None:
         st.session_state[SELECTED] = job.id

@@ -193,5 +193,32 @@ def test_a_stopped_claimant_process_is_taken_over_and_waits_once_it_is_woken(tmp
         child.send_signal(signal.SIGCONT)
     output, errors = child.communicate(timeout=120)
     assert child.returncode == 0 and "was taken over" in errors, errors[-2000:]
+    # what the child encoded before it was stopped counts (it was 0: the lost claim's count was dropped)
+    assert len(NAMES) - stats.encoded <= int(output.split()[-1]) <= len(NAMES), (output, stats.encoded)
     stored = VectorCache().get(encoder.fingerprint, NAMES)
     assert np.allclose(np.stack([stored[n] for n in NAMES]), vectors), "the woken owner spoilt nothing"
+
+
+def test_names_encoded_before_the_claim_was_lost_are_counted(tmp_home, fast_poll, monkeypatch):
+    """A claimant whose claim is taken over mid-encoding still counts the chunks it encoded and stored.
+
+    Before: the count of the lost claim was dropped with its ClaimLost, so a process that encoded
+    most of a level before a take-over (a stopped process, woken) reported ``encoded: 0``.
+    """
+    encoder = load_encoder("minilm")
+    calls, real = [], encoder._encode
+    progress_path = claim_paths(encoder.fingerprint, NAMES)[1]
+
+    def taken_over_after_the_first_chunk(texts, batch_size):
+        calls.append(len(texts))
+        if len(calls) == 2:  # the first chunk is stored: another process takes the claim over now
+            state = json.loads(progress_path.read_text())
+            progress_path.write_text(json.dumps({**state, "token": "another process's"}))
+        return real(texts, batch_size)
+
+    monkeypatch.setattr(encoder, "_encode", taken_over_after_the_first_chunk)
+    vectors, encoded = shared_encoding.encode_level(encoder, NAMES, owner="a page", batch_size=32, max_chunk=32)
+    assert len(calls) > 2, "the claim was lost and claimed again"
+    stored_by_first_claim = 32
+    assert encoded == len(NAMES), (encoded, len(NAMES) - stored_by_first_claim)
+    assert np.allclose(vectors, encoder.encode(NAMES), atol=1e-5)
