@@ -9,9 +9,10 @@
 ``scores [--models M ...]``
     MayoSRS/UMNSRS (reported only), class retrieval, leaf-to-parent and CPU encoding speed,
     the models side by side in one run (``benchmarks/results/med_minilm_scores.json``).
-``ship RUN``
+``ship RUN [--lineage DIR ...] [--version N] [--recipe FILE]``
     copies a finished pretraining (``python -m trainer pretrain @recipes/med-minilm.args --out RUN``)
-    into ``assets/models/med-minilm`` with float16 weights.
+    into ``assets/models/med-minilm`` with float16 weights; with ``--lineage`` the card records
+    every step that made it (``recipes/med-minilm-2.sh``).
 
 Usage::
 
@@ -86,13 +87,33 @@ def scores(models, out: Path) -> dict:
     return result
 
 
-def ship(run: Path) -> Path:
-    """``run``'s model with float16 weights as the bundled ``med-minilm``."""
+def _lineage_step(directory: Path) -> dict:
+    """What one ingredient of the shipped model was: a pretraining's settings or a merge's record."""
+    from bioviz.models.model_files import directory_fingerprint
+
+    step = {"name": directory.name, "fingerprint": directory_fingerprint(directory)}
+    for file, key in (("merge.json", "merge"), ("pretrain.json", "pretrain")):
+        if (directory / file).is_file():
+            record = json.loads((directory / file).read_text(encoding="utf-8"))
+            step[key] = record if key == "merge" else {k: record[k] for k in ("base", "config", "pairs", "seconds")
+                                                          if k in record}
+            break
+    return step
+
+
+def ship(run: Path, lineage: list[Path] | None = None, *, version: int = 1, recipe: str | None = None) -> Path:
+    """``run``'s model with float16 weights as the bundled ``med-minilm``.
+
+    With ``lineage`` (the directories the model was made from, oldest first: pretrainings and
+    merges), ``pretrain.json`` gains ``version``, ``recipe`` and ``lineage`` (each step's
+    settings and fingerprint), and ``pretrain-terms.json`` holds every text any step trained on
+    (the Evaluation page's overlap mark must see them all).
+    """
     from safetensors.torch import load_file, save_file
 
     keep = ("modules.json", "config.json", "config_sentence_transformers.json", "sentence_bert_config.json",
             "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "1_Pooling",
-            "2_Normalize", "pretrain.json")
+            "2_Normalize", "pretrain.json", "pretrain-terms.json")
     shutil.rmtree(TARGET, ignore_errors=True)
     TARGET.mkdir(parents=True)
     for name in keep:
@@ -104,6 +125,23 @@ def ship(run: Path) -> Path:
     weights = load_file(str(run / "model.safetensors"))
     save_file({k: v.half().contiguous() for k, v in weights.items()}, str(TARGET / "model.safetensors"),
               metadata={"format": "pt"})
+    if lineage:
+        card = json.loads((TARGET / "pretrain.json").read_text(encoding="utf-8"))
+        card.update({"version": version, "recipe": recipe, "lineage": [_lineage_step(d) for d in [*lineage, run]]})
+        # The exclusion file the steps read held development texts: it is never shipped, the recipe rebuilds it.
+        card["config"]["exclude_names"] = "recipes/med-minilm-excluded.txt + the development files' texts"
+        text = json.dumps(card, indent=1).replace(str(run.parent) + "/", "")  # the work folder says nothing
+        (TARGET / "pretrain.json").write_text(text + "\n", encoding="utf-8")
+        hashes, texts = set(), 0
+        for directory in [*lineage, run]:
+            terms = directory / "pretrain-terms.json"
+            if terms.is_file():
+                record = json.loads(terms.read_text(encoding="utf-8"))
+                hashes |= set(record["hashes"])
+                texts += record["texts"]
+        first = json.loads((run / "pretrain-terms.json").read_text(encoding="utf-8"))
+        (TARGET / "pretrain-terms.json").write_text(json.dumps(
+            {"hash": first["hash"], "texts": len(hashes), "hashes": sorted(hashes)}), encoding="utf-8")
     return TARGET
 
 
@@ -113,6 +151,9 @@ def main() -> int:
     sub.add_parser("exclusions")
     s = sub.add_parser("ship")
     s.add_argument("run", type=Path)
+    s.add_argument("--lineage", type=Path, nargs="*", default=[], help="the ingredients, oldest first")
+    s.add_argument("--version", type=int, default=1)
+    s.add_argument("--recipe", help="the recipe that makes it (recorded in pretrain.json)")
     c = sub.add_parser("scores")
     c.add_argument("--models", nargs="+", default=["minilm", "med-minilm"])
     c.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "med_minilm_scores.json")
@@ -120,7 +161,7 @@ def main() -> int:
     if args.command == "exclusions":
         print(json.dumps({"excluded_names": exclusions(), "file": str(EXCLUDED.relative_to(ROOT))}))
     elif args.command == "ship":
-        print(ship(args.run))
+        print(ship(args.run, args.lineage, version=args.version, recipe=args.recipe))
     else:
         print(json.dumps(scores(args.models, args.out), indent=1))
     return 0

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# med-minilm 2: every step that made the shipped model (docs/models.md, "Choosing the shipped model").
+#   bash recipes/med-minilm-2.sh WORK [DEV]     # WORK: a new folder; DEV: the development files (../shared/benchmarks)
+# The development files' texts are kept out of every pair (they chose the model); they are read
+# at run time and never copied into the project. About 2 h on a 2-core CPU, minutes on a GPU.
+set -euo pipefail
+WORK=${1:?give a work folder}
+DEV=${2:-$(dirname "$0")/../../shared/benchmarks}
+PY=${PYTHON:-python}
+mkdir -p "$WORK"
+# 0. med-minilm 1, as shipped before (recipes/med-minilm.args from all-MiniLM-L6-v2).
+[ -d "$WORK/med-minilm-1" ] || $PY -m trainer pretrain @recipes/med-minilm.args --out "$WORK/med-minilm-1"
+# The exclusions: the recipe's held-out names plus every text of the three development files.
+$PY - "$DEV" "$WORK/excluded.txt" <<'PY'
+import csv, sys
+from pathlib import Path
+dev, out = Path(sys.argv[1]), Path(sys.argv[2])
+names = {line.strip() for line in Path("recipes/med-minilm-excluded.txt").read_text(encoding="utf-8").splitlines()}
+for name, columns in (("ehr_relb_dev", ("term1", "term2")), ("hpo_coding_dev", ("mention",)),
+                      ("gsc_plus_dev", ("mention",))):
+    with (dev / f"{name}.tsv").open(encoding="utf-8") as handle:
+        for row in csv.DictReader(handle, delimiter="\t"):
+            names.update(row[c].strip() for c in columns)
+out.write_text("\n".join(sorted(n for n in names if n)) + "\n", encoding="utf-8")
+PY
+EX="--exclude-names $WORK/excluded.txt"
+[ -d "$WORK/c1" ] || $PY -m trainer pretrain @recipes/med-minilm-2-c1.args --base "$WORK/med-minilm-1" $EX --out "$WORK/c1"
+[ -d "$WORK/c2" ] || $PY -m trainer pretrain @recipes/med-minilm-2-c2.args --base "$WORK/c1" $EX --out "$WORK/c2"
+[ -d "$WORK/c2-wise-0.4" ] || $PY -m bioviz.models.merge minilm "$WORK/c2" --alpha 0.4 --out "$WORK/c2-wise-0.4"
+[ -d "$WORK/c4" ] || $PY -m trainer pretrain @recipes/med-minilm-2-c4.args --base "$WORK/c2-wise-0.4" $EX --out "$WORK/c4"
+$PY benchmarks/select_model.py --dev-dir "$DEV" score "$WORK/c4" --name med-minilm-2
+$PY benchmarks/med_minilm.py ship "$WORK/c4" --version 2 --recipe recipes/med-minilm-2.sh \
+    --lineage "$WORK/med-minilm-1" "$WORK/c1" "$WORK/c2" "$WORK/c2-wise-0.4"
