@@ -1,12 +1,13 @@
-"""Disk bytes a training run adds to ``BIOVIZ_HOME`` (issue 32, finding 6: "every run copies the base").
+"""Disk bytes a training run adds to ``BIOVIZ_HOME`` (issue 32, finding 6: every run copied the base).
 
     .venv/bin/python benchmarks/bench_run_disk.py [--runs 3] [--hidden 9600] [--no-share]
 
 Trains ``--runs`` residual runs of one epoch on ``tests/data/trainer_tiny.tsv`` over ``minilm``
-with seeds 0, 1, ... (so their heads differ) into a fresh ``BIOVIZ_HOME`` (``python -m trainer train``, as a user or a job does) and prints,
-after each, the bytes on the disk under the home's ``runs/`` and ``blobs/``: hard links counted
-once (by inode), as ``du`` counts them. ``--no-share`` makes every link fail (the fallback: each
-run keeps its own copy, as before the store). Also prints each run file's size and link count.
+with seeds 0, 1, ... (so their heads differ) into a fresh ``BIOVIZ_HOME`` (``python -m trainer
+train``, as a user or a job does) and prints, after each, the bytes on the disk under the home's
+``runs/`` and ``blobs/``: hard links counted once (by inode), as ``du`` counts them.
+``--no-share`` makes every link fail (the fallback: each run keeps its own copy, as before the
+store). Also prints each large file of the first run with its size and link count.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-_NO_LINKS = "import errno, os\ndef _refuse(*a, **k):\n    raise OSError(errno.EXDEV, 'no links here')\nos.link = _refuse\n"
+_NO_LINKS = ("import errno, os\n"
+             "def _refuse(*a, **k):\n    raise OSError(errno.EXDEV, 'no links here')\n"
+             "os.link = _refuse\n")
 
 
 def disk_bytes(*folders: Path) -> int:
