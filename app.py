@@ -17,8 +17,10 @@ upload_memory.install()  # bound the server's upload memory (idempotent; python 
 page, streamlit_page = navigation.navigate()
 st.set_page_config(page_title="bioviz" if page.is_home else f"{page.title} · bioviz", page_icon="🧬",
                    layout="wide")
-if not st.session_state.get("_home_notice") and not paths.check_home_writable():
-    st.session_state["_home_notice"] = True  # said once a session: every page works from what is cached
+if not page.own_home_notice and not st.session_state.get("_home_notice") and not paths.check_home_writable():
+    # Said once a session: every page works from what is cached. Not on a page that says its own
+    # (Train: jobs need a writable home); the next other page says it then.
+    st.session_state["_home_notice"] = True
     st.warning(md(paths.refused_writes() or "BIOVIZ_HOME is read-only: nothing will be saved"))
 warmup_banner.start_once()  # the bundled levels' first encoding, in the background: once per server
 warmup_banner.banner()

@@ -7,6 +7,8 @@ The sibling records its writer (:mod:`bioviz.models.run_partials`): one left by 
 process is removed by the next export into the same folder, or the next listing of the runs.
 Every file is flushed to the disk before the rename and the parent directory after it, so
 a power loss cannot leave a complete-looking run with an empty ``run.json`` either.
+Large files the run has in common with other runs (its base model's weights and tokenizer) are
+hard links to one stored copy (:mod:`bioviz.models.blob_store`), not a copy per run.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import time
 from pathlib import Path
 
 from bioviz.errors import BiovizError
+from bioviz.models.blob_store import share_files, sweep_blobs
 from bioviz.models.cached_encoding import encode_cached
 from bioviz.models.encoders import HeadRunEncoder
 from bioviz.models.registry import load_encoder
@@ -251,6 +254,7 @@ def train_run(config: TrainConfig, out: str | Path, *, callbacks=(), cancel: Can
     # What a killed export left here (its writer gone): ~100 MB each. Only those with an owner record:
     # --out may name any folder of the user's (list_runs also ages out record-less ones under runs/).
     sweep_partials(out.parent, orphan_age_s=None)
+    sweep_blobs()  # the stored files of the runs deleted since (their partials' too)
     partial = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:
         record_owner(partial)  # first: a sweep while this export runs must see that it lives
@@ -265,6 +269,9 @@ def train_run(config: TrainConfig, out: str | Path, *, callbacks=(), cancel: Can
         record = run_record(config, data, result, run_id=out.name, export_s=time.perf_counter() - started)
         (partial / RUN_FILE).write_text(json.dumps(record, indent=1, default=str), encoding="utf-8")
         share_tree(partial)  # mkdtemp made it 0700: a run reads as any file the user writes (0755/0644)
+        # The base model's files, the same bytes in every run on it (91 MB of minilm): one copy on the disk,
+        # hard-linked from BIOVIZ_HOME/blobs; where the disk refuses a link the run keeps its own copy.
+        share_files(partial)
         # On disk before the rename, the rename on disk after it: a power loss leaves either
         # no run or a complete one, never a run.json of zeros (ext4 and xfs may reorder them).
         fsync_tree(partial)

@@ -38,6 +38,9 @@ class AppPage:
         ``ONE_OR_TWO_MODELS`` (a "Compare two models" switch first).
     section : str
         The navigation section it is listed under: ``EXPLORE`` or ``TRAIN_AND_EVALUATE``.
+    own_home_notice : bool
+        The page says itself what a read-only ``BIOVIZ_HOME`` means for it (Train: no job can be
+        launched), so app.py leaves its general "nothing will be saved" out there (one notice, not two).
     """
 
     script: str
@@ -45,6 +48,7 @@ class AppPage:
     url_path: str
     models: str = NO_MODELS
     section: str = EXPLORE
+    own_home_notice: bool = False
 
     @property
     def is_home(self) -> bool:
@@ -53,7 +57,7 @@ class AppPage:
 
 PAGES = (
     AppPage("app_pages/0_Home.py", "Home", ""),
-    AppPage("app_pages/1_Train.py", "Train", "Train", section=TRAIN_AND_EVALUATE),
+    AppPage("app_pages/1_Train.py", "Train", "Train", section=TRAIN_AND_EVALUATE, own_home_notice=True),
     AppPage("app_pages/2_Projection.py", "Projection", "Projection", TWO_MODELS),
     AppPage("app_pages/3_Similarity_matrix.py", "Similarity matrix", "Similarity_matrix", TWO_MODELS),
     AppPage("app_pages/4_Neighbours.py", "Neighbours", "Neighbours", ONE_OR_TWO_MODELS),

@@ -22,6 +22,7 @@ from bioviz.models.run_record import (  # noqa: F401 - re-exported: the names ru
     LEVEL_KEYS, NAME_FILE, NAME_MAX, PRETRAIN_KIND, RUN_FILE, SOURCE_NAMES, RunRecord, check_run_name,
     default_run_name, is_run_dir, pairs_text, pretrained_run_name, read_run_name, run_mtime, short_run_id,
 )
+from bioviz.models.blob_store import sweep_blobs
 from bioviz.models.run_partials import sweep_partials
 from bioviz.ontology import LevelSpec
 from bioviz.ontology.splits import SPLIT_PARTS, UNUSED
@@ -67,9 +68,12 @@ def list_runs(base: str | Path | None = None, include_damaged: bool = False) -> 
     include_damaged : bool
         Also return damaged runs (``RunRecord.damaged`` set). Pickers of models leave it off.
     """
+    from_home = not base
     base = Path(base) if base else runs_dir()
     # Every page lists the runs: the place a killed direct `trainer train --out` is noticed (no job tidies it).
     sweep_partials(base)
+    if from_home:
+        sweep_blobs()  # the stored weights only deleted runs linked (a run removed with rm -r, a deleted job's)
     try:
         children = list(base.iterdir()) if base.is_dir() else []
     except OSError as error:

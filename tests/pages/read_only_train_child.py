@@ -44,6 +44,13 @@ def main_child(home: Path, out: Path) -> None:
     result["read_only"] = seen(at)
     at.radio(key="train_mode").set_value("Pretrain a base model").run()
     result["read_only_pretrain"] = seen(at)
+    # Opened at /Train directly: the router's first run is this page, with no notice said yet this
+    # session (AppTest's first run is the home page: the flag it set is taken back).
+    paths._refusal.clear()
+    direct = app_on(None, query, timeout=120).run()
+    del direct.session_state["_home_notice"]
+    result["read_only_direct"] = seen(direct.switch_page(PAGE).run())
+    result["then_home"] = seen(direct.switch_page("app_pages/0_Home.py").run())  # the general notice, here
     result["created"] = sorted(p.name for p in home.iterdir())
     out.write_text(json.dumps(result))
 

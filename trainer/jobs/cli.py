@@ -18,6 +18,7 @@ from bioviz.errors import BiovizError
 from trainer.jobs.executor import CANCEL_GRACE_S
 from trainer.jobs.progress import job_row, tail
 from trainer.jobs.queue import AlreadyCancelled, Worker
+from trainer.jobs.store import jobs_blocked_reason
 from trainer.train_command import add_config_options, config_from_args
 
 
@@ -125,10 +126,15 @@ def _guard(handler):
     """Bad input, a damaged job database or a failed write -> ``error: <reason>`` on stderr, exit code 2.
 
     ``OSError`` too: a full disk or a file size limit met while writing a job's files is
-    the machine's state, not a bug, and deserves one line rather than a traceback.
+    the machine's state, not a bug, and deserves one line rather than a traceback. A read-only
+    or unwritable ``BIOVIZ_HOME`` is said as such first (:func:`~trainer.jobs.store.jobs_blocked_reason`),
+    the Train page's words, not the database's ``unable to open database file``.
     """
 
     def run(args: argparse.Namespace) -> int:
+        if blocked := jobs_blocked_reason():
+            sys.stderr.write(f"error: {blocked}\n")
+            return 2
         try:
             return handler(args)
         except BiovizError as error:

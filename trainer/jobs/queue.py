@@ -40,6 +40,7 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
+from bioviz.models.blob_store import sweep_blobs
 from bioviz.ray_cluster import executor_name
 from bioviz.settings import env_number
 from trainer.cli_common import EXIT_WRITE_REFUSED
@@ -132,6 +133,7 @@ def discard_run(job: Job) -> None:
         if path.is_dir():
             shutil.rmtree(path, ignore_errors=True)
             logger.info("removed %s", path)
+    sweep_blobs()  # the base weights it shared, when no other run links them
 
 
 def _signal_name(code: int) -> str:

@@ -43,6 +43,7 @@ import threading
 import time
 from pathlib import Path
 
+from bioviz.models.blob_store import share_files
 from bioviz.models.run_partials import record_owner
 from bioviz.paths import fsync_dir, fsync_tree
 from bioviz.ray_cluster import cluster_address, connect, resources
@@ -166,6 +167,7 @@ def publish_run(data: bytes, run_dir: Path) -> None:
         unpacked = _unpack(data, staging)
         if not (unpacked / RUN_FILE).is_file():
             raise OSError(f"the shipped run of {run_dir.name} has no {RUN_FILE}")
+        share_files(unpacked)  # the base weights it shares with other runs: one stored copy (blob_store)
         fsync_tree(unpacked)
         os.replace(unpacked, run_dir)
         fsync_dir(run_dir.parent)

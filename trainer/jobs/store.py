@@ -48,7 +48,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from bioviz.errors import BiovizError
-from bioviz.paths import home, write_text_atomic
+from bioviz.paths import home, home_path, home_writable, write_text_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -99,6 +99,20 @@ _DAMAGED = ("not a database", "malformed", "encrypted")
 
 class JobStoreError(BiovizError):
     """The job database cannot be read or written (damaged file, full disk, no permission)."""
+
+
+def jobs_blocked_reason() -> str | None:
+    """Why no job can be launched or listed here, in one line: ``BIOVIZ_HOME`` takes no writes; else None.
+
+    The job database, each job's log and its run all live under the home: on a read-only or
+    unwritable one the database cannot even be created, nor opened (it is a WAL database). The
+    command line (``trainer jobs ...``) and the Train page say this instead of SQLite's own
+    ``unable to open database file``.
+    """
+    if home_writable():
+        return None
+    return (f"Jobs need a writable BIOVIZ_HOME: none can be launched or listed while {home_path()} "
+            "is read-only or not writable")
 
 
 class JobError(BiovizError):

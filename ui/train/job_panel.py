@@ -11,7 +11,6 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from bioviz import paths
 from bioviz.errors import BiovizError
 from bioviz.evaluation.result import EvalResult
 from bioviz.evaluation.store import read_run_evaluations
@@ -25,7 +24,7 @@ from trainer.jobs.progress import (
     describe_config, eta_text, job_row, job_run_label, progress_stage, queue_position, read_progress, tail,
 )
 from trainer.jobs.queue import Worker, gpu_count
-from trainer.jobs.store import ACTIVE, CANCELLED, QUEUED, RUNNING, STARTING, SUCCEEDED, Job
+from trainer.jobs.store import ACTIVE, CANCELLED, QUEUED, RUNNING, STARTING, SUCCEEDED, Job, jobs_blocked_reason
 from ui import state
 from ui.markdown import md
 from ui.train.polling import page_out_of_date, poll_interval
@@ -63,15 +62,12 @@ JOB_COLUMNS = {
 def jobs_blocked() -> str | None:
     """Why no job can be launched or listed here, in one line: BIOVIZ_HOME takes no writes; else None.
 
-    The job database, each job's log and its run all live under the home: on a read-only or
-    unwritable one the database cannot even be created (nor opened: it is a WAL database). The
-    page says so once (this line), disables Launch and leaves the job panel out, rather than
+    The page says so once (this line, :func:`trainer.jobs.store.jobs_blocked_reason`'s words, as
+    ``trainer jobs`` says them), disables Launch and leaves the job panel out, rather than
     showing the database's own error and a Launch button that fails when clicked.
     """
-    if paths.home_writable():
-        return None
-    return (f"Jobs need a writable BIOVIZ_HOME: none can be launched or listed while {paths.home_path()} "
-            "is read-only or not writable. The runs already trained there are listed below.")
+    reason = jobs_blocked_reason()
+    return None if reason is None else f"{reason}. The runs already trained there are listed below."
 
 
 def default_job(jobs: list[Job]) -> str:
