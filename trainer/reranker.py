@@ -28,6 +28,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bioviz.errors import BiovizError
+from bioviz.models.model_spec import ModelSpec
+from bioviz.ontology import load_source
 from bioviz.ontology.model import Ontology, normalise_name
 from bioviz.output_paths import check_output_dir
 from trainer.cli_common import add_json_option
@@ -136,9 +138,6 @@ def train_reranker(config: RerankerConfig, out: Path, report=print) -> dict:
     from sentence_transformers.cross_encoder import (CrossEncoder, CrossEncoderTrainer,
                                                      CrossEncoderTrainingArguments)
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
-
-    from bioviz.models.model_spec import ModelSpec
-    from bioviz.ontology import load_source
 
     started = time.perf_counter()
     excluded = held_out_names(config.exclude_names).names if config.exclude_names else set()
