@@ -132,7 +132,8 @@ def _number(value) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else None
 
 
-def _waiting_progress(state: dict | None, label: str, total: int) -> EncodingProgress:
+def waiting_progress(state: dict | None, label: str, total: int) -> EncodingProgress:
+    """What a waiter shows of a claimant's progress file (``state``; None: unreadable, no counts)."""
     if state is None:
         return EncodingProgress(label, 0, total, None, None, "another process", waiting=True)
     owner = state.get("owner") if state.get("owner") in OWNERS else "another process"
@@ -331,7 +332,7 @@ def _wait_for_claim(lock: FileLock, lock_path: Path, claimant: _Claimant, report
             claimant.taken_over = owner
             return
         if report is not None:
-            report(_waiting_progress(state, claimant.label, claimant.total))
+            report(waiting_progress(state, claimant.label, claimant.total))
         time.sleep(POLL_S)
 
 
