@@ -23,7 +23,9 @@ rows already stored are an unbiased sample of the level that grows until it is t
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -31,7 +33,9 @@ import numpy as np
 
 from bioviz.models.encoding_estimate import EncodingEstimate, estimate_encoding
 from bioviz.models.shared_encoding import EncodingProgress, claim_paths, encode_shared, read_claim, waiting_progress
-from bioviz.models.vector_cache import VectorCache
+from bioviz.models.vector_cache import BLOCK_MIN, VectorCache, texts_digest
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, eq=False)
@@ -101,7 +105,7 @@ class EncodingSession:
     @classmethod
     def of(cls, model, texts: Sequence[str], owner: str = "a page") -> EncodingSession:
         """The session of ``model`` (a :class:`ModelSpec`, text, or an encoder already loaded) on ``texts``."""
-        if not hasattr(model, "fingerprint"):
+        if not hasattr(model, "encode"):  # a ModelSpec or text (a ModelSpec's fingerprint is a method, not the value)
             from bioviz.models.registry import load_encoder  # registry imports torch lazily itself; a cycle otherwise
 
             model = load_encoder(model)
@@ -118,8 +122,13 @@ class EncodingSession:
         return self.encoder.fingerprint
 
     def ready(self) -> bool:
-        """True when the whole list is stored as one block: nothing to encode, one file to read."""
-        return VectorCache().has_block(self.fingerprint, self.texts)
+        """True when every name has a vector: the list's block is stored (or, for a list too short to get
+        a block, :data:`~bioviz.models.vector_cache.BLOCK_MIN`, every name's row)."""
+        cache = VectorCache()
+        if cache.has_block(self.fingerprint, self.texts):
+            return True
+        distinct = set(self.texts)
+        return len(self.texts) < BLOCK_MIN and len(cache.cached_texts(self.fingerprint, distinct)) == len(distinct)
 
     def estimate(self) -> EncodingEstimate:
         """How many names are missing and how long encoding them will take (no weights loaded)."""
@@ -188,3 +197,61 @@ class EncodingSession:
         if since is not None and since.done:
             rows, vectors = np.concatenate([since.rows, rows]), np.concatenate([since.vectors, vectors])
         return PartialVectors(total, rows, vectors, stored)
+
+
+class BackgroundEncoding:
+    """A session's :meth:`EncodingSession.encode` running in a thread of this process.
+
+    What lets a page's script thread or a command answer while the level encodes: they poll
+    :meth:`EncodingSession.partial` and :meth:`EncodingSession.progress` meanwhile. Get one with
+    :func:`encode_in_background` (one thread per model and list in a process, whoever asks).
+
+    Attributes
+    ----------
+    session : EncodingSession
+    error : BaseException or None
+        What stopped the encoding, once :meth:`done` (a :class:`~bioviz.errors.BiovizError` to show).
+    """
+
+    def __init__(self, session: EncodingSession) -> None:
+        self.session, self.error = session, None
+        self._finished = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"encoding-{session.label}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.session.encode()
+        except BaseException as error:  # noqa: BLE001 - kept for whoever polls: a thread's error is otherwise lost
+            logger.warning("background encoding of %d names with %s failed: %s", len(self.session.texts),
+                           self.session.label, error)
+            self.error = error
+        finally:
+            self._finished.set()
+
+    def done(self) -> bool:
+        """True once the encoding ended (every vector stored, or :attr:`error`)."""
+        return self._finished.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until :meth:`done` (at most ``timeout`` seconds); whether it is."""
+        return self._finished.wait(timeout)
+
+
+_RUNNING: dict[tuple[str, str], BackgroundEncoding] = {}
+_RUNNING_LOCK = threading.Lock()
+
+
+def encode_in_background(session: EncodingSession) -> BackgroundEncoding:
+    """The running background encoding of ``session``'s model and list, started if there is none.
+
+    One per process and (fingerprint, list): two sessions of a server asking for the same level
+    share one thread (and other processes are kept out by the session's claim). A finished one
+    that failed is started again on the next ask.
+    """
+    key = (session.fingerprint, texts_digest(list(session.texts)))
+    with _RUNNING_LOCK:
+        running = _RUNNING.get(key)
+        if running is None or (running.done() and running.error is not None):
+            running = _RUNNING[key] = BackgroundEncoding(session)
+        return running
