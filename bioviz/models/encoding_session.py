@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from bioviz.models.model_spec import ModelSpec
 from bioviz.models.encoding_estimate import EncodingEstimate, estimate_encoding
 from bioviz.models.shared_encoding import EncodingProgress, claim_paths, encode_shared, read_claim, waiting_progress
 from bioviz.models.vector_cache import BLOCK_MIN, VectorCache, texts_digest
@@ -105,7 +106,7 @@ class EncodingSession:
     @classmethod
     def of(cls, model, texts: Sequence[str], owner: str = "a page") -> EncodingSession:
         """The session of ``model`` (a :class:`ModelSpec`, text, or an encoder already loaded) on ``texts``."""
-        if not hasattr(model, "encode"):  # a ModelSpec or text (a ModelSpec's fingerprint is a method, not the value)
+        if isinstance(model, (str, ModelSpec)):  # not an encoder yet
             from bioviz.models.registry import load_encoder  # registry imports torch lazily itself; a cycle otherwise
 
             model = load_encoder(model)
@@ -242,6 +243,16 @@ _RUNNING: dict[tuple[str, str], BackgroundEncoding] = {}
 _RUNNING_LOCK = threading.Lock()
 
 
+def _key(session: EncodingSession) -> tuple[str, str]:
+    return session.fingerprint, texts_digest(list(session.texts))
+
+
+def background_encoding(session: EncodingSession) -> BackgroundEncoding | None:
+    """The background encoding of ``session``'s model and list in this process, running or ended; None if never started."""
+    with _RUNNING_LOCK:
+        return _RUNNING.get(_key(session))
+
+
 def encode_in_background(session: EncodingSession) -> BackgroundEncoding:
     """The running background encoding of ``session``'s model and list, started if there is none.
 
@@ -249,7 +260,7 @@ def encode_in_background(session: EncodingSession) -> BackgroundEncoding:
     share one thread (and other processes are kept out by the session's claim). A finished one
     that failed is started again on the next ask.
     """
-    key = (session.fingerprint, texts_digest(list(session.texts)))
+    key = _key(session)
     with _RUNNING_LOCK:
         running = _RUNNING.get(key)
         if running is None or (running.done() and running.error is not None):
