@@ -257,12 +257,17 @@ def encode_in_background(session: EncodingSession) -> BackgroundEncoding:
     """The running background encoding of ``session``'s model and list, started if there is none.
 
     One per process and (fingerprint, list): two sessions of a server asking for the same level
-    share one thread (and other processes are kept out by the session's claim). A finished one
-    that failed is started again on the next ask.
+    share one thread (and other processes are kept out by the session's claim). Ask only when the
+    session is not :meth:`~EncodingSession.ready`: a finished one is then started again (its vectors
+    were cleared since), and a failed one is returned once, with its :attr:`~BackgroundEncoding.error`,
+    then started again on the next ask.
     """
     key = _key(session)
     with _RUNNING_LOCK:
         running = _RUNNING.get(key)
-        if running is None or (running.done() and running.error is not None):
+        if running is not None and running.done() and running.error is not None:
+            del _RUNNING[key]  # said once, to this asker; the next ask starts it again
+            return running
+        if running is None or running.done():  # asked again after one finished: its vectors are gone (cleared)
             running = _RUNNING[key] = BackgroundEncoding(session)
         return running
