@@ -184,6 +184,7 @@ def partial_answer() -> None:
                 st.table(partial_ranking_table(answer.rows), hide_index=True, border="horizontal")
             else:
                 st.caption("No name matches yet: names are being encoded.")
+    progressive.start_tfidf(level)  # after the answer is drawn: the next polls rank by char-tfidf once it is built
 
 
 try:

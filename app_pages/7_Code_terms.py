@@ -292,6 +292,7 @@ def partial_coding_panel(terms: list[str], level: LevelSpec) -> None:
         st.markdown(f"**{md(label)}** · partial coding{more}")
         st.info(progressive.caption(coding.marker, coding.lexical), icon=":material/hourglass_top:")
         st.dataframe(partial_coding_table(coding.rows), hide_index=True, width="stretch")
+    progressive.start_tfidf(level)  # after the answer is drawn: the next polls rank by char-tfidf once it is built
 
 
 if run:

@@ -95,15 +95,26 @@ def partial_vectors(model: ModelSpec, spec: LevelSpec) -> PartialVectors:
 
 
 def lexical_ranking(spec: LevelSpec, text: str) -> LexicalRanking:
-    """The level's names ranked by spelling: char-tfidf once its rows are built (in a thread), else the name search."""
+    """The level's names ranked by spelling: char-tfidf once its rows are built (:func:`start_tfidf`), else the
+    name search."""
+    with _TFIDF_LOCK:
+        build = _TFIDF_BUILDS.get(spec)
+    if build is not None and build.done() and build.exception() is None and build.result().model is not None:
+        return LexicalRanking.by_tfidf(build.result(), text)
+    return LexicalRanking.by_name_search(cache.name_search(spec), cache.view(spec).names, text)
+
+
+def start_tfidf(spec: LevelSpec) -> None:
+    """Build the char-tfidf rows of the level's names in a thread, if not built or building.
+
+    Called after a partial answer is drawn, not before: the fit is Python code that holds the GIL
+    much of the time, and the first answer should not wait behind it.
+    """
     with _TFIDF_LOCK:
         build = _TFIDF_BUILDS.get(spec)
         if build is None or (build.done() and build.exception() is not None):
             names = cache.view(spec).names
-            build = _TFIDF_BUILDS[spec] = _TFIDF.submit(SparseNames.build, names, names)
-    if build.done() and build.exception() is None and build.result().model is not None:
-        return LexicalRanking.by_tfidf(build.result(), text)
-    return LexicalRanking.by_name_search(cache.name_search(spec), cache.view(spec).names, text)
+            _TFIDF_BUILDS[spec] = _TFIDF.submit(SparseNames.build, names, names)
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
