@@ -131,3 +131,34 @@ def test_the_session_reads_the_rows_stored_so_far_incrementally(tmp_home):
     cache.put_block("fp-test", names, unit(np.ones((3000, 4))))
     assert session.ready() and session.partial(second).complete
     assert isinstance(PartialAnswer((), 1, 1), PartialAnswer)
+
+
+def test_a_background_encoding_is_shared_followed_and_its_error_told_once(tmp_home, monkeypatch):
+    from bioviz.errors import BiovizError
+    from bioviz.models.cached_encoding import DELAY_ENV
+    from bioviz.models.encoding_session import background_encoding, encode_in_background
+
+    monkeypatch.setenv(DELAY_ENV, "0.01")
+    names = [f"kind {i} of class {i % 4} disorder" for i in range(400)]
+    session = EncodingSession.of("char-tfidf", names, owner="a command")
+    job = encode_in_background(session)
+    assert encode_in_background(session) is job and background_encoding(session) is job  # one thread per level
+    seen = []
+    while not job.wait(0.2):
+        partial = session.partial(seen[-1] if seen else None)
+        seen.append(partial)
+    assert job.error is None and session.ready() and session.partial().complete
+    assert seen and seen[0].done < 400 and [p.done for p in seen] == sorted(p.done for p in seen)
+
+    def broken(self, **_):
+        raise BiovizError("the model cannot be read")
+
+    monkeypatch.setattr(EncodingSession, "encode", broken)
+    other = EncodingSession.of("char-tfidf", names[:300], owner="a command")
+    failed = encode_in_background(other)
+    failed.wait(30)
+    assert isinstance(failed.error, BiovizError)
+    assert encode_in_background(other) is failed  # told once to whoever asks next...
+    again = encode_in_background(other)
+    assert again is not failed  # ...then started again
+    assert again.wait(30) and isinstance(again.error, BiovizError)  # (still broken: nothing left running)
