@@ -12,7 +12,8 @@ fragment re-runs the whole page once, which then gives the usual answer from the
 The script thread never waits for the encoding: a poll reads the new rows of the vector cache
 (:meth:`~bioviz.models.encoding_session.EncodingSession.partial`) and the claimant's progress
 file. The char-tfidf rows of the level's names (tens of seconds on ICD-10-CM) are built in a
-thread too; until they are ready the level's name search ranks the names by spelling.
+child process (:func:`~bioviz.search.progressive.sparse_names_aside`, followed by a thread); until
+they are ready the level's name search ranks the names by spelling.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from bioviz.models.encoding_session import (BackgroundEncoding, EncodingSession,
 from bioviz.models.model_spec import ModelSpec
 from bioviz.models.registry import load_encoder
 from bioviz.ontology import LevelSpec
-from bioviz.search.hybrid import NameMatcher, SparseNames
-from bioviz.search.progressive import LexicalRanking
+from bioviz.search.hybrid import NameMatcher
+from bioviz.search.progressive import LexicalRanking, sparse_names_aside
 from ui import cache
 from ui.markdown import md
 
@@ -114,7 +115,7 @@ def start_tfidf(spec: LevelSpec) -> None:
         build = _TFIDF_BUILDS.get(spec)
         if build is None or (build.done() and build.exception() is not None):
             names = cache.view(spec).names
-            _TFIDF_BUILDS[spec] = _TFIDF.submit(SparseNames.build, names, names)
+            _TFIDF_BUILDS[spec] = _TFIDF.submit(sparse_names_aside, names)  # a child process: see there
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)

@@ -22,14 +22,23 @@ refining``) until every name is encoded; then the page or command gives the usua
 
 from __future__ import annotations
 
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from bioviz.ontology.model import normalise_name
 from bioviz.search.hybrid import NameMatcher, SparseNames
 from bioviz.search.neighbours import QueryInfo
+
+logger = logging.getLogger(__name__)
 
 RRF_K = 60  # Cormack et al.'s constant: a top rank does not swamp the other ranking
 DEPTH = 200  # names taken from each ranking: far more than any k shown, a few milliseconds to sort
@@ -299,3 +308,35 @@ def partial_coding(terms: Sequence[str], infos: Sequence[QueryInfo], view, parti
         rows.append({"term": term, "match": EXACT if exact else "nearest", "code": code, "name": name,
                      "score": score, "via": via, "others": "; ".join(c for c, _ in top[1:])})
     return PartialCoding(tuple(rows), partial.done, partial.total, lexicals[0].kind if lexicals else "char-tfidf")
+
+
+def sparse_names_aside(names: Sequence[str], timeout_s: float = 1800) -> SparseNames:
+    """The char-tfidf rows of a level's names (every name, in its order), built in a child process.
+
+    Fitting char-tfidf on ICD-10-CM takes tens of seconds of Python that holds the interpreter lock:
+    in a server's thread it would slow the level's encoding and every session's page beside it. The
+    child (``python -m bioviz.search.progressive NAMES.json``, at a lower CPU priority) writes the fit
+    and the rows to their disk caches (:meth:`SparseNames.build`); they are then read here. Should the
+    child fail, the rows are built here after all (logged).
+    """
+    names = list(names)
+    root = Path(__file__).resolve().parents[2]  # the bioviz package importable in the child, wherever it runs
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    with tempfile.TemporaryDirectory(prefix="bioviz-tfidf-") as folder:
+        listed = Path(folder) / "names.json"
+        listed.write_text(json.dumps(names), encoding="utf-8")
+        try:
+            done = subprocess.run([sys.executable, "-m", "bioviz.search.progressive", str(listed)], env=env,
+                                  stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout_s,
+                                  check=False)
+            if done.returncode:
+                logger.warning("char-tfidf in a child process failed (%s): built here", done.stderr[-500:])
+        except (OSError, subprocess.TimeoutExpired) as error:
+            logger.warning("char-tfidf in a child process failed (%s): built here", error)
+    return SparseNames.build(names, names)
+
+
+if __name__ == "__main__":  # the child of sparse_names_aside: fit and rows into the disk caches, nothing printed
+    os.nice(5)  # behind the encoding and the pages it is built for
+    _names = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
+    SparseNames.build(_names, _names)

@@ -162,3 +162,13 @@ def test_a_background_encoding_is_shared_followed_and_its_error_told_once(tmp_ho
     again = encode_in_background(other)
     assert again is not failed  # ...then started again
     assert again.wait(30) and isinstance(again.error, BiovizError)  # (still broken: nothing left running)
+
+
+def test_char_tfidf_rows_built_in_a_child_process_are_those_built_here(tmp_home, caplog):
+    from bioviz.search.progressive import sparse_names_aside
+
+    aside = sparse_names_aside(NAMES)
+    assert not [r for r in caplog.records if "child process failed" in r.getMessage()]  # not the fallback
+    assert list((tmp_home / "models").glob("level-tfidf-*.npz"))  # the child wrote the fit where this process reads it
+    here = SparseNames.build(NAMES, NAMES)
+    assert np.allclose(aside.scores(["urinary hesitancy"]), here.scores(["urinary hesitancy"]))
