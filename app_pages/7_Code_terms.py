@@ -34,9 +34,9 @@ from ui import cache, progressive, state
 from ui.markdown import md, md_code
 from ui.metric_row import metric_row
 
-RESULT = "_ct_result"
+RESULT = "_ct_result"  # the last coding of this session: shown again on every rerun until the next one
 PENDING = "_ct_pending"  # a coding asked for while the level encodes: done in full once it is encoded
-PARTIAL_TERMS = 50  # terms coded on each poll of a partial coding (each is ranked against every name's spelling)  # the last coding of this session: shown again on every rerun until the next one
+PARTIAL_TERMS = 50  # terms coded on each poll of a partial coding (each is ranked against every name's spelling)
 TERM_COLUMN = re.compile(r"term|name|text|label|diagnos|descr|condition|phenotype|problem|symptom", re.I)
 TABLE_KEYS = {False: "ct_table", True: "ct_table_disagree"}  # one selection per row set: rows are positions
 # The coder's choices, per coding (terms, level, models, ranking, expansion): a choice never moves to another list.

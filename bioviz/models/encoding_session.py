@@ -31,9 +31,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from bioviz.models.model_spec import ModelSpec
 from bioviz.models.encoding_estimate import EncodingEstimate, estimate_encoding
-from bioviz.models.shared_encoding import EncodingProgress, claim_paths, encode_shared, read_claim, waiting_progress
+from bioviz.models.model_spec import ModelSpec
+from bioviz.models.shared_encoding import (MAX_CHUNK, EncodingProgress, claim_paths, encode_shared, read_claim,
+                                          waiting_progress)
 from bioviz.models.vector_cache import BLOCK_MIN, VectorCache, texts_digest
 
 logger = logging.getLogger(__name__)
@@ -149,7 +150,7 @@ class EncodingSession:
         return replace(seen, waiting=False) if state.get("pid") == os.getpid() else seen
 
     def encode(self, *, report: Callable[[EncodingProgress], None] | None = None,
-               progress: Callable[[int, int], None] | None = None, batch_size: int = 64):
+               progress: Callable[[int, int], None] | None = None, batch_size: int = 64, max_chunk: int = MAX_CHUNK):
         """Every vector of the list: claimed, encoded where missing, stored, read back as one block.
 
         Waits (reporting the claimant's progress) when another process encodes the same list
@@ -161,7 +162,7 @@ class EncodingSession:
             ``(len(texts), dim)`` float32 rows and an :class:`~bioviz.models.cached_encoding.EmbedStats`.
         """
         return encode_shared(self.encoder, list(self.texts), batch_size=batch_size, progress=progress,
-                             report=report, owner=self.owner)
+                             report=report, owner=self.owner, max_chunk=max_chunk)
 
     def partial(self, since: PartialVectors | None = None) -> PartialVectors:
         """The vectors stored so far for this list, read incrementally.
@@ -248,7 +249,7 @@ def _key(session: EncodingSession) -> tuple[str, str]:
 
 
 def background_encoding(session: EncodingSession) -> BackgroundEncoding | None:
-    """The background encoding of ``session``'s model and list in this process, running or ended; None if never started."""
+    """The background encoding of ``session``'s model and list in this process (running or ended); None if none."""
     with _RUNNING_LOCK:
         return _RUNNING.get(_key(session))
 

@@ -409,7 +409,8 @@ def encode_level(encoder, texts: list[str], *, owner: str, report: Callable[[Enc
 
 
 def encode_shared(encoder, texts, *, batch_size: int = 64, progress: Callable[[int, int], None] | None = None,
-                  report: Callable[[EncodingProgress], None] | None = None, owner: str = "a page"):
+                  report: Callable[[EncodingProgress], None] | None = None, owner: str = "a page",
+                  max_chunk: int = MAX_CHUNK):
     """Vectors of ``texts`` through the vector cache, encoded by one process at a time.
 
     Parameters
@@ -428,6 +429,8 @@ def encode_shared(encoder, texts, *, batch_size: int = 64, progress: Callable[[i
         ``progress`` then counts).
     owner : str
         Who this is (:data:`OWNERS`), shown to whoever waits for it.
+    max_chunk : int
+        The most names encoded and stored per step (the warm-up's are smaller: it yields sooner).
 
     Returns
     -------
@@ -445,6 +448,7 @@ def encode_shared(encoder, texts, *, batch_size: int = 64, progress: Callable[[i
             progress(state.done, state.total)
 
     started = time.perf_counter()
-    vectors, encoded = encode_level(encoder, texts, owner=owner, report=tell, batch_size=batch_size)
+    vectors, encoded = encode_level(encoder, texts, owner=owner, report=tell, batch_size=batch_size,
+                                    max_chunk=max_chunk)
     distinct = len(dict.fromkeys(texts))
     return vectors, EmbedStats(len(texts), distinct - encoded, encoded, time.perf_counter() - started)

@@ -50,7 +50,8 @@ def test_neighbours_answers_at_once_while_the_level_encodes_then_ranks_fully(slo
     assert background_encoding(EncodingSession.of("char-tfidf", names)).wait(120)
     at = at.run()  # what the fragment's rerun does once every name is encoded
     assert not at.exception and not at.error and not markers(at)
-    assert list(at.table[0].value.columns)[:4] == ["Rank", "Name", "Code", "Match"] and "Found by" not in at.table[0].value
+    columns = list(at.table[0].value.columns)
+    assert columns[:4] == ["Rank", "Name", "Code", "Match"] and "Found by" not in columns
 
 
 def test_code_terms_codes_at_once_while_the_level_encodes_then_fully(slow_level, open_app):
