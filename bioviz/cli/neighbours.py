@@ -70,15 +70,15 @@ def lexicon_for(args, quiet: bool):
         return load_lexicon(progress=progress)
 
 
-def answer_while_encoding(args, view, query) -> None:
-    """``--partial``: print the first model's partial neighbours now, then wait for every model's encoding.
+def answer_while_encoding(args, view, query) -> list:
+    """``--partial``: print the first model's partial neighbours now; the encodings still running (to wait for).
 
     Nothing is printed when the level's vectors are stored already: the final answer comes at once.
     """
     models = [args.model] + ([args.compare] if args.compare else [])
     jobs = [job for job in (encoding_started(model, view) for model in models) if job is not None]
     if not jobs:
-        return
+        return []
     from bioviz.search.name_search import NameSearch  # only a partial answer needs it
     from bioviz.search.progressive import LexicalRanking, partial_neighbours  # as above
 
@@ -91,8 +91,7 @@ def answer_while_encoding(args, view, query) -> None:
                "model": session.label, "names_encoded": answer.names_encoded, "names": answer.total,
                "lexical": answer.lexical,
                "neighbours": [plain(row) for row in answer.rows]}, args.json)
-    for job in jobs:
-        wait_for(job, args.quiet)
+    return jobs
 
 
 def run(args) -> dict:
@@ -108,10 +107,12 @@ def run(args) -> dict:
     models = [args.model] + ([args.compare] if args.compare else [])
     view, coverage = covered_level(args, models, ontology)
     query = resolve_query(args.text, view, ontology)  # a concept id ranks the concept's name
+    # --partial: the answer from what is known now, before the synonym lexicon (seconds on a first run) is read
+    jobs = answer_while_encoding(args, view, query) if args.partial and args.among != "hypernyms" else []
     expansion = expansion_of(args.expand)
     expanded = expand_queries([query], expansion, lexicon_for(args, args.quiet))
-    if args.partial and args.among != "hypernyms":
-        answer_while_encoding(args, view, query)
+    for job in jobs:
+        wait_for(job, args.quiet)
     indexes, vectors, infos, forms, notes = [], [], [], [], []
     for model in models:
         with progress_bar(f"encoding {len(view.names)} names ({model.spec})", disable=args.quiet) as progress:
