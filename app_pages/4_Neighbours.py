@@ -10,7 +10,7 @@ from bioviz.csv_export import frame_to_csv
 from bioviz.errors import BiovizError
 from bioviz.figures import export_config_as
 from bioviz.figures.neighbours import SAME_CLASS, SAME_CONCEPT, neighbour_table_figure, row_colour
-from bioviz.figures.ranking_table import neighbours_file_stem, ranking_table
+from bioviz.figures.ranking_table import neighbours_file_stem, partial_ranking_table, ranking_table
 from bioviz.models.runs import model_labels
 from bioviz.models.vector_cache import VectorCache
 from bioviz.models.vectors_coverage import vectors_models
@@ -19,7 +19,8 @@ from bioviz.search.neighbours import (AMONG, comparison_rows, concept_card, firs
 from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.search.hybrid import DEFAULT_RANKING, RANKING_KINDS, ExpandedForms, ranking_of
 from bioviz.search.lexicon import DEFAULT_EXPANSION, expand_queries, expansion_of, load_lexicon
-from ui import cache, state
+from bioviz.search.progressive import partial_neighbours
+from ui import cache, progressive, state
 from ui.markdown import md, md_code
 
 SEARCH_MATCHES = 50  # ontology names suggested for a typed query on large levels
@@ -154,11 +155,52 @@ if not query:
 models = [m for m in (model_a, model_b) if m]
 ranked = info.text  # what was typed, or the concept's name it resolved to
 waiting = st.empty()
+
+
+@st.fragment(run_every=progressive.REFRESH_S)
+def partial_answer() -> None:
+    """The encoding's bar and a partial ranking per model, redrawn every couple of seconds until every name
+    is encoded; then the whole page once more, for the usual ranking."""
+    try:
+        running = progressive.running_encodings(models, level)
+    except BiovizError as error:
+        st.error(md(error))
+        return
+    if not running:
+        st.rerun()  # every name is encoded: the whole page gives the usual ranking (expansion, card, export)
+    lexical = progressive.lexical_ranking(level, ranked)
+    for column, model, label in zip(st.columns(len(models)), models, model_labels(models)):
+        with column:
+            if model in running:
+                progressive.encoding_bar(running[model])
+            vectors = progressive.query_vectors(model, [ranked])
+            answer = partial_neighbours(view, progressive.partial_vectors(model, level), info,
+                                        query_vector=None if vectors is None else vectors[0], lexical=lexical, k=k,
+                                        restrict_class=info.class_id if restrict else None,
+                                        matcher=progressive.matcher(level))
+            st.markdown(f"**{md(label)}** · partial ranking")
+            st.info(progressive.caption(answer.marker, answer.lexical), icon=":material/hourglass_top:")
+            if answer.rows:
+                st.table(partial_ranking_table(answer.rows), hide_index=True, border="horizontal")
+            else:
+                st.caption("No name matches yet: names are being encoded.")
+    progressive.start_tfidf(level)  # after the answer is drawn: the next polls rank by char-tfidf once it is built
+
+
 try:
     # Said before a first encoding starts (the progress bar and its ETA follow), from the measured rate;
     # not asked again for an index this session has built (a rerun costs nothing to say "nothing").
     built = s.setdefault("_nb_built", set())
     fresh = [m for m in models if (m, level, among) not in built]
+    # Ranked among every name of a level still being encoded (here, by the warm-up, another page or a job):
+    # a partial answer at once, refined as the encoding goes on (ui.progressive), the full one afterwards.
+    partial = among == "names" and progressive.partial_wanted(fresh, level) \
+        and bool(progressive.running_encodings(fresh, level))
+    if partial:
+        shown = f"{md(info.typed)} → **{md(ranked)}**" if info.typed and info.typed != ranked else f"**{md(ranked)}**"
+        st.markdown(f"{shown} · {md(view.title)}")
+        partial_answer()
+        st.stop()
     if among != "hypernyms":  # the level's names: encoded (or the warm-up's encoding waited for) under a bar
         cache.prepare_vectors(fresh, level)
     notes = [e.message() for e in (first_encoding_estimate(view, m, among) for m in fresh) if e.needed]

@@ -23,15 +23,20 @@ from bioviz.search.granularity import (DOWN, KEEP, MODEL, MOVED_DOWN, MOVED_UP, 
 from bioviz.search.hybrid import DEFAULT_RANKING, RANKING_KINDS, Ranking, ranking_of
 from bioviz.search.lexicon import NO_EXPANSION, Expansion, expansion_of
 from bioviz.search.neighbours import concept_card
+from bioviz.search.progressive import partial_coding
 from bioviz.search.term_coding import (MAX_K, MAX_TABLE_BYTES, MAX_TERMS, agreement, code_term_list,
-                                       export_frame, read_term_table, terms_from_column, terms_from_text)
+                                       export_frame, read_term_table, resolve_terms, terms_from_column,
+                                       terms_from_text)
 from bioviz.text_clean import clean_texts
 from bioviz.uploads import check_upload_size
-from ui import cache, state
+from bioviz.figures.ranking_table import partial_coding_table
+from ui import cache, progressive, state
 from ui.markdown import md, md_code
 from ui.metric_row import metric_row
 
 RESULT = "_ct_result"  # the last coding of this session: shown again on every rerun until the next one
+PENDING = "_ct_pending"  # a coding asked for while the level encodes: done in full once it is encoded
+PARTIAL_TERMS = 50  # terms coded on each poll of a partial coding (each is ranked against every name's spelling)
 TERM_COLUMN = re.compile(r"term|name|text|label|diagnos|descr|condition|phenotype|problem|symptom", re.I)
 TABLE_KEYS = {False: "ct_table", True: "ct_table_disagree"}  # one selection per row set: rows are positions
 # The coder's choices, per coding (terms, level, models, ranking, expansion): a choice never moves to another list.
@@ -256,6 +261,39 @@ expansion = expansion_of(st.toggle(
          "terms) is also ranked as its concept's preferred name: 'heart attack' as 'Myocardial infarction'."))
 sync_url()
 run = st.button("Code the terms", type="primary", disabled=source == "upload" and table is None)
+# Pressed while the level was still encoding: coded in part at once (partial_coding below), then in full
+# by the run the fragment starts when every name is encoded.
+run = run or bool(s.get(PENDING))
+
+
+@st.fragment(run_every=progressive.REFRESH_S)
+def partial_coding_panel(terms: list[str], level: LevelSpec) -> None:
+    """The encoding's bar and the first terms coded from the names encoded so far, redrawn until every name
+    is encoded; then the whole page once more, which codes the list in full."""
+    try:
+        running = progressive.running_encodings(models, level)
+    except BiovizError as error:
+        s.pop(PENDING, None)
+        st.error(md(error))
+        return
+    if not running:
+        st.rerun()  # every name is encoded: the pending coding is done in full by the page
+    v, ontology = cache.view(level), cache.level_ontology(level)
+    shown_terms = terms[:PARTIAL_TERMS]
+    infos = resolve_terms(shown_terms, v, ontology)
+    for model, label in zip(models, labels):
+        if model in running:
+            progressive.encoding_bar(running[model])
+        vectors = progressive.query_vectors(model, [info.text for info in infos])
+        coding = partial_coding(shown_terms, infos, v, progressive.partial_vectors(model, level), term_vectors=vectors,
+                                lexicals=[progressive.lexical_ranking(level, info.text) for info in infos], k=k,
+                                ontology=ontology)
+        more = f" (the first {PARTIAL_TERMS:,} of {len(terms):,} terms)" if len(terms) > PARTIAL_TERMS else ""
+        st.markdown(f"**{md(label)}** · partial coding{more}")
+        st.info(progressive.caption(coding.marker, coding.lexical), icon=":material/hourglass_top:")
+        st.dataframe(partial_coding_table(coding.rows), hide_index=True, width="stretch")
+    progressive.start_tfidf(level)  # after the answer is drawn: the next polls rank by char-tfidf once it is built
+
 
 if run:
     try:
@@ -263,6 +301,11 @@ if run:
             terms_from_column(table, s["ct_column"])
         raw = (s.get("ct_text") or "").splitlines() if source == "paste" else table[s["ct_column"]].astype(str)
         level = state.selection()
+        if progressive.partial_wanted(models, level) and progressive.running_encodings(models, level):
+            s[PENDING] = True  # coded in full by the run that follows the encoding
+            partial_coding_panel(terms, level)
+            st.stop()
+        s.pop(PENDING, None)
         cache.prepare_vectors(models, level)  # a first encoding: its estimate, then a bar with the time left
         indexes = [cache.candidate_index(m, level, "names") for m in models]
         fingerprints = tuple(load_encoder(m).fingerprint for m in models)
@@ -271,6 +314,7 @@ if run:
         # each first concept's parents, looked up once per coding (not on every rerun of the table)
         frame = with_parents(frame, cache.level_ontology(level), root=view.root)
     except BiovizError as error:
+        s.pop(PENDING, None)
         st.error(md(error))
         st.stop()
     digest = hashlib.sha256("\n".join(terms).encode()).hexdigest()  # the list itself, not kept twice

@@ -19,7 +19,7 @@ from bioviz.errors import BiovizError, ModelError, SplitError
 from bioviz.models.model_spec import PRESET_MODELS, ModelSpec
 from bioviz.models.registry import load_encoder, model_dimension
 from bioviz.models.runs import is_run_dir
-from bioviz.models.shared_encoding import encode_shared
+from bioviz.models.encoding_session import EncodingSession
 from bioviz.models.vectors_coverage import load_level, with_coverage
 from bioviz.ontology import LevelSpec, Ontology, Split
 from bioviz.ontology.levels import LevelView
@@ -253,7 +253,8 @@ def prepare(config: TrainConfig, progress=None, *, report=None, input_model: Mod
     started = time.perf_counter()
     encoder = load_encoder(input_model)
     # a level the warm-up or a page is encoding already is waited for, not encoded a second time
-    vectors, _ = encode_shared(encoder, view.names, progress=progress, report=report, owner="a training job")
+    session = EncodingSession.of(encoder, view.names, owner="a training job")
+    vectors, _ = session.encode(progress=progress, report=report)
     embedding_s = time.perf_counter() - started
     logger.info("embedded %d names with %s in %.1fs", len(view.names), encoder.label, embedding_s)
     return TrainingData(ontology, view, split, np.ascontiguousarray(vectors, dtype=np.float32),

@@ -15,12 +15,12 @@ import numpy as np
 import streamlit as st
 
 from bioviz.errors import BiovizError
-from bioviz.models.encoding_estimate import estimate_encoding, time_left
+from bioviz.models.encoding_estimate import time_left
+from bioviz.models.encoding_session import EncodingSession
 from bioviz.models import runs
 from bioviz.models.model_spec import ModelSpec
 from bioviz.models.registry import embed, load_encoder
-from bioviz.models.shared_encoding import EncodingProgress, encode_shared
-from bioviz.models.vector_cache import VectorCache
+from bioviz.models.shared_encoding import EncodingProgress
 from bioviz.models.vectors_coverage import level_coverage as coverage_of, load_level
 from bioviz.ontology import LevelSpec, load_source
 from bioviz.ontology.levels import LevelView
@@ -117,15 +117,16 @@ def prepare_vectors(models: Sequence[ModelSpec | None], spec: LevelSpec) -> None
         except BiovizError as error:  # said once, here: asking again (a download, say) would fail the same way
             st.error(md(error))
             st.stop()
-        if VectorCache().has_block(encoder.fingerprint, names):
+        session = EncodingSession.of(encoder, names, owner="a page")  # the road's one owner: estimate, claim, store
+        if session.ready():
             ready.add((model, spec))
             continue
         bar = _EncodingBar(f"Checking which of {len(names):,} names have vectors under {encoder.label}…", banner=True)
         try:
-            estimate = estimate_encoding(encoder, names)
+            estimate = session.estimate()
             if estimate.needed:
                 bar.say(estimate.message())
-                encode_shared(encoder, names, report=bar, owner="a page")
+                session.encode(report=bar)
             ready.add((model, spec))
         finally:
             bar.close()

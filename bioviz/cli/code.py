@@ -1,11 +1,12 @@
-"""``python -m bioviz code TERMS_FILE --source SOURCE --depth 1 --model MODEL [--model-b MODEL] -k 5 [--ranking dense|hybrid] [--no-expand] --out coded.csv``.
+"""``python -m bioviz code TERMS_FILE --source SOURCE --depth 1 --model MODEL [--model-b MODEL] -k 5 [--ranking dense|hybrid] [--no-expand] [--partial] --out coded.csv``.
 
 Codes a list of free-text terms, one row per term: each model's first concept of a level (code,
 name, class, score, margin over the second concept, the other codes of its top k, its parents
 within the level: ``parent``, ``parent name``), whether two models agree, and a low-confidence
 flag (:mod:`bioviz.search.term_coding`, :mod:`bioviz.search.coding_confidence`,
 :mod:`bioviz.search.granularity`). TERMS_FILE is one term per line, or a CSV/TSV file
-whose ``--column`` holds the terms.
+whose ``--column`` holds the terms. With ``--partial``, a level encoded for the first time gets a
+marked partial coding first (:mod:`bioviz.cli.partial`).
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from pathlib import Path
 from bioviz.cli.common import (add_json, add_level_options, add_ranking_options, covered_level, level_spec_from_args,
                                model_argument, rankings_from_args)
 from bioviz.cli.neighbours import add_expand_option, lexicon_for
+from bioviz.cli.partial import add_partial_option, encoding_started, plain, print_now, wait_for
 from bioviz.cli.progress import progress_bar
 from bioviz.csv_export import frame_to_csv
 from bioviz.errors import BiovizError
+from bioviz.models.encoding_session import EncodingSession
 from bioviz.models.model_spec import DEFAULT_MODEL
 from bioviz.output_paths import check_output_file, reporting_as
 from bioviz.paths import write_text_atomic
@@ -48,6 +51,7 @@ def register(subparsers) -> None:
     add_level_options(parser)
     add_ranking_options(parser)
     add_expand_option(parser)
+    add_partial_option(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     add_json(parser)
     parser.set_defaults(handler=run)
@@ -68,6 +72,33 @@ def read_terms(path: str, column: str | None) -> tuple[list[str], int]:
     return terms_from_text(text), clean_texts(text.splitlines()).dropped
 
 
+def code_while_encoding(args, terms: list[str], view, ontology) -> None:
+    """``--partial``: print the first model's partial coding now, then wait for every model's encoding.
+
+    Nothing is printed when the level's vectors are stored already: the final coding comes at once.
+    """
+    models = [args.model] + ([args.model_b] if args.model_b else [])
+    jobs = [job for job in (encoding_started(model, view) for model in models) if job is not None]
+    if not jobs:
+        return
+    from bioviz.search.name_search import NameSearch  # only a partial coding needs it
+    from bioviz.search.progressive import LexicalRanking, partial_coding  # as above
+    from bioviz.search.term_coding import encode_terms, resolve_terms  # as above
+
+    infos = resolve_terms(terms, view, ontology)
+    search = NameSearch.from_view(view)
+    lexicals = [LexicalRanking.by_name_search(search, view.names, info.text) for info in infos]
+    vectors = encode_terms([info.text for info in infos], args.model)  # loads the model while the thread encodes
+    session = EncodingSession.of(args.model, view.names)
+    coding = partial_coding(terms, infos, view, session.partial(), term_vectors=vectors, lexicals=lexicals,
+                            k=args.k, ontology=ontology)
+    print_now({"partial": True, "marker": coding.marker, "model": session.label,
+               "names_encoded": coding.names_encoded, "names": coding.total, "lexical": coding.lexical,
+               "codes": [plain(row) for row in coding.rows]}, args.json)
+    for job in jobs:
+        wait_for(job, args.quiet)
+
+
 def run(args) -> dict:
     """Code the terms; write the CSV or return its rows."""
     if not 1 <= args.k <= MAX_K:
@@ -81,6 +112,8 @@ def run(args) -> dict:
     ontology = level.ontology()
     models = [args.model] + ([args.model_b] if args.model_b else [])
     view, coverage = covered_level(args, models, ontology)
+    if args.partial:
+        code_while_encoding(args, terms, view, ontology)
     indexes = []
     for model in models:
         with progress_bar(f"encoding {len(view.names)} names ({model.spec})", disable=args.quiet) as progress:

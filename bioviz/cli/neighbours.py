@@ -1,9 +1,11 @@
-"""``python -m bioviz neighbours "text" --source SOURCE --model MODEL -k 10 [--ranking dense|hybrid] [--no-expand]``.
+"""``python -m bioviz neighbours "text" --source SOURCE --model MODEL -k 10 [--ranking dense|hybrid] [--no-expand] [--partial]``.
 
 The nearest names of a query among the names of a concept level, with their concept,
 class, cosine score, and whether they share the query's class or concept. A query that is
 an ontology synonym is also ranked as its concept's preferred name (``expansion`` says so:
 ``heart attack → Myocardial infarction (HPO synonym)``; :mod:`bioviz.search.lexicon`).
+With ``--partial``, a level encoded for the first time gets a marked partial answer first
+(:mod:`bioviz.cli.partial`).
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ import time
 
 from bioviz.cli.common import (add_json, add_level_options, add_ranking_options, covered_level, level_spec_from_args,
                                model_argument, rankings_from_args)
+from bioviz.cli.partial import add_partial_option, encoding_started, plain, print_now, wait_for
 from bioviz.cli.progress import progress_bar
 from bioviz.errors import BiovizError
+from bioviz.models.encoding_session import EncodingSession
 from bioviz.models.model_spec import DEFAULT_MODEL
 from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.search.index import NeighbourIndex
@@ -22,6 +26,8 @@ from bioviz.search.lexicon import DEFAULT_EXPANSION, expand_queries, expanded_fo
 from bioviz.search.neighbours import (AMONG, candidate_index, level_space, rank_neighbours, resolve_query,
                                       sparse_names)
 from bioviz.search.vectors_query import query_answer
+
+DEPTH = 200  # names the partial answer's name search ranks (bioviz.search.progressive.DEPTH)
 
 
 def register(subparsers) -> None:
@@ -43,6 +49,7 @@ def register(subparsers) -> None:
     add_level_options(parser)
     add_ranking_options(parser)
     add_expand_option(parser)
+    add_partial_option(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     add_json(parser)
     parser.set_defaults(handler=run)
@@ -63,6 +70,30 @@ def lexicon_for(args, quiet: bool):
         return load_lexicon(progress=progress)
 
 
+def answer_while_encoding(args, view, query) -> list:
+    """``--partial``: print the first model's partial neighbours now; the encodings still running (to wait for).
+
+    Nothing is printed when the level's vectors are stored already: the final answer comes at once.
+    """
+    models = [args.model] + ([args.compare] if args.compare else [])
+    jobs = [job for job in (encoding_started(model, view) for model in models) if job is not None]
+    if not jobs:
+        return []
+    from bioviz.search.name_search import NameSearch  # only a partial answer needs it
+    from bioviz.search.progressive import LexicalRanking, partial_neighbours  # as above
+
+    lexical = LexicalRanking.by_name_search(NameSearch.from_view(view), view.names, query.text, DEPTH)
+    vector = query_answer(query.text, args.model).vector  # loads the model while the thread encodes
+    session = EncodingSession.of(args.model, view.names)
+    answer = partial_neighbours(view, session.partial(), query, query_vector=vector, lexical=lexical, k=args.k,
+                                restrict_class=args.restrict_class)
+    print_now({"partial": True, "marker": answer.marker, "query": args.text, "ranked_text": query.text,
+               "model": session.label, "names_encoded": answer.names_encoded, "names": answer.total,
+               "lexical": answer.lexical,
+               "neighbours": [plain(row) for row in answer.rows]}, args.json)
+    return jobs
+
+
 def run(args) -> dict:
     """Rank the level view's names by cosine similarity to the query."""
     if args.k < 1:
@@ -76,8 +107,12 @@ def run(args) -> dict:
     models = [args.model] + ([args.compare] if args.compare else [])
     view, coverage = covered_level(args, models, ontology)
     query = resolve_query(args.text, view, ontology)  # a concept id ranks the concept's name
+    # --partial: the answer from what is known now, before the synonym lexicon (seconds on a first run) is read
+    jobs = answer_while_encoding(args, view, query) if args.partial and args.among != "hypernyms" else []
     expansion = expansion_of(args.expand)
     expanded = expand_queries([query], expansion, lexicon_for(args, args.quiet))
+    for job in jobs:
+        wait_for(job, args.quiet)
     indexes, vectors, infos, forms, notes = [], [], [], [], []
     for model in models:
         with progress_bar(f"encoding {len(view.names)} names ({model.spec})", disable=args.quiet) as progress:

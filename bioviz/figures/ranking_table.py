@@ -55,6 +55,50 @@ def ranking_table(rows: list[dict], score_label: str = "Cosine") -> pd.DataFrame
     return pd.DataFrame(records)
 
 
+# What found a partial answer's name (bioviz.search.progressive), in the words the table shows.
+FOUND_BY = {"exact": "exact match", "both": "spelling + meaning", "dense": "meaning", "lexical": "spelling"}
+
+
+def partial_ranking_table(rows) -> pd.DataFrame:
+    """A partial answer (:class:`bioviz.search.progressive.PartialAnswer`) as the Neighbours page shows it.
+
+    Columns ``Rank, Name, Code, Match, Found by, Cosine``; the cosine is empty (not NaN) for a name
+    found by its spelling before it was encoded.
+
+    Examples
+    --------
+    >>> row = {"rank": 1, "name": "Hesitancy of micturition", "concept_id": "R39.11", "same_concept": True,
+    ...        "same_class": True, "score": float("nan"), "via": "exact"}
+    >>> partial_ranking_table([row]).values.tolist()
+    [[1, 'Hesitancy of micturition', 'R39.11', 'synonym', 'exact match', '']]
+    """
+    return pd.DataFrame([{"Rank": row["rank"], "Name": row["name"], "Code": row["concept_id"],
+                          "Match": "synonym" if row["same_concept"] else ("class" if row["same_class"] else ""),
+                          "Found by": FOUND_BY.get(row["via"], row["via"]),
+                          "Cosine": "" if row["score"] != row["score"] else f"{row['score']:.3f}"}  # NaN: not encoded
+                         for row in rows])
+
+
+def partial_coding_table(rows) -> pd.DataFrame:
+    """A partial coding (:class:`bioviz.search.progressive.PartialCoding`) as the Code terms page shows it.
+
+    Columns ``Term, Code, Concept, Found by, Cosine, Other codes``; the cosine is empty for a concept
+    found by its spelling alone, 1.000 for an exact code or name.
+
+    Examples
+    --------
+    >>> row = {"term": "R39.11", "match": "exact", "code": "R39.11", "name": "Hesitancy", "score": 1.0,
+    ...        "via": "exact", "others": ""}
+    >>> partial_coding_table([row]).values.tolist()
+    [['R39.11', 'R39.11', 'Hesitancy', 'exact match', '1.000', '']]
+    """
+    return pd.DataFrame([{"Term": row["term"], "Code": row["code"], "Concept": row["name"],
+                          "Found by": FOUND_BY.get(row["via"], row["via"]),
+                          "Cosine": "" if row["score"] != row["score"] else f"{row['score']:.3f}",  # NaN: not encoded
+                          "Other codes": row["others"]} for row in rows],
+                        columns=["Term", "Code", "Concept", "Found by", "Cosine", "Other codes"])
+
+
 def neighbours_file_stem(query: str) -> str:
     """File name (without extension) of a query's ranking downloads.
 

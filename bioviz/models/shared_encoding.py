@@ -132,7 +132,8 @@ def _number(value) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else None
 
 
-def _waiting_progress(state: dict | None, label: str, total: int) -> EncodingProgress:
+def waiting_progress(state: dict | None, label: str, total: int) -> EncodingProgress:
+    """What a waiter shows of a claimant's progress file (``state``; None: unreadable, no counts)."""
     if state is None:
         return EncodingProgress(label, 0, total, None, None, "another process", waiting=True)
     owner = state.get("owner") if state.get("owner") in OWNERS else "another process"
@@ -340,7 +341,7 @@ def _wait_for_claim(lock: FileLock, lock_path: Path, claimant: _Claimant, report
             claimant.taken_over = owner
             return
         if report is not None:
-            report(_waiting_progress(state, claimant.label, claimant.total))
+            report(waiting_progress(state, claimant.label, claimant.total))
         time.sleep(POLL_S)
 
 
@@ -422,7 +423,8 @@ def encode_level(encoder, texts: list[str], *, owner: str, report: Callable[[Enc
 
 
 def encode_shared(encoder, texts, *, batch_size: int = 64, progress: Callable[[int, int], None] | None = None,
-                  report: Callable[[EncodingProgress], None] | None = None, owner: str = "a page"):
+                  report: Callable[[EncodingProgress], None] | None = None, owner: str = "a page",
+                  max_chunk: int = MAX_CHUNK):
     """Vectors of ``texts`` through the vector cache, encoded by one process at a time.
 
     Parameters
@@ -441,6 +443,8 @@ def encode_shared(encoder, texts, *, batch_size: int = 64, progress: Callable[[i
         ``progress`` then counts).
     owner : str
         Who this is (:data:`OWNERS`), shown to whoever waits for it.
+    max_chunk : int
+        The most names encoded and stored per step (the warm-up's are smaller: it yields sooner).
 
     Returns
     -------
@@ -458,6 +462,7 @@ def encode_shared(encoder, texts, *, batch_size: int = 64, progress: Callable[[i
             progress(state.done, state.total)
 
     started = time.perf_counter()
-    vectors, encoded = encode_level(encoder, texts, owner=owner, report=tell, batch_size=batch_size)
+    vectors, encoded = encode_level(encoder, texts, owner=owner, report=tell, batch_size=batch_size,
+                                    max_chunk=max_chunk)
     distinct = len(dict.fromkeys(texts))
     return vectors, EmbedStats(len(texts), distinct - encoded, encoded, time.perf_counter() - started)

@@ -407,6 +407,22 @@ class VectorCache:
         return [{"model": m, "label": label, "dim": dim, "vectors": n, "updated": updated}
                 for m, label, dim, updated, n in rows if n]
 
+    def count(self, model: str) -> int:
+        """How many vectors ``model`` has stored (the kept count: one row read).
+
+        It grows with every chunk written, so a reader of an encoding's partial vectors
+        (:meth:`bioviz.models.encoding_session.EncodingSession.partial`) looks its names up again
+        only when it has moved.
+        """
+
+        def read(conn) -> int:
+            if not _has_counts(conn):
+                return conn.execute("SELECT COUNT(*) FROM vectors WHERE model = ?", (model,)).fetchone()[0]
+            row = conn.execute("SELECT vectors FROM models WHERE model = ?", (model,)).fetchone()
+            return int(row[0]) if row else 0
+
+        return self._run("count", read, 0)
+
     def summary(self) -> dict:
         """``vectors`` (all models together), ``models`` and ``bytes`` on disk: a page's one-line caption."""
         rows = self.stats()

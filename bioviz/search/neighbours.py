@@ -21,9 +21,9 @@ from bioviz.errors import BiovizError
 from bioviz.models.cached_encoding import encode_cached
 from bioviz.models.encoders import Progress
 from bioviz.models.registry import load_encoder
-from bioviz.models.encoding_estimate import EncodingEstimate, estimate_encoding
+from bioviz.models.encoding_estimate import EncodingEstimate
+from bioviz.models.encoding_session import EncodingSession
 from bioviz.models.model_spec import ModelSpec
-from bioviz.models.shared_encoding import encode_shared
 from bioviz.ontology import DEFAULT_SPLIT, SplitSpec
 from bioviz.ontology.model import Ontology, normalise_name
 from bioviz.search.hybrid import EXACT_BOOST, ExpandedForms, NameMatcher, Ranking, SparseNames, name_scores
@@ -236,8 +236,8 @@ def level_space(view, model: ModelSpec, *, batch_size: int = 64, progress: Progr
     """
     encoder = load_encoder(model)
     if use_cache:
-        vectors, stats = encode_shared(encoder, view.names, batch_size=batch_size, progress=progress, report=report,
-                                       owner=owner)
+        session = EncodingSession.of(encoder, view.names, owner=owner)
+        vectors, stats = session.encode(report=report, progress=progress, batch_size=batch_size)
     else:
         vectors, stats = encode_cached(encoder, view.names, batch_size=batch_size, progress=progress, use_cache=False)
     info = {"names": stats.names, "cache_hits": stats.cache_hits, "encoded": stats.encoded,
@@ -406,7 +406,7 @@ def first_encoding_estimate(view, model: ModelSpec, among: str = "names") -> Enc
     ModelError
         If the model cannot be found.
     """
-    return estimate_encoding(load_encoder(model), candidate_names(view, among))
+    return EncodingSession.of(model, candidate_names(view, among)).estimate()
 
 
 def candidate_index(view, model: ModelSpec, among: str = "names", *,

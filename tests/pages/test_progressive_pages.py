@@ -1,0 +1,72 @@
+"""Neighbours and Code terms answer while a level encodes: a partial answer, marked, then the usual one."""
+
+from __future__ import annotations
+
+import pytest
+
+from bioviz.models.cached_encoding import DELAY_ENV
+from bioviz.models.encoding_session import EncodingSession, background_encoding
+from bioviz.ontology import LevelSpec
+from ui import progressive
+
+
+def level_table(folder, classes: int = 4, per_class: int = 150):
+    rows = ["concept_id\tname\tparent_id\tdefinition\tsynonyms", "R\tdisorder\t\t\t"]
+    for c in range(classes):
+        rows.append(f"C{c}\tclass {c} disorder\tR\t\t")
+        rows += [f"C{c}_{i}\tkind {i} of class {c} disorder\tC{c}\t\t" for i in range(per_class)]
+    path = folder / "progressive_level.tsv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def slow_level(tmp_home, tmp_path, monkeypatch):
+    """A 600-name level that takes seconds to encode, answered progressively (the threshold lowered for it)."""
+    monkeypatch.setenv(DELAY_ENV, "0.02")
+    monkeypatch.setattr(progressive, "MIN_MISSING", 100)
+    source = level_table(tmp_path)
+    yield source
+    # the encoding thread outlives the page's run: let it finish before the home is removed
+    job = background_encoding(EncodingSession.of("char-tfidf", LevelSpec(str(source), depth=1).load().names))
+    if job is not None:
+        job.wait(120)
+
+
+def markers(at) -> list[str]:
+    return [i.value for i in at.info if "names encoded, refining" in i.value]
+
+
+def test_neighbours_answers_at_once_while_the_level_encodes_then_ranks_fully(slow_level, open_app):
+    at = open_app("app_pages/4_Neighbours.py", {"source": str(slow_level), "depth": "1", "model_a": "char-tfidf",
+                                                  "two": "0", "query": "kind 7 of class 2 disorder", "k": "5"}).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert markers(at) and markers(at)[0].startswith("**partial: ")
+    assert any(p.proto.text for p in at.get("progress"))  # the encoding's bar beside it
+    table = at.table[0].value
+    assert list(table.columns) == ["Rank", "Name", "Code", "Match", "Found by", "Cosine"] and len(table) == 5
+    assert "kind 7 of class 2 disorder" not in set(table["Name"])
+    names = LevelSpec(str(slow_level), depth=1).load().names
+    assert background_encoding(EncodingSession.of("char-tfidf", names)).wait(120)
+    at = at.run()  # what the fragment's rerun does once every name is encoded
+    assert not at.exception and not at.error and not markers(at)
+    columns = list(at.table[0].value.columns)
+    assert columns[:4] == ["Rank", "Name", "Code", "Match"] and "Found by" not in columns
+
+
+def test_code_terms_codes_at_once_while_the_level_encodes_then_fully(slow_level, open_app):
+    at = open_app("app_pages/7_Code_terms.py", {"source": str(slow_level), "depth": "1", "model_a": "char-tfidf",
+                                                  "two": "0"}).run()
+    at.text_area(key="ct_text").set_value("C1_3\nkind 9 of class 0 disorder\nkind nine class zero")
+    at = at.button[0].click().run() if at.button[0].label == "Code the terms" else \
+        next(b for b in at.button if b.label == "Code the terms").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert markers(at) and markers(at)[0].startswith("**partial: ")
+    frame = at.dataframe[0].value
+    assert list(frame["Term"]) == ["C1_3", "kind 9 of class 0 disorder", "kind nine class zero"]
+    assert list(frame["Code"][:2]) == ["C1_3", "C0_9"]
+    names = LevelSpec(str(slow_level), depth=1).load().names
+    assert background_encoding(EncodingSession.of("char-tfidf", names)).wait(120)
+    at = at.run()  # the fragment's rerun once every name is encoded: the pending coding is done in full
+    assert not at.exception and not at.error and not markers(at)
+    assert any("Review" in df.value.columns for df in at.dataframe)
