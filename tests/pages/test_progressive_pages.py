@@ -37,6 +37,7 @@ def markers(at) -> list[str]:
     return [i.value for i in at.info if "names encoded, refining" in i.value]
 
 
+@pytest.mark.slow  # a level encoded in the background while the answer is polled: 25-40 s
 def test_neighbours_answers_at_once_while_the_level_encodes_then_ranks_fully(slow_level, open_app):
     at = open_app("app_pages/4_Neighbours.py", {"source": str(slow_level), "depth": "1", "model_a": "char-tfidf",
                                                   "two": "0", "query": "kind 7 of class 2 disorder", "k": "5"}).run()
@@ -54,6 +55,7 @@ def test_neighbours_answers_at_once_while_the_level_encodes_then_ranks_fully(slo
     assert columns[:4] == ["Rank", "Name", "Code", "Match"] and "Found by" not in columns
 
 
+@pytest.mark.slow  # a level encoded in the background while the answer is polled: 25-40 s
 def test_code_terms_codes_at_once_while_the_level_encodes_then_fully(slow_level, open_app):
     at = open_app("app_pages/7_Code_terms.py", {"source": str(slow_level), "depth": "1", "model_a": "char-tfidf",
                                                   "two": "0"}).run()

@@ -30,6 +30,7 @@ def run_cli(capsys, *argv):
     return code, [json.loads(line) for line in out.splitlines()], err
 
 
+@pytest.mark.slow  # a level encoded in the background while the answer is polled: 25-40 s
 def test_neighbours_partial_prints_a_marked_answer_then_the_final_one(capsys, slow_level):
     args = ("neighbours", "kind 7 of class 2 disorder", "--source", str(slow_level), "--model", "char-tfidf",
             "-k", "5", "--json", "--quiet")
@@ -46,6 +47,7 @@ def test_neighbours_partial_prints_a_marked_answer_then_the_final_one(capsys, sl
         assert code == 0 and len(lines) == 1 and "partial" not in lines[0]
 
 
+@pytest.mark.slow  # a level encoded in the background while the answer is polled: 25-40 s
 def test_code_partial_prints_a_marked_coding_then_the_final_one(capsys, slow_level, tmp_path):
     terms = tmp_path / "terms.txt"
     terms.write_text("C1_3\nkind 9 of class 0 disorder\nkind nine class zero\n", encoding="utf-8")
