@@ -232,7 +232,7 @@ def partial_neighbours(view, partial, query: QueryInfo, *, query_vector: np.ndar
 
 
 @dataclass(frozen=True)
-class PartialCoding:
+class PartialCoding(PartialAnswer):
     """Each term's first concepts before every name of the level is encoded (one model).
 
     Attributes
@@ -241,24 +241,9 @@ class PartialCoding:
         Per term: ``term``, ``match`` (``exact``: a code or name of the ontology, else ``nearest``),
         ``code``, ``name``, ``score`` (the first name's dense cosine, NaN when found by spelling alone),
         ``via`` and ``others`` (the rest of the top k, ``; ``-separated).
-    names_encoded, total : int
-    lexical : str
+    names_encoded, total, lexical
+        As :class:`PartialAnswer`, whose marker and completeness it shares.
     """
-
-    rows: tuple[dict, ...]
-    names_encoded: int
-    total: int
-    lexical: str = "char-tfidf"
-
-    @property
-    def complete(self) -> bool:
-        """True once every name is encoded."""
-        return self.names_encoded >= self.total
-
-    @property
-    def marker(self) -> str:
-        """As :attr:`PartialAnswer.marker`."""
-        return PartialAnswer((), self.names_encoded, self.total).marker
 
 
 def partial_coding(terms: Sequence[str], infos: Sequence[QueryInfo], view, partial, *,
