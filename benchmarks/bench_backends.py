@@ -70,7 +70,7 @@ def main(argv=None) -> dict:
     rng = np.random.default_rng(args.seed)
     sample = [names[i] for i in rng.choice(len(names), size=min(len(names), args.queries + args.corpus),
                                                replace=False)]
-    torch_encoder = load_encoder(args.model)
+    torch_encoder = load_encoder(args.model, backend="torch")
     bare = torch_encoder.model  # the bare SentenceTransformer, fp32
     int8 = backend_encoder(args.model, "onnx-int8")
     export_s = timed(lambda: ensure_export(int8.base))[0]
