@@ -63,7 +63,8 @@ def main(argv=None) -> dict:
 
     from bioviz.evaluation.benchmarks import BUNDLED, load_benchmark, score_benchmark
     from bioviz.models.registry import load_encoder
-    from bioviz.models.quantized import backend_encoder, ensure_export
+    from bioviz.models.quantized import ensure_export
+    from bioviz.models.registry import backend_encoder
     from bioviz.ontology import level_view, load_source
 
     names = list(dict.fromkeys(level_view(load_source("icd10cm"), depth=1).names))

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from bioviz.cli.progress import progress_bar
 from bioviz.models.cached_encoding import encode_cached
-from bioviz.models.quantized import BACKENDS, backend_encoder
+from bioviz.models.quantized import BACKENDS
+from bioviz.models.registry import backend_encoder
 
 
 def add_backend_option(parser) -> None:

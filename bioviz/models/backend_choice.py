@@ -49,8 +49,7 @@ def check_backend(name: str, where: str = BACKEND_ENV) -> str:
 
 
 def _on_cpu() -> bool:
-    # imported here: torch takes seconds to import, and only the no-variable case needs it
-    from bioviz.models.encoders import device
+    from bioviz.models.encoders import device  # here: the CLI imports this module at start, `levels` never encodes
 
     return device() == "cpu"
 

@@ -1,6 +1,6 @@
 """int8 ONNX Runtime backend for sentence-transformers models: faster encoding on CPU.
 
-``backend_encoder(spec, "onnx-int8")`` gives an encoder whose transformer runs as a
+``bioviz.models.registry.backend_encoder(spec, "onnx-int8")`` gives an encoder whose transformer runs as a
 dynamically quantized ONNX graph in ONNX Runtime (int8 weights per output channel, int8
 activations quantized on the fly), while tokenisation and the modules after the
 transformer (pooling, dense layers, normalisation) stay sentence-transformers' own, so the
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import importlib.util
 import json
 import logging
 import shutil
@@ -39,8 +40,6 @@ from bioviz.errors import ModelError
 from bioviz.models.encoders import Encoder, HeadRunEncoder, SentenceTransformerEncoder, load_sentence_transformer, \
     token_lengths
 from bioviz.models.model_files import dimension_from_files
-from bioviz.models.model_spec import ModelSpec
-from bioviz.models.registry import load_encoder
 from bioviz.paths import home
 from bioviz.space import l2_normalise
 
@@ -317,29 +316,34 @@ def _onnx_int8(encoder: Encoder) -> Encoder:
     return OnnxInt8Encoder(encoder)
 
 
-def backend_encoder(spec: ModelSpec | str, backend: str = "torch") -> Encoder:
-    """The encoder of a MODEL under a backend, loaded once per process.
-
-    Parameters
-    ----------
-    spec : ModelSpec or str
-        The model (text is parsed, as :func:`bioviz.models.registry.load_encoder` does).
-    backend : str
-        ``torch`` (the model as it is), ``onnx-int8`` (its transformer as an int8 ONNX Runtime
-        graph, exported once into ``BIOVIZ_HOME/onnx``) or ``openvino-int8`` (not offered yet).
+def check_named_backend(backend: str) -> None:
+    """Refuse a backend bioviz does not offer, in one line (before any model is loaded).
 
     Raises
     ------
     ModelError
-        An unknown backend, a model the backend cannot run (char-tfidf, a plain transformers
-        checkpoint), or a model that cannot be loaded.
+        An unknown backend, or ``openvino-int8`` (named, not offered yet).
     """
     if backend not in BACKENDS:
         raise ModelError(f"unknown backend {backend!r}: use one of {', '.join(BACKENDS)}")
     if backend == "openvino-int8":
         raise ModelError("openvino-int8 is not available in this version of bioviz (see docs/scale.md): "
                          "use --backend onnx-int8")
-    encoder = load_encoder(spec, backend="torch")
+
+
+def named_backend(encoder: Encoder, backend: str) -> Encoder:
+    """``encoder`` (the model in torch) under a backend named by the user, loaded once per process.
+
+    What :func:`bioviz.models.registry.backend_encoder` gives: unlike the default
+    (:func:`default_int8`), a model the backend cannot run is an error, and so is a failed export.
+
+    Raises
+    ------
+    ModelError
+        An unknown backend, or a model the backend cannot run (char-tfidf, a plain transformers
+        checkpoint).
+    """
+    check_named_backend(backend)
     if backend == "torch":
         return encoder
     with _LOCK:
@@ -364,8 +368,6 @@ def _first_module_is_transformer(path: Path) -> bool:
 
 def _onnx_runtime_missing() -> str | None:
     """The first package int8 needs that is not installed (checked without importing it), else None."""
-    import importlib.util
-
     for package in ("onnxruntime", "onnx"):
         if importlib.util.find_spec(package) is None:
             return package

@@ -22,6 +22,7 @@ from bioviz.models.encoders import CharTfidfEncoder, Encoder, HeadRunEncoder, Pr
 from bioviz.models.head_chain import HeadChain, NotAHeadChain, input_module_kinds
 from bioviz.models.model_files import dimension_from_files, file_signature
 from bioviz.models.model_spec import ModelSpec
+from bioviz.models.quantized import check_named_backend, default_int8, named_backend
 from bioviz.models.runs import read_run, runs_dir
 from bioviz.models.vectors_encoder import VectorsFileEncoder
 from bioviz.space import Space
@@ -162,9 +163,30 @@ def load_encoder(spec: ModelSpec | str, backend: str | None = None) -> Encoder:
         return encoder  # nothing int8 would run (char-tfidf, vectors, runs): no need to ask which backend
     if (default_backend() if backend is None else backend) == "torch":
         return encoder
-    from bioviz.models.quantized import default_int8  # quantized imports this module: imported here
-
     return default_int8(encoder)
+
+
+def backend_encoder(spec: ModelSpec | str, backend: str = "torch") -> Encoder:
+    """The encoder of a MODEL under a backend named by the user, loaded once per process.
+
+    Parameters
+    ----------
+    spec : ModelSpec or str
+        The model (text is parsed, as :func:`load_encoder` does).
+    backend : str
+        ``torch`` (the model as it is), ``onnx-int8`` (its transformer as an int8 ONNX Runtime
+        graph, exported once into ``BIOVIZ_HOME/onnx``; head runs too) or ``openvino-int8``
+        (not offered yet). Unlike the default backend of :func:`load_encoder`, nothing falls
+        back: a model the backend cannot run, or a failed export, is the error.
+
+    Raises
+    ------
+    ModelError
+        An unknown backend, a model the backend cannot run (char-tfidf, a plain transformers
+        checkpoint), or a model that cannot be loaded.
+    """
+    check_named_backend(backend)
+    return named_backend(load_encoder(spec, backend="torch"), backend)
 
 
 def model_dimension(spec: ModelSpec | str) -> int:

@@ -17,7 +17,7 @@ from bioviz.models import backend_choice, encoders, quantized
 from bioviz.models.backend_choice import backend_override, default_backend
 from bioviz.models.cached_encoding import encode_cached
 from bioviz.models.encoders import CharTfidfEncoder, SentenceTransformerEncoder
-from bioviz.models.registry import load_encoder
+from bioviz.models.registry import backend_encoder, load_encoder
 from bioviz.models.vector_cache import VectorCache
 
 NAMES = ["Type 2 diabetes mellitus", "myocardial infarction", "heart attack", "Seizure",
@@ -117,7 +117,7 @@ def test_named_onnx_int8_still_fails_loudly(tmp_home, default_env):
 
     default_env.setattr(quantized, "_export", broken_export)
     with pytest.raises(ModelError, match="cannot be exported to int8 ONNX"):
-        quantized.backend_encoder("minilm", "onnx-int8").encode(NAMES[:1])
+        backend_encoder("minilm", "onnx-int8").encode(NAMES[:1])
 
 
 @pytest.fixture(scope="module")
