@@ -63,14 +63,15 @@ def main(argv=None) -> dict:
 
     from bioviz.evaluation.benchmarks import BUNDLED, load_benchmark, score_benchmark
     from bioviz.models.registry import load_encoder
-    from bioviz.models.quantized import backend_encoder, ensure_export
+    from bioviz.models.quantized import ensure_export
+    from bioviz.models.registry import backend_encoder
     from bioviz.ontology import level_view, load_source
 
     names = list(dict.fromkeys(level_view(load_source("icd10cm"), depth=1).names))
     rng = np.random.default_rng(args.seed)
     sample = [names[i] for i in rng.choice(len(names), size=min(len(names), args.queries + args.corpus),
                                                replace=False)]
-    torch_encoder = load_encoder(args.model)
+    torch_encoder = load_encoder(args.model, backend="torch")
     bare = torch_encoder.model  # the bare SentenceTransformer, fp32
     int8 = backend_encoder(args.model, "onnx-int8")
     export_s = timed(lambda: ensure_export(int8.base))[0]

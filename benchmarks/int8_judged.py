@@ -153,7 +153,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
 
-    from bioviz.models.quantized import backend_encoder  # after sys.path is set
+    from bioviz.models.registry import backend_encoder  # after sys.path is set
     from bioviz.ontology import level_view, load_source
 
     encoders = {backend: backend_encoder(args.model, backend) for backend in BACKENDS}

@@ -109,7 +109,7 @@ def main(argv=None) -> dict:
     view = level_view(ontology, depth=args.depth)
     counts = entry_counts(ontology, view)
     texts = list(dict.fromkeys(view.names))
-    model = load_encoder(args.model).model
+    model = load_encoder(args.model, backend="torch").model  # the SentenceTransformer: its tokenizer
     tokenizer = model.tokenizer
     ids = tokenizer(texts, truncation=True, max_length=model.max_seq_length, add_special_tokens=True)["input_ids"]
     lengths = np.array([len(i) for i in ids])

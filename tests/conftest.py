@@ -11,6 +11,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # No background first encoding of the bundled levels (bioviz.warmup) in tests and in the apps they start.
 os.environ.setdefault("BIOVIZ_WARMUP", "0")
+# Encode with torch: on a CPU the default backend is onnx-int8 (bioviz.models.backend_choice),
+# whose first use exports the model (20-60 s, minutes under load), and the vectors and figures
+# pinned by the tests (tests/bioviz/models/test_med_minilm.py, ...) are fp32. The tests of the
+# default itself (tests/bioviz/models/test_backend_choice.py) unset it.
+os.environ.setdefault("BIOVIZ_BACKEND", "torch")
 
 # Property and fuzz tests: modest example counts keep CI well under 20 minutes; no per-example
 # deadline because a shared 2-core machine makes single examples slow now and then.

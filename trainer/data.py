@@ -251,7 +251,9 @@ def prepare(config: TrainConfig, progress=None, *, report=None, input_model: Mod
     check_view(config, view, input_model)
     split = config.split.make(view)
     started = time.perf_counter()
-    encoder = load_encoder(input_model)
+    # torch whatever the default backend: a head run's vectors come from its input model in torch
+    # (runs keep torch, bioviz.models.quantized.default_int8), so its head is trained on those
+    encoder = load_encoder(input_model, backend="torch")
     # a level the warm-up or a page is encoding already is waited for, not encoded a second time
     session = EncodingSession.of(encoder, view.names, owner="a training job")
     vectors, _ = session.encode(progress=progress, report=report)

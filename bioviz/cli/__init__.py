@@ -17,6 +17,7 @@ import logging
 import sys
 
 from bioviz.errors import BiovizError
+from bioviz.models.backend_choice import backend_override
 from bioviz.paths import check_home_writable
 
 # Sub-command modules, in the order ``--help`` lists them.
@@ -89,7 +90,10 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     check_home_writable()  # a read-only home: one WARNING line, then the command works from what is cached
     try:
-        result = args.handler(args)
+        # --backend (the commands that encode have it): every encoder the command loads, for names
+        # and queries alike, uses that backend (None: the default, bioviz.models.backend_choice)
+        with backend_override(getattr(args, "backend", None)):
+            result = args.handler(args)
     except BiovizError as error:
         sys.stderr.write(f"error: {error}\n")
         return 2

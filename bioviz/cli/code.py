@@ -16,6 +16,7 @@ from pathlib import Path
 
 from bioviz.cli.common import (add_json, add_level_options, add_ranking_options, covered_level, level_spec_from_args,
                                model_argument, rankings_from_args)
+from bioviz.cli.embed_backend import add_backend_option
 from bioviz.cli.neighbours import add_expand_option, lexicon_for
 from bioviz.cli.partial import add_partial_option, encoding_started, plain, print_now, wait_for
 from bioviz.cli.progress import progress_bar
@@ -52,6 +53,7 @@ def register(subparsers) -> None:
     add_ranking_options(parser)
     add_expand_option(parser)
     add_partial_option(parser)
+    add_backend_option(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     add_json(parser)
     parser.set_defaults(handler=run)

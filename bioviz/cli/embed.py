@@ -19,6 +19,7 @@ from bioviz.cli.embed_backend import add_backend_option, run_backend
 from bioviz.cli.progress import progress_bar
 from bioviz.errors import BiovizError
 from bioviz.models import ray_embedding
+from bioviz.models.backend_choice import backend_override
 from bioviz.models.registry import embed, load_encoder
 from bioviz.models.vectors_export import export_names, write_vectors
 from bioviz.models.vectors_file import VectorsCard
@@ -56,15 +57,20 @@ def run(args) -> dict:
     if args.out:
         _check_out(args.out)
     view, coverage = covered_level(args, [args.model])
-    if args.backend != "torch":
+    where = executor_name(args.executor)
+    if args.backend not in (None, "torch"):
         # The int8 export lives in this machine's BIOVIZ_HOME: it runs here, not on a cluster.
         if args.out:
             raise BiovizError(f"--out writes the model's own vectors: drop --backend {args.backend}")
         if args.executor == "ray":
             raise BiovizError(f"--backend {args.backend} encodes on this machine only; drop --executor ray")
         return run_backend(args, view)
-    where = executor_name(args.executor)
-    with ray_embedding.executor(where), progress_bar(f"encoding ({args.model.spec})", disable=args.quiet) as progress:
+    # Without --backend: the default backend (onnx-int8 on a CPU), except where the model's own
+    # vectors are wanted (--out writes a vectors file others open as a model) or a cluster
+    # encodes (its workers load the model as trained, by name).
+    backend = "torch" if args.backend is None and (args.out or where == "ray") else args.backend
+    with backend_override(backend), ray_embedding.executor(where), \
+            progress_bar(f"encoding ({args.model.spec})", disable=args.quiet) as progress:
         space, info = level_space(view, args.model, batch_size=args.batch_size, progress=progress,
                                   use_cache=not args.no_cache)
     result = {"source": view.source, "level": view.title, "model": space.model_id, "executor": where, **info}

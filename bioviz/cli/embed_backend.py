@@ -8,14 +8,21 @@ from __future__ import annotations
 
 from bioviz.cli.progress import progress_bar
 from bioviz.models.cached_encoding import encode_cached
-from bioviz.models.quantized import BACKENDS, backend_encoder
+from bioviz.models.quantized import BACKENDS
+from bioviz.models.registry import backend_encoder
 
 
 def add_backend_option(parser) -> None:
-    """``--backend torch|onnx-int8|openvino-int8``."""
-    parser.add_argument("--backend", choices=BACKENDS, default="torch",
+    """``--backend torch|onnx-int8|openvino-int8``: None when not given (the default backend then encodes).
+
+    :func:`bioviz.cli.main` runs the command under the backend given
+    (:func:`~bioviz.models.backend_choice.backend_override`), so every encoder the command
+    loads, for names and queries alike, uses it.
+    """
+    parser.add_argument("--backend", choices=BACKENDS, default=None,
                         help="torch (the model as trained), or onnx-int8: its transformer as an int8 ONNX Runtime "
-                             "graph, exported once into BIOVIZ_HOME/onnx (faster on CPU; drift in docs/scale.md)")
+                             "graph, exported once into BIOVIZ_HOME/onnx (faster on CPU; drift in docs/scale.md). "
+                             "Default: BIOVIZ_BACKEND, else onnx-int8 on a CPU and torch on a GPU")
 
 
 def run_backend(args, view) -> dict:

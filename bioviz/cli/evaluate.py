@@ -21,6 +21,7 @@ import time
 
 from bioviz.cli.common import (add_json, add_level_options, add_ranking_options, covered_level, level_spec_from_args,
                                model_argument, rankings_from_args)
+from bioviz.cli.embed_backend import add_backend_option
 from bioviz.cli.eval_compare import add_compare_options, baseline_among, comparisons
 from bioviz.errors import EvaluationError
 from bioviz.evaluation import normalisation, run as evaluation, splits
@@ -68,6 +69,7 @@ def register(subparsers) -> None:
     parser.add_argument("--no-cache", action="store_true", help="recompute, neither reading nor writing cached results")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     add_compare_options(parser)
+    add_backend_option(parser)
     add_json(parser)
     parser.set_defaults(handler=run)
 

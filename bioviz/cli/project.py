@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 from bioviz.cli.common import add_json, add_level_options, covered_level, model_argument
+from bioviz.cli.embed_backend import add_backend_option
 from bioviz.cli.progress import progress_bar
 from bioviz.search.neighbours import level_space
 from bioviz.views.projection import METHODS, ProjectionParams, cache_path, project, stratified_sample
@@ -33,6 +34,7 @@ def register(subparsers) -> None:
     parser.add_argument("--min-dist", type=float, default=_DEFAULTS.min_dist, help="UMAP minimum distance")
     parser.add_argument("--seed", type=int, default=_DEFAULTS.seed, help="seed of the sample and of UMAP")
     parser.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    add_backend_option(parser)
     add_json(parser)
     parser.set_defaults(handler=run)
 

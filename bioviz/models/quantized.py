@@ -1,6 +1,6 @@
 """int8 ONNX Runtime backend for sentence-transformers models: faster encoding on CPU.
 
-``backend_encoder(spec, "onnx-int8")`` gives an encoder whose transformer runs as a
+``bioviz.models.registry.backend_encoder(spec, "onnx-int8")`` gives an encoder whose transformer runs as a
 dynamically quantized ONNX graph in ONNX Runtime (int8 weights per output channel, int8
 activations quantized on the fly), while tokenisation and the modules after the
 transformer (pooling, dense layers, normalisation) stay sentence-transformers' own, so the
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import importlib.util
 import json
 import logging
 import shutil
@@ -39,8 +40,6 @@ from bioviz.errors import ModelError
 from bioviz.models.encoders import Encoder, HeadRunEncoder, SentenceTransformerEncoder, load_sentence_transformer, \
     token_lengths
 from bioviz.models.model_files import dimension_from_files
-from bioviz.models.model_spec import ModelSpec
-from bioviz.models.registry import load_encoder
 from bioviz.paths import home
 from bioviz.space import l2_normalise
 
@@ -204,12 +203,20 @@ class OnnxInt8Encoder(Encoder):
     ----------
     base : SentenceTransformerEncoder
         The model in torch: its path, fingerprint and label.
+    fallback : bool
+        When the export or its session fails (onnxruntime missing, an export error), encode
+        with ``base`` in torch after one logged warning, and take ``base``'s fingerprint and
+        label from then on, so the torch vectors are cached as torch's. The default backend
+        (:func:`default_int8`) sets it: a page never fails for want of int8. ``--backend
+        onnx-int8`` does not: asked for by name, a failure is the error.
     """
 
     backend = "onnx-int8"
 
-    def __init__(self, base: SentenceTransformerEncoder) -> None:
+    def __init__(self, base: SentenceTransformerEncoder, fallback: bool = False) -> None:
         self.base = base
+        self.fallback = fallback
+        self.fallen_back = False
         self.spec = base.spec
         self.label = f"{base.label} · onnx-int8"
         self.path = base.path
@@ -225,27 +232,49 @@ class OnnxInt8Encoder(Encoder):
         return dimension_from_files(self.path) or self.base.dim
 
     def _load(self):
+        """(session, model), or (None, None) once this encoder has fallen back to torch."""
         with self._lock:
-            if self._session is None:
-                folder, meta = ensure_export(self.base)
+            if self._session is None and not self.fallen_back:
                 try:
-                    session = _session(folder)
-                except Exception as error:  # noqa: BLE001 - onnxruntime raises its own untyped errors
-                    # checksummed, so only a change of onnxruntime can get here: a fresh export fixes it
-                    logger.warning("int8 export of %s does not load (%s): exporting it again", self.label, error)
-                    shutil.rmtree(folder, ignore_errors=True)
-                    folder, meta = ensure_export(self.base)
-                    session = _session(folder)
-                # tokenizer and the modules after the transformer, in torch on the CPU (cheap)
-                self._model = load_sentence_transformer(str(self.path), device="cpu")
-                self._inputs = list(meta["inputs"])
-                self._session = session
+                    self._start()
+                except Exception as error:  # noqa: BLE001 - any failure of int8 must leave torch working
+                    if not self.fallback:
+                        raise
+                    self._fall_back(error)
         return self._session, self._model
+
+    def _fall_back(self, error: Exception) -> None:
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+        logger.warning("%s: int8 is not available (%s); encoding with torch instead", self.base.label, first)
+        # from now on this is the torch model: its vectors are cached under torch's fingerprint
+        # (encode_cached reads the fingerprint again when it stores what was encoded)
+        self.fallen_back = True
+        self.backend = "torch"
+        self.fingerprint = self.base.fingerprint
+        self.label = self.base.label
+
+    def _start(self) -> None:
+        """Export (or check) the model and open its session: what the first encoding needs."""
+        folder, meta = ensure_export(self.base)
+        try:
+            session = _session(folder)
+        except Exception as error:  # noqa: BLE001 - onnxruntime raises its own untyped errors
+            # checksummed, so only a change of onnxruntime can get here: a fresh export fixes it
+            logger.warning("int8 export of %s does not load (%s): exporting it again", self.label, error)
+            shutil.rmtree(folder, ignore_errors=True)
+            folder, meta = ensure_export(self.base)
+            session = _session(folder)
+        # tokenizer and the modules after the transformer, in torch on the CPU (cheap)
+        self._model = load_sentence_transformer(str(self.path), device="cpu")
+        self._inputs = list(meta["inputs"])
+        self._session = session
 
     def _encode(self, texts: list[str], batch_size: int) -> np.ndarray:
         import torch
 
         session, model = self._load()
+        if session is None:
+            return self.base._encode(texts, batch_size)
         out = []
         for start in range(0, len(texts), batch_size):
             features = model.preprocess(texts[start:start + batch_size])
@@ -259,7 +288,8 @@ class OnnxInt8Encoder(Encoder):
         return l2_normalise(np.concatenate(out).astype(np.float32))
 
     def _lengths(self, texts: list[str]) -> list[int]:
-        return token_lengths(self._load()[1], texts)
+        model = self._load()[1]
+        return self.base._lengths(texts) if model is None else token_lengths(model, texts)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.label!r}, fingerprint={self.fingerprint[:12]})"
@@ -286,33 +316,93 @@ def _onnx_int8(encoder: Encoder) -> Encoder:
     return OnnxInt8Encoder(encoder)
 
 
-def backend_encoder(spec: ModelSpec | str, backend: str = "torch") -> Encoder:
-    """The encoder of a MODEL under a backend, loaded once per process.
-
-    Parameters
-    ----------
-    spec : ModelSpec or str
-        The model (text is parsed, as :func:`bioviz.models.registry.load_encoder` does).
-    backend : str
-        ``torch`` (the model as it is), ``onnx-int8`` (its transformer as an int8 ONNX Runtime
-        graph, exported once into ``BIOVIZ_HOME/onnx``) or ``openvino-int8`` (not offered yet).
+def check_named_backend(backend: str) -> None:
+    """Refuse a backend bioviz does not offer, in one line (before any model is loaded).
 
     Raises
     ------
     ModelError
-        An unknown backend, a model the backend cannot run (char-tfidf, a plain transformers
-        checkpoint), or a model that cannot be loaded.
+        An unknown backend, or ``openvino-int8`` (named, not offered yet).
     """
     if backend not in BACKENDS:
         raise ModelError(f"unknown backend {backend!r}: use one of {', '.join(BACKENDS)}")
     if backend == "openvino-int8":
         raise ModelError("openvino-int8 is not available in this version of bioviz (see docs/scale.md): "
                          "use --backend onnx-int8")
-    encoder = load_encoder(spec)
+
+
+def named_backend(encoder: Encoder, backend: str) -> Encoder:
+    """``encoder`` (the model in torch) under a backend named by the user, loaded once per process.
+
+    What :func:`bioviz.models.registry.backend_encoder` gives: unlike the default
+    (:func:`default_int8`), a model the backend cannot run is an error, and so is a failed export.
+
+    Raises
+    ------
+    ModelError
+        An unknown backend, or a model the backend cannot run (char-tfidf, a plain transformers
+        checkpoint).
+    """
+    check_named_backend(backend)
     if backend == "torch":
         return encoder
     with _LOCK:
         key = backend_fingerprint(encoder.fingerprint, backend)
         if key not in _ENCODERS:
             _ENCODERS[key] = _onnx_int8(encoder)
+        return _ENCODERS[key]
+
+
+_WARNED: set[str] = set()
+
+
+def _first_module_is_transformer(path: Path) -> bool:
+    """Whether the sentence-transformers directory at ``path`` starts with a Transformer module."""
+    try:
+        modules = json.loads((path / "modules.json").read_text(encoding="utf-8"))
+        first = sorted(modules, key=lambda module: int(module.get("idx", 0)))[0]
+        return str(first.get("type", "")).endswith(".Transformer")
+    except (OSError, ValueError, TypeError, AttributeError, IndexError):
+        return False
+
+
+def _onnx_runtime_missing() -> str | None:
+    """The first package int8 needs that is not installed (checked without importing it), else None."""
+    for package in ("onnxruntime", "onnx"):
+        if importlib.util.find_spec(package) is None:
+            return package
+    return None
+
+
+def default_int8(encoder: Encoder) -> Encoder:
+    """``encoder`` under onnx-int8 as the default backend, where int8 applies; else ``encoder``.
+
+    int8 applies to sentence-transformers models whose first module is a transformer: the
+    bundled models, model directories and hub ids. Everything else is returned as it is:
+
+    - char-tfidf and vectors files (no transformer to quantize);
+    - trained runs, head or fine-tuned: a head was trained on its input model's fp32 vectors
+      and a fine-tuned run was selected in fp32; int8 was judged on the bundled model only, so
+      a run keeps the backend it was trained and judged with (``--backend onnx-int8`` still
+      runs it in int8 when asked for by name);
+    - any model when onnxruntime or onnx is not installed (one logged warning).
+
+    The int8 encoder falls back to torch if its export fails when it first encodes
+    (:class:`OnnxInt8Encoder` ``fallback``). It is loaded once per process and model.
+    """
+    if type(encoder) is not SentenceTransformerEncoder or encoder.model_spec.kind == "run":
+        return encoder
+    if not _first_module_is_transformer(encoder.path):
+        return encoder
+    missing = _onnx_runtime_missing()
+    if missing is not None:
+        if missing not in _WARNED:
+            _WARNED.add(missing)
+            logger.warning("%s is not installed: encoding with torch, not onnx-int8 (pip install %s)",
+                           missing, missing)
+        return encoder
+    with _LOCK:
+        key = f"default|{encoder.fingerprint}"
+        if key not in _ENCODERS:
+            _ENCODERS[key] = OnnxInt8Encoder(encoder, fallback=True)
         return _ENCODERS[key]

@@ -16,11 +16,13 @@ from pathlib import Path
 
 from bioviz.errors import ModelError
 from bioviz.models import char_tfidf
+from bioviz.models.backend_choice import check_backend, default_backend
 from bioviz.models.cached_encoding import encode_cached
 from bioviz.models.encoders import CharTfidfEncoder, Encoder, HeadRunEncoder, Progress, SentenceTransformerEncoder
 from bioviz.models.head_chain import HeadChain, NotAHeadChain, input_module_kinds
 from bioviz.models.model_files import dimension_from_files, file_signature
 from bioviz.models.model_spec import ModelSpec
+from bioviz.models.quantized import check_named_backend, default_int8, named_backend
 from bioviz.models.runs import read_run, runs_dir
 from bioviz.models.vectors_encoder import VectorsFileEncoder
 from bioviz.space import Space
@@ -126,7 +128,7 @@ def _load_encoder(ref: ModelSpec, depth: int) -> Encoder:
         return encoder
 
 
-def load_encoder(spec: ModelSpec | str) -> Encoder:
+def load_encoder(spec: ModelSpec | str, backend: str | None = None) -> Encoder:
     """The encoder for a MODEL, loaded once per process (reloaded if its files change).
 
     Text (the trainer's configs, benchmarks, tests) is parsed here (:meth:`ModelSpec.of`);
@@ -135,12 +137,56 @@ def load_encoder(spec: ModelSpec | str) -> Encoder:
     A head run gets a :class:`HeadRunEncoder` (its vectors from its input model's cached
     vectors); other models a :class:`SentenceTransformerEncoder` or :class:`CharTfidfEncoder`.
 
+    Every page, command and job gets its encoder here, so names and queries are encoded by
+    the same backend: :func:`bioviz.models.backend_choice.default_backend` unless ``backend``
+    is given. Under ``onnx-int8`` a sentence-transformers model whose first module is a
+    transformer gets an :class:`~bioviz.models.quantized.OnnxInt8Encoder` (its own
+    fingerprint, so its vectors are cached apart from torch's); other models, and trained
+    runs, stay as they are (:func:`bioviz.models.quantized.default_int8`).
+
+    Parameters
+    ----------
+    spec : ModelSpec or str
+    backend : str, optional
+        ``torch`` for the model as trained, whatever the default (the trainer, which trains
+        heads on fp32 vectors); None for the default backend.
+
     Raises
     ------
     ModelError
         If the model cannot be found or loaded (one-line reason and how to fix it).
     """
-    return _load_encoder(ModelSpec.of(spec), 0)
+    encoder = _load_encoder(ModelSpec.of(spec), 0)
+    if backend is not None:
+        check_backend(backend, "backend")
+    if type(encoder) is not SentenceTransformerEncoder or encoder.model_spec.kind == "run":
+        return encoder  # nothing int8 would run (char-tfidf, vectors, runs): no need to ask which backend
+    if (default_backend() if backend is None else backend) == "torch":
+        return encoder
+    return default_int8(encoder)
+
+
+def backend_encoder(spec: ModelSpec | str, backend: str = "torch") -> Encoder:
+    """The encoder of a MODEL under a backend named by the user, loaded once per process.
+
+    Parameters
+    ----------
+    spec : ModelSpec or str
+        The model (text is parsed, as :func:`load_encoder` does).
+    backend : str
+        ``torch`` (the model as it is), ``onnx-int8`` (its transformer as an int8 ONNX Runtime
+        graph, exported once into ``BIOVIZ_HOME/onnx``; head runs too) or ``openvino-int8``
+        (not offered yet). Unlike the default backend of :func:`load_encoder`, nothing falls
+        back: a model the backend cannot run, or a failed export, is the error.
+
+    Raises
+    ------
+    ModelError
+        An unknown backend, a model the backend cannot run (char-tfidf, a plain transformers
+        checkpoint), or a model that cannot be loaded.
+    """
+    check_named_backend(backend)
+    return named_backend(load_encoder(spec, backend="torch"), backend)
 
 
 def model_dimension(spec: ModelSpec | str) -> int:
@@ -160,7 +206,7 @@ def model_dimension(spec: ModelSpec | str) -> int:
         dim = dimension_from_files(ref.files())
         if dim:
             return dim
-    return load_encoder(ref).dim
+    return load_encoder(ref, backend="torch").dim  # the same under every backend
 
 
 def embed(texts, model: ModelSpec | str = "minilm", *, batch_size: int = 64, progress: Progress | None = None,

@@ -10,7 +10,7 @@ from bioviz.cli import main
 from bioviz.errors import ModelError
 from bioviz.models import quantized
 from bioviz.models.cached_encoding import encode_cached
-from bioviz.models.registry import load_encoder
+from bioviz.models.registry import backend_encoder, load_encoder
 from bioviz.models.vector_cache import VectorCache
 
 # minilm exported to int8 once per session (seconds idle, 7 minutes at load 13), then encoded
@@ -50,13 +50,13 @@ def test_export_is_reused_not_made_again(int8_home, monkeypatch):
     folder, meta = quantized.ensure_export(load_encoder("minilm"))
     assert folder.parent == int8_home / "onnx" and (folder / quantized.MODEL_FILE).is_file()
     assert meta["inputs"][:2] == ["input_ids", "attention_mask"]
-    encoder = quantized.backend_encoder("minilm", "onnx-int8")
+    encoder = backend_encoder("minilm", "onnx-int8")
     assert encoder.encode(NAMES[:2]).shape == (2, 384)
 
 
 def test_int8_vectors_are_close_to_fp32(int8_home):
     fp32 = load_encoder("minilm").encode(NAMES)
-    int8 = quantized.backend_encoder("minilm", "onnx-int8").encode(NAMES)
+    int8 = backend_encoder("minilm", "onnx-int8").encode(NAMES)
     assert int8.dtype == np.float32 and np.allclose(np.linalg.norm(int8, axis=1), 1.0, atol=1e-5)
     assert np.min(np.sum(fp32 * int8, axis=1)) > 0.98
     assert not np.allclose(fp32, int8, atol=1e-4)  # really another backend, not torch again
@@ -64,7 +64,7 @@ def test_int8_vectors_are_close_to_fp32(int8_home):
 
 def test_vector_cache_keeps_backends_apart(int8_home):
     torch_encoder = load_encoder("minilm")
-    int8_encoder = quantized.backend_encoder("minilm", "onnx-int8")
+    int8_encoder = backend_encoder("minilm", "onnx-int8")
     assert int8_encoder.fingerprint != torch_encoder.fingerprint
     fp32, _ = encode_cached(torch_encoder, NAMES)
     int8, stats = encode_cached(int8_encoder, NAMES)
@@ -82,16 +82,16 @@ def test_damaged_export_is_rebuilt(int8_home):
     rebuilt, again = quantized.ensure_export(load_encoder("minilm"))
     assert rebuilt == folder and again["sha256"] == meta["sha256"]
     assert not [p for p in folder.parent.iterdir() if p.name.startswith(".")]  # no scratch folder left
-    assert quantized.backend_encoder("minilm", "onnx-int8").encode(NAMES[:1]).shape == (1, 384)
+    assert backend_encoder("minilm", "onnx-int8").encode(NAMES[:1]).shape == (1, 384)
 
 
 def test_models_the_backend_cannot_run_get_one_line_errors(tmp_home):
     with pytest.raises(ModelError, match="not a sentence-transformers model") as error:
-        quantized.backend_encoder("char-tfidf", "onnx-int8")
+        backend_encoder("char-tfidf", "onnx-int8")
     assert "\n" not in str(error.value)
     with pytest.raises(ModelError, match="unknown backend"):
-        quantized.backend_encoder("minilm", "fp4")
-    assert quantized.backend_encoder("minilm", "torch") is load_encoder("minilm")
+        backend_encoder("minilm", "fp4")
+    assert backend_encoder("minilm", "torch") is load_encoder("minilm")
 
 
 def test_embed_cli_backend_reports_throughput_and_caches_per_backend(capsys, data_dir, int8_home):
