@@ -4,7 +4,8 @@ A new user's first ``python -m bioviz neighbours TERM --source icd10cm`` spends 
 the level's names (110,233 for ICD-10-CM chapters); this times exactly that, as
 ``python -m bioviz embed SOURCE --backend B`` on an empty ``BIOVIZ_HOME`` per backend (nothing
 cached: the ontology's parse, the model's load, an int8 backend's one-off export and every name),
-in one run, one after the other, and prints each wall time and the ratio. Issue 33's targets:
+in one run, one after the other, and prints each wall time, which one is this machine's default
+(:func:`bioviz.models.backend_choice.default_backend`: onnx-int8 on a CPU) and the ratio. Issue 33's targets:
 int8/torch >= 1.8 on ICD-10 chapters; a whole ICD-10-CM first look under 4 minutes on an idle
 2-core CPU under the default backend.
 
@@ -24,6 +25,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run from anywhere, without installing
 BACKENDS = ("torch", "onnx-int8")
 
 
@@ -47,12 +49,17 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--model", default="med-minilm")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
+    from bioviz.models.backend_choice import default_backend  # after sys.path is set
+
+    os.environ.pop("BIOVIZ_BACKEND", None)  # the default a new user gets on this machine, not a pinned one
+    default = default_backend()
     rows = {b: first_look(args.source, b, args.model) for b in BACKENDS}
-    result = {"source": args.source, "model": args.model, "backends": rows,
+    result = {"source": args.source, "model": args.model, "default backend": default, "backends": rows,
               "ratio int8/torch": round(rows["torch"]["seconds"] / rows["onnx-int8"]["seconds"], 2),
               "load": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count()}
     for backend, row in rows.items():
-        print(f"{backend:<10} {row['seconds']:>8.1f} s  ({row['names']} names)")
+        mark = "  <- the default here" if backend == default else ""
+        print(f"{backend:<10} {row['seconds']:>8.1f} s  ({row['names']} names){mark}")
     print(f"ratio int8/torch: {result['ratio int8/torch']}  (load {result['load']})")
     if args.out:
         args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
