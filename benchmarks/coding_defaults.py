@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import time
@@ -35,6 +36,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from anywhere, without installing
+# The model as trained (fp32), whatever this machine's default backend: candidates are compared
+# with each other, and int8 is judged on its own by benchmarks/int8_judged.py.
+os.environ.setdefault("BIOVIZ_BACKEND", "torch")
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bioviz.evaluation.metrics import bootstrap_mean_ci  # noqa: E402

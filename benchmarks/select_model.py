@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -42,6 +43,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from anywhere, without installing
+# The model as trained (fp32), whatever this machine's default backend: candidates are compared
+# with each other, and int8 is judged on its own by benchmarks/int8_judged.py.
+os.environ.setdefault("BIOVIZ_BACKEND", "torch")
 sys.path.insert(0, str(ROOT / "benchmarks"))  # pretrain_recipes' evaluation problems
 
 from bioviz.evaluation.selection import (CODING_FILES, PROMOTION_KEY, RANKINGS, RELATEDNESS, Figure,  # noqa: E402
