@@ -533,3 +533,36 @@ def projection_table(view: LevelView, rows: np.ndarray, coords_a: np.ndarray, co
         for d in range(coords.shape[1]):
             frame[f"{prefix}_{d + 1}"] = np.round(coords[:, d], 5)
     return frame
+
+
+def sample_map_figure(view: LevelView, sample, model: str, *, highlight_classes: list[str] | None = None,
+                      width: int | None = None) -> go.Figure:
+    """The map drawn while a level encodes: a PCA of a sample of the names encoded so far, coloured by class.
+
+    The one-model map (:func:`projection_map_figure`), so classes keep the colours and legend of
+    the final layout; its title says it is a PCA sample map of so many names, and the caption
+    carries the sample's marker, so a saved image is not mistaken for the final UMAP.
+
+    Parameters
+    ----------
+    view : LevelView
+        The level (names, classes; its title names the ontology and level).
+    sample : SampleMap
+        From :func:`bioviz.views.sample_map.sample_map`.
+    model : str
+        The model's label.
+    highlight_classes : list of str, optional
+        Classes drawn in colour, the rest grey (as on the final map).
+    width : int, optional
+        Width the figure is laid out for (the theme's export width by default).
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Points carry ``customdata = [view row, name, concept]`` as on the final map.
+    """
+    title = f"PCA sample map of {len(sample.rows):,} names · {model} · {view.title}"
+    caption = (f"{sample.marker} · a class-stratified sample of the names encoded so far, PCA 2D; "
+               "the UMAP layout follows when every name is encoded")
+    return projection_map_figure(view, sample.rows, sample.coords, model, method="PCA", title=title,
+                                 caption=caption, highlight_classes=highlight_classes, width=width)
