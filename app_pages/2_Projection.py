@@ -14,14 +14,16 @@ from bioviz.figures import (projection_map_figure, projection_pair_figure, proje
                             separation_figure, slug)
 from bioviz.figures.movement import MAX_ARROWS, colour_by, movement_figure
 from bioviz.figures.point_cloud import choose_renderer, pack_point_cloud, selected_view_rows
+from bioviz.figures.projection import sample_map_figure
 from bioviz.figures.theme import part_colours
 from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.views.movement import DEFAULT_K, arrow_rows, movers_table, part_summary
 from bioviz.views.projection import ProjectionParams, align_pair, pair_is_cached, preview_params
 from bioviz.models.model_spec import trained_from
 from bioviz.models.runs import model_labels, run_mtime
+from bioviz.views.sample_map import sample_map
 from bioviz.views.separation import MEASURES
-from ui import cache, compare, state
+from ui import cache, compare, progressive, state
 from ui.markdown import md
 from ui.point_cloud import point_cloud_chart
 
@@ -103,6 +105,47 @@ for key in LIST_KEYS:  # sync_url leaves an emptied list's old value behind
 if view is None:
     st.stop()
 level = state.selection()
+models = [m for m in (model_a, model_b) if m]
+
+
+@st.fragment(run_every=progressive.REFRESH_S)
+def sample_map_answer() -> None:
+    """The encoding's bar and a PCA map of a sample of the names encoded so far, redrawn every couple of
+    seconds until every name is encoded; then the whole page once more, for the usual layout."""
+    try:
+        running = progressive.running_encodings(models, level)
+    except BiovizError as error:
+        st.error(md(error))
+        return
+    if not running:
+        st.rerun()  # every name is encoded: the whole page computes and draws the usual layout
+    for job in running.values():
+        progressive.encoding_bar(job)
+    # The map of the first model still encoding: a model already stored would show a finished map.
+    model = next(iter(running))
+    sample = sample_map(progressive.partial_vectors(model, level), view.labels, seed=0)
+    st.info(f"**{md(sample.marker)}**: a PCA of {len(sample.rows):,} of the names encoded so far (a class-stratified "
+            f"sample), redrawn as the encoding goes on; the {params_method} layout follows when every name is encoded.",
+            icon=":material/hourglass_top:")
+    if len(sample.rows) < 2:
+        st.caption("No map yet: names are being encoded.")
+        return
+    label = model_labels([model])[0]
+    fig = sample_map_figure(view, sample, label, highlight_classes=list(st.session_state["hl"]) or None)
+    st.plotly_chart(fig, width="stretch", config={"displayModeBar": False}, key="projection_sample_map")
+
+
+# A level with many names still to encode (here, by the warm-up, another page or a job) gets a sample
+# map at once, refined as the background encoding goes on (ui.progressive), instead of a bar alone.
+params_method = str(st.session_state["method"]).upper()
+try:
+    partial = progressive.partial_wanted(models, level) and bool(progressive.running_encodings(models, level))
+except BiovizError as error:
+    st.error(md(error))
+    st.stop()
+if partial:
+    sample_map_answer()
+    st.stop()
 try:
     params = ProjectionParams(st.session_state["method"], int(st.session_state["dims"]), int(st.session_state["nn"]),
                               float(st.session_state["md"]), int(st.session_state["cap"]))

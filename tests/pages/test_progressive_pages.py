@@ -72,3 +72,32 @@ def test_code_terms_codes_at_once_while_the_level_encodes_then_fully(slow_level,
     at = at.run()  # the fragment's rerun once every name is encoded: the pending coding is done in full
     assert not at.exception and not at.error and not markers(at)
     assert any("Review" in df.value.columns for df in at.dataframe)
+
+
+@pytest.mark.slow  # a level encoded in the background while the sample map is polled: 20-40 s
+def test_projection_draws_a_sample_map_while_the_level_encodes_then_its_usual_layout(slow_level, open_app):
+    import json
+    import time
+
+    at = open_app("app_pages/2_Projection.py", {"source": str(slow_level), "depth": "1", "model_a": "char-tfidf",
+                                                 "model_b": "char-tfidf", "one": "1", "method": "pca"}).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    names = LevelSpec(str(slow_level), depth=1).load().names
+    session = EncodingSession.of("char-tfidf", names)
+    deadline = time.monotonic() + 60
+    while session.partial().done < 50 and time.monotonic() < deadline:  # a few chunks stored: something to map
+        time.sleep(0.2)
+    at = at.run()  # what the fragment's poll draws
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    marker = [i.value for i in at.info if "names encoded, refining" in i.value]
+    assert marker and marker[0].startswith("**sample map: ")
+    assert any(p.proto.text for p in at.get("progress"))  # the encoding's bar above it
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    assert len(specs) == 1 and specs[0]["layout"]["title"]["text"].startswith("PCA sample map of ")
+    assert "char-tfidf" in specs[0]["layout"]["title"]["text"] and "progressive_level" in specs[0]["layout"]["title"]["text"]
+    assert background_encoding(session).wait(120)
+    at = at.run()  # the fragment's rerun once every name is encoded: the usual map
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert not [i.value for i in at.info if "names encoded, refining" in i.value]
+    title = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"]
+    assert title.startswith("PCA · char-tfidf") and "sample map" not in title
