@@ -124,8 +124,9 @@ def sample_map_answer() -> None:
     # The map of the first model still encoding: a model already stored would show a finished map.
     model = next(iter(running))
     sample = sample_map(progressive.partial_vectors(model, level), view.labels, seed=0)
+    final = str(st.session_state["method"]).upper()  # the layout the page draws once every name is stored
     st.info(f"**{md(sample.marker)}**: a PCA of {len(sample.rows):,} of the names encoded so far (a class-stratified "
-            f"sample), redrawn as the encoding goes on; the {params_method} layout follows when every name is encoded.",
+            f"sample), redrawn as the encoding goes on; the {final} layout follows when every name is encoded.",
             icon=":material/hourglass_top:")
     if len(sample.rows) < 2:
         st.caption("No map yet: names are being encoded.")
@@ -137,7 +138,6 @@ def sample_map_answer() -> None:
 
 # A level with many names still to encode (here, by the warm-up, another page or a job) gets a sample
 # map at once, refined as the background encoding goes on (ui.progressive), instead of a bar alone.
-params_method = str(st.session_state["method"]).upper()
 try:
     partial = progressive.partial_wanted(models, level) and bool(progressive.running_encodings(models, level))
 except BiovizError as error:
