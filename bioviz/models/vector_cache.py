@@ -148,6 +148,7 @@ class VectorCache:
         self.path = Path(path) if path else default_path()
         self._has_schema = False
         self._warned: set[str] = set()
+        self._writes_skipped_until = 0.0  # monotonic time: see _run, a write lock held past the busy timeout
         # On a folder that takes no writes (access(2) says so of a read-only mount, even to root), an
         # existing database is read as it is: a WAL database cannot even be opened for reading there
         # without its -shm file.
@@ -195,8 +196,15 @@ class VectorCache:
         """``operation(conn)``; a damaged file is set aside and the operation retried once on a
         fresh one, and a disk that refuses gives ``fallback`` with a warning.
 
-        Other database errors (a bug, a lock held past the busy timeout) propagate.
+        A write that finds the database's write lock held past the busy timeout (a process stopped
+        or hung inside a transaction: SIGSTOP, a debugger, a frozen VM) is skipped with a warning,
+        and so is every write of the next timeout's length: the vectors are returned, not stored,
+        and whoever holds the lock stores its own when it wakes. Waiting a minute per chunk, or
+        failing a page, for vectors that can always be recomputed would be worse. Other database
+        errors (a bug) propagate.
         """
+        if what == "write" and time.monotonic() < self._writes_skipped_until:
+            return fallback
         for attempt in range(2):
             identity = file_identity(self.path)
             try:
@@ -204,6 +212,12 @@ class VectorCache:
                     return operation(conn)
             except sqlite3.Error as error:
                 kind = failure_kind(error)
+                if kind is None and what == "write" and _lock_timed_out(error):
+                    self._writes_skipped_until = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
+                    self._warn("locked", f"vector cache {self.path}: writes skipped for {_BUSY_TIMEOUT_MS // 1000} s "
+                                         "(another process has held the write lock that long: stopped or hung); "
+                                         "vectors are computed, not cached")
+                    return fallback
                 if kind is None:
                     raise
                 if kind == "no-schema" and attempt == 0:
@@ -480,6 +494,11 @@ class VectorCache:
 def _has_counts(conn: sqlite3.Connection) -> bool:
     """True when the ``models`` table keeps each model's count of vectors."""
     return any(row[1] == "vectors" for row in conn.execute("PRAGMA table_info(models)"))
+
+
+def _lock_timed_out(error: sqlite3.Error) -> bool:
+    """Whether ``error`` is SQLite's "database is locked" after the busy timeout (SQLITE_BUSY)."""
+    return getattr(error, "sqlite_errorname", "") == "SQLITE_BUSY" or "database is locked" in str(error)
 
 
 @contextlib.contextmanager
