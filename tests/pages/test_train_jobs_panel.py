@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import streamlit
 from streamlit.runtime.forward_msg_queue import ForwardMsgQueue
 
@@ -102,6 +103,7 @@ def test_poll_interval_and_newly_finished(tmp_home):
     assert not page_out_of_date({job.id: SUCCEEDED}, [replace(job, status=SUCCEEDED)])
 
 
+@pytest.mark.slow  # over 5 s in a full run (CI lists the times)
 def test_a_running_job_shows_when_early_stopping_ends_it_and_an_eta_range(tmp_home, data_dir, open_app, tmp_path):
     worker = Worker(module=STANDIN)
     gate = tmp_path / "go"

@@ -30,6 +30,7 @@ def _namespaces() -> bool:
     return subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode == 0
 
 
+@pytest.mark.slow  # over 5 s in a full run (CI lists the times)
 @pytest.mark.skipif(sys.platform != "linux" or not _namespaces(), reason="needs unshare -rm (mount namespaces)")
 def test_the_train_page_on_a_read_only_home_renders_and_says_once_that_no_job_can_be_launched(tmp_path):
     home, out = tmp_path / "home", tmp_path / "seen.json"

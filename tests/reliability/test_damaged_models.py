@@ -207,6 +207,7 @@ def test_a_damaged_model_is_one_line_on_the_command_line(models, tmp_home, capsy
     assert not models["marker"].exists()
 
 
+@pytest.mark.slow  # over 5 s in a full run (CI lists the times)
 def test_neighbours_refuses_a_pickle_in_a_fresh_process(models, tmp_home):
     """The whole stderr of a real process: no torch advice to turn the safety off, no warning, exit 2."""
     env = {**os.environ, "BIOVIZ_HOME": str(tmp_home), "HF_HUB_OFFLINE": "1"}

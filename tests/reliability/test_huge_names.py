@@ -31,6 +31,7 @@ print(float(vectors[0] @ vectors[1]))
 """ % MODEL_CHARS
 
 
+@pytest.mark.slow  # over 5 s in a full run (CI lists the times)
 def test_a_5_mb_name_encodes_under_a_3_gb_address_space_limit_as_its_cut(tmp_home):
     result = subprocess.run([sys.executable, "-c", ENCODER_UNDER_A_LIMIT], cwd=ROOT, capture_output=True, text=True,
                             timeout=400, env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"})

@@ -112,6 +112,7 @@ runs.train_run(config, sys.argv[2], validated=True)
 """
 
 
+@pytest.mark.slow  # over 5 s in a full run (CI lists the times)
 def test_the_run_export_is_flushed_around_its_rename(tmp_home, tmp_path, data_dir):
     """train_run crashed right after renaming its run into place: the run is whole, and every
     file was flushed before the rename, the directory after it.

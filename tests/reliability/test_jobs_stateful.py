@@ -184,6 +184,7 @@ class JobQueueMachine(RuleBasedStateMachine):
         assert not home_processes(self.home)
 
 
+@pytest.mark.slow  # over 5 s in a full run (CI lists the times)
 @pytest.mark.filterwarnings("ignore::hypothesis.errors.NonInteractiveExampleWarning")
 def test_job_queue_state_machine(tmp_path, monkeypatch):
     monkeypatch.setenv("BIOVIZ_JOB_DEVICES", "cpu")  # no GPU probe (torch) in each runner

@@ -31,6 +31,7 @@ SHAPES = {
 }
 
 
+@pytest.mark.slow  # over 5 s in a full run (CI lists the times)
 @pytest.mark.parametrize("shape", SHAPES)
 def test_hostile_shapes_load_and_cut_within_memory_and_time(tmp_path, shape):
     rows, options, classes, names = SHAPES[shape]

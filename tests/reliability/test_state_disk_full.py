@@ -47,6 +47,7 @@ def _limit_file_size(limit: int):
     return apply
 
 
+@pytest.mark.slow  # over 5 s in a full run (CI lists the times)
 def test_embed_command_under_a_file_size_limit_still_answers(tmp_home):
     """``python -m bioviz embed`` under a real ``ulimit -f``: the vectors are computed, only not cached."""
     load_source(str(MINI))  # the parsed source is cached beforehand: only the vector cache meets the limit

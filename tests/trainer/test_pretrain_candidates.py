@@ -161,6 +161,7 @@ def test_relatedness_needs_the_sources_not_a_pair_file():
         validate(config)
 
 
+@pytest.mark.slow  # over 5 s in a full run (CI lists the times)
 def test_every_candidate_option_trains_resumes_and_is_recorded(data_dir, tmp_home, tmp_path, capsys):
     from bioviz.evaluation.overlap import TERMS_FILE, term_hash
     from bioviz.models.encoders import load_sentence_transformer

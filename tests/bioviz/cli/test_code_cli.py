@@ -21,6 +21,7 @@ def run_cli(capsys, *argv):
     return code, out, err
 
 
+@pytest.mark.slow  # over 5 s in a full run (CI lists the times)
 def test_a_csv_column_is_coded_under_two_models_into_a_csv(capsys, data_dir, home, tmp_path):
     terms = tmp_path / "visits.csv"
     terms.write_text("id,diagnosis\n1,heart attack\n2,MINI:0000022\n3,lung infect\n", encoding="utf-8")

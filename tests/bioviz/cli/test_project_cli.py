@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from bioviz.cli import main
 from bioviz.models.registry import embed
@@ -16,6 +17,7 @@ def run_cli(capsys, *argv):
     return code, out, err
 
 
+@pytest.mark.slow  # over 5 s in a full run (CI lists the times)
 def test_project_computes_then_reads_the_cache(capsys, data_dir, tmp_home):
     argv = ["project", str(data_dir / "mini.obo"), "--model", "char-tfidf", "--depth", "1", "--method", "umap",
             "--n-neighbors", "5", "--quiet", "--json"]

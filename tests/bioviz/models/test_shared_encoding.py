@@ -40,6 +40,7 @@ def encoding_threads(encoder, monkeypatch) -> list[str]:
     return calls
 
 
+@pytest.mark.slow  # over 5 s in a full run (CI lists the times)
 def test_a_second_asker_waits_for_the_claimant_and_shows_its_progress_instead_of_encoding(tmp_home, fast_poll,
                                                                                           monkeypatch):
     monkeypatch.setenv(shared_encoding.DELAY_ENV, "0.02")  # seconds, however warm the model: a rate to measure
@@ -99,6 +100,7 @@ def test_a_damaged_progress_file_is_only_a_missing_report(tmp_home, fast_poll):
     assert not seen[-1].waiting and seen[-1].done == len(names)
 
 
+@pytest.mark.slow  # over 5 s in a full run (CI lists the times)
 def test_a_claimant_killed_midway_is_taken_over_and_nothing_it_stored_is_damaged(tmp_home, fast_poll):
     encoder = load_encoder("minilm")
     script = ("import json, sys\n"
@@ -168,6 +170,7 @@ def test_a_hung_but_alive_claimant_is_taken_over_and_cannot_spoil_the_vectors_wh
     assert np.allclose(np.stack([stored[n] for n in NAMES]), vectors), "the stored vectors are whole and right"
 
 
+@pytest.mark.slow  # over 5 s in a full run (CI lists the times)
 def test_a_stopped_claimant_process_is_taken_over_and_waits_once_it_is_woken(tmp_home, fast_poll, monkeypatch):
     monkeypatch.setattr(shared_encoding, "STALE_S", 1.5)  # its last heartbeat is recent: the silence is watched
     encoder = load_encoder("minilm")

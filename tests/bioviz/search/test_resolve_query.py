@@ -67,6 +67,7 @@ def test_without_the_ontology_the_levels_ids_resolve(mini):
     assert info.text == "asthma" and info.class_id == "MINI:0000020" and info.resolved_by == "id"
 
 
+@pytest.mark.slow  # over 5 s in a full run (CI lists the times)
 def test_icd10cm_codes_with_or_without_the_dot(shared_home, monkeypatch):
     monkeypatch.setenv("BIOVIZ_HOME", str(shared_home))
     ontology = load_source("icd10cm")

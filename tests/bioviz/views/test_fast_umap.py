@@ -1,8 +1,11 @@
 """bioviz.views.fast_umap: numba's on-disk cache for umap-learn and the background warm-up."""
 
+import pytest
+
 from bioviz.views import fast_umap
 
 
+@pytest.mark.slow  # over 5 s in a full run (CI lists the times)
 def test_numba_cache_is_switched_on_for_umap_functions(monkeypatch):
     from numba.core.caching import NullCache
     from umap import umap_
