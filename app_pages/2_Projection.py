@@ -112,13 +112,9 @@ models = [m for m in (model_a, model_b) if m]
 def sample_map_answer() -> None:
     """The encoding's bar and a PCA map of a sample of the names encoded so far, redrawn every couple of
     seconds until every name is encoded; then the whole page once more, for the usual layout."""
-    try:
-        running = progressive.running_encodings(models, level)
-    except BiovizError as error:
-        st.error(md(error))
+    running = progressive.still_encoding(models, level)  # none left: the page reruns into the usual layout
+    if running is None:
         return
-    if not running:
-        st.rerun()  # every name is encoded: the whole page computes and draws the usual layout
     for job in running.values():
         progressive.encoding_bar(job)
     # The map of the first model still encoding: a model already stored would show a finished map.

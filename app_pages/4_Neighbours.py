@@ -161,13 +161,9 @@ waiting = st.empty()
 def partial_answer() -> None:
     """The encoding's bar and a partial ranking per model, redrawn every couple of seconds until every name
     is encoded; then the whole page once more, for the usual ranking."""
-    try:
-        running = progressive.running_encodings(models, level)
-    except BiovizError as error:
-        st.error(md(error))
+    running = progressive.still_encoding(models, level)  # none left: the usual ranking (expansion, card, export)
+    if running is None:
         return
-    if not running:
-        st.rerun()  # every name is encoded: the whole page gives the usual ranking (expansion, card, export)
     lexical = progressive.lexical_ranking(level, ranked)
     for column, model, label in zip(st.columns(len(models)), models, model_labels(models)):
         with column:

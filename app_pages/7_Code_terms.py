@@ -270,14 +270,10 @@ run = run or bool(s.get(PENDING))
 def partial_coding_panel(terms: list[str], level: LevelSpec) -> None:
     """The encoding's bar and the first terms coded from the names encoded so far, redrawn until every name
     is encoded; then the whole page once more, which codes the list in full."""
-    try:
-        running = progressive.running_encodings(models, level)
-    except BiovizError as error:
+    running = progressive.still_encoding(models, level)  # none left: the page codes the pending list in full
+    if running is None:
         s.pop(PENDING, None)
-        st.error(md(error))
         return
-    if not running:
-        st.rerun()  # every name is encoded: the pending coding is done in full by the page
     v, ontology = cache.view(level), cache.level_ontology(level)
     shown_terms = terms[:PARTIAL_TERMS]
     infos = resolve_terms(shown_terms, v, ontology)

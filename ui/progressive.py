@@ -125,6 +125,22 @@ def matcher(spec: LevelSpec) -> NameMatcher:
     return NameMatcher(v.names, v.name_concepts)
 
 
+def still_encoding(models: Sequence[ModelSpec | None], spec: LevelSpec) -> dict[ModelSpec, BackgroundEncoding] | None:
+    """What a progressive fragment polls: the encodings still running, or None after one error line.
+
+    When nothing is left running the whole page is rerun (``st.rerun`` does not return): every
+    name is stored and the page draws its usual view.
+    """
+    try:
+        running = running_encodings(models, spec)
+    except BiovizError as error:
+        st.error(md(error))
+        return None
+    if not running:
+        st.rerun()
+    return running
+
+
 def encoding_bar(job: BackgroundEncoding) -> None:
     """The encoding's bar: names done, the recent rate, the time left (who encodes, when another process does)."""
     progress = job.session.progress()
