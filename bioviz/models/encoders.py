@@ -23,8 +23,8 @@ import numpy as np
 
 from bioviz.models import char_tfidf
 from bioviz.models.head_chain import HeadChain, module_kind, read_modules
-from bioviz.models.load_errors import cannot_load, foreign_module_reason, foreign_module_type, quiet_foreign_pickle, \
-    weights_reason
+from bioviz.models.load_errors import cannot_load, foreign_module_reason, foreign_module_type, no_loading_bar, \
+    quiet_foreign_pickle, weights_reason
 from bioviz.models.model_spec import ModelSpec
 from bioviz.models.vector_cache import BLOCK_MIN, VectorCache
 from bioviz.space import l2_normalise
@@ -100,18 +100,19 @@ def _sentence_transformer_at(path: Path, device_name: str):
     if foreign is not None:  # a hub snapshot is not checked by ModelSpec.parse(); ST would refuse it with a traceback
         raise cannot_load(path, foreign_module_reason(foreign))
     try:
-        if (path / "modules.json").is_file():
-            with quiet_foreign_pickle():
-                return SentenceTransformer(str(path), device=device_name, local_files_only=True)
-        # A plain transformers checkpoint (SapBERT, PubMedBERT, CODER): these encoders
-        # define the [CLS] token's final state as the name's representation.
-        from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+        with no_loading_bar():
+            if (path / "modules.json").is_file():
+                with quiet_foreign_pickle():
+                    return SentenceTransformer(str(path), device=device_name, local_files_only=True)
+            # A plain transformers checkpoint (SapBERT, PubMedBERT, CODER): these encoders
+            # define the [CLS] token's final state as the name's representation.
+            from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
-        transformer = Transformer(str(path), config_kwargs={"local_files_only": True},
-                                  model_kwargs={"local_files_only": True},
-                                  processor_kwargs={"local_files_only": True})
-        pooling = Pooling(transformer.get_embedding_dimension(), "cls")
-        return SentenceTransformer(modules=[transformer, pooling], device=device_name)
+            transformer = Transformer(str(path), config_kwargs={"local_files_only": True},
+                                      model_kwargs={"local_files_only": True},
+                                      processor_kwargs={"local_files_only": True})
+            pooling = Pooling(transformer.get_embedding_dimension(), "cls")
+            return SentenceTransformer(modules=[transformer, pooling], device=device_name)
     except (OSError, ValueError, KeyError, TypeError) as error:
         # TypeError: a module's configuration (or its folder) missing, or mistyped fields
         first = str(error).strip().splitlines()

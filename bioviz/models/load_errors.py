@@ -65,6 +65,25 @@ def quiet_foreign_pickle():
         yield
 
 
+@contextlib.contextmanager
+def no_loading_bar():
+    """Hide transformers' "Loading weights" bar while a model loads.
+
+    transformers 5 draws it on stderr for every load: noise in a server log, and a second line
+    before a command line's one-line error (``--quiet`` then prints more than the error). The
+    library's own bars report what takes long (encoding, training); a load takes a second.
+    """
+    from transformers.utils import logging as hf_logging
+
+    was_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()
+
+
 def weights_reason(error: BaseException) -> str | None:
     """The one-line reason for an error raised while weights were read, or None when it is about something else.
 

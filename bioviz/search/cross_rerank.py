@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from bioviz.errors import ModelError
+from bioviz.models.load_errors import no_loading_bar
 
 MAX_SEEN = 200_000  # scored pairs remembered (a few tens of MB)
 MAX_LENGTH = 64  # tokens of a (term, name) pair: coding terms and concept names are short
@@ -41,7 +42,8 @@ class CrossScorer:
         if not (directory / "config.json").is_file():
             raise ModelError(f"{directory}: not a cross-encoder directory (no config.json)")
         try:
-            self.model = CrossEncoder(str(directory), device="cpu", max_length=MAX_LENGTH, local_files_only=True)
+            with no_loading_bar():
+                self.model = CrossEncoder(str(directory), device="cpu", max_length=MAX_LENGTH, local_files_only=True)
         except (OSError, ValueError) as exc:
             raise ModelError(f"{directory}: cannot load the cross-encoder ({exc})") from None
         self._lock = threading.Lock()  # one model, shared by a server's sessions: torch modules are not re-entrant

@@ -69,16 +69,21 @@ def test_excluded_names_reach_no_pair(data_dir, tmp_path, capsys):
                                                                        "held_out_names": 1}]
 
 
+def _gz(data: bytes) -> bytes:
+    # mtime=0: the same bytes in every process, so parallel workers (pytest -n) collect the same test ids
+    return gzip.compress(data, mtime=0)
+
+
 @pytest.mark.parametrize("content, reason", [
     (b"not gzip at all", "is not a pair file"),
-    (gzip.compress(b'{"format": "something else"}'), "is not a pair file"),
-    (gzip.compress(b'{"format": "bioviz-pretrain-pairs", "version": 99}'), "version 99"),
-    (gzip.compress(b'{"format": "bioviz-pretrain-pairs", "version": 1, "train": [["a"]], "validation": []}'),
+    (_gz(b'{"format": "something else"}'), "is not a pair file"),
+    (_gz(b'{"format": "bioviz-pretrain-pairs", "version": 99}'), "version 99"),
+    (_gz(b'{"format": "bioviz-pretrain-pairs", "version": 1, "train": [["a"]], "validation": []}'),
      "training pair 1: not a pair row"),
-    (gzip.compress(b'{"format": "bioviz-pretrain-pairs", "version": 1, "train": []}'), "not a complete pair file"),
-    (gzip.compress(b'{"format": "bioviz-pretrain-pairs", "version": 1, "train": [], "validation": [], '
+    (_gz(b'{"format": "bioviz-pretrain-pairs", "version": 1, "train": []}'), "not a complete pair file"),
+    (_gz(b'{"format": "bioviz-pretrain-pairs", "version": 1, "train": [], "validation": [], '
                    b'"available": [1, 2]}'), "not a complete pair file"),
-    (gzip.compress(b'{"format": "bioviz-pretrain-pairs", "version": 1, "train": [], "validation": [], '
+    (_gz(b'{"format": "bioviz-pretrain-pairs", "version": 1, "train": [], "validation": [], '
                    b'"overlap_dropped": "many"}'), "not a complete pair file"),
 ])
 def test_a_damaged_or_foreign_pair_file_is_one_line_and_trains_nothing(content, reason, tmp_home, tmp_path, capsys):
