@@ -13,5 +13,7 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
     || echo "warning: could not install chromium; browser tests will be skipped" >&2
 fi
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-# --durations: the slowest tests listed at the end of every CI log, to keep the suite near its time budget
-exec .venv/bin/python -m pytest --durations=25 "$@"
+# -n: two worker processes (pytest-xdist; BIOVIZ_TEST_WORKERS=1 for one); the tests sharing the browser server or the
+# Ray head stay in one worker (tests/conftest.py). --durations: the slowest tests listed at the end of every CI log,
+# to keep the suite near its time budget
+exec .venv/bin/python -m pytest -n "${BIOVIZ_TEST_WORKERS:-2}" --durations=25 "$@"

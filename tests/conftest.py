@@ -218,3 +218,18 @@ def pytest_ignore_collect(collection_path):
     if collection_path.name == "conftest.py":
         return True
     return None
+
+
+# Parallel runs (``pytest -n 2 --dist loadgroup``, as scripts/test.sh runs the suite): the tests
+# that share one expensive session resource run in one worker, so it is started once and they do
+# not compete with each other for it: the real-browser tests share one app server (and its encoded
+# levels), the cluster tests one Ray head that takes both CPUs.
+_ONE_WORKER_GROUPS = {"browser": "browser", "cluster": "ray-head"}
+
+
+def pytest_collection_modifyitems(items):
+    """Mark tests/browser and tests/cluster items with their xdist group (see ``_ONE_WORKER_GROUPS``)."""
+    for item in items:
+        parts = item.path.relative_to(ROOT).parts
+        if len(parts) > 1 and parts[0] == "tests" and parts[1] in _ONE_WORKER_GROUPS:
+            item.add_marker(pytest.mark.xdist_group(_ONE_WORKER_GROUPS[parts[1]]))
