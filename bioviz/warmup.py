@@ -43,9 +43,8 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from bioviz.models import model_spec
+from bioviz.models.encoding_session import EncodingSession
 from bioviz.models.registry import load_encoder
-from bioviz.models.shared_encoding import encode_level
-from bioviz.models.vector_cache import VectorCache
 from bioviz.ontology.level_spec import LevelSpec
 from bioviz.paths import atomic_path, home
 from bioviz.views import fast_umap
@@ -218,18 +217,18 @@ def warm_up(*, levels=DEFAULT_LEVELS, model: model_spec.ModelSpec | None = None,
     try:
         progress.write()
         encoder = load_encoder(model)  # the fingerprint only: weights load on the first name encoded
-        cache = VectorCache()
         for index, spec in enumerate(levels):  # one level after the other: the first is ready soonest
             progress.write(level=level_name(spec), level_index=index, done=0, total=0, rate=None, eta_s=None)
             names = spec.load().names
-            if cache.get_block(encoder.fingerprint, names) is not None:
+            # the same road as the pages, jobs and commands (bioviz.models.encoding_session): its claim keeps
+            # one process encoding a level (a page or job already at it is waited for, a hung one taken
+            # over), and the chunks it stores are what progressive answers read meanwhile
+            session = EncodingSession.of(encoder, names, owner="the background warm-up")
+            if session.ready():
                 progress.write(done=len(names), total=len(names))
                 continue
-            step = _level_progress(progress, names, parent_pid)
-            # a page or job already encoding this level is waited for (its progress shown), not duplicated
-            # (a hung one taken over); every row cached at its end: the level's block stored, as the pages read it
-            encode_level(encoder, names, owner="the background warm-up", report=step, batch_size=BATCH_SIZE,
-                         max_chunk=chunk)
+            session.encode(report=_level_progress(progress, names, parent_pid), batch_size=BATCH_SIZE,
+                           max_chunk=chunk, claim_min=0)
             progress.write(done=len(names), waiting_for=None)
         progress.write(state="done", level=None)
         logger.info("warm-up done: %d levels, %d names encoded", len(levels), progress.state["encoded"])

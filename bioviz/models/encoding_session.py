@@ -33,8 +33,8 @@ import numpy as np
 
 from bioviz.models.encoding_estimate import EncodingEstimate, estimate_encoding
 from bioviz.models.model_spec import ModelSpec
-from bioviz.models.shared_encoding import (MAX_CHUNK, EncodingProgress, claim_paths, encode_shared, read_claim,
-                                          waiting_progress)
+from bioviz.models.shared_encoding import (CLAIM_MIN, MAX_CHUNK, EncodingProgress, claim_paths, encode_shared,
+                                          read_claim, waiting_progress)
 from bioviz.models.vector_cache import BLOCK_MIN, VectorCache, texts_digest
 
 logger = logging.getLogger(__name__)
@@ -150,11 +150,13 @@ class EncodingSession:
         return replace(seen, waiting=False) if state.get("pid") == os.getpid() else seen
 
     def encode(self, *, report: Callable[[EncodingProgress], None] | None = None,
-               progress: Callable[[int, int], None] | None = None, batch_size: int = 64, max_chunk: int = MAX_CHUNK):
+               progress: Callable[[int, int], None] | None = None, batch_size: int = 64, max_chunk: int = MAX_CHUNK,
+               claim_min: int = CLAIM_MIN):
         """Every vector of the list: claimed, encoded where missing, stored, read back as one block.
 
         Waits (reporting the claimant's progress) when another process encodes the same list
-        (:func:`~bioviz.models.shared_encoding.encode_shared`).
+        (:func:`~bioviz.models.shared_encoding.encode_shared`, which also says what ``report``,
+        ``progress``, ``batch_size``, ``max_chunk`` and ``claim_min`` do).
 
         Returns
         -------
@@ -162,7 +164,7 @@ class EncodingSession:
             ``(len(texts), dim)`` float32 rows and an :class:`~bioviz.models.cached_encoding.EmbedStats`.
         """
         return encode_shared(self.encoder, list(self.texts), batch_size=batch_size, progress=progress,
-                             report=report, owner=self.owner, max_chunk=max_chunk)
+                             report=report, owner=self.owner, max_chunk=max_chunk, claim_min=claim_min)
 
     def partial(self, since: PartialVectors | None = None) -> PartialVectors:
         """The vectors stored so far for this list, read incrementally.

@@ -424,7 +424,7 @@ def encode_level(encoder, texts: list[str], *, owner: str, report: Callable[[Enc
 
 def encode_shared(encoder, texts, *, batch_size: int = 64, progress: Callable[[int, int], None] | None = None,
                   report: Callable[[EncodingProgress], None] | None = None, owner: str = "a page",
-                  max_chunk: int = MAX_CHUNK):
+                  max_chunk: int = MAX_CHUNK, claim_min: int = CLAIM_MIN):
     """Vectors of ``texts`` through the vector cache, encoded by one process at a time.
 
     Parameters
@@ -445,6 +445,9 @@ def encode_shared(encoder, texts, *, batch_size: int = 64, progress: Callable[[i
         Who this is (:data:`OWNERS`), shown to whoever waits for it.
     max_chunk : int
         The most names encoded and stored per step (the warm-up's are smaller: it yields sooner).
+    claim_min : int
+        Shorter lists are encoded at once, without a claim, chunks or reports (:data:`CLAIM_MIN`);
+        the warm-up gives 0: its state file reports every level, however short.
 
     Returns
     -------
@@ -452,7 +455,7 @@ def encode_shared(encoder, texts, *, batch_size: int = 64, progress: Callable[[i
         As :func:`~bioviz.models.cached_encoding.encode_cached` gives them for ``texts``.
     """
     texts = list(texts)
-    if len(texts) < CLAIM_MIN or VectorCache().has_block(encoder.fingerprint, texts):
+    if len(texts) < claim_min or VectorCache().has_block(encoder.fingerprint, texts):
         return encode_cached(encoder, texts, batch_size=batch_size, progress=progress)
 
     def tell(state: EncodingProgress) -> None:

@@ -140,3 +140,25 @@ def test_start_background_warms_up_in_a_process_of_its_own(tmp_home, mini, monke
     state = json.loads((tmp_home / warmup.STATE_FILE).read_text())
     assert state["state"] == "done" and state["pid"] == process.pid != os.getpid()
     assert state["done"] == len(view.names) and state["encoded"] == 0 and state["levels"] == [spec.label]
+
+
+def test_while_the_warm_up_encodes_a_session_of_the_level_reads_its_chunks_and_its_progress(tmp_home, mini,
+                                                                                              monkeypatch):
+    """The warm-up walks the pages' road (EncodingSession): what a progressive answer reads meanwhile."""
+    from bioviz.models.encoding_session import EncodingSession
+
+    spec, view = mini
+    monkeypatch.setattr(warmup, "WRITE_EVERY_S", 0.0)
+    session = EncodingSession.of(MINILM, view.names, owner="a page")
+    seen = []
+
+    def look(state):
+        if state["state"] == "running" and 0 < state["encoded"] < len(unique_names(view)):
+            seen.append((session.partial().done, session.progress()))
+
+    final = warmup.warm_up(levels=[spec], model=MINILM, chunk=4, report=look)
+    assert final["state"] == "done" and seen, "the warm-up reported chunks as it stored them"
+    done, progress = seen[0]
+    assert 0 < done < len(unique_names(view)), "the chunks stored so far, not nothing and not all"
+    assert progress is not None and progress.owner == "the background warm-up"
+    assert session.ready() and session.partial().complete
