@@ -67,10 +67,18 @@ ENCODING_SHARE = 0.8  # of a step that encodes names: the rest scores them
 class _Model:
     model: ModelSpec
     label: str
-    fingerprint: str
     run_dir: Path | None
     encoder: object
     run_id: str | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        """The key results are cached under: the encoder's now, read when a result is looked up or stored.
+
+        Not the one it had when loaded: the default int8 encoder becomes the torch model if its
+        export fails on the first names it encodes, and what it computed then is torch's.
+        """
+        return self.encoder.fingerprint
 
     def vectors(self, texts: list[str], progress: Callable[[int, int], None] | None = None) -> dict[str, np.ndarray]:
         """``text -> vector`` through the embedding cache (``progress(done, total)`` in names)."""
@@ -88,7 +96,7 @@ def _load_model(model: ModelSpec) -> _Model:
     encoder = load_encoder(model)
     run_dir = model.path if model.kind == "run" else None
     run_id = read_run(run_dir).run_id if run_dir is not None else None
-    return _Model(model, encoder.label, encoder.fingerprint, run_dir, encoder, run_id)
+    return _Model(model, encoder.label, run_dir, encoder, run_id)
 
 
 def _current(cached: dict | None) -> dict | None:

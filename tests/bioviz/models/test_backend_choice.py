@@ -166,3 +166,19 @@ def test_neighbours_on_the_command_line_under_each_backend(capsys, data_dir, int
         assert result["query_class"] == "MINI:0000010" and [r["rank"] for r in result["neighbours"]] == [1, 2, 3]
     assert runs["default"]["neighbours"] == runs["onnx-int8"]["neighbours"]
     assert not backend_choice._OVERRIDE  # the command's --backend ended with it
+
+
+def test_an_evaluation_whose_int8_export_fails_stores_torchs_figures_under_torchs_key(tmp_home, default_env):
+    """The fingerprint a result is stored under is read when it is stored, not when the model loaded."""
+    from bioviz.evaluation.run import EvalSettings, evaluate_benchmarks
+
+    def broken_export(*_args):
+        raise RuntimeError("the exporter broke")
+
+    default_env.setattr(quantized, "_export", broken_export)
+    torch_fingerprint = load_encoder("minilm", backend="torch").fingerprint
+    settings = EvalSettings(n_boot=20)
+    [result] = evaluate_benchmarks(["minilm"], "mayosrs", settings=settings)  # the default (int8) encoder, failing
+    assert result.fingerprint == torch_fingerprint and not result.cached
+    [torch_result] = evaluate_benchmarks([load_encoder("minilm", backend="torch").spec], "mayosrs", settings=settings)
+    assert torch_result.cached and torch_result.metrics == result.metrics, "found under torch's key"
