@@ -14,8 +14,9 @@ from bioviz.figures.hierarchy import KINDS
 from bioviz.views.hierarchy import (MAX_DRAWN_NODES, MAX_LISTED_NAMES, MAX_MENTIONS, MAX_NODE_OPTIONS, drawn_part,
                                     hypernym_candidates, hypernym_ranking, largest_gain_node, nearest, node_scores,
                                     search_nodes)
+from bioviz.views.separation import separation_so_far
 from bioviz.ontology import DEFAULT_SPLIT
-from ui import cache, compare, state
+from ui import cache, compare, progressive, state
 from ui.markdown import md
 
 view = state.current_view()
@@ -46,6 +47,52 @@ node_ids = list(tree.nodes["id"])
 labels = dict(zip(tree.nodes["id"], tree.nodes["label"]))
 # Scored before the widgets: the default node is the class the compared model improved most.
 SEPARATION_NAMES = 5_000  # both measures compare every pair of names: a class-stratified sample of the level
+models = [m for m in (model_a, model_b) if m]
+
+
+@st.fragment(run_every=progressive.REFRESH_S)
+def tree_so_far() -> None:
+    """The encoding's bar and the tree coloured by the gains on the names both models have encoded so far,
+    redrawn every couple of seconds; then the whole page once more, for the usual view and its details."""
+    running = progressive.still_encoding(models, level)  # none left: the page reruns into the usual view
+    if running is None:
+        return
+    for job in running.values():
+        progressive.encoding_bar(job)
+    label_a, label_b = (model_labels([model])[0] for model in (model_a, model_b))
+    partial_a, partial_b = (progressive.partial_vectors(model, level) for model in (model_a, model_b))
+    measure = st.session_state["colour"]
+    sep = None if measure == "none" else separation_so_far(
+        partial_a, partial_b, view.labels, classes=view.classes, class_labels=view.class_labels,
+        model_ids=(label_a, label_b), measure=measure, max_names=SEPARATION_NAMES, seed=0)
+    done, total = min(partial_a.done, partial_b.done), partial_a.total
+    st.info(f"**partial: {done:,} of {total:,} names encoded under both models, refining**: the colours are the "
+            f"gains on {sep.sample_size if sep else 0:,} of them (a class-stratified sample), redrawn as the encoding "
+            "goes on; the node's names, neighbours and hypernym ranking follow when every name is encoded.",
+            icon=":material/hourglass_top:")
+    values = node_scores(tree, sep.table["gain"].to_numpy(), view.class_sizes()) if sep is not None else None
+    levels = int(min(max(1, st.session_state["levels"]), int(tree.nodes["depth"].max()) + 1))
+    part = drawn_part(tree, tree.root, levels)
+    caption = (f"{len(tree)} nodes · size = names · colour = "
+               + (f"{COLOURS[measure]} ({label_b} − {label_a}, on the {sep.sample_size:,} names encoded so far)"
+                  if sep is not None else "depth (no scores yet)"))
+    fig = hierarchy_figure(part.tree, values[part.rows] if values is not None else None,
+                           kind=st.session_state["kind"], title=f"Hierarchy · {label_b} vs {label_a} · {view.title}",
+                           caption=caption, value_label=COLOURS[measure] if sep is not None else "gain",
+                           max_depth=levels)
+    st.plotly_chart(fig, width="stretch", config={"displayModeBar": False}, key="hierarchy_so_far")
+
+
+# A level with many names still to encode (by the warm-up, another page or a job) is drawn at once,
+# coloured by what is encoded so far (ui.progressive), instead of behind a bar alone.
+try:
+    partial = progressive.partial_wanted(models, level) and bool(progressive.running_encodings(models, level))
+except BiovizError as error:
+    st.error(md(error))
+    st.stop()
+if partial:
+    tree_so_far()
+    st.stop()
 try:
     cache.prepare_vectors((model_a, model_b), level)  # a first encoding: its estimate, then a bar with the time left
     space_a = cache.view_space(model_a, level)

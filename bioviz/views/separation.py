@@ -147,3 +147,41 @@ def compare_separation(
     })
     table["gain"] = table["trained"] - table["baseline"]
     return Separation(table, measure, len(rows), space_a.model_id, space_b.model_id)
+
+
+def separation_so_far(partial_a, partial_b, labels: np.ndarray, *, classes: list[str], class_labels: list[str],
+                      model_ids: tuple[str, str], measure: str = "map", max_names: int = 5_000,
+                      seed: int = 0) -> Separation | None:
+    """:func:`compare_separation` over the names both models have encoded so far, while a level encodes.
+
+    The rows a claimant stores first are a shuffled sample of the level
+    (:meth:`bioviz.models.encoding_session.EncodingSession.partial`), and the separation is scored on
+    a class-stratified sample of at most ``max_names`` anyway: once that many names are encoded
+    under both models, this is nearly the figure the complete level gives. Classes with no
+    scorable name yet are NaN (a tree node then averages the classes it has).
+
+    Parameters
+    ----------
+    partial_a, partial_b : PartialVectors
+        The level's vectors stored so far under the baseline and the compared model (rows of the
+        same list of names).
+    labels : numpy.ndarray
+        Class index of every name of the level.
+    classes, class_labels, measure, max_names, seed
+        As for :func:`compare_separation`.
+    model_ids : (str, str)
+        The two models' labels, for titles.
+
+    Returns
+    -------
+    Separation or None
+        None while fewer than two names have vectors under both models.
+    """
+    common, in_a, in_b = np.intersect1d(np.asarray(partial_a.rows), np.asarray(partial_b.rows), return_indices=True)
+    if len(common) < 2:
+        return None
+    names = tuple(map(str, common))  # the same rows under both: compare_separation checks the names agree
+    space_a = Space(names, np.asarray(partial_a.vectors)[in_a], model_ids[0])
+    space_b = Space(names, np.asarray(partial_b.vectors)[in_b], model_ids[1])
+    return compare_separation(space_a, space_b, np.asarray(labels)[common], classes=classes,
+                              class_labels=class_labels, measure=measure, max_names=max_names, seed=seed)

@@ -101,3 +101,31 @@ def test_projection_draws_a_sample_map_while_the_level_encodes_then_its_usual_la
     assert not [i.value for i in at.info if "names encoded, refining" in i.value]
     title = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"]
     assert title.startswith("PCA · char-tfidf") and "sample map" not in title
+
+
+@pytest.mark.slow  # a level encoded in the background while the tree is polled: 20-40 s
+def test_hierarchy_draws_the_tree_coloured_by_what_is_encoded_so_far_then_its_usual_view(slow_level, open_app):
+    import json
+    import time
+
+    at = open_app("app_pages/5_Hierarchy.py", {"source": str(slow_level), "depth": "1", "model_a": "char-tfidf",
+                                                "model_b": "char-tfidf", "colour": "map"}).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    names = LevelSpec(str(slow_level), depth=1).load().names
+    session = EncodingSession.of("char-tfidf", names)
+    deadline = time.monotonic() + 60
+    while session.partial().done < 50 and time.monotonic() < deadline:  # a few chunks stored: something to score
+        time.sleep(0.2)
+    at = at.run()  # what the fragment's poll draws
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    marker = [i.value for i in at.info if "encoded under both models, refining" in i.value]
+    assert marker and marker[0].startswith("**partial: ")
+    assert any(p.proto.text for p in at.get("progress"))
+    [spec] = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    assert spec["layout"]["title"]["text"].startswith("Hierarchy · char-tfidf vs char-tfidf")
+    assert "on the" in json.dumps(spec["layout"]) and "names encoded so far" in json.dumps(spec["layout"])
+    assert not at.subheader, "no node details before every name is encoded"
+    assert background_encoding(session).wait(120)
+    at = at.run()  # the fragment's rerun once every name is encoded: the usual view with the node's details
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert not [i.value for i in at.info if "refining" in i.value] and at.subheader

@@ -54,3 +54,23 @@ def test_compare_separation_rejects_bad_input():
         compare_separation(a, b, labels, classes=["a", "b", "c"], class_labels=["a", "b", "c"], measure="accuracy")
     with pytest.raises(BiovizError, match="different names"):
         compare_separation(a, a.subset(range(10)), labels, classes=["a", "b", "c"], class_labels=["a", "b", "c"])
+
+
+def test_the_separation_so_far_scores_the_names_both_models_have_and_is_the_whole_figure_once_complete():
+    from bioviz.models.encoding_session import PartialVectors
+    from bioviz.views.separation import separation_so_far
+
+    a, b, labels = spaces()
+    kwargs = {"classes": ["C0", "C1", "C2"], "class_labels": ["zero", "one", "two"], "model_ids": ("a", "b")}
+    everything = np.arange(len(labels))
+    whole = separation_so_far(PartialVectors(len(labels), everything[::-1], a.vectors[::-1]),
+                              PartialVectors(len(labels), everything, b.vectors), labels, **kwargs)
+    expected = compare_separation(a, b, labels, classes=kwargs["classes"], class_labels=kwargs["class_labels"])
+    np.testing.assert_allclose(whole.table["gain"], expected.table["gain"])  # rows matched, whatever their order
+    # a has the first 30 names stored (classes 0 and half of 1), b every other name: 15 in common
+    so_far = separation_so_far(PartialVectors(len(labels), everything[:30], a.vectors[:30]),
+                               PartialVectors(len(labels), everything[::2], b.vectors[::2]), labels, **kwargs)
+    assert so_far.sample_size == 15 and list(so_far.table["names"]) == [10, 5, 0]
+    assert np.isnan(so_far.table["gain"][2]) and np.isfinite(so_far.table["gain"][:2]).all()
+    assert separation_so_far(PartialVectors.empty(len(labels)), PartialVectors(len(labels), everything, b.vectors),
+                             labels, **kwargs) is None
