@@ -11,11 +11,11 @@ from bioviz.models.registry import load_encoder
 from bioviz.models.model_spec import MED_MINILM_DIR, ModelSpec
 
 # Written when the model was shipped (benchmarks/med_minilm.py ship): a changed file changes these.
-FINGERPRINT = "ab87fe3e2546c9f05cda4c526d0f3b94"
+FINGERPRINT = "5e1679ad67fff525e6432111ffec3d13"  # med-minilm 2 (issue 31)
 NAMES = ["heart attack", "Myocardial infarction", "Hesitancy of micturition"]
-FIRST_DIMS = [[-0.00591, 0.0642, 0.01982, 0.11823, 0.02874, 0.04707],
-              [-0.03299, 0.00023, 0.04027, 0.05114, 0.06635, -0.06621],
-              [0.07095, 0.01001, 0.04232, 0.05946, -0.0175, 0.00243]]
+FIRST_DIMS = [[-0.00389, 0.07985, 0.01152, 0.11603, 0.01836, 0.03021],
+              [-0.01741, 0.02769, 0.02478, 0.05532, 0.0612, -0.078],
+              [0.08896, -3e-05, 0.02502, 0.07158, -0.03933, 0.00637]]
 
 
 def test_med_minilm_is_a_bundled_preset_in_float16_within_50_mb():
@@ -26,7 +26,12 @@ def test_med_minilm_is_a_bundled_preset_in_float16_within_50_mb():
     with safe_open(str(weights), "pt") as handle:
         assert {str(handle.get_tensor(k).dtype) for k in handle.keys()} == {"torch.float16"}
     recipe = json.loads((MED_MINILM_DIR / "pretrain.json").read_text(encoding="utf-8"))
-    assert recipe["config"]["exclude_names"] == "recipes/med-minilm-excluded.txt"
+    # version 2: made in steps (pretrainings and merges), each recorded; the development files' texts were
+    # excluded from every step's pairs, and are named, never shipped
+    assert recipe["version"] == 2 and recipe["recipe"] == "recipes/candidates.sh"
+    assert [step["name"] for step in recipe["lineage"]] == ["med-minilm-1", "c1", "c2", "c2-wise-0.4", "c5",
+                                                            "c5-wise-0.85"]
+    assert recipe["config"]["exclude_names"].startswith("recipes/med-minilm-excluded.txt")
 
 
 def test_med_minilm_loads_offline_with_its_fingerprint_and_vectors(tmp_home):
