@@ -1,6 +1,6 @@
 """Choose the Code terms page's low-confidence thresholds on the GSC+ dev file, per model and ranking.
 
-Codes the vendored GSC+ development split (assets/gold/gsc_plus_dev.tsv, 119 mentions with their
+Codes the vendored GSC+ development split (../shared/benchmarks/gsc_plus_dev.tsv, read where it is, never copied here; 119 mentions with their
 HPO ids) on HPO synonym sets under HP:0000118 exactly as the page and ``python -m bioviz code``
 do (:func:`bioviz.search.term_coding.code_term_list`, k=2), for each model under the dense and
 the default hybrid ranking. A term is *flagged* when its first concept's score is below
@@ -30,11 +30,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere, without installing
 
-from bioviz.evaluation.normalisation import EXAMPLE_GOLD, EXAMPLE_LEVEL, check_gold_ids, load_gold  # noqa: E402
+from bioviz.evaluation.normalisation import EXAMPLE_LEVEL, check_gold_ids, load_gold  # noqa: E402
 from bioviz.search.hybrid import DEFAULT_RANKING, Ranking  # noqa: E402
 from bioviz.search.neighbours import candidate_index  # noqa: E402
 from bioviz.search.term_coding import EXACT, code_term_list  # noqa: E402
 
+GSC_PLUS_DEV = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "gsc_plus_dev.tsv"  # development file: never shipped
 RESULT = Path(__file__).resolve().parent / "results" / "coding_confidence.json"
 MARGINS = tuple(round(0.01 * i, 2) for i in range(0, 21))  # 0 to 0.2
 RULE = "highest Youden J for catching wrong first concepts (errors flagged - right ones flagged), ties -> fewer flagged"
@@ -93,7 +94,8 @@ def run(models: list[str], gold_path: Path) -> list[dict]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models", nargs="+", default=["med-minilm", "minilm", "char-tfidf"])
-    parser.add_argument("--gold", default=str(EXAMPLE_GOLD), help="gold file (mention, concept id)")
+    parser.add_argument("--gold", default=str(GSC_PLUS_DEV),
+                        help="gold file (mention, concept id); the GSC+ dev file by default (never shipped)")
     args = parser.parse_args(argv)
     rows = run(args.models, Path(args.gold))
     RESULT.write_text(json.dumps({"gold": Path(args.gold).name, "level": EXAMPLE_LEVEL.label, "rule": RULE,

@@ -1,6 +1,6 @@
 """Choose the coding ranking on the GSC+ dev file: dense vs hybrid at every weight, side by side in one run.
 
-Scores the vendored GSC+ development split (assets/gold/gsc_plus_dev.tsv, 119 mentions with
+Scores the vendored GSC+ development split (../shared/benchmarks/gsc_plus_dev.tsv, read where it is, never copied here; 119 mentions with
 their HPO ids) on HPO synonym sets under HP:0000118, as ``python -m bioviz eval --task
 normalisation`` does: Acc@1, Acc@5 and MRR with 95% bootstrap intervals, on all mentions and
 on the paraphrased ones, for the dense ranking and for the hybrid ranking at weights 0, 0.1,
@@ -25,12 +25,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere, without installing
 
-from bioviz.evaluation.normalisation import (EXAMPLE_GOLD, EXAMPLE_LEVEL, check_gold_ids, gold_ranks,  # noqa: E402
+from bioviz.evaluation.normalisation import (EXAMPLE_LEVEL, check_gold_ids, gold_ranks,  # noqa: E402
                                              load_gold, normalisation_figures, paraphrased)
 from bioviz.search.hybrid import Ranking, SparseNames  # noqa: E402
 from bioviz.search.neighbours import candidate_index  # noqa: E402
 from bioviz.search.term_coding import encode_terms, resolve_terms  # noqa: E402
 
+GSC_PLUS_DEV = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "gsc_plus_dev.tsv"  # development file: never shipped
 WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -78,7 +79,8 @@ def table(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="minilm", help="minilm, med-minilm, char-tfidf, or any MODEL")
-    parser.add_argument("--gold", default=str(EXAMPLE_GOLD), help="gold file (mention, concept id)")
+    parser.add_argument("--gold", default=str(GSC_PLUS_DEV),
+                        help="gold file (mention, concept id); the GSC+ dev file by default (never shipped)")
     parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples for the 95%% intervals")
     args = parser.parse_args(argv)
     rows = score(args.model, Path(args.gold), args.n_boot)

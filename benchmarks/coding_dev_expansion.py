@@ -4,7 +4,7 @@ Every candidate (no expansion; HPO EXACT synonyms; with ICD-10-CM inclusion term
 RELATED; every scope) is scored side by side in one run, under the default ranking
 (:data:`bioviz.search.hybrid.DEFAULT_RANKING`) and the default model:
 
-- the GSC+ development split (assets/gold/gsc_plus_dev.tsv) on HPO synonym sets under
+- the GSC+ development split (../shared/benchmarks/gsc_plus_dev.tsv, read where it is, never copied here) on HPO synonym sets under
   HP:0000118, as ``python -m bioviz eval --task normalisation`` scores it: Acc@1, Acc@5, MRR
   with 95% bootstrap intervals, on all and on paraphrased mentions;
 - class retrieval on the default split's *validation* names (15 per class, seed 0) of ICD-10
@@ -41,8 +41,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere, without installing
 
 from bioviz.evaluation.metrics import bootstrap_mean_ci  # noqa: E402
-from bioviz.evaluation.normalisation import (EXAMPLE_GOLD, EXAMPLE_LEVEL, check_gold_ids, gold_ranks,  # noqa: E402
-                                             load_gold, normalisation_result, paraphrased)
+from bioviz.evaluation.normalisation import (EXAMPLE_LEVEL, check_gold_ids, gold_ranks,  # noqa: E402
+                                             load_gold, normalisation_figures, paraphrased)
 from bioviz.models.model_spec import DEFAULT_MODEL  # noqa: E402
 from bioviz.ontology import DEFAULT_SPLIT, LevelSpec  # noqa: E402
 from bioviz.search.hybrid import DEFAULT_RANKING, SparseNames, name_scores  # noqa: E402
@@ -50,6 +50,7 @@ from bioviz.search.lexicon import (INCLUSION, SCOPES, Expansion, expand_queries,
                                    expanded_forms, load_lexicon)
 from bioviz.search.neighbours import candidate_index  # noqa: E402
 from bioviz.search.term_coding import encode_terms, resolve_terms  # noqa: E402
+GSC_PLUS_DEV = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "gsc_plus_dev.tsv"  # development file: never shipped
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CANDIDATES = (Expansion(), Expansion(("EXACT",)), Expansion(("EXACT", INCLUSION)), Expansion(("EXACT", "RELATED")),
@@ -64,7 +65,7 @@ RULE = ("expansion on (issue 26's lay-synonym case); among the expanded candidat
 
 def gsc_rows(model: str, n_boot: int, lexicon) -> list[dict]:
     """One row per candidate on the GSC+ dev file."""
-    gold = load_gold(EXAMPLE_GOLD)
+    gold = load_gold(GSC_PLUS_DEV)
     ontology = EXAMPLE_LEVEL.ontology()
     view = EXAMPLE_LEVEL.load(ontology)
     check_gold_ids(gold, view)
@@ -79,10 +80,9 @@ def gsc_rows(model: str, n_boot: int, lexicon) -> list[dict]:
         expanded = expand_queries(infos, expansion, lexicon)  # as term coding expands them
         forms = expanded_forms(expanded, model)
         ranks = gold_ranks(gold, view, index, vectors, ranking=DEFAULT_RANKING, ontology=ontology, sparse=sparse, forms=forms)
-        result = normalisation_result(ranks, mask, model=model, ranking=DEFAULT_RANKING, n_boot=n_boot)
+        metrics, ci, sizes = normalisation_figures(ranks, mask, n_boot=n_boot)
         rows.append({"task": "gsc+ dev", "expansion": expansion.label, "scopes": list(expansion.scopes),
-                     "expanded_mentions": sum(bool(e.entries) for e in expanded), **result["sizes"],
-                     **result["metrics"], "ci": result["ci"]})
+                     "expanded_mentions": sum(bool(e.entries) for e in expanded), **sizes, **metrics, "ci": ci})
     return rows
 
 

@@ -17,7 +17,7 @@ from ui import cache, compare
 from ui.markdown import md
 
 RESULTS = "_norm_results"  # the last scoring: its request and results, kept across reruns
-GOLD_SOURCES = {"example": "GSC+ dev (HPO, 119 mentions: the example)", "upload": "Upload a TSV/CSV gold file"}
+GOLD_SOURCES = {"example": "Lay phenotype phrasings (HPO, 30 mentions: the example)", "upload": "Upload a TSV/CSV gold file"}
 
 
 def _gold(source: str, upload) -> GoldFile | None:
@@ -66,7 +66,7 @@ def render(level: LevelSpec, view, models: list[ModelSpec], *, n_boot: int, imag
     kinds = right.multiselect("Rankings", list(RANKING_KINDS), default=list(RANKING_KINDS), key="_eval_rankings",
                               format_func=lambda kind: ranking_of(kind).label,
                               help="dense: the model's cosine; hybrid: exact or normalised match first, then cosine "
-                                   "+ weight × char-tfidf cosine (weight chosen on the GSC+ dev file)")
+                                   "+ weight × char-tfidf cosine")
     if source == "example" and level != EXAMPLE_LEVEL:
         st.caption(md(f"The example is coded on HPO synonym sets under HP:0000118: choose source hpo, root "
                       f"HP:0000118 and *Synonym sets* in the sidebar (now: {view.title})."))

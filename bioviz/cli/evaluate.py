@@ -50,7 +50,7 @@ def register(subparsers) -> None:
                              f"{normalisation.TASK} (with --gold)")
     parser.add_argument("--gold", default=None, metavar="FILE",
                         help="mention normalisation: a TSV/CSV gold file with 'mention' and a concept id column "
-                             "(assets/gold/gsc_plus_dev.tsv; level by default hpo synonym sets under HP:0000118)")
+                             "(assets/gold/lay_phenotypes_example.tsv; level by default hpo synonym sets under HP:0000118)")
     add_ranking_options(parser, repeat=True)
     parser.add_argument("--cross-level", default=None, metavar="DEPTHS",
                         help="also the ranking mAP on each of these levels, e.g. 1,2,3,4 (Table 4)")
@@ -120,10 +120,10 @@ def _depths(text: str | None) -> list[int]:
 
 
 def _normalisation(args, models: list[ModelSpec], settings: EvalSettings, progress) -> tuple[list[EvalResult], dict]:
-    """The mention normalisation results of ``--gold`` (on ``--source``'s level, else GSC+'s), and what was scored."""
+    """The mention normalisation results of ``--gold`` (on ``--source``'s level, else HPO synonym sets under HP:0000118), and what was scored."""
     if not args.gold:
         raise EvaluationError(f"--task {normalisation.TASK} needs --gold FILE (a 'mention' and a concept id column, "
-                              "e.g. assets/gold/gsc_plus_dev.tsv)")
+                              "e.g. assets/gold/lay_phenotypes_example.tsv)")
     gold = normalisation.load_gold(args.gold)
     level = level_spec_from_args(args) if args.source else normalisation.EXAMPLE_LEVEL
     rankings = rankings_from_args(args)

@@ -7,8 +7,11 @@ reciprocal rank, each with a percentile bootstrap interval over mentions. The sa
 on the *paraphrased* mentions: those that are not, lower-cased, a name or synonym of any
 concept of the level (an exact-match lookup would code the others).
 
-The example gold file is the GSC+ development split (assets/gold/, Lobo et al. 2017), scored
-on HPO synonym sets under HP:0000118 (:data:`EXAMPLE_LEVEL`).
+The example gold file (assets/gold/lay_phenotypes_example.tsv) is 30 lay phrasings written for
+bioviz, each with the HPO concept it means: an illustration of the format and of what dense
+coding does with words no ontology lists, not a benchmark. It is scored on HPO synonym sets
+under HP:0000118 (:data:`EXAMPLE_LEVEL`). Development gold files (GSC+, HPO coding) are never
+shipped: point ``--gold`` at them where they are.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from bioviz.search.term_coding import exact_concepts, read_term_table, resolve_t
 from bioviz.uploads import read_user_file
 
 TASK = "normalisation"
-EXAMPLE_GOLD = Path(__file__).resolve().parents[2] / "assets" / "gold" / "gsc_plus_dev.tsv"
+EXAMPLE_GOLD = Path(__file__).resolve().parents[2] / "assets" / "gold" / "lay_phenotypes_example.tsv"
 EXAMPLE_LEVEL = LevelSpec("hpo", root="HP:0000118", synonyms=True)
 MAX_GOLD_BYTES = 5 * 2**20  # a gold file is a few thousand mentions: far below this
 MAX_GOLD_ROWS = 20_000

@@ -4,7 +4,7 @@ A model's first concept for a term is flagged *low confidence* when its score is
 ``min_score`` or its margin (the score minus the second concept's) is below ``min_margin``.
 Scores are on each model's own scale (char-tfidf's cosines run higher than a transformer's, a
 hybrid score adds a weighted char-tfidf cosine), so the thresholds are per model and ranking.
-They were chosen on the GSC+ dev file (``assets/gold/gsc_plus_dev.tsv``) by
+They were chosen on the GSC+ dev file (``../shared/benchmarks/gsc_plus_dev.tsv``, never shipped) by
 ``benchmarks/coding_confidence.py``, which writes them with their dev figures (share flagged,
 accuracy of the flagged and of the unflagged terms) to ``benchmarks/results/coding_confidence.json``;
 a test checks that :data:`THRESHOLDS` holds what that file chose. A model without its own

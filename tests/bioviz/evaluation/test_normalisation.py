@@ -31,7 +31,7 @@ def gold(data_dir):
 
 def test_the_example_gold_file_reads():
     example = load_gold(EXAMPLE_GOLD)
-    assert len(example) == 119 and example.id_column == "hpo_id" and example.concept_ids[0].startswith("HP:")
+    assert len(example) == 30 and example.id_column == "hpo_id" and example.concept_ids[0].startswith("HP:")
 
 
 @pytest.mark.parametrize("data, message", [
