@@ -32,7 +32,7 @@ def upload(at, data: bytes, name: str = "gold.tsv"):
 def test_the_example_is_offered_and_an_uploaded_gold_file_is_scored_per_ranking(app):
     at = app.run()
     assert not at.exception and not at.error
-    assert at.radio(key="eval_gold").value == "example"  # the bundled GSC+ dev file, by default
+    assert at.radio(key="eval_gold").value == "example"  # the bundled example (lay phrasings), by default
     assert any("HP:0000118" in c.value for c in at.caption)  # ... and the level it needs, since this is another
     upload(at, GOLD.encode())
     assert not at.error, [e.value for e in at.error]
