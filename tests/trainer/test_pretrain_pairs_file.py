@@ -69,6 +69,27 @@ def test_excluded_names_reach_no_pair(data_dir, tmp_path, capsys):
                                                                        "held_out_names": 1}]
 
 
+def test_a_name_listed_by_its_hash_reaches_no_pair_as_if_it_were_written_out(data_dir, tmp_path):
+    """``sha256:<hex>`` lines: how recipes/med-minilm-excluded.txt keeps development texts out without showing them."""
+    from trainer.pretrain.leakage import name_hash
+
+    everything = tmp_path / "all.pairs.json.gz"
+    assert _save(data_dir, everything) == 0
+    pairs = load_pairset(everything)[0]
+    banned = pairs.train[0].names[0]
+    written, hashed = tmp_path / "written.txt", tmp_path / "hashed.txt"
+    written.write_text(f"{banned}\n", encoding="utf-8")
+    hashed.write_text(f"{name_hash(normalise_name(banned)).upper()}\n", encoding="utf-8")  # case of the hex ignored
+    assert banned not in hashed.read_text(encoding="utf-8")
+    kept = {}
+    for names_file in (written, hashed):
+        out = tmp_path / f"{names_file.stem}.pairs.json.gz"
+        assert _save(data_dir, out, "--exclude-names", str(names_file)) == 0
+        kept[names_file.stem] = load_pairset(out)[0]
+    assert kept["hashed"].train == kept["written"].train and kept["hashed"].validation == kept["written"].validation
+    assert kept["hashed"].excluded["total"] == kept["written"].excluded["total"] > 0
+
+
 def _gz(data: bytes) -> bytes:
     # mtime=0: the same bytes in every process, so parallel workers (pytest -n) collect the same test ids
     return gzip.compress(data, mtime=0)

@@ -19,6 +19,7 @@ names a pair was built from count).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,14 +122,31 @@ class HeldOutNames:
     label: str
     names: set[str]  # normalised
     concepts: frozenset = frozenset()
+    hashes: frozenset = frozenset()  # sha256 of normalised names: texts a file must not show (development data)
 
     def leaks(self, pair: Pair) -> bool:
-        """Whether ``pair`` mentions one of the names."""
-        return any(normalise_name(t) in self.names for t in (pair.anchor, pair.positive, *pair.names))
+        """Whether ``pair`` mentions one of the names (given as text or as the hash of its normalised form)."""
+        for text in (pair.anchor, pair.positive, *pair.names):
+            name = normalise_name(text)
+            if name in self.names or (self.hashes and name_hash(name) in self.hashes):
+                return True
+        return False
 
     def record(self) -> dict:
         """What was held out, for ``pretrain.json`` (``excluded.names``)."""
-        return {"names_from": self.label, "held_out_names": len(self.names)}
+        return {"names_from": self.label, "held_out_names": len(self.names) + len(self.hashes)}
+
+
+HASH_PREFIX = "sha256:"
+
+
+def name_hash(name: str) -> str:
+    """``sha256:<hex>`` of an already normalised name: how an exclusion file lists a text it must not show.
+
+    >>> name_hash("seizure")[:19]
+    'sha256:4b879e9f69bb'
+    """
+    return HASH_PREFIX + hashlib.sha256(name.encode("utf-8")).hexdigest()
 
 
 MAX_NAMES_FILE_BYTES = 64 * 1024 * 1024
@@ -136,6 +154,9 @@ MAX_NAMES_FILE_BYTES = 64 * 1024 * 1024
 
 def held_out_names(path: str | Path) -> HeldOutNames:
     """The names of a UTF-8 text file, one per line (blank lines skipped), to keep out of every pair.
+
+    A line ``sha256:<hex>`` is a name given by the hash of its normalised form (:func:`name_hash`):
+    how a shipped exclusion file keeps development texts out of training without showing them.
 
     Raises
     ------
@@ -151,8 +172,11 @@ def held_out_names(path: str | Path) -> HeldOutNames:
         raise BiovizError(f"--exclude-names {path}: no such file") from None
     except (OSError, UnicodeDecodeError):
         raise BiovizError(f"--exclude-names {path}: not a UTF-8 text file of names, one per line") from None
-    names = {normalise_name(line) for line in text.splitlines() if line.strip()}
-    return HeldOutNames(path.name, names)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    # a development file's texts are listed by hash: kept out of training without being shipped
+    hashes = frozenset(line.lower() for line in lines if line.lower().startswith(HASH_PREFIX))
+    names = {normalise_name(line) for line in lines if not line.lower().startswith(HASH_PREFIX)}
+    return HeldOutNames(path.name, names, hashes=hashes)
 
 
 def exclude(pairs: list[Pair], held: list[HeldOut]) -> tuple[list[Pair], dict]:
