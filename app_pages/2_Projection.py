@@ -134,14 +134,7 @@ def sample_map_answer() -> None:
 
 # A level with many names still to encode (here, by the warm-up, another page or a job) gets a sample
 # map at once, refined as the background encoding goes on (ui.progressive), instead of a bar alone.
-try:
-    partial = progressive.partial_wanted(models, level) and bool(progressive.running_encodings(models, level))
-except BiovizError as error:
-    st.error(md(error))
-    st.stop()
-if partial:
-    sample_map_answer()
-    st.stop()
+progressive.answer_while_encoding(models, level, sample_map_answer)
 try:
     params = ProjectionParams(st.session_state["method"], int(st.session_state["dims"]), int(st.session_state["nn"]),
                               float(st.session_state["md"]), int(st.session_state["cap"]))

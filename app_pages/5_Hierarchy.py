@@ -85,14 +85,7 @@ def tree_so_far() -> None:
 
 # A level with many names still to encode (by the warm-up, another page or a job) is drawn at once,
 # coloured by what is encoded so far (ui.progressive), instead of behind a bar alone.
-try:
-    partial = progressive.partial_wanted(models, level) and bool(progressive.running_encodings(models, level))
-except BiovizError as error:
-    st.error(md(error))
-    st.stop()
-if partial:
-    tree_so_far()
-    st.stop()
+progressive.answer_while_encoding(models, level, tree_so_far)
 try:
     cache.prepare_vectors((model_a, model_b), level)  # a first encoding: its estimate, then a bar with the time left
     space_a = cache.view_space(model_a, level)

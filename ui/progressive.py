@@ -19,7 +19,7 @@ they are ready the level's name search ranks the names by spelling.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import streamlit as st
@@ -139,6 +139,23 @@ def still_encoding(models: Sequence[ModelSpec | None], spec: LevelSpec) -> dict[
     if not running:
         st.rerun()
     return running
+
+
+def answer_while_encoding(models: Sequence[ModelSpec | None], spec: LevelSpec, fragment: Callable[[], None]) -> None:
+    """Draw ``fragment`` (a page's partial answer, an ``st.fragment``) and stop the page while the level encodes.
+
+    Does nothing when every model's vectors are stored, or too few are missing to be worth a
+    partial answer (:func:`partial_wanted`): the page then goes on to its usual view. An encoding
+    that failed is one error line, and the page stops.
+    """
+    try:
+        partial = partial_wanted(models, spec) and bool(running_encodings(models, spec))
+    except BiovizError as error:
+        st.error(md(error))
+        st.stop()
+    if partial:
+        fragment()
+        st.stop()
 
 
 def encoding_bar(job: BackgroundEncoding) -> None:

@@ -37,6 +37,15 @@ def markers(at) -> list[str]:
     return [i.value for i in at.info if "names encoded, refining" in i.value]
 
 
+def wait_for_chunks(session, names: int = 50, timeout_s: float = 60) -> None:
+    """Until a few chunks of the background encoding are stored: something for a partial view to draw."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while session.partial().done < names and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
 @pytest.mark.slow  # a level encoded in the background while the answer is polled: 25-40 s
 def test_neighbours_answers_at_once_while_the_level_encodes_then_ranks_fully(slow_level, open_app):
     at = open_app("app_pages/4_Neighbours.py", {"source": str(slow_level), "depth": "1", "model_a": "char-tfidf",
@@ -77,16 +86,13 @@ def test_code_terms_codes_at_once_while_the_level_encodes_then_fully(slow_level,
 @pytest.mark.slow  # a level encoded in the background while the sample map is polled: 20-40 s
 def test_projection_draws_a_sample_map_while_the_level_encodes_then_its_usual_layout(slow_level, open_app):
     import json
-    import time
 
     at = open_app("app_pages/2_Projection.py", {"source": str(slow_level), "depth": "1", "model_a": "char-tfidf",
                                                  "model_b": "char-tfidf", "one": "1", "method": "pca"}).run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     names = LevelSpec(str(slow_level), depth=1).load().names
     session = EncodingSession.of("char-tfidf", names)
-    deadline = time.monotonic() + 60
-    while session.partial().done < 50 and time.monotonic() < deadline:  # a few chunks stored: something to map
-        time.sleep(0.2)
+    wait_for_chunks(session)
     at = at.run()  # what the fragment's poll draws
     assert not at.exception and not at.error, [e.value for e in at.error]
     marker = [i.value for i in at.info if "names encoded, refining" in i.value]
@@ -106,16 +112,13 @@ def test_projection_draws_a_sample_map_while_the_level_encodes_then_its_usual_la
 @pytest.mark.slow  # a level encoded in the background while the tree is polled: 20-40 s
 def test_hierarchy_draws_the_tree_coloured_by_what_is_encoded_so_far_then_its_usual_view(slow_level, open_app):
     import json
-    import time
 
     at = open_app("app_pages/5_Hierarchy.py", {"source": str(slow_level), "depth": "1", "model_a": "char-tfidf",
                                                 "model_b": "char-tfidf", "colour": "map"}).run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     names = LevelSpec(str(slow_level), depth=1).load().names
     session = EncodingSession.of("char-tfidf", names)
-    deadline = time.monotonic() + 60
-    while session.partial().done < 50 and time.monotonic() < deadline:  # a few chunks stored: something to score
-        time.sleep(0.2)
+    wait_for_chunks(session)
     at = at.run()  # what the fragment's poll draws
     assert not at.exception and not at.error, [e.value for e in at.error]
     marker = [i.value for i in at.info if "encoded under both models, refining" in i.value]
