@@ -159,8 +159,15 @@ def test_launch_from_the_train_page_keep_exploring_and_open_the_run_in_views(tmp
         rows = job_table(page)
         assert rows[second][2:4] == ["queued", "waiting (#1 in queue)"], rows
         assert rows[first][2] == "running", rows
-        page.get_by_role("button", name="Cancel", exact=True).click()  # the selected job: the queued one
-        expect(page.get_by_role("combobox", name="Selected job")).to_have_value(re.compile(f"· cancelled · job {second}$"))
+        # the newest launch is the selected job; the panel may still be redrawing it when the table has its
+        # row, so Cancel is pressed once the box names the queued job (not while an older panel is on screen)
+        selected = page.get_by_role("combobox", name="Selected job").last
+        expect(selected).to_have_value(re.compile(f"· queued · job {second}$"))
+        page.get_by_role("button", name="Cancel", exact=True).click()
+        page.wait_for_function(
+            "id => [...document.querySelectorAll('[data-testid=stDataFrame] [role=row]')].some("
+            "r => r.textContent.includes(id) && r.textContent.includes('cancelled'))", arg=second, timeout=60_000)
+        assert Worker().store.get(second).status == "cancelled"
 
         # -- the other pages stay usable while it trains ------------------------------------
         worker = Worker()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from pathlib import Path
 
 import networkx as nx
 import pytest
@@ -76,6 +77,19 @@ def test_hierarchy_pairs_follow_is_a_edges_below_the_top(mini):
 def test_extraction_is_seeded(mini):
     source, ontology = mini
     assert extract_pairs(ontology, source, OBJECTIVES, seed=3) == extract_pairs(ontology, source, OBJECTIVES, seed=3)
+
+
+def test_the_same_file_in_another_folder_gives_the_same_pairs(mini, tmp_path):
+    # the path was part of the seed: a fresh clone elsewhere drew other descriptions and synonym
+    # pairs, so a pretraining test passed in one checkout and trained no step in another
+    source, ontology = mini
+    elsewhere = tmp_path / "some" / "other" / "checkout" / "mini.obo"
+    elsewhere.parent.mkdir(parents=True)
+    elsewhere.write_bytes(Path(source).read_bytes())
+    drawn_here = extract_pairs(ontology, source, OBJECTIVES, seed=3)
+    drawn_there = extract_pairs(load_source(str(elsewhere)), str(elsewhere), OBJECTIVES, seed=3)
+    assert [[(p.anchor, p.positive, p.concepts) for p in drawn_here[o]] for o in OBJECTIVES] == \
+        [[(p.anchor, p.positive, p.concepts) for p in drawn_there[o]] for o in OBJECTIVES]
 
 
 def test_dedupe_drops_repeats_after_normalisation_and_self_pairs():

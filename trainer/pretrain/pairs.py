@@ -30,6 +30,7 @@ import itertools
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from bioviz.errors import BiovizError
 from bioviz.ontology.model import Ontology, normalise_name
@@ -219,6 +220,18 @@ def dedupe(pairs: Iterable[Pair]) -> list[Pair]:
     return out
 
 
+def seed_name(source: str) -> str:
+    """The part of a SOURCE string that seeds its random choices: a bundled name, or a file's or folder's name.
+
+    Not the whole path: the same recipe on the same file draws the same pairs in any checkout
+    or working directory (a path in the seed made the pairs depend on where the file lay).
+
+    >>> seed_name("/home/me/ontologies/mini.obo"), seed_name("mini.obo"), seed_name("hpo")
+    ('mini.obo', 'mini.obo', 'hpo')
+    """
+    return Path(source).name or source
+
+
 def extract_pairs(ontology: Ontology, source: str, objectives: Iterable[str], seed: int = 0) -> dict[str, list[Pair]]:
     """Deduplicated pairs of each objective from one loaded source.
 
@@ -238,6 +251,6 @@ def extract_pairs(ontology: Ontology, source: str, objectives: Iterable[str], se
     """
     out = {}
     for objective in check_objectives(objectives):
-        rng = random.Random(f"{seed}:{source}:{objective}")
+        rng = random.Random(f"{seed}:{seed_name(source)}:{objective}")
         out[objective] = dedupe(BUILDERS[objective](ontology, source, rng))
     return out
