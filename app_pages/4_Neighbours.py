@@ -19,7 +19,7 @@ from bioviz.search.neighbours import (AMONG, comparison_rows, concept_card, firs
 from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.search.hybrid import DEFAULT_RANKING, RANKING_KINDS, ExpandedForms, ranking_of
 from bioviz.search.lexicon import DEFAULT_EXPANSION, expand_queries, expansion_of, load_lexicon
-from bioviz.search.progressive import partial_neighbours
+from bioviz.search.progressive import partial_neighbours, with_rank_changes
 from ui import cache, progressive, state
 from ui.markdown import md, md_code
 
@@ -165,21 +165,34 @@ def partial_answer() -> None:
     if running is None:
         return
     lexical = progressive.lexical_ranking(level, ranked)
-    for column, model, label in zip(st.columns(len(models)), models, model_labels(models)):
+    # the synonym expansion as the full ranking has it ("heart attack" also as "Myocardial infarction"), once
+    # a thread has read the lexicon: the first polls answer without it
+    expanded = progressive.query_expansion(info, expansion)
+    answers = []
+    for model in models:
+        vectors = progressive.query_vectors(model, [ranked])
+        answers.append(partial_neighbours(view, progressive.partial_vectors(model, level), info,
+                                          query_vector=None if vectors is None else vectors[0], lexical=lexical,
+                                          k=k, restrict_class=info.class_id if restrict else None,
+                                          matcher=progressive.matcher(level),
+                                          forms=progressive.query_forms(model, level, expanded)))
+    if len(answers) == 2:  # Δ rank: where each name sits in the other model's merged ranking so far
+        answers = [with_rank_changes(answers[0], answers[1]), with_rank_changes(answers[1], answers[0])]
+    if expanded is not None and expanded.note:
+        st.caption(f"Expanded: {md(expanded.note)}.")
+    for column, model, label, answer in zip(st.columns(len(models)), models, model_labels(models), answers):
         with column:
             if model in running:
                 progressive.encoding_bar(running[model])
-            vectors = progressive.query_vectors(model, [ranked])
-            answer = partial_neighbours(view, progressive.partial_vectors(model, level), info,
-                                        query_vector=None if vectors is None else vectors[0], lexical=lexical, k=k,
-                                        restrict_class=info.class_id if restrict else None,
-                                        matcher=progressive.matcher(level))
             st.markdown(f"**{md(label)}** · partial ranking")
             st.info(progressive.caption(answer.marker, answer.lexical), icon=":material/hourglass_top:")
             if answer.rows:
                 st.table(partial_ranking_table(answer.rows), hide_index=True, border="horizontal")
             else:
                 st.caption("No name matches yet: names are being encoded.")
+    if len(answers) == 2:
+        st.caption("Δ rank: rank in the other model's partial ranking minus rank here (▲ ranked higher here; "
+                   "blank: not yet among the other model's merged names).")
     progressive.start_tfidf(level)  # after the answer is drawn: the next polls rank by char-tfidf once it is built
 
 
@@ -197,8 +210,8 @@ try:
         st.markdown(f"{shown} · {md(view.title)}")
         partial_answer()
         st.stop()
-    if among != "hypernyms":  # the level's names: encoded (or the warm-up's encoding waited for) under a bar
-        cache.prepare_vectors(fresh, level)
+    if among == "names":  # the level's names: encoded (or the warm-up's encoding waited for) under a bar
+        cache.prepare_vectors(fresh, level)  # (training or class names: only those, in candidate_index)
     notes = [e.message() for e in (first_encoding_estimate(view, m, among) for m in fresh) if e.needed]
     if notes:
         waiting.info("  \n".join(md(note) for note in notes), icon="⏳")

@@ -281,9 +281,12 @@ def partial_coding_panel(terms: list[str], level: LevelSpec) -> None:
         if model in running:
             progressive.encoding_bar(running[model])
         vectors = progressive.query_vectors(model, [info.text for info in infos])
+        # each term's synonym expansion, as the full coding has it, once a thread has read the lexicon
+        forms = [progressive.query_forms(model, level, progressive.query_expansion(info, expansion))
+                 for info in infos]
         coding = partial_coding(shown_terms, infos, v, progressive.partial_vectors(model, level), term_vectors=vectors,
                                 lexicals=[progressive.lexical_ranking(level, info.text) for info in infos], k=k,
-                                ontology=ontology)
+                                ontology=ontology, forms=forms)
         more = f" (the first {PARTIAL_TERMS:,} of {len(terms):,} terms)" if len(terms) > PARTIAL_TERMS else ""
         st.markdown(f"**{md(label)}** · partial coding{more}")
         st.info(progressive.caption(coding.marker, coding.lexical), icon=":material/hourglass_top:")

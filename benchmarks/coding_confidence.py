@@ -29,13 +29,14 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere, without installing
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # dev_files: where the development files are
 
 from bioviz.evaluation.normalisation import EXAMPLE_LEVEL, check_gold_ids, load_gold  # noqa: E402
 from bioviz.search.hybrid import DEFAULT_RANKING, Ranking  # noqa: E402
 from bioviz.search.neighbours import candidate_index  # noqa: E402
 from bioviz.search.term_coding import EXACT, code_term_list  # noqa: E402
+from dev_files import GSC_PLUS_DEV  # noqa: E402
 
-GSC_PLUS_DEV = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "gsc_plus_dev.tsv"  # development file: never shipped
 RESULT = Path(__file__).resolve().parent / "results" / "coding_confidence.json"
 MARGINS = tuple(round(0.01 * i, 2) for i in range(0, 21))  # 0 to 0.2
 RULE = "highest Youden J for catching wrong first concepts (errors flagged - right ones flagged), ties -> fewer flagged"

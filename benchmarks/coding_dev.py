@@ -24,14 +24,15 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere, without installing
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # dev_files: where the development files are
 
 from bioviz.evaluation.normalisation import (EXAMPLE_LEVEL, check_gold_ids, gold_ranks,  # noqa: E402
                                              load_gold, normalisation_figures, paraphrased)
 from bioviz.search.hybrid import Ranking, SparseNames  # noqa: E402
 from bioviz.search.neighbours import candidate_index  # noqa: E402
 from bioviz.search.term_coding import encode_terms, resolve_terms  # noqa: E402
+from dev_files import GSC_PLUS_DEV  # noqa: E402
 
-GSC_PLUS_DEV = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "gsc_plus_dev.tsv"  # development file: never shipped
 WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere, without installing
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # dev_files: where the development files are
 
 from bioviz.evaluation.metrics import bootstrap_mean_ci  # noqa: E402
 from bioviz.evaluation.normalisation import (EXAMPLE_LEVEL, check_gold_ids, gold_ranks,  # noqa: E402
@@ -50,7 +51,7 @@ from bioviz.search.lexicon import (INCLUSION, SCOPES, Expansion, expand_queries,
                                    expanded_forms, load_lexicon)
 from bioviz.search.neighbours import candidate_index  # noqa: E402
 from bioviz.search.term_coding import encode_terms, resolve_terms  # noqa: E402
-GSC_PLUS_DEV = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "gsc_plus_dev.tsv"  # development file: never shipped
+from dev_files import GSC_PLUS_DEV  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CANDIDATES = (Expansion(), Expansion(("EXACT",)), Expansion(("EXACT", INCLUSION)), Expansion(("EXACT", "RELATED")),

@@ -36,10 +36,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from anywhere, without installing
 sys.path.insert(0, str(ROOT / "benchmarks"))  # the shared evaluation problems of pretrain_recipes.py
+from dev_files import DEV_DIR, GSC_PLUS_DEV  # noqa: E402 - the development files, where they are
 
 EXCLUDED = ROOT / "recipes" / "med-minilm-excluded.txt"
 TARGET = ROOT / "assets" / "models" / "med-minilm"
-GOLD = ROOT.parent / "shared" / "benchmarks" / "gsc_plus_dev.tsv"  # a development file: read here, never shipped
+GOLD = GSC_PLUS_DEV  # a development file: read where it is, never shipped
 LEAF_QUERIES = 2000  # as benchmarks/pretrain_recipes.py and the evaluation protocol
 
 
@@ -50,7 +51,7 @@ def _development_texts() -> set[str]:
     texts = set()
     for name, columns in (("ehr_relb_dev", ("term1", "term2")), ("hpo_coding_dev", ("mention",)),
                           ("gsc_plus_dev", ("mention",))):
-        with (GOLD.parent / f"{name}.tsv").open(encoding="utf-8") as handle:
+        with (DEV_DIR / f"{name}.tsv").open(encoding="utf-8") as handle:
             texts |= {normalise_name(row[c]) for row in csv.DictReader(handle, delimiter="\t") for c in columns
                       if row[c].strip()}
     return texts

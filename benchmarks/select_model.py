@@ -52,7 +52,7 @@ from bioviz.evaluation.selection import (CODING_FILES, PROMOTION_KEY, RANKINGS, 
                                          choose, coding_key, judge)
 
 RESULTS = ROOT / "benchmarks" / "results" / "selection"
-DEV_DIR = ROOT.parent / "shared" / "benchmarks"
+from dev_files import DEV_DIR  # noqa: E402,F401 - coding_defaults imports it from here too
 BASE_ROW, SHIPPED_ROW = "minilm", "med-minilm-1"
 REPORTED_ONLY = ("mayosrs", "umnsrs-sim", "umnsrs-rel")
 STRUCTURE = {"icd10 chapters, 10 test names per class": "icd10 chapters mAP",

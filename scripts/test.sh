@@ -13,11 +13,10 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
     || echo "warning: could not install chromium; browser tests will be skipped" >&2
 fi
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-# One process by default (CI). BIOVIZ_TEST_WORKERS=2 runs the suite in two worker processes (pytest-xdist; the tests
-# sharing the browser server or the Ray head stay in one worker, tests/conftest.py): about 16-21 min instead of ~29
-# on 2 cores, but two parallel fresh runs each had an order-dependent failure of a pretraining test (README), so CI
-# stays serial until it is found. --durations: the slowest tests listed at the end of every CI log.
-workers=${BIOVIZ_TEST_WORKERS:-1}
+# Two worker processes by default (pytest-xdist; the tests sharing the browser server or the Ray head stay in one
+# worker, tests/conftest.py): about 16-22 min instead of 24-29 on 2 cores. BIOVIZ_TEST_WORKERS=1: one process.
+# --durations: the slowest tests listed at the end of every CI log.
+workers=${BIOVIZ_TEST_WORKERS:-2}
 parallel=()
 if [ "$workers" != 1 ]; then parallel=(-n "$workers"); fi
 exec .venv/bin/python -m pytest "${parallel[@]}" --durations=25 "$@"

@@ -382,8 +382,18 @@ def held_out_names(spec: LevelSpec) -> list[str]:
 @st.cache_resource(max_entries=8, show_spinner=False)
 def candidate_index(model: ModelSpec, spec: LevelSpec, among: str):
     """Index of the names a query is ranked against (``bioviz.search.neighbours.AMONG``) under ``model``."""
-    # The level's names come from neighbour_index's cached index (its bar); built only when ``among`` needs it.
-    return neighbours.candidate_index(view(spec), model, among, base=lambda: neighbour_index(model, spec)[0])
+    # The level's names come from neighbour_index's cached index (its bar); built only when ``among`` is
+    # ``names``. The training names and the class names are encoded alone, under this bar.
+    bar = st.empty()
+
+    def progress(done: int, total: int) -> None:
+        bar.progress(done / max(total, 1), text=f"Embedding the {total:,} names to rank among: {done:,} done")
+
+    try:
+        return neighbours.candidate_index(view(spec), model, among, base=lambda: neighbour_index(model, spec)[0],
+                                          progress=progress)
+    finally:
+        bar.empty()
 
 
 @st.cache_resource(max_entries=8, show_spinner="Indexing the level's names by character n-grams…")

@@ -31,7 +31,9 @@ from bioviz.models.model_spec import ModelSpec
 from bioviz.models.registry import load_encoder
 from bioviz.ontology import LevelSpec
 from bioviz.search.hybrid import NameMatcher
-from bioviz.search.progressive import LexicalRanking, sparse_names_aside
+from bioviz.search.lexicon import Expansion, QueryExpansion, expand_queries, load_lexicon
+from bioviz.search.neighbours import QueryInfo
+from bioviz.search.progressive import LexicalRanking, QueryForm, sparse_names_aside
 from ui import cache
 from ui.markdown import md
 
@@ -197,3 +199,41 @@ def query_vectors(model: ModelSpec, texts: Sequence[str]):
                 _QUERY_VECTORS.pop(next(iter(_QUERY_VECTORS)))
             future = _QUERY_VECTORS[key] = _QUERIES.submit(encode_terms, list(texts), model)
     return future.result() if future.done() and future.exception() is None else None
+
+
+# The synonym lexicon is read (built once per package version: seconds) in a thread of its own: a first
+# partial answer does not wait for it, and the query vectors' thread does not queue behind it.
+_LEXICON = ThreadPoolExecutor(max_workers=1, thread_name_prefix="query-expansion")
+_EXPANSIONS: dict[tuple[str, Expansion], Future] = {}
+
+
+def _expand(info: QueryInfo, expansion: Expansion) -> QueryExpansion:
+    return expand_queries([info], expansion, load_lexicon())[0]
+
+
+def query_expansion(info: QueryInfo, expansion: Expansion) -> QueryExpansion | None:
+    """The query's synonym expansion once a thread has read the lexicon; None until then, when off, or for
+    a name the ontology has (its own concept is an exact match, as :func:`~bioviz.search.lexicon.expand_queries`
+    has it). A lexicon that cannot be read leaves the partial answer unexpanded (the full one says why)."""
+    if not expansion.on or info.in_ontology:
+        return None
+    key = (info.text, expansion)
+    with _TFIDF_LOCK:
+        future = _EXPANSIONS.get(key)
+        if future is None:
+            while len(_EXPANSIONS) >= _MAX_QUERIES:
+                _EXPANSIONS.pop(next(iter(_EXPANSIONS)))
+            future = _EXPANSIONS[key] = _LEXICON.submit(_expand, info, expansion)
+    return future.result() if future.done() and future.exception() is None else None
+
+
+def query_forms(model: ModelSpec, spec: LevelSpec, expanded: QueryExpansion | None) -> tuple[QueryForm, ...]:
+    """The expanded forms of a query as a partial answer ranks them: each form's spelling ranking now, its
+    vector once the query thread has encoded it (:func:`query_vectors`)."""
+    texts = list(expanded.forms) if expanded is not None else []
+    if not texts:
+        return ()
+    vectors = query_vectors(model, texts)
+    return tuple(QueryForm(text, None if vectors is None else vectors[i], lexical_ranking(spec, text))
+                 for i, text in enumerate(texts))
+

@@ -62,8 +62,10 @@ FOUND_BY = {"exact": "exact match", "both": "spelling + meaning", "dense": "mean
 def partial_ranking_table(rows) -> pd.DataFrame:
     """A partial answer (:class:`bioviz.search.progressive.PartialAnswer`) as the Neighbours page shows it.
 
-    Columns ``Rank, Name, Code, Match, Found by, Cosine``; the cosine is empty (not NaN) for a name
-    found by its spelling before it was encoded.
+    Columns ``Rank, Name, Code, Match, Found by, Cosine`` (then ``Δ rank`` when the rows were compared
+    with another model's, :func:`bioviz.search.progressive.with_rank_changes`: empty for a name not in
+    the other's merged ranking yet); the cosine is empty (not NaN) for a name found by its spelling
+    before it was encoded.
 
     Examples
     --------
@@ -72,11 +74,16 @@ def partial_ranking_table(rows) -> pd.DataFrame:
     >>> partial_ranking_table([row]).values.tolist()
     [[1, 'Hesitancy of micturition', 'R39.11', 'synonym', 'exact match', '']]
     """
-    return pd.DataFrame([{"Rank": row["rank"], "Name": row["name"], "Code": row["concept_id"],
-                          "Match": "synonym" if row["same_concept"] else ("class" if row["same_class"] else ""),
-                          "Found by": FOUND_BY.get(row["via"], row["via"]),
-                          "Cosine": "" if row["score"] != row["score"] else f"{row['score']:.3f}"}  # NaN: not encoded
-                         for row in rows])
+    records = []
+    for row in rows:
+        record = {"Rank": row["rank"], "Name": row["name"], "Code": row["concept_id"],
+                  "Match": "synonym" if row["same_concept"] else ("class" if row["same_class"] else ""),
+                  "Found by": FOUND_BY.get(row["via"], row["via"]),
+                  "Cosine": "" if row["score"] != row["score"] else f"{row['score']:.3f}"}  # NaN: not encoded
+        if "rank_change" in row:
+            record["Δ rank"] = rank_change_text(row)
+        records.append(record)
+    return pd.DataFrame(records)
 
 
 def partial_coding_table(rows) -> pd.DataFrame:

@@ -376,14 +376,43 @@ def sparse_names(view, index: NeighbourIndex, ranking: Ranking, progress: Progre
 AMONG = ("names", "train", "hypernyms")
 
 
-def candidate_names(view, among: str = "names") -> list[str]:
-    """The names :func:`candidate_index` encodes for ``among``: the class names for ``hypernyms``, else every name.
-
-    (``train`` ranks a subset of the level's names, but its index is cut from theirs.)
-    """
+def candidate_names(view, among: str = "names", split: SplitSpec = DEFAULT_SPLIT) -> list[str]:
+    """The names :func:`candidate_index` encodes for ``among``: every name, the split's training names
+    (``train``, when no index of the whole level is given) or the class names (``hypernyms``)."""
+    if among == "train":
+        return [view.names[row] for row in split.make(view).train]
     if among != "hypernyms":
         return list(view.names)
     return [name for class_id in view.classes for name in view.hypernym_names.get(class_id, [])]
+
+
+def training_index(view, model: ModelSpec, *, split: SplitSpec = DEFAULT_SPLIT,
+                   report: Callable | None = None, owner: str = "a page") -> NeighbourIndex:
+    """The training names of ``split`` alone, indexed under ``model``, as ``base.subset(train)`` would be.
+
+    A few names per class are encoded (seconds), where the level's every name can take minutes on a
+    large level: ranking among training names (fewshot-biomedical-names Table 4) does not wait for
+    the whole level. The vectors go through the level's road (an
+    :class:`~bioviz.models.encoding_session.EncodingSession`: the shared vector cache), so the
+    level's own encoding later reads them back rather than encoding them again.
+
+    Parameters
+    ----------
+    view : LevelView
+    model : ModelSpec
+    split : SplitSpec
+    report : callable, optional
+        ``report(EncodingProgress)`` while encoding.
+    owner : str
+        Who encodes, for another process waiting on the same names.
+    """
+    rows = np.asarray(split.make(view).train, dtype=np.int64)
+    session = EncodingSession.of(model, [view.names[r] for r in rows], owner=owner)
+    vectors, _ = session.encode(report=report)
+    space = Space(tuple(session.texts), vectors, session.label)
+    return NeighbourIndex(space, concept_ids=[view.name_concepts[r] for r in rows],
+                          classes=[view.classes[view.labels[r]] for r in rows],
+                          class_labels=[view.class_labels[view.labels[r]] for r in rows])
 
 
 def first_encoding_estimate(view, model: ModelSpec, among: str = "names") -> EncodingEstimate:
@@ -426,8 +455,9 @@ def candidate_index(view, model: ModelSpec, among: str = "names", *,
         matching hypernym).
     base : NeighbourIndex or callable, optional
         An index over all of the view's names under ``model`` (built if not given), or a
-        function that gives it, called only when ``among`` needs it (not for ``hypernyms``):
-        an app's cached index is then neither built nor read for the class names.
+        function that gives it, called only when ``among`` is ``names``: for ``train`` without
+        an index, only the training names are encoded (:func:`training_index`), and the class
+        names of ``hypernyms`` alone.
     progress : callable, optional
         ``progress(done, total)`` while encoding.
     split : SplitSpec
@@ -453,6 +483,9 @@ def candidate_index(view, model: ModelSpec, among: str = "names", *,
         vectors, _ = encode_cached(encoder, names, progress=progress)
         return NeighbourIndex(Space(tuple(names), vectors, encoder.label), concept_ids=classes, classes=classes,
                               class_labels=labels)
+    if among == "train" and not isinstance(base, NeighbourIndex):  # no index of the level yet: encode just these
+        return training_index(view, model, split=split,
+                              report=None if progress is None else lambda p: progress(p.done, p.total))
     if callable(base):
         base = base()
     if base is None:

@@ -22,6 +22,7 @@ refining``) until every name is encoded; then the page or command gives the usua
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -91,17 +92,21 @@ class PartialAnswer:
     rows : tuple of dict
         ``rank, row, name, concept_id, class_id, class_label, score, via, same_class, same_concept``:
         ``score`` is the dense cosine where the name is encoded (else NaN), ``via`` says what found it
-        (``exact``, ``both``, ``dense`` or ``lexical``).
+        (``exact``, ``both``, ``dense`` or ``lexical``); with :func:`with_rank_changes`, also
+        ``other_rank`` and ``rank_change``.
     names_encoded, total : int
         Distinct names encoded so far, of all of the level's.
     lexical : str
         What ranked the names by spelling (``char-tfidf`` or ``name search``).
+    order : tuple of int
+        The level rows of the whole merged ranking, best first (the rows shown are its first ``k``).
     """
 
     rows: tuple[dict, ...]
     names_encoded: int
     total: int
     lexical: str = "char-tfidf"
+    order: tuple[int, ...] = ()  # every merged row (exact first, up to 2 x DEPTH): where another model's rows sit
 
     @property
     def complete(self) -> bool:
@@ -118,6 +123,55 @@ class PartialAnswer:
         if self.complete:
             return f"complete: all {self.total:,} names encoded"
         return f"partial: {self.names_encoded:,} of {self.total:,} names encoded, refining"
+
+
+@dataclass(frozen=True, eq=False)
+class QueryForm:
+    """Another text a query is also ranked as: its synonym expansion (``heart attack`` as ``Myocardial infarction``).
+
+    Attributes
+    ----------
+    text : str
+        The expanded form (a concept's preferred name from the lexicon, :mod:`bioviz.search.lexicon`).
+    vector : numpy.ndarray or None
+        Its vector under the model; None while it is encoded.
+    lexical : LexicalRanking
+        The level's names ranked by its spelling.
+    """
+
+    text: str
+    vector: np.ndarray | None
+    lexical: LexicalRanking
+
+
+def best_rank_merge(rankings: Sequence[np.ndarray]) -> np.ndarray:
+    """One ranking in which each row keeps its best rank among ``rankings`` (ties: the earlier ranking's first).
+
+    How an expanded query's spelling rankings are joined: each name keeps its best match, as the
+    full ranking keeps each name's best score against the query and its expanded forms.
+
+    >>> best_rank_merge([np.array([4, 2, 9]), np.array([7, 4])]).tolist()
+    [4, 7, 2, 9]
+    """
+    merged: dict[int, None] = {}
+    for position in range(max((len(r) for r in rankings), default=0)):
+        for ranking in rankings:
+            if position < len(ranking):
+                merged.setdefault(int(ranking[position]), None)
+    return np.fromiter(merged, dtype=np.int64, count=len(merged))
+
+
+def with_rank_changes(answer: PartialAnswer, other: PartialAnswer) -> PartialAnswer:
+    """``answer`` with each row's rank in ``other``'s merged ranking (``other_rank``) and ``rank_change``.
+
+    ``rank_change`` is ``other_rank - rank`` (positive: ranked higher in ``answer``), as in the full
+    comparison; None for a row not (yet) in ``other``'s merged ranking.
+    """
+    position = {row: rank for rank, row in enumerate(other.order, start=1)}
+    rows = tuple({**row, "other_rank": position.get(row["row"]),
+                  "rank_change": position[row["row"]] - row["rank"] if row["row"] in position else None}
+                 for row in answer.rows)
+    return dataclasses.replace(answer, rows=rows)
 
 
 def fuse(rankings: Sequence[np.ndarray], k: int, *, skip: set[int] | frozenset = frozenset(),
@@ -151,6 +205,9 @@ def dense_order(rows: np.ndarray, vectors: np.ndarray, query_vector: np.ndarray,
                 depth: int = DEPTH) -> tuple[np.ndarray, np.ndarray]:
     """The encoded rows nearest the query, best first, and their cosines (of every encoded row).
 
+    ``query_vector`` may hold several rows (the query and its expanded forms): each name then
+    keeps its best cosine against any of them.
+
     Returns
     -------
     (order, cosines)
@@ -158,7 +215,8 @@ def dense_order(rows: np.ndarray, vectors: np.ndarray, query_vector: np.ndarray,
     """
     if not len(rows):
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-    cosines = np.asarray(vectors, dtype=np.float32) @ np.asarray(query_vector, dtype=np.float32).reshape(-1)
+    queries = np.asarray(query_vector, dtype=np.float32)
+    cosines = (np.asarray(vectors, dtype=np.float32) @ queries.reshape(-1, queries.shape[-1]).T).max(axis=1)
     take = min(depth, len(cosines))
     head = np.argpartition(-cosines, take - 1)[:take]
     head = head[np.argsort(-cosines[head], kind="stable")]
@@ -167,7 +225,8 @@ def dense_order(rows: np.ndarray, vectors: np.ndarray, query_vector: np.ndarray,
 
 def partial_neighbours(view, partial, query: QueryInfo, *, query_vector: np.ndarray | None,
                        lexical: LexicalRanking, k: int = 10, restrict_class: str | None = None,
-                       matcher: NameMatcher | None = None, keep_query: bool = False) -> PartialAnswer:
+                       matcher: NameMatcher | None = None, keep_query: bool = False,
+                       forms: Sequence[QueryForm] = ()) -> PartialAnswer:
     """The neighbours of a query among a level's names, from the names encoded so far and every name's spelling.
 
     Parameters
@@ -190,6 +249,9 @@ def partial_neighbours(view, partial, query: QueryInfo, *, query_vector: np.ndar
         Over ``view``'s names and concepts (built here when not given: a page keeps one per level).
     keep_query : bool
         Keep names equal to the query (coding a name gives its own concept; a neighbour list leaves it out).
+    forms : sequence of QueryForm
+        The query's synonym expansion: the names of a concept one of whose names equals a form come
+        first with the exact matches, and each name keeps its best rank by spelling and its best cosine.
 
     Returns
     -------
@@ -200,21 +262,25 @@ def partial_neighbours(view, partial, query: QueryInfo, *, query_vector: np.ndar
     if restrict_class is not None and restrict_class in view.classes:
         label = view.classes.index(restrict_class)
         allowed = set(np.flatnonzero(np.asarray(view.labels) == label).tolist())
-    exact_concepts = set(matcher.concepts(query.typed or "", query.text))
+    exact_concepts = set(matcher.concepts(query.typed or "", query.text, *(form.text for form in forms)))
     exact = [row for row, concept in enumerate(view.name_concepts) if concept in exact_concepts
              and (allowed is None or row in allowed)]
-    dense, cosines = dense_order(partial.rows, partial.vectors, query_vector) if query_vector is not None \
+    queries = [v for v in (query_vector, *(form.vector for form in forms)) if v is not None]
+    dense, cosines = dense_order(partial.rows, partial.vectors, np.stack(queries)) if queries \
         else (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+    spelling = best_rank_merge([lexical.rows, *(form.lexical.rows for form in forms)]) if forms else lexical.rows
     # the query's own name is no neighbour of it (as rank_neighbours has it): looked for among the candidates only
     key = normalise_name(query.text)
     own = set() if keep_query else \
-        {int(row) for row in (*exact, *lexical.rows, *dense) if normalise_name(view.names[row]) == key}
-    exact = [row for row in exact if row not in own][:k]
-    rankings = [lexical.rows, dense]
+        {int(row) for row in (*exact, *spelling, *dense) if normalise_name(view.names[row]) == key}
+    exact = [row for row in exact if row not in own]
+    rankings = [spelling, dense]
     if allowed is not None:
         rankings = [np.asarray([r for r in ranking if int(r) in allowed], dtype=np.int64) for ranking in rankings]
     sampled = partial.total / max(partial.done, 1)  # the dense ranking sees this fraction of the names
-    rest = fuse(rankings, k - len(exact), skip=own | set(exact), scales=[1.0, sampled])
+    merged = fuse(rankings, 2 * DEPTH, skip=own | set(exact), scales=[1.0, sampled])
+    order = (*exact, *merged)
+    exact, rest = exact[:k], merged[:max(k - len(exact), 0)]
     cosine_of = dict(zip(np.asarray(partial.rows).tolist(), cosines.tolist()))
     in_lexical, in_dense = set(rankings[0].tolist()), set(rankings[1].tolist())
     concepts = set(query.concept_ids)
@@ -228,7 +294,7 @@ def partial_neighbours(view, partial, query: QueryInfo, *, query_vector: np.ndar
                      "score": round(cosine_of[row], 4) if row in cosine_of else float("nan"), "via": via,
                      "same_class": query.class_id is not None and view.classes[label] == query.class_id,
                      "same_concept": bool(concepts) and view.name_concepts[row] in concepts})
-    return PartialAnswer(tuple(rows), partial.done, partial.total, lexical.kind)
+    return PartialAnswer(tuple(rows), partial.done, partial.total, lexical.kind, tuple(int(r) for r in order))
 
 
 @dataclass(frozen=True)
@@ -248,7 +314,7 @@ class PartialCoding(PartialAnswer):
 
 def partial_coding(terms: Sequence[str], infos: Sequence[QueryInfo], view, partial, *,
                    term_vectors: np.ndarray | None, lexicals: Sequence[LexicalRanking], k: int = 5,
-                   ontology=None) -> PartialCoding:
+                   ontology=None, forms: Sequence[Sequence[QueryForm]] = ()) -> PartialCoding:
     """Each term's top ``k`` concepts from the names encoded so far and every name's spelling.
 
     A term that is a code or a name of the ontology (``infos[i].resolved_by``) or that equals a name
@@ -270,6 +336,8 @@ def partial_coding(terms: Sequence[str], infos: Sequence[QueryInfo], view, parti
     k : int
     ontology : Ontology, optional
         The concepts' names (else a concept's first name in the level).
+    forms : sequence of sequences of QueryForm, optional
+        Each term's synonym expansion (see :func:`partial_neighbours`); none when not given.
     """
     matcher = NameMatcher(view.names, view.name_concepts)
     first_name: dict[str, str] = {}
@@ -279,7 +347,7 @@ def partial_coding(terms: Sequence[str], infos: Sequence[QueryInfo], view, parti
     for i, (term, info) in enumerate(zip(terms, infos)):
         vector = term_vectors[i] if term_vectors is not None else None
         answer = partial_neighbours(view, partial, info, query_vector=vector, lexical=lexicals[i], k=k * 4,
-                                    matcher=matcher, keep_query=True)
+                                    matcher=matcher, keep_query=True, forms=forms[i] if forms else ())
         exact = list(info.concept_ids[:1] if info.resolved_by == "id" else info.concept_ids
                      if info.resolved_by == "name" else ())
         exact += [c for c in matcher.concepts(term, info.text) if c not in exact]

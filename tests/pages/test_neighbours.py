@@ -213,3 +213,14 @@ def test_a_synonym_query_is_expanded_and_says_so_until_turned_off(app, monkeypat
     at.toggle(key="nb_expand").set_value(False).run()
     assert not at.exception and not any(note in c.value for c in at.caption)
     assert at.query_params["expand"] in ("0", ["0"])
+
+
+def test_ranking_among_training_names_ranks_only_them(app, data_dir):
+    from bioviz.ontology import DEFAULT_SPLIT, LevelSpec
+
+    app.query_params.update({"query": "heart attack", "among": "train", "k": "3"})
+    at = app.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    view = LevelSpec(str(data_dir / "mini.obo"), depth=1).load()
+    training = {view.names[row] for row in DEFAULT_SPLIT.make(view).train}
+    assert len(at.table) == 2 and all(set(t.value["Name"]) <= training for t in at.table)

@@ -57,6 +57,14 @@ def test_neighbours_answers_at_once_while_the_level_encodes_then_ranks_fully(slo
     assert list(table.columns) == ["Rank", "Name", "Code", "Match", "Found by", "Cosine"] and len(table) == 5
     assert "kind 7 of class 2 disorder" not in set(table["Name"])
     names = LevelSpec(str(slow_level), depth=1).load().names
+    # two models side by side: each partial table says where its names sit in the other's (the same model
+    # twice here, to encode once: every name found by both sits at the same rank)
+    at.query_params["model_b"], at.query_params["two"] = "char-tfidf", "1"
+    at = open_app("app_pages/4_Neighbours.py", dict(at.query_params)).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert markers(at), "the level was encoded before the second look"  # 600 names at 0.02 s a chunk
+    assert len(at.table) == 2 and list(at.table[0].value.columns)[-1] == "Δ rank"
+    assert set(at.table[0].value["Δ rank"]) <= {"=", ""}
     assert background_encoding(EncodingSession.of("char-tfidf", names)).wait(120)
     at = at.run()  # what the fragment's rerun does once every name is encoded
     assert not at.exception and not at.error and not markers(at)

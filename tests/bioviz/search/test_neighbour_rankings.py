@@ -73,6 +73,16 @@ def test_candidates_among_training_names_and_unknown_sets(mini):
     assert set(candidate_index(view, "char-tfidf", "hypernyms", base=lazy).space.names) <= set(
         name for names in view.hypernym_names.values() for name in names)
     assert asked == [1]  # the class names are encoded on their own: the level's index is not asked for
+    # the training names without an index of the level: only they are encoded (a large level need not wait),
+    # the same names, concepts and classes as the level index's subset, and their vectors are the level's
+    alone = candidate_index(view, "char-tfidf", "train", base=lazy)
+    assert asked == [1] and alone.space.names == train.space.names
+    assert (alone.concept_ids, alone.classes, alone.class_labels) == (train.concept_ids, train.classes,
+                                                                      train.class_labels)
+    from bioviz.search.neighbours import level_space
+    level = NeighbourIndex.from_view(level_space(view, "char-tfidf")[0], view)
+    assert np.allclose(candidate_index(view, "char-tfidf", "train", base=level).space.vectors, alone.space.vectors,
+                       atol=1e-6)
     with pytest.raises(BiovizError, match="unknown candidate set"):
         candidate_index(view, "unused", "everything", base=base)
 
@@ -80,12 +90,14 @@ def test_candidates_among_training_names_and_unknown_sets(mini):
 def test_first_encoding_estimate_counts_the_candidates_not_yet_cached(mini):
     from bioviz.models.registry import load_encoder
     from bioviz.models.encoding_estimate import record_rate
+    from bioviz.ontology import make_split
     from bioviz.search.neighbours import candidate_names, first_encoding_estimate, level_space
 
     _, view = mini
     hypernyms = candidate_names(view, "hypernyms")
     assert "heart disease" in hypernyms and "heart attack" not in hypernyms
-    assert candidate_names(view, "train") == list(view.names)
+    trained = make_split(view, shots=15, seed=0).train
+    assert candidate_names(view, "train") == [view.names[row] for row in trained]
     record_rate(load_encoder("char-tfidf"), 1000, 2.0)
     before = first_encoding_estimate(view, "char-tfidf")
     assert before.missing == len(set(view.names)) and before.seconds == pytest.approx(before.missing / 500)

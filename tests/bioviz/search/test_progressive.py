@@ -172,3 +172,38 @@ def test_char_tfidf_rows_built_in_a_child_process_are_those_built_here(tmp_home,
     assert list((tmp_home / "models").glob("level-tfidf-*.npz"))  # the child wrote the fit where this process reads it
     here = SparseNames.build(NAMES, NAMES)
     assert np.allclose(aside.scores(["urinary hesitancy"]), here.scores(["urinary hesitancy"]))
+
+
+def test_an_expanded_form_ranks_as_the_full_ranking_does(tmp_home):
+    from bioviz.search.progressive import QueryForm
+
+    view = level()
+    sparse = SparseNames.build(view.names, view.names)
+    query = QueryInfo("cardiac infarct")  # free text: no name of the level equals it
+    partial = partial_of([0, 2, 4], [[1, 0], [0.8, 0.2], [0, 1]])  # the heart names are not encoded yet
+    plain = partial_neighbours(view, partial, query, query_vector=unit([[1, 0]])[0],
+                               lexical=LexicalRanking.by_tfidf(sparse, query.text), k=3)
+    assert plain.rows[0]["via"] != "exact"
+    # its lexicon form "Myocardial infarction" names a concept of the level: its names come first, and each
+    # encoded name keeps its best cosine against the query and the form
+    form = QueryForm("Myocardial infarction", unit([[0, 1]])[0], LexicalRanking.by_tfidf(sparse, "Myocardial infarction"))
+    answer = partial_neighbours(view, partial, query, query_vector=unit([[1, 0]])[0],
+                                lexical=LexicalRanking.by_tfidf(sparse, query.text), k=4, forms=[form])
+    assert [r["name"] for r in answer.rows[:2]] == ["Heart attack", "Myocardial infarction"]
+    assert {r["via"] for r in answer.rows[:2]} == {"exact"}
+    femur = next(r for r in answer.rows if r["name"] == "Fracture of femur")
+    assert femur["score"] > 0.99  # its cosine against the form (1), not against the query (0)
+    assert answer.order[:len(answer.rows)] == tuple(r["row"] for r in answer.rows)
+
+
+def test_rank_changes_compare_two_partial_rankings():
+    from bioviz.search.progressive import with_rank_changes
+
+    def answer(rows):
+        return PartialAnswer(tuple({"rank": i, "row": r} for i, r in enumerate(rows[:2], start=1)), 1, 8,
+                             order=tuple(rows))
+
+    a, b = answer([5, 3, 7]), answer([3, 7, 1])
+    compared = with_rank_changes(a, b)
+    assert [(r["other_rank"], r["rank_change"]) for r in compared.rows] == [(None, None), (1, -1)]
+    assert [r["rank_change"] for r in with_rank_changes(b, a).rows] == [1, 1]
