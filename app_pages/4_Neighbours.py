@@ -164,6 +164,11 @@ def partial_answer() -> None:
     running = progressive.still_encoding(models, level)  # none left: the usual ranking (expansion, card, export)
     if running is None:
         return
+    columns = st.columns(len(models))
+    for column, model in zip(columns, models):  # the bars first: they show while the answers are computed
+        if model in running:
+            with column:
+                progressive.encoding_bar(running[model])
     lexical = progressive.lexical_ranking(level, ranked)
     # the synonym expansion as the full ranking has it ("heart attack" also as "Myocardial infarction"), once
     # a thread has read the lexicon: the first polls answer without it
@@ -178,18 +183,17 @@ def partial_answer() -> None:
                                           forms=progressive.query_forms(model, level, expanded)))
     if len(answers) == 2:  # Δ rank: where each name sits in the other model's merged ranking so far
         answers = [with_rank_changes(answers[0], answers[1]), with_rank_changes(answers[1], answers[0])]
-    if expanded is not None and expanded.note:
-        st.caption(f"Expanded: {md(expanded.note)}.")
-    for column, model, label, answer in zip(st.columns(len(models)), models, model_labels(models), answers):
+    for column, label, answer in zip(columns, model_labels(models), answers):
         with column:
-            if model in running:
-                progressive.encoding_bar(running[model])
             st.markdown(f"**{md(label)}** · partial ranking")
             st.info(progressive.caption(answer.marker, answer.lexical), icon=":material/hourglass_top:")
             if answer.rows:
                 st.table(partial_ranking_table(answer.rows), hide_index=True, border="horizontal")
             else:
                 st.caption("No name matches yet: names are being encoded.")
+    # below the tables, so that the expansion arriving between two polls does not move them
+    if expanded is not None and expanded.note:
+        st.caption(f"Expanded: {md(expanded.note)}.")
     if len(answers) == 2:
         st.caption("Δ rank: rank in the other model's partial ranking minus rank here (▲ ranked higher here; "
                    "blank: not yet among the other model's merged names).")

@@ -31,7 +31,7 @@ from bioviz.models.model_spec import ModelSpec
 from bioviz.models.registry import load_encoder
 from bioviz.ontology import LevelSpec
 from bioviz.search.hybrid import NameMatcher
-from bioviz.search.lexicon import Expansion, QueryExpansion, expand_queries, load_lexicon
+from bioviz.search.lexicon import Expansion, QueryExpansion, expand_queries, lexicon_ready, load_lexicon
 from bioviz.search.neighbours import QueryInfo
 from bioviz.search.progressive import LexicalRanking, QueryForm, sparse_names_aside
 from ui import cache
@@ -214,8 +214,12 @@ def _expand(info: QueryInfo, expansion: Expansion) -> QueryExpansion:
 def query_expansion(info: QueryInfo, expansion: Expansion) -> QueryExpansion | None:
     """The query's synonym expansion once a thread has read the lexicon; None until then, when off, or for
     a name the ontology has (its own concept is an exact match, as :func:`~bioviz.search.lexicon.expand_queries`
-    has it). A lexicon that cannot be read leaves the partial answer unexpanded (the full one says why)."""
-    if not expansion.on or info.in_ontology:
+    has it). A lexicon that cannot be read leaves the partial answer unexpanded (the full one says why).
+
+    Only a lexicon already built is read (about a second): its first build (seconds of Python, once per
+    package version) would compete with the level's encoding in this server; the full answer builds it.
+    """
+    if not expansion.on or info.in_ontology or not lexicon_ready():
         return None
     key = (info.text, expansion)
     with _TFIDF_LOCK:

@@ -291,6 +291,15 @@ _loaded: dict[str, Lexicon] = {}
 _lock = threading.Lock()
 
 
+def lexicon_ready() -> bool:
+    """Whether :func:`load_lexicon` answers without building: the lexicon is in memory or cached on disk."""
+    path = lexicon_path()
+    with _lock:
+        if path.name in _loaded:
+            return True
+    return path.is_file()
+
+
 def load_lexicon(progress: Progress | None = None) -> Lexicon:
     """The bundled lexicon: from memory, else from its cache file, else built (and cached).
 

@@ -58,12 +58,14 @@ def test_lexicon_file_round_trips_and_a_damaged_one_is_rebuilt(tmp_home, mini_le
 
     monkeypatch.setattr(lexicon_module, "build_lexicon", build)
     monkeypatch.setattr(lexicon_module, "_loaded", {})
+    assert not lexicon_module.lexicon_ready()  # a partial answer does not build it beside an encoding
     steps = []
     assert len(load_lexicon(progress=lambda done, total: steps.append((done, total)))) == len(mini_lexicon)
     assert steps == [(1, 1)] and builds == [1]
     path = lexicon_module.lexicon_path()
     assert path.is_file() and path.parent == tmp_home / "lexicon"
     monkeypatch.setattr(lexicon_module, "_loaded", {})
+    assert lexicon_module.lexicon_ready()  # on disk: read in about a second
     assert len(load_lexicon()) == len(mini_lexicon) and builds == [1]  # read back from the file
     path.write_bytes(b"garbage")
     monkeypatch.setattr(lexicon_module, "_loaded", {})
