@@ -75,6 +75,16 @@ def job_table(page) -> dict[str, list[str]]:
     return rows
 
 
+def wait_for_row_status(page, job_id: str, status: str, timeout_s: float = 60) -> None:
+    """Until the job table's row of ``job_id`` says ``status``: the grid's rows for screen readers are
+    redrawn a moment after the alerts of the same run, so a row read at once can still say the last status."""
+    page.wait_for_function(
+        "([id, status]) => [...document.querySelectorAll('[data-testid=stDataFrame] [role=row]')].some("
+        "r => [...r.querySelectorAll('[role=gridcell]')].map(c => c.textContent.trim()).join('|')"
+        ".startsWith(id + '|') && [...r.querySelectorAll('[role=gridcell]')].some(c => c.textContent.trim() === status))",
+        arg=[job_id, status], timeout=timeout_s * 1000)
+
+
 def chart_titles(page, expected: int) -> list[str]:
     """Titles of the page's charts, once ``expected`` of them are drawn (they render one by one)."""
     charts = page.get_by_test_id("stPlotlyChart")
@@ -164,9 +174,7 @@ def test_launch_from_the_train_page_keep_exploring_and_open_the_run_in_views(tmp
         selected = page.get_by_role("combobox", name="Selected job").last
         expect(selected).to_have_value(re.compile(f"· queued · job {second}$"))
         page.get_by_role("button", name="Cancel", exact=True).click()
-        page.wait_for_function(
-            "id => [...document.querySelectorAll('[data-testid=stDataFrame] [role=row]')].some("
-            "r => r.textContent.includes(id) && r.textContent.includes('cancelled'))", arg=second, timeout=60_000)
+        wait_for_row_status(page, second, "cancelled")
         assert Worker().store.get(second).status == "cancelled"
 
         # -- the other pages stay usable while it trains ------------------------------------
@@ -203,6 +211,7 @@ def test_launch_from_the_train_page_keep_exploring_and_open_the_run_in_views(tmp
             page.get_by_role("option", name=re.compile(f"job {first}$")).click()
         alert_text(page, r"Finished in", timeout_s=flow["job_timeout_s"])
         timings["job_wall_s"] = round(time.time() - started, 1)
+        wait_for_row_status(page, first, "succeeded")
         rows = job_table(page)
         assert rows[first][2] == "succeeded" and rows[second][2] == "cancelled", rows
         timings["job_table_row"] = " | ".join(rows[first])
