@@ -191,13 +191,18 @@ def query_vectors(model: ModelSpec, texts: Sequence[str]):
     """
     from bioviz.search.term_coding import encode_terms  # pandas: only a partial answer's first poll needs it
 
-    key = (model, tuple(texts))
+    return _result_of(_QUERY_VECTORS, (model, tuple(texts)), _QUERIES, encode_terms, list(texts))
+
+
+def _result_of(futures: dict, key, executor: ThreadPoolExecutor, work: Callable, *args):
+    """``work(*args)``'s result once ``executor`` has run it (one run per ``key``; a failed one is run again on
+    the next poll), else None. At most :data:`_MAX_QUERIES` keys are kept, the oldest dropped first."""
     with _TFIDF_LOCK:
-        future = _QUERY_VECTORS.get(key)
+        future = futures.get(key)
         if future is None or (future.done() and future.exception() is not None):
-            while len(_QUERY_VECTORS) >= _MAX_QUERIES:
-                _QUERY_VECTORS.pop(next(iter(_QUERY_VECTORS)))
-            future = _QUERY_VECTORS[key] = _QUERIES.submit(encode_terms, list(texts), model)
+            while len(futures) >= _MAX_QUERIES:
+                futures.pop(next(iter(futures)))
+            future = futures[key] = executor.submit(work, *args)
     return future.result() if future.done() and future.exception() is None else None
 
 
@@ -221,14 +226,7 @@ def query_expansion(info: QueryInfo, expansion: Expansion) -> QueryExpansion | N
     """
     if not expansion.on or info.in_ontology or not lexicon_ready():
         return None
-    key = (info.text, expansion)
-    with _TFIDF_LOCK:
-        future = _EXPANSIONS.get(key)
-        if future is None:
-            while len(_EXPANSIONS) >= _MAX_QUERIES:
-                _EXPANSIONS.pop(next(iter(_EXPANSIONS)))
-            future = _EXPANSIONS[key] = _LEXICON.submit(_expand, info, expansion)
-    return future.result() if future.done() and future.exception() is None else None
+    return _result_of(_EXPANSIONS, (info.text, expansion), _LEXICON, _expand, info, expansion)
 
 
 def query_forms(model: ModelSpec, spec: LevelSpec, expanded: QueryExpansion | None) -> tuple[QueryForm, ...]:
