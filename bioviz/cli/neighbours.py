@@ -58,10 +58,43 @@ def register(subparsers) -> None:
 
 
 def add_expand_option(parser) -> None:
-    """``--expand/--no-expand``: synonym-lexicon query expansion (shared with ``code``)."""
+    """``--expand/--no-expand`` and ``--synonyms-file``: the clinical vocabulary and synonym expansion (shared with ``code``)."""
     parser.add_argument("--expand", action=argparse.BooleanOptionalAction, default=True,
-                        help="also rank a query that is an ontology synonym as its concept's preferred name "
-                             f"(synonym scopes {', '.join(DEFAULT_EXPANSION.scopes)}; default on)")
+                        help="read a query with the clinical vocabulary (abbreviations, lay terms, ICD-10-CM inclusion "
+                             "terms, HPO lay synonyms: the concept they name first) and also rank an ontology synonym "
+                             f"as its concept's preferred name (synonym scopes {', '.join(DEFAULT_EXPANSION.scopes)}; "
+                             "default on)")
+    parser.add_argument("--synonyms-file", default=None, metavar="TSV",
+                        help="your own synonyms for this source: one 'term<TAB>concept_id' per line, added to the "
+                             "clinical vocabulary")
+
+
+def vocabulary_for_args(args, ontology, quiet: bool):
+    """The clinical vocabulary of ``ontology`` (with ``--synonyms-file``) when ``--expand``, else None."""
+    if not args.expand:
+        return None
+    from bioviz.search.vocabulary import read_user_synonyms, vocabulary_for  # only an expanded query needs them
+
+    user = None
+    if args.synonyms_file:
+        from pathlib import Path
+
+        path = Path(args.synonyms_file)
+        if not path.is_file():
+            raise BiovizError(f"no synonyms file at {args.synonyms_file}")
+        user = read_user_synonyms(path.read_bytes(), ontology, label=path.name)
+    with progress_bar("reading the clinical vocabulary (once)", unit="step", disable=quiet) as progress:
+        return vocabulary_for(ontology, user, progress=progress)
+
+
+def reading_of(expanded) -> dict | None:
+    """What the clinical vocabulary made of a query, for the result: rule, note and senses; None if nothing."""
+    reading = expanded.reading
+    if reading is None or not reading.senses:
+        return None
+    return {"rule": reading.rule, "note": reading.note, "rewrite": reading.rewrite or None,
+            "senses": [{"long_form": s.long_form, "concepts": list(s.concept_ids), "names": list(s.concept_names),
+                        "from": s.provenance} for s in reading.senses]}
 
 
 def lexicon_for(args, quiet: bool):
@@ -96,6 +129,15 @@ def answer_while_encoding(args, view, query) -> list:
     return jobs
 
 
+def _first_answer_rule(rows: list[dict], expanded) -> str:
+    """Which rule placed the first row: the vocabulary's (``abbreviation``, ``vocabulary`` ...) or the model's ranking."""
+    if rows and rows[0].get("placed"):
+        return expanded.rule
+    if rows and expanded.entries:
+        return "dense, with synonym expansion"
+    return "dense"
+
+
 def run(args) -> dict:
     """Rank the level view's names by cosine similarity to the query."""
     if args.k < 1:
@@ -112,7 +154,8 @@ def run(args) -> dict:
     # --partial: the answer from what is known now, before the synonym lexicon (seconds on a first run) is read
     jobs = answer_while_encoding(args, view, query) if args.partial and args.among != "hypernyms" else []
     expansion = expansion_of(args.expand)
-    expanded = expand_queries([query], expansion, lexicon_for(args, args.quiet))
+    expanded = expand_queries([query], expansion, lexicon_for(args, args.quiet),
+                              vocabulary_for_args(args, ontology, args.quiet))
     for job in jobs:
         wait_for(job, args.quiet)
     indexes, vectors, infos, forms, notes = [], [], [], [], []
@@ -130,7 +173,8 @@ def run(args) -> dict:
                       disable=args.quiet or not ranking.hybrid) as progress:
         sparse = sparse_names(view, indexes[0], ranking, progress=progress)
     rows = rank_neighbours(indexes[0], vectors[0], query, k=args.k, restrict_class=args.restrict_class, other=other,
-                           ranking=ranking, sparse=sparse, forms=forms[0], other_forms=forms[-1] if other else None)
+                           ranking=ranking, sparse=sparse, forms=forms[0], other_forms=forms[-1] if other else None,
+                           placed=expanded[0].placed if args.among != "hypernyms" else ())
     for row in rows:
         row.pop("row", None)
     result = {
@@ -142,7 +186,9 @@ def run(args) -> dict:
         "level": view.title,
         "k": args.k,
         "ranking": ranking.label,
+        "first_answer_from": _first_answer_rule(rows, expanded[0]),
         "expansion": expanded[0].note or None,
+        "reading": reading_of(expanded[0]),
         "expanded": expansion.label,
         "query_in_ontology": query.in_ontology,
         "query_class": query.class_id,

@@ -37,6 +37,8 @@ from bioviz.models.model_spec import ModelSpec
 from bioviz.search.vectors_query import answer_vectors
 from bioviz.paths import home
 from bioviz.search.hybrid import ExpandedForms, match_key
+from bioviz.search.query_reading import DENSE as DENSE_RULE
+from bioviz.search.query_reading import QueryReading, read_query
 from bioviz.text_clean import strip_invisible
 
 HPO, ICD10CM = "HPO", "ICD-10-CM"
@@ -135,15 +137,30 @@ class QueryExpansion:
 
     text: str
     entries: tuple[LexiconEntry, ...] = ()
+    reading: QueryReading | None = None
 
     @property
     def forms(self) -> tuple[str, ...]:
-        """The distinct preferred names the text is also ranked as."""
-        return tuple(dict.fromkeys(e.name for e in self.entries))
+        """The distinct preferred names and long forms the text is also ranked as."""
+        reading = self.reading.forms if self.reading is not None else ()
+        return tuple(dict.fromkeys([*reading, *(e.name for e in self.entries)]))
+
+    @property
+    def placed(self) -> tuple[tuple[str, ...], ...]:
+        """The level's concepts the clinical vocabulary places first, one tier per sense (:mod:`bioviz.search.query_reading`)."""
+        return self.reading.placed if self.reading is not None else ()
+
+    @property
+    def rule(self) -> str:
+        """Which rule of :mod:`bioviz.search.query_reading` read the text (``dense`` when none placed anything)."""
+        return self.reading.rule if self.reading is not None else DENSE_RULE
 
     @property
     def note(self) -> str:
-        """``heart attack → Myocardial infarction (HPO synonym)``; empty when nothing matched."""
+        """``DVT → deep vein thrombosis (I82 ...), from ...`` or ``heart attack → Myocardial infarction (HPO
+        synonym)``; empty when nothing matched."""
+        if self.reading is not None and self.reading.note:
+            return self.reading.note
         if not self.entries:
             return ""
         parts = {}
@@ -324,23 +341,32 @@ def load_lexicon(progress: Progress | None = None) -> Lexicon:
 
 
 def expand_texts(texts: Sequence[str], expansion: Expansion = DEFAULT_EXPANSION,
-                 lexicon: Lexicon | None = None) -> list[QueryExpansion]:
-    """What each text expands to (nothing for every text when ``expansion`` is off; the lexicon is then not loaded)."""
+                 lexicon: Lexicon | None = None, vocabulary=None) -> list[QueryExpansion]:
+    """What each text expands to (nothing for every text when ``expansion`` is off; the lexicon is then not loaded).
+
+    With a ``vocabulary`` (:class:`~bioviz.search.vocabulary.ClinicalVocabulary` of the level's
+    ontology), each text is also read by :func:`~bioviz.search.query_reading.read_query`: the
+    concepts it places first and the rule that placed them.
+    """
     if not expansion.on:
         return [QueryExpansion(text) for text in texts]
     lexicon = lexicon if lexicon is not None else load_lexicon()
-    return [lexicon.expand(text, expansion) for text in texts]
+    found = [lexicon.expand(text, expansion) for text in texts]
+    if vocabulary is None:
+        return found
+    return [QueryExpansion(f.text, f.entries, read_query(f.text, vocabulary)) for f in found]
 
 
 def expand_queries(infos: Sequence, expansion: Expansion = DEFAULT_EXPANSION,
-                   lexicon: Lexicon | None = None) -> list[QueryExpansion]:
+                   lexicon: Lexicon | None = None, vocabulary=None) -> list[QueryExpansion]:
     """What each resolved query (:class:`~bioviz.search.neighbours.QueryInfo`) expands to, by its ranked text.
 
     A query the level's ontology already names (a name, synonym or id of it: ``in_ontology``) is
     not expanded: its own concept is an exact match, and that ontology's synonyms of it are
-    already its names. Only text the ontology does not know is looked up in the lexicon.
+    already its names. Only text the ontology does not know is looked up in the lexicon and, with
+    a ``vocabulary``, read by the clinical vocabulary (:func:`expand_texts`).
     """
-    found = expand_texts([info.text for info in infos if not info.in_ontology], expansion, lexicon)
+    found = expand_texts([info.text for info in infos if not info.in_ontology], expansion, lexicon, vocabulary)
     lookup = iter(found)
     return [QueryExpansion(info.text) if info.in_ontology else next(lookup) for info in infos]
 

@@ -256,7 +256,8 @@ def rank_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo,
                     restrict_class: str | None = None,
                     other: tuple[NeighbourIndex, np.ndarray] | None = None,
                     ranking: Ranking = Ranking(), sparse: SparseNames | None = None,
-                    forms: ExpandedForms | None = None, other_forms: ExpandedForms | None = None) -> list[dict]:
+                    forms: ExpandedForms | None = None, other_forms: ExpandedForms | None = None,
+                    placed: tuple[tuple[str, ...], ...] = ()) -> list[dict]:
     """Top-k neighbours of a query, marked as in the papers' ranking tables.
 
     Parameters
@@ -283,21 +284,27 @@ def rank_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo,
         the compared one: every name is then scored against the query and its forms, keeping the
         best (:func:`~bioviz.search.hybrid.name_scores`); exact matches of the query itself still
         come first under ``hybrid``.
+    placed : tuple of tuples of str
+        Concepts the clinical vocabulary places first (:attr:`bioviz.search.lexicon.QueryExpansion.placed`),
+        one tier per sense: every name of a tier's concepts ranks above the next tier's and above all
+        other names, the ranking's score ordering names within a tier. The same for both models.
 
     Returns
     -------
     list of dict
-        ``rank, name, concept_id, class_id, class_label, score, same_class, same_concept``
-        and, with ``other``, ``other_rank`` and ``rank_change`` (``other_rank - rank``:
-        positive when this model ranks the name higher).
+        ``rank, name, concept_id, class_id, class_label, score, same_class, same_concept, placed``
+        (the name's concept was placed by the vocabulary) and, with ``other``, ``other_rank`` and
+        ``rank_change`` (``other_rank - rank``: positive when this model ranks the name higher).
     """
     exclude = index.rows_named(query.text) or None  # the query's own name is not its neighbour
-    if ranking.hybrid or forms is not None:  # expanded forms are scored with every name, as hybrid is
-        scored = (ranking, sparse, forms, other_forms)
+    if ranking.hybrid or forms is not None or placed:  # expanded forms are scored with every name, as hybrid is
+        scored = (ranking, sparse, forms, other_forms, placed)
         return _hybrid_neighbours(index, vector, query, k, restrict_class, other, scored, exclude)
     hits = index.search(vector, k=k, restrict_class=restrict_class, exclude_rows=exclude)
     rows = [h.as_dict() for h in hits]
     _mark(rows, query)
+    for row in rows:
+        row["placed"] = False
     if other is not None and rows:
         other_index, other_vector = other
         ranks = other_index.ranks(other_vector, [r["row"] for r in rows], exclude_rows=exclude)
@@ -327,16 +334,33 @@ def _matcher(index: NeighbourIndex) -> NameMatcher:
     return _MATCHERS[index]
 
 
+def placed_rows(index: NeighbourIndex, placed: tuple[tuple[str, ...], ...]) -> list[list[int]]:
+    """The index rows of each tier's concepts (a concept in two tiers counts in the first)."""
+    tier_of: dict[str, int] = {}
+    for tier, concepts in enumerate(placed):
+        for concept in concepts:
+            tier_of.setdefault(concept, tier)
+    rows: list[list[int]] = [[] for _ in placed]
+    for row, concept in enumerate(index.concept_ids or ()):
+        if concept in tier_of:
+            rows[tier_of[concept]].append(row)
+    return rows
+
+
 def _hybrid_order(index: NeighbourIndex, vector: np.ndarray, query: QueryInfo, ranking: Ranking,
-                  sparse: SparseNames | None, exclude,
-                  forms: ExpandedForms | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Every row's hybrid score and its ordering key (exact-match concepts' names lifted above all others)."""
+                  sparse: SparseNames | None, exclude, forms: ExpandedForms | None = None,
+                  placed: tuple[tuple[str, ...], ...] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """Every row's hybrid score and its ordering key (exact-match concepts' names lifted above all others,
+    then the placed concepts' names, tier by tier)."""
     scores = name_scores(np.asarray(vector, dtype=np.float32).reshape(1, -1), index.vectors, ranking, sparse=sparse,
                          texts=[query.text], forms=forms)[0]
     key = scores.copy()
     exact = set(_matcher(index).concepts(query.typed or "", query.text)) if ranking.hybrid else set()
-    if exact:
-        key[[row for row, concept in enumerate(index.concept_ids) if concept in exact]] += EXACT_BOOST
+    for tier, rows in enumerate(placed_rows(index, placed)):
+        if rows:  # a tier above the next: the key's spread within a tier is below 2 + MAX_WEIGHT (13 apart)
+            key[np.asarray(rows, dtype=np.int64)] += EXACT_BOOST + (len(placed) - tier) * 13.0
+    if exact:  # above every placed tier
+        key[[row for row, concept in enumerate(index.concept_ids) if concept in exact]] += 10 * EXACT_BOOST
     if exclude:
         key[np.asarray(exclude, dtype=np.int64)] = -np.inf
     return scores, key
@@ -346,18 +370,21 @@ def _hybrid_neighbours(index: NeighbourIndex, vector: np.ndarray, query: QueryIn
                        restrict_class: str | None, other, scored: tuple, exclude) -> list[dict]:
     """:func:`rank_neighbours` under a hybrid ranking or with expanded forms: every name scored (no approximate index).
 
-    ``scored`` is ``(ranking, sparse, forms, other_forms)``.
+    ``scored`` is ``(ranking, sparse, forms, other_forms, placed)``.
     """
-    ranking, sparse, forms, other_forms = scored
-    scores, key = _hybrid_order(index, vector, query, ranking, sparse, exclude, forms)
+    ranking, sparse, forms, other_forms, placed = scored
+    scores, key = _hybrid_order(index, vector, query, ranking, sparse, exclude, forms, placed)
     if restrict_class is not None and index.classes is not None:
         key[np.asarray([c != restrict_class for c in index.classes])] = -np.inf
     order = [int(row) for row in np.argsort(-key, kind="stable")[:k] if np.isfinite(key[row])]
     rows = [index._hit(rank, row, scores[row]).as_dict() for rank, row in enumerate(order, start=1)]
     _mark(rows, query)
+    in_place = {concept for tier in placed for concept in tier}
+    for row in rows:
+        row["placed"] = row["concept_id"] in in_place
     if other is not None and rows:
         other_index, other_vector = other
-        _, other_key = _hybrid_order(other_index, other_vector, query, ranking, sparse, exclude, other_forms)
+        _, other_key = _hybrid_order(other_index, other_vector, query, ranking, sparse, exclude, other_forms, placed)
         for row in rows:
             row["other_rank"] = 1 + int(np.count_nonzero(other_key > other_key[row["row"]]))
             row["rank_change"] = row["other_rank"] - row["rank"]
