@@ -17,7 +17,7 @@ from pathlib import Path
 from bioviz.cli.common import (add_json, add_level_options, add_ranking_options, covered_level, level_spec_from_args,
                                model_argument, rankings_from_args)
 from bioviz.cli.embed_backend import add_backend_option
-from bioviz.cli.neighbours import add_expand_option, lexicon_for
+from bioviz.cli.neighbours import add_expand_option, lexicon_for, vocabulary_for_args
 from bioviz.cli.partial import add_partial_option, encoding_started, plain, print_now, wait_for
 from bioviz.cli.progress import progress_bar
 from bioviz.csv_export import frame_to_csv
@@ -121,9 +121,10 @@ def run(args) -> dict:
         with progress_bar(f"encoding {len(view.names)} names ({model.spec})", disable=args.quiet) as progress:
             indexes.append(candidate_index(view, model, progress=progress))
     lexicon_for(args, args.quiet)  # a first build's progress bar before the coding's
+    vocabulary = vocabulary_for_args(args, ontology, args.quiet)
     with progress_bar(f"coding {len(terms)} terms", unit="term", disable=args.quiet) as progress:
         frame = code_term_list(terms, view, ontology, list(zip(models, indexes)), k=args.k, progress=progress,
-                               ranking=ranking, expansion=expansion_of(args.expand))
+                               ranking=ranking, expansion=expansion_of(args.expand), vocabulary=vocabulary)
     # the granularity a script user checks: one level up from each first concept (the page moves it)
     export = export_frame(with_parents(frame, ontology, root=view.root))
     result = {"terms": len(terms), "dropped_invisible": invisible, "rows": len(frame), "models": frame.attrs["models"],

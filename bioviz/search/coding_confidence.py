@@ -70,3 +70,26 @@ def confidence_for(model: str, ranking: Ranking) -> Confidence:
     same_kind = [c for (m, r), c in THRESHOLDS.items() if m == model and r.split()[0] == ranking.kind]
     fallback = [c for (m, r), c in THRESHOLDS.items() if m == DEFAULT_MODEL and r.split()[0] == ranking.kind]
     return (same_kind or fallback or [Confidence(-math.inf, -math.inf)])[0]
+
+
+# Whether a first concept placed by the clinical vocabulary's rule (bioviz.search.query_reading) is
+# flagged for review: True always, False never, None by the model's score thresholds as a dense answer.
+# Chosen on the everyday-queries development set and the coding dev files (benchmarks/everyday_dev.py,
+# results/everyday_review.json): see docs/models.md.
+RULE_REVIEW: dict[str, bool | None] = {
+    "ambiguous abbreviation": True,  # several senses: a coder picks one
+    "abbreviation": False,
+    "vocabulary": False,
+    "rewritten": None,
+}
+
+
+def needs_review(match: str, confidence: Confidence, score: float, margin: float) -> bool:
+    """Whether a term's first concept is flagged: by its rule (:data:`RULE_REVIEW`), else by the thresholds.
+
+    >>> rule = Confidence(0.8, 0.05)
+    >>> needs_review("nearest", rule, 0.7, 0.2), needs_review("vocabulary", rule, 0.7, 0.2), needs_review("ambiguous abbreviation", rule, 0.9, 0.2)
+    (True, False, True)
+    """
+    fixed = RULE_REVIEW.get(match)
+    return fixed if fixed is not None else confidence.low(score, margin)

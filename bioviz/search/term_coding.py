@@ -39,7 +39,7 @@ from bioviz.models.encoders import Progress
 from bioviz.models.model_spec import ModelSpec
 from bioviz.search.vectors_query import answer_vectors
 from bioviz.ontology.model import Ontology
-from bioviz.search.coding_confidence import Confidence, confidence_for
+from bioviz.search.coding_confidence import Confidence, confidence_for, needs_review
 from bioviz.search.hybrid import ExpandedForms, NameMatcher, Ranking, SparseNames, name_scores
 from bioviz.search.index import NeighbourIndex
 from bioviz.search.lexicon import NO_EXPANSION, Expansion, expand_queries, expanded_forms, expansion_notes
@@ -321,10 +321,22 @@ class _Describer:
         return self.found[concept]
 
 
+def _placed_first(lookup: _NameConcepts, scores: np.ndarray, placed: tuple[tuple[str, ...], ...],
+                  skip: list[str]) -> list[str]:
+    """The placed concepts the level has names of, tier by tier, each tier best scoring first."""
+    out: list[str] = []
+    for tier in placed:
+        present = [c for c in dict.fromkeys(tier) if c in lookup.rows and c not in skip and c not in out]
+        out += sorted(present, key=lambda c: -lookup.score(scores, c))
+    return out
+
+
 def _model_tops(models: Sequence[CodingModel], names: Sequence[_NameConcepts], exact: Sequence[list[str]],
-                texts: Sequence[str], lo: int, hi: int, want: int, ranking: Ranking, regrain: OntologyReranker):
-    """Per model, per term of ``terms[lo:hi]``: its ``want`` best concepts (exact ones first) with their scores,
-    re-ordered by the re-ranker (which looks at more candidates than are kept)."""
+                texts: Sequence[str], lo: int, hi: int, want: int, ranking: Ranking, regrain: OntologyReranker,
+                placed: Sequence[tuple[tuple[str, ...], ...]] = ()):
+    """Per model, per term of ``terms[lo:hi]``: its ``want`` best concepts (exact ones first, then those the
+    clinical vocabulary placed) with their scores, re-ordered by the re-ranker (which looks at more
+    candidates than are kept, and moves neither exact nor placed concepts)."""
     out = []
     look = max(want, regrain.reranker.k) if regrain.active else want
     for model, lookup in zip(models, names):
@@ -333,19 +345,28 @@ def _model_tops(models: Sequence[CodingModel], names: Sequence[_NameConcepts], e
         heads = _NameConcepts.heads(scores, look * _NAMES_PER_CONCEPT + max(map(len, exact[lo:hi]), default=0))
         tops = []
         for i, found in enumerate(exact[lo:hi]):
-            rest = look - len(found[:look])
-            top = found[:look] + (lookup.top(scores[i], heads[i], rest, found) if rest > 0 else [])
+            tiers = placed[lo + i] if placed else ()
+            fixed = found[:look] + _placed_first(lookup, scores[i], tiers, found)[:max(look - len(found), 0)]
+            rest = look - len(fixed)
+            top = fixed + (lookup.top(scores[i], heads[i], rest, fixed) if rest > 0 else [])
             # an exact concept scores 1.0; the others their best name's score under this ranking
             scored = [(c, 1.0 if c in found else round(lookup.score(scores[i], c), 4)) for c in top]
-            tops.append(regrain(scored, found, texts[lo + i])[:want])
+            tops.append(regrain(scored, fixed, texts[lo + i])[:want])
         out.append(tops)
     return out
 
 
 def _term_row(term: str, exact: list[str], tops: Sequence[list[tuple[str, float]]], k: int,
-              describe: _Describer, confidence: Sequence[Confidence]) -> dict:
-    """One term's row: under each model its first concept, score, margin and other top-k codes; agreement; flag."""
-    row: dict = {"term": term, "match": EXACT if exact else NEAREST}
+              describe: _Describer, confidence: Sequence[Confidence], reading=None) -> dict:
+    """One term's row: under each model its first concept, score, margin and other top-k codes; agreement; flag.
+
+    ``match`` says what placed the first concept: ``exact``, a rule of the clinical vocabulary
+    (``abbreviation``, ``vocabulary`` ...; ``reading`` says from where) or ``nearest``.
+    """
+    in_place = {c for tier in (reading.placed if reading is not None else ()) for c in tier}
+    first_placed = bool(tops and tops[0] and tops[0][0][0] in in_place)
+    match = EXACT if exact else (reading.rule if first_placed else NEAREST)
+    row: dict = {"term": term, "match": match, "reading": reading.note if first_placed else ""}
     low = []
     for suffix, top, rule in zip("ab", tops, confidence):
         code, score = top[0] if top else ("", np.nan)
@@ -354,7 +375,7 @@ def _term_row(term: str, exact: list[str], tops: Sequence[list[tuple[str, float]
         row |= {f"code_{suffix}": code, f"name_{suffix}": name, f"class_{suffix}": class_label,
                 f"score_{suffix}": score, f"margin_{suffix}": margin,
                 f"others_{suffix}": "; ".join(c for c, _ in top[1:k])}
-        low.append(not exact and rule.low(score, margin))
+        low.append(not exact and needs_review(match, rule, score, margin))
     if len(tops) == 2:
         row["agree"] = bool(tops[0] and tops[1] and tops[0][0][0] == tops[1][0][0])
         row["overlap"] = len({c for c, _ in tops[0][:k]} & {c for c, _ in tops[1][:k]})
@@ -364,7 +385,8 @@ def _term_row(term: str, exact: list[str], tops: Sequence[list[tuple[str, float]
 
 def code_terms(terms: Sequence[str], infos: Sequence[QueryInfo], models: Sequence[CodingModel], view, *,
                ontology: Ontology | None = None, k: int = 5, progress: Progress | None = None,
-               ranking: Ranking = Ranking(), reranker: Reranker = DEFAULT_RERANKER) -> pd.DataFrame:
+               ranking: Ranking = Ranking(), reranker: Reranker = DEFAULT_RERANKER,
+               readings: Sequence | None = None) -> pd.DataFrame:
     """Each term's first concept of the level under one or two models, its score and margin, agreement, a flag.
 
     Each model ranks the level's concepts by its own scores (two models' scores are on different
@@ -393,12 +415,17 @@ def code_terms(terms: Sequence[str], infos: Sequence[QueryInfo], models: Sequenc
     reranker : Reranker
         Re-orders each term's top candidates for granularity (:mod:`bioviz.search.rerank`: a
         parent of the first concept that scores almost as well comes first); needs ``ontology``.
+    readings : sequence of QueryReading or None, optional
+        Per term, what the clinical vocabulary made of it (:mod:`bioviz.search.query_reading`):
+        the concepts it places come right after exact ones, tier by tier, the same for both models.
 
     Returns
     -------
     pandas.DataFrame
         One row per term, in the given order. Columns: ``term``, ``match`` (``exact``: the term
-        is a code or name of the ontology; else ``nearest``), per model ``code_a, name_a, class_a,
+        is a code or name of the ontology; a rule of :mod:`bioviz.search.query_reading` when the
+        clinical vocabulary placed the first concept; else ``nearest``), ``reading`` (that rule's
+        note: which long form, from which source), per model ``code_a, name_a, class_a,
         score_a`` (its first concept and that concept's score: its best name's; 1.0 for an exact
         concept), ``margin_a`` (that score minus the second concept's), ``others_a`` (the other
         codes of its top k, best first, ``; ``-separated), with two models ``agree`` (the same first
@@ -422,8 +449,11 @@ def code_terms(terms: Sequence[str], infos: Sequence[QueryInfo], models: Sequenc
     rows = []
     for lo in range(0, len(terms), chunk):
         hi = min(lo + chunk, len(terms))
-        tops = _model_tops(models, names, exact, texts, lo, hi, max(k, 2), ranking, regrain)  # 2: the margin's
-        rows += [_term_row(terms[t], exact[t], [top[t - lo] for top in tops], k, describe, confidence)
+        placed = [r.placed if r is not None else () for r in readings] if readings else ()
+        tops = _model_tops(models, names, exact, texts, lo, hi, max(k, 2), ranking, regrain,  # 2: the margin's
+                           placed)
+        rows += [_term_row(terms[t], exact[t], [top[t - lo] for top in tops], k, describe, confidence,
+                           readings[t] if readings else None)
                  for t in range(lo, hi)]
         if progress is not None:
             progress(hi, len(terms))
@@ -434,7 +464,7 @@ def code_terms(terms: Sequence[str], infos: Sequence[QueryInfo], models: Sequenc
 
 def coding_columns(n_models: int) -> list[str]:
     """The columns of a :func:`code_terms` frame for one or two models."""
-    columns = ["term", "match"]
+    columns = ["term", "match", "reading"]
     for suffix in "ab"[:n_models]:
         columns += [f"{key}_{suffix}" for key in MODEL_COLUMNS]
     return columns + (["agree", "overlap"] if n_models == 2 else []) + ["low_confidence"]
@@ -478,7 +508,8 @@ def export_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 def code_term_list(terms: Sequence[str], view, ontology: Ontology | None,
                    models: Sequence[tuple[ModelSpec, NeighbourIndex]], *, k: int = 5, progress: Progress | None = None,
-                   ranking: Ranking = Ranking(), expansion: Expansion = NO_EXPANSION) -> pd.DataFrame:
+                   ranking: Ranking = Ranking(), expansion: Expansion = NO_EXPANSION,
+                   vocabulary=None) -> pd.DataFrame:
     """Resolve, encode (one batch per model) and code ``terms``: :func:`code_terms` from plain inputs.
 
     Parameters
@@ -499,11 +530,14 @@ def code_term_list(terms: Sequence[str], view, ontology: Ontology | None,
         Which ontology synonyms a term that the level's ontology does not name is also ranked as its
         concept's preferred name for (:func:`bioviz.search.lexicon.expand_queries`); the frame's
         ``attrs["expansions"]`` lists the notes.
+    vocabulary : ClinicalVocabulary, optional
+        The level ontology's clinical vocabulary (:func:`bioviz.search.vocabulary.vocabulary_for`): with
+        ``expansion`` on, each term it reads is placed by its rule (:mod:`bioviz.search.query_reading`).
     """
     terms = list(terms)
     infos = resolve_terms(terms, view, ontology)
     texts = [info.text for info in infos]
-    expanded = expand_queries(infos, expansion)
+    expanded = expand_queries(infos, expansion, vocabulary=vocabulary)
     steps = (len(models) + 1) * len(texts)
 
     def report_from(offset: int) -> Progress | None:
@@ -515,7 +549,7 @@ def code_term_list(terms: Sequence[str], view, ontology: Ontology | None,
               for m, (model, index) in enumerate(models)]
     frame = code_terms(terms, infos, coding, view, ontology=ontology, k=k,
                        progress=report_from(len(models) * len(texts)),
-                       ranking=ranking)
+                       ranking=ranking, readings=[e.reading for e in expanded])
     frame.attrs["expansions"] = expansion_notes(expanded)
     # A level too small or odd for char-tfidf is ranked dense: the frame says so for the page and the CLI.
     frame.attrs["ranking_note"] = next((c.sparse.note for c in coding if c.sparse is not None and c.sparse.note), "")
