@@ -20,7 +20,7 @@ from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.search.hybrid import DEFAULT_RANKING, RANKING_KINDS, ExpandedForms, ranking_of
 from bioviz.search.lexicon import DEFAULT_EXPANSION, expand_queries, expansion_of, load_lexicon
 from bioviz.search.progressive import partial_neighbours, with_rank_changes
-from ui import cache, progressive, state
+from ui import cache, clinical_vocabulary, progressive, state
 from ui.markdown import md, md_code
 
 SEARCH_MATCHES = 50  # ontology names suggested for a typed query on large levels
@@ -79,6 +79,7 @@ try:
     held_out = cache.held_out_names(level)
 except BiovizError:  # a level too small to split still has neighbours to browse
     held_out = []
+clinical_vocabulary.synonyms_sidebar(level)  # the user's own synonyms for this source, read with the vocabulary
 
 
 def pick_random() -> None:
@@ -139,7 +140,10 @@ expansion = expansion_of(expand_col.toggle(
     "Expand synonyms", key="nb_expand",
     help="A query that is an ontology synonym (HPO synonyms, ICD-10-CM inclusion terms) is also ranked as its "
          "concept's preferred name, each name keeping its best score: 'heart attack' as 'Myocardial infarction'. "
-         f"Dictionary lookup, not the model (scopes {', '.join(DEFAULT_EXPANSION.scopes)}; default on)."))
+         f"Dictionary lookup, not the model (scopes {', '.join(DEFAULT_EXPANSION.scopes)}; default on). The clinical "
+         "vocabulary (ICD-10-CM inclusion terms, HPO lay and abbreviation synonyms, common clinical abbreviations, "
+         "your synonyms file in the sidebar) also puts the concept an abbreviation or lay phrase names first: "
+         "'DVT' → deep vein thrombosis."))
 # An exact code (R39.11, r3911) or an exact name in another case is its concept's name: that is ranked.
 info = resolve_query(query, view, ontology) if query else None
 restrict = st.toggle("Rank only names of the query's class", key="nb_restrict",
@@ -170,9 +174,9 @@ def partial_answer() -> None:
             with column:
                 progressive.encoding_bar(running[model])
     lexical = progressive.lexical_ranking(level, ranked)
-    # the synonym expansion as the full ranking has it ("heart attack" also as "Myocardial infarction"), once
-    # a thread has read the lexicon: the first polls answer without it
-    expanded = progressive.query_expansion(info, expansion)
+    # the synonym expansion and clinical reading as the full ranking has them ("heart attack" also as "Myocardial
+    # infarction", "DVT" as "deep vein thrombosis"), once a thread has read them: the first polls answer without
+    expanded = progressive.query_expansion(info, expansion, level)
     answers = []
     for model in models:
         vectors = progressive.query_vectors(model, [ranked])
@@ -192,7 +196,10 @@ def partial_answer() -> None:
             else:
                 st.caption("No name matches yet: names are being encoded.")
     # below the tables, so that the expansion arriving between two polls does not move them
-    if expanded is not None and expanded.note:
+    if expanded is not None and expanded.reading is not None and expanded.reading.senses:
+        st.caption(f"Read by the clinical vocabulary ({md(expanded.rule)}): {md(expanded.note)}. The full ranking "
+                   "puts its concepts first; this partial one also ranks the names by its long forms.")
+    elif expanded is not None and expanded.note:
         st.caption(f"Expanded: {md(expanded.note)}.")
     if len(answers) == 2:
         st.caption("Δ rank: rank in the other model's partial ranking minus rank here (▲ ranked higher here; "
@@ -227,9 +234,15 @@ try:
     vectors = [cache.query_vector(m, ranked) for m in models]
     if expansion.on and not info.in_ontology:  # a name or id of the ontology is its own concept (see expand_queries)
         with st.spinner("Reading the ontologies' synonyms (once per server)..."):
-            expanded = expand_queries([info], expansion, load_lexicon())[0]
+            lexicon = load_lexicon()
+        # the clinical vocabulary of the level's ontology (and the user's synonyms): what an abbreviation or a lay
+        # phrase names is placed first, by its rule
+        vocabulary = clinical_vocabulary.vocabulary(level, ontology) if ontology is not None else None
+        expanded = expand_queries([info], expansion, lexicon, vocabulary)[0]
     else:
         expanded = None
+    # the concepts the vocabulary places first, tier by tier, the same for both models (class names: none)
+    placed = expanded.placed if expanded is not None and among != "hypernyms" else ()
     forms = [ExpandedForms.of(expanded.forms, [0] * len(expanded.forms),
                               [cache.query_vector(m, form) for form in expanded.forms])
              if expanded is not None and expanded.forms else None for m in models]
@@ -245,8 +258,14 @@ for i, index in enumerate(indexes):
     other = (indexes[1 - i], vectors[1 - i]) if len(indexes) == 2 else None
     rankings.append(rank_neighbours(index, vectors[i], info, k=k, restrict_class=class_id, other=other,
                                     ranking=ranking, sparse=sparse, forms=forms[i],
-                                    other_forms=forms[1 - i] if other else None))
+                                    other_forms=forms[1 - i] if other else None, placed=placed))
 note = expanded.note if expanded is not None else ""  # "heart attack → Myocardial infarction (HPO synonym)"
+reading = expanded.reading if expanded is not None and expanded.reading is not None and expanded.reading.senses \
+    else None
+placed_by = expanded.rule if placed else ""  # the rule named beside each row it placed
+# beside each ranking's title: an ambiguous abbreviation's every sense is in the table above, not here
+title_note = f"{reading.text}: ambiguous abbreviation, {len(reading.senses)} senses" \
+    if reading is not None and reading.ambiguous else note
 
 # --- the query ---------------------------------------------------------------------------
 # The query, names, ids and definitions are the user's and the ontology's text: escaped (ui.markdown).
@@ -261,7 +280,16 @@ else:
 for stand_in in dict.fromkeys(cache.query_note(m, ranked) for m in models if vectors_models([m])):
     if stand_in:  # a vectors file lacks the query: its nearest name's vector answered, said here
         st.warning(md(stand_in), icon=":material/swap_horiz:")
-if note:
+if reading is not None:  # which rule placed the first answer, and from where
+    st.info(clinical_vocabulary.rule_line(reading, first_placed=any(rows and rows[0].get("placed")
+                                                                     for rows in rankings)),
+            icon=":material/menu_book:")
+    if reading.ambiguous:  # every sense, not a guess
+        st.table(clinical_vocabulary.senses_table(reading).style.format(
+            {"Long form": md, "Concepts": md, "From": md}), hide_index=True, border="horizontal")
+    st.caption("Each name also keeps its best score against the long forms (turn *Expand synonyms* off to rank the "
+               "query alone).")
+elif note:
     st.caption(f"Expanded: {md(note)}. Each name keeps its best score against the query and the expanded "
                "form (turn *Expand synonyms* off to rank the query alone).")
 if info.concept_ids and ontology is not None:
@@ -296,11 +324,13 @@ columns = st.columns(len(models))
 score_label = "Score" if ranking.hybrid else "Cosine"  # a hybrid score is cosine + weight x char-tfidf cosine
 for column, label, rows in zip(columns, labels, rankings):
     with column:
-        st.markdown(f"**{md(label)}** · {md(ranking.label)} ranking" + (f" · {md(note)}" if note else ""))
+        st.markdown(f"**{md(label)}** · {md(ranking.label)} ranking" + (f" · {md(title_note)}" if title_note else ""))
         if not rows:
             st.info("No names to rank.")
             continue
         frame = ranking_table(rows, score_label)
+        if placed_by:  # the rows whose concept the clinical vocabulary placed first, by which rule
+            frame.insert(4, "Placed by", [placed_by if row.get("placed") else "" for row in rows])
         colours = [row_colour(r) for r in rows]
         styled = frame.style.apply(
             lambda row, fills=colours: [f"background-color: {fills[row.name]}"] * len(row), axis=1)
@@ -311,6 +341,7 @@ export = pd.DataFrame(comparison_rows(rankings[0], rankings[1] if len(rankings) 
                                       label_b=labels[1] if len(labels) > 1 else None, query=ranked))
 export["ranking"] = ranking.label  # which scores these are, in the file itself
 export["expansion"] = note  # and what the query was expanded to ("" when not)
+export["placed_by"] = [placed_by if row.get("placed") else "" for rows in rankings for row in rows]
 file_stem = f"{neighbours_file_stem(ranked)}-{ranking.slug}"
 st.download_button("Download the comparison (CSV)", frame_to_csv(export), f"{file_stem}.csv", "text/csv")
 # Runs only while open (on_change="rerun"): building the figure was a good part of every rerun.

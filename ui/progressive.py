@@ -31,10 +31,12 @@ from bioviz.models.model_spec import ModelSpec
 from bioviz.models.registry import load_encoder
 from bioviz.ontology import LevelSpec
 from bioviz.search.hybrid import NameMatcher
-from bioviz.search.lexicon import Expansion, QueryExpansion, expand_queries, lexicon_ready, load_lexicon
+from bioviz.ontology.model import Ontology
+from bioviz.search.lexicon import Expansion, Lexicon, QueryExpansion, expand_queries, lexicon_ready, load_lexicon
 from bioviz.search.neighbours import QueryInfo
 from bioviz.search.progressive import LexicalRanking, QueryForm, sparse_names_aside
-from ui import cache
+from bioviz.search.vocabulary import UserSynonyms, bundled_ready, vocabulary_for
+from ui import cache, clinical_vocabulary
 from ui.markdown import md
 
 # Levels with fewer names to encode than this get the bar alone: they are encoded in well under a
@@ -206,27 +208,42 @@ def _result_of(futures: dict, key, executor: ThreadPoolExecutor, work: Callable,
     return future.result() if future.done() and future.exception() is None else None
 
 
-# The synonym lexicon is read (built once per package version: seconds) in a thread of its own: a first
-# partial answer does not wait for it, and the query vectors' thread does not queue behind it.
+# The synonym lexicon and the clinical vocabulary are read (built once per package version: seconds) in a thread
+# of their own: a first partial answer does not wait for them, and the query vectors' thread does not queue behind.
 _LEXICON = ThreadPoolExecutor(max_workers=1, thread_name_prefix="query-expansion")
-_EXPANSIONS: dict[tuple[str, Expansion], Future] = {}
+_EXPANSIONS: dict[tuple, Future] = {}
 
 
-def _expand(info: QueryInfo, expansion: Expansion) -> QueryExpansion:
-    return expand_queries([info], expansion, load_lexicon())[0]
+def _expand(info: QueryInfo, expansion: Expansion, ontology: Ontology | None,
+            user: UserSynonyms | None) -> QueryExpansion:
+    lexicon = load_lexicon() if lexicon_ready() else Lexicon(())
+    vocabulary = vocabulary_for(ontology, user) if ontology is not None else None
+    return expand_queries([info], expansion, lexicon, vocabulary)[0]
 
 
-def query_expansion(info: QueryInfo, expansion: Expansion) -> QueryExpansion | None:
-    """The query's synonym expansion once a thread has read the lexicon; None until then, when off, or for
-    a name the ontology has (its own concept is an exact match, as :func:`~bioviz.search.lexicon.expand_queries`
-    has it). A lexicon that cannot be read leaves the partial answer unexpanded (the full one says why).
+def query_expansion(info: QueryInfo, expansion: Expansion, spec: LevelSpec | None = None) -> QueryExpansion | None:
+    """The query's synonym expansion and clinical reading once a thread has made them; None until then, when off,
+    or for a name the ontology has (its own concept is an exact match, as
+    :func:`~bioviz.search.lexicon.expand_queries` has it). A lexicon or vocabulary that cannot be read leaves
+    the partial answer unexpanded (the full one says why).
 
-    Only a lexicon already built is read (about a second): its first build (seconds of Python, once per
-    package version) would compete with the level's encoding in this server; the full answer builds it.
+    Only what is built already is read: the lexicon (:func:`~bioviz.search.lexicon.lexicon_ready`, about a
+    second) and, given the level ``spec``, its ontology's clinical vocabulary with the user's synonyms for
+    the source (:mod:`ui.clinical_vocabulary`), once its bundled terms are
+    (:func:`~bioviz.search.vocabulary.bundled_ready`; indexing them for the ontology takes a few seconds in
+    the thread). Their first builds (seconds of Python, once per package version) would compete with the
+    level's encoding in this server; the full answer builds them. An expansion made without one is made
+    again once it is built.
     """
-    if not expansion.on or info.in_ontology or not lexicon_ready():
+    lexicon = lexicon_ready()
+    read = spec is not None and bundled_ready()
+    if not expansion.on or info.in_ontology or not (lexicon or read):
         return None
-    return _result_of(_EXPANSIONS, (info.text, expansion), _LEXICON, _expand, info, expansion)
+    ontology = cache.level_ontology(spec) if read else None
+    user = clinical_vocabulary.user_synonyms(spec) if read else None
+    key = (info.text, expansion, lexicon, (clinical_vocabulary.source_key(spec),
+                                           clinical_vocabulary.synonyms_digest(spec)) if read else None)
+    return _result_of(_EXPANSIONS, key, _LEXICON, _expand, info, expansion, ontology, user)
 
 
 def query_forms(model: ModelSpec, spec: LevelSpec, expanded: QueryExpansion | None) -> tuple[QueryForm, ...]:

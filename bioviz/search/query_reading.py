@@ -93,14 +93,24 @@ class QueryReading:
     senses: tuple[Sense, ...] = ()
     rewrite: str = ""
 
+    guessed: bool = False
+
     @property
     def placed(self) -> tuple[tuple[str, ...], ...]:
-        """The target concepts placed first, one tier per sense (a ranking orders names within a tier)."""
+        """The target concepts placed first, one tier per sense (a ranking orders names within a tier).
+
+        Senses only guessed from an abbreviation's letters, with no source listing it, are shown but
+        not placed when there are several: the model's ranking decides.
+        """
+        if self.guessed and len(self.senses) > 1:
+            return ()
         return tuple(s.concept_ids for s in self.senses)
 
     @property
     def forms(self) -> tuple[str, ...]:
-        """Long forms the dense ranking also scores names against."""
+        """Long forms the dense ranking also scores names against (none for several guessed senses)."""
+        if self.guessed and len(self.senses) > 1:
+            return ()
         return tuple(dict.fromkeys(s.long_form for s in self.senses if term_key(s.long_form) != term_key(self.text)))
 
     @property
@@ -118,7 +128,9 @@ class QueryReading:
             return f"{self.text} → {first.label}, from {first.provenance}"
         if self.rule == AMBIGUOUS:
             listed = "; ".join(s.label for s in self.senses)
-            return f"{self.text} is an ambiguous abbreviation, {len(self.senses)} senses (most supported first): {listed}"
+            how = ("guessed from its letters, none listed by a source; ranked by the model" if self.guessed
+                   else "most supported first")
+            return f"{self.text} is an ambiguous abbreviation, {len(self.senses)} senses ({how}): {listed}"
         via = f" (read as '{first.long_form}': {self.rewrite})" if self.rule == REWRITTEN else ""
         names = "; ".join(f"{c} {n}" for c, n in zip(first.concept_ids, first.concept_names))
         return f"{self.text} → {names}{via}, from {first.provenance}"
@@ -162,13 +174,14 @@ def _commonness(form: str, vocabulary: ClinicalVocabulary) -> float:
     return sum(systems.values())
 
 
-def _abbreviation_senses(text: str, vocabulary: ClinicalVocabulary) -> list[Sense]:
-    """Senses of an abbreviation: bioviz's list, else the sources' listed forms, else the terms whose initials it spells."""
+def _abbreviation_senses(text: str, vocabulary: ClinicalVocabulary) -> tuple[list[Sense], bool]:
+    """Senses of an abbreviation: bioviz's list, else the sources' listed forms, else the terms whose initials it
+    spells; and whether they were only guessed from its letters."""
     key = term_key(text)
     letters = "".join(text.casefold().split())
     curated = _curated_senses(letters, vocabulary)
     if curated:
-        return curated[:MAX_SENSES]
+        return curated[:MAX_SENSES], False
     listed = [m for m in vocabulary.by_key.get(key, ()) if m.term.kind != NAME or len(m.term.term.split()) == 1]
     senses: dict[str, list[VocabularyMatch]] = {}
     if listed:
@@ -190,7 +203,7 @@ def _abbreviation_senses(text: str, vocabulary: ClinicalVocabulary) -> list[Sens
         sense = _sense(form, matches, _target_names(matches, vocabulary))
         out.append(((_commonness(form, vocabulary), sense.support), sense))
     out.sort(key=lambda pair: (-pair[0][0], -pair[0][1], pair[1].long_form))
-    return [sense for _, sense in out[:MAX_SENSES]]
+    return [sense for _, sense in out[:MAX_SENSES]], not listed
 
 
 def _long_form(term: str) -> str:
@@ -230,9 +243,10 @@ def read_query(text: str, vocabulary: ClinicalVocabulary) -> QueryReading:
     letters = text.strip().casefold()
     typed_known = letters in vocabulary.curated and len(letters) >= 3 and letters not in COMMON_WORDS
     if single and (looks_like_abbreviation(text) or key in vocabulary.abbreviations or typed_known):
-        senses = _abbreviation_senses(text, vocabulary)
+        senses, guessed = _abbreviation_senses(text, vocabulary)
         if senses:
-            return QueryReading(text, ABBREVIATION_RULE if len(senses) == 1 else AMBIGUOUS, tuple(senses))
+            return QueryReading(text, ABBREVIATION_RULE if len(senses) == 1 else AMBIGUOUS, tuple(senses),
+                                guessed=guessed)
     sense = _phrase_sense(text, vocabulary.lookup(text), vocabulary)
     if sense is not None:
         return QueryReading(text, VOCABULARY, (sense,))

@@ -272,7 +272,7 @@ class UserSynonyms:
     Attributes
     ----------
     terms : tuple of VocabularyTerm
-        One per kept row, ``system`` the source's label, ``origin`` ``synonyms file``.
+        One per kept row, ``system`` the file's label, ``origin`` ``synonyms file`` (placed by id).
     skipped : tuple of str
         Rows left out, each with why (an unknown concept id, an empty term), at most 20 listed.
     rows : int
@@ -320,15 +320,16 @@ def read_user_synonyms(data: bytes, ontology, label: str = "synonyms file") -> U
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise BiovizError(f"the synonyms file is not UTF-8 text (byte {error.start:,})") from None
-    rows = [row for row in csv.reader(io.StringIO(text), delimiter="\t", quoting=csv.QUOTE_NONE) if any(row)]
-    if rows and [c.strip().casefold() for c in rows[0][:2]] == ["term", "concept_id"]:
+    reader = csv.reader(io.StringIO(text), delimiter="\t", quoting=csv.QUOTE_NONE)
+    rows = [(reader.line_num, row) for row in reader if any(row)]  # the file's line numbers, for messages
+    if rows and [c.strip().casefold() for c in rows[0][1][:2]] == ["term", "concept_id"]:
         rows = rows[1:]
     if not rows:
         raise BiovizError("the synonyms file has no rows: one 'term<TAB>concept_id' per line")
     if len(rows) > MAX_SYNONYM_ROWS:
         raise BiovizError(f"the synonyms file has {len(rows):,} rows: at most {MAX_SYNONYM_ROWS:,}")
     terms, skipped = [], []
-    for number, row in enumerate(rows, start=1):
+    for number, row in rows:
         if len(row) != 2:
             raise BiovizError(f"synonyms file line {number}: {len(row)} tab-separated fields, "
                               "expected 'term<TAB>concept_id'")
@@ -416,7 +417,8 @@ class ClinicalVocabulary:
 
     @classmethod
     def for_ontology(cls, ontology, terms: Iterable[VocabularyTerm] = (), *,
-                     exclude: frozenset[str] = frozenset()) -> ClinicalVocabulary:
+                     exclude: frozenset[str] = frozenset(),
+                     exclude_keys: frozenset[str] = frozenset()) -> ClinicalVocabulary:
         """Index the target ontology's own names and ``terms`` (bundled and user) onto its concepts.
 
         Parameters
@@ -428,6 +430,9 @@ class ClinicalVocabulary:
         exclude : frozenset of str
             Target concept ids no source term may name (a development set's held-out concepts:
             their own names still count, as the level has them).
+        exclude_keys : frozenset of str
+            :func:`~bioviz.search.clinical_text.term_key` of source terms left out (a development
+            set's held-out phrasings: the other terms of their concepts stay).
         """
         system = SYSTEM_OF_SOURCE.get(ontology.source, ontology.source)
         from bioviz.search.query_reading import substitution_pairs, word_substitutions  # it reads this module's values
@@ -458,10 +463,12 @@ class ClinicalVocabulary:
         # 2. Source terms grouped by their concept; a group reaches the target by code, else by name.
         groups: dict[tuple[str, str], list[VocabularyTerm]] = {}
         for term in terms:
-            groups.setdefault((term.system, term.concept_id), []).append(term)
+            if not exclude_keys or term_key(term.term) not in exclude_keys:
+                groups.setdefault((term.system, term.concept_id), []).append(term)
         placed: dict[tuple[str, str], tuple[list[str], str]] = {}
         for (group_system, concept_id), members in groups.items():
-            if group_system == system or group_system == ontology.source:
+            # a user's synonyms file (its system is the file's label) names this ontology's own ids
+            if group_system in (system, ontology.source) or members[0].origin == "synonyms file":
                 targets = [concept_id] if concept_id in ontology.concepts else []
                 placed[(group_system, concept_id)] = (targets, "")
             elif group_system == ICD10CM and system == ICD10:
