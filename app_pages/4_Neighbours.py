@@ -175,7 +175,7 @@ def partial_answer() -> None:
                 progressive.encoding_bar(running[model])
     lexical = progressive.lexical_ranking(level, ranked)
     # the synonym expansion and clinical reading as the full ranking has them ("heart attack" also as "Myocardial
-    # infarction", "DVT" as "deep vein thrombosis"), once a thread has read them: the first polls answer without
+    # infarction", "DVT" as "deep vein thrombosis"), once a thread has read them: the first polls answer without them
     expanded = progressive.query_expansion(info, expansion, level)
     answers = []
     for model in models:
@@ -197,8 +197,9 @@ def partial_answer() -> None:
                 st.caption("No name matches yet: names are being encoded.")
     # below the tables, so that the expansion arriving between two polls does not move them
     if expanded is not None and expanded.reading is not None and expanded.reading.senses:
-        st.caption(f"Read by the clinical vocabulary ({md(expanded.rule)}): {md(expanded.note)}. The full ranking "
-                   "puts its concepts first; this partial one also ranks the names by its long forms.")
+        st.caption(f"Read by the clinical vocabulary ({md(expanded.rule)}): {md(expanded.note)}."
+                   + (" The full ranking puts its concepts first; this partial one ranks the names by its long forms "
+                      "too." if expanded.placed else ""))
     elif expanded is not None and expanded.note:
         st.caption(f"Expanded: {md(expanded.note)}.")
     if len(answers) == 2:
@@ -287,8 +288,9 @@ if reading is not None:  # which rule placed the first answer, and from where
     if reading.ambiguous:  # every sense, not a guess
         st.table(clinical_vocabulary.senses_table(reading).style.format(
             {"Long form": md, "Concepts": md, "From": md}), hide_index=True, border="horizontal")
-    st.caption("Each name also keeps its best score against the long forms (turn *Expand synonyms* off to rank the "
-               "query alone).")
+    if expanded.forms:
+        st.caption("Each name also keeps its best score against " + "; ".join(f"*{md(form)}*" for form in expanded.forms)
+                   + " (turn *Expand synonyms* off to rank the query alone).")
 elif note:
     st.caption(f"Expanded: {md(note)}. Each name keeps its best score against the query and the expanded "
                "form (turn *Expand synonyms* off to rank the query alone).")

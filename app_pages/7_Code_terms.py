@@ -22,6 +22,7 @@ from bioviz.search.granularity import (DOWN, KEEP, MODEL, MOVED_DOWN, MOVED_UP, 
                                        granularity, move, with_choices, with_parents)
 from bioviz.search.hybrid import DEFAULT_RANKING, RANKING_KINDS, Ranking, ranking_of
 from bioviz.search.lexicon import NO_EXPANSION, Expansion, expansion_of
+from bioviz.search.coding_confidence import RULE_REVIEW
 from bioviz.search.neighbours import concept_card
 from bioviz.search.progressive import partial_coding
 from bioviz.search.term_coding import (MAX_K, MAX_TABLE_BYTES, MAX_TERMS, agreement, code_term_list,
@@ -30,7 +31,7 @@ from bioviz.search.term_coding import (MAX_K, MAX_TABLE_BYTES, MAX_TERMS, agreem
 from bioviz.text_clean import clean_texts
 from bioviz.uploads import check_upload_size
 from bioviz.figures.ranking_table import partial_coding_table
-from ui import cache, progressive, state
+from ui import cache, clinical_vocabulary, progressive, state
 from ui.markdown import md, md_code
 from ui.metric_row import metric_row
 
@@ -45,6 +46,13 @@ KEPT_CODINGS = 8  # codings whose choices are kept in a session: the oldest are 
 MOVE_ERROR = "_ct_move_error"
 MAX_CHILD_BUTTONS = 12  # more children (HPO has concepts with dozens) go into one select box: still one action
 ARROWS = {MOVED_UP: "↑", MOVED_DOWN: "↓"}  # any other move (up, then down to a sibling): ↕
+# What the Review flag means, with the clinical vocabulary's rules (bioviz.search.coding_confidence.RULE_REVIEW):
+# an ambiguous abbreviation always (a coder picks its sense), a code the vocabulary placed never, others by score.
+ALWAYS_REVIEWED = [rule for rule, fixed in RULE_REVIEW.items() if fixed is True]
+NEVER_REVIEWED = [rule for rule, fixed in RULE_REVIEW.items() if fixed is False]
+REVIEW_RULE = (f"A term read as {' or '.join(f'*{r}*' for r in ALWAYS_REVIEWED)} is always flagged (the coder "
+               f"picks its sense); a code the clinical vocabulary placed ({', '.join(f'*{r}*' for r in NEVER_REVIEWED)}) "
+               "is not; an exact code or name never is.")
 INPUTS = {"paste": "Paste terms (one per line)", "upload": "Upload a CSV/TSV file"}
 state.page_params({"ct_input": "paste", "ct_k": 5, "ct_ranking": DEFAULT_RANKING.kind, "ct_expand": True},
                   choices={"ct_input": list(INPUTS), "ct_ranking": list(RANKING_KINDS)},
@@ -76,8 +84,12 @@ def coding_table(frame: pd.DataFrame, labels: list[str], score_word: str, k: int
     """
     two = len(labels) == 2
     tags = [f" {x.upper()}" if two else "" for x in "ab"[:len(labels)]]
-    columns = {"term": "Term"}
-    formats = {"Term": st.column_config.TextColumn(width=150 if two else 160)}
+    columns = {"term": "Term", "match": "Match"}
+    formats = {"Term": st.column_config.TextColumn(width=150 if two else 160),
+               "Match": st.column_config.TextColumn(
+                   width=90, help="What placed the first concept: exact (a code or name of the ontology), a rule of the "
+                                  "clinical vocabulary (abbreviation, ambiguous abbreviation, vocabulary, rewritten), "
+                                  "or nearest (the model's ranking)")}
     for x, tag, label in zip("ab", tags, labels):
         columns |= {f"code_{x}": f"Code{tag}", f"name_{x}": f"Concept{tag}", f"score_{x}": f"Score{tag}"}
         formats |= {f"Code{tag}": st.column_config.TextColumn(width=80, help=f"The first concept's code under {label}"),
@@ -100,7 +112,11 @@ def coding_table(frame: pd.DataFrame, labels: list[str], score_word: str, k: int
             width=100 if two else 120, help=f"The concept the coder moved to (↑ a parent, ↓ a child); empty: {labels[0]}'s is kept")
     columns["low_confidence"] = "Review"
     formats["Review"] = st.column_config.CheckboxColumn(
-        width=60, help="Low confidence: a low score or a close second concept under some model")
+        width=60, help="Low confidence: a low score or a close second concept under some model. " + REVIEW_RULE)
+    if "reading" in frame.columns:  # last: a long note, cut in its cell (whole in the CSV)
+        columns["reading"] = "Reading"
+        formats["Reading"] = st.column_config.TextColumn(
+            width=200, help="How the clinical vocabulary read the term: the long form, the concept, from which source")
     display = frame[list(columns)].rename(columns=columns)
     text = [c for c in display.columns if display[c].dtype == object]
     display[text] = display[text].fillna("")
@@ -189,6 +205,7 @@ try:
 except BiovizError as error:
     st.error(md(error))
     st.stop()
+clinical_vocabulary.synonyms_sidebar(state.selection())  # the user's own synonyms for this source
 st.caption(f"Each term's nearest concepts among the names of **{md(view.title)}** under "
            f"**{' and '.join(md(label) for label in labels)}**, with codes and scores"
            + (", whether the two models agree" if len(models) == 2 else "") + " and a flag on codes to review"
@@ -198,10 +215,12 @@ st.caption(f"Each term's nearest concepts among the names of **{md(view.title)}*
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def coded(terms: tuple[str, ...], specs: tuple[ModelSpec, ...], fingerprints: tuple[str, ...], level: LevelSpec, *,
-          k: int, ranking: Ranking, _indexes, expansion: Expansion = NO_EXPANSION) -> pd.DataFrame:
+          k: int, ranking: Ranking, _indexes, expansion: Expansion = NO_EXPANSION, _vocabulary=None,
+          synonyms: str = "") -> pd.DataFrame:
     """The coding of ``terms``, kept by the terms, models, level and k (``_indexes``: the models' name indexes).
 
-    The models' fingerprints are part of the key: a run trained again in the same folder codes afresh.
+    The models' fingerprints are part of the key: a run trained again in the same folder codes afresh; so is
+    the digest of the user's synonyms file (``synonyms``) the clinical vocabulary (``_vocabulary``) was built with.
 
     The bar is created (and removed) in here: Streamlit replays what a cached function drew on a hit.
     """
@@ -218,7 +237,7 @@ def coded(terms: tuple[str, ...], specs: tuple[ModelSpec, ...], fingerprints: tu
 
     try:
         return code_term_list(terms, cache.view(level), cache.level_ontology(level), list(zip(specs, _indexes)),
-                              k=k, progress=progress, ranking=ranking, expansion=expansion)
+                              k=k, progress=progress, ranking=ranking, expansion=expansion, vocabulary=_vocabulary)
     finally:
         bar.empty()
 
@@ -258,7 +277,10 @@ ranking = ranking_of(st.radio(
 expansion = expansion_of(st.toggle(
     "Expand synonyms", key="ct_expand",
     help="A term the ontology does not name but that is an ontology synonym (HPO synonyms, ICD-10-CM inclusion "
-         "terms) is also ranked as its concept's preferred name: 'heart attack' as 'Myocardial infarction'."))
+         "terms) is also ranked as its concept's preferred name: 'heart attack' as 'Myocardial infarction'. The "
+         "clinical vocabulary (ICD-10-CM inclusion terms, HPO lay and abbreviation synonyms, common clinical "
+         "abbreviations, your synonyms file in the sidebar) also puts the concept an abbreviation or lay phrase names "
+         "right after exact matches: 'DVT' → deep vein thrombosis (the Match column names the rule)."))
 sync_url()
 run = st.button("Code the terms", type="primary", disabled=source == "upload" and table is None)
 # Pressed while the level was still encoding: coded in part at once (partial_coding below), then in full
@@ -281,8 +303,9 @@ def partial_coding_panel(terms: list[str], level: LevelSpec) -> None:
         if model in running:
             progressive.encoding_bar(running[model])
         vectors = progressive.query_vectors(model, [info.text for info in infos])
-        # each term's synonym expansion, as the full coding has it, once a thread has read the lexicon
-        forms = [progressive.query_forms(model, level, progressive.query_expansion(info, expansion))
+        # each term's synonym expansion and clinical reading's long forms, as the full coding has them, once a thread
+        # has read them (the partial coding places nothing: the full one does)
+        forms = [progressive.query_forms(model, level, progressive.query_expansion(info, expansion, level))
                  for info in infos]
         coding = partial_coding(shown_terms, infos, v, progressive.partial_vectors(model, level), term_vectors=vectors,
                                 lexicals=[progressive.lexical_ranking(level, info.text) for info in infos], k=k,
@@ -308,8 +331,12 @@ if run:
         cache.prepare_vectors(models, level)  # a first encoding: its estimate, then a bar with the time left
         indexes = [cache.candidate_index(m, level, "names") for m in models]
         fingerprints = tuple(load_encoder(m).fingerprint for m in models)
+        # the clinical vocabulary (with the user's synonyms for this source): built here, under its own bar, not
+        # inside the cached coding (whose drawing a cache hit would replay)
+        vocabulary = clinical_vocabulary.vocabulary(level, cache.level_ontology(level)) if expansion.on else None
+        synonyms = clinical_vocabulary.synonyms_digest(level) if expansion.on else ""
         frame = coded(tuple(terms), tuple(models), fingerprints, level, k=k, ranking=ranking, _indexes=indexes,
-                      expansion=expansion)
+                      expansion=expansion, _vocabulary=vocabulary, synonyms=synonyms)
         # each first concept's parents, looked up once per coding (not on every rerun of the table)
         frame = with_parents(frame, cache.level_ontology(level), root=view.root)
     except BiovizError as error:
@@ -322,7 +349,7 @@ if run:
                  if (note := cache.query_note(m, t))]
     s[RESULT] = {"frame": frame, "labels": labels, "title": view.title, "models": tuple(models),
                  "level": state.selection(), "k": k, "invisible": clean_texts(raw).dropped, "ranking": ranking,
-                 "root": view.root, "choices_key": (level, tuple(models), ranking, expansion, digest),
+                 "root": view.root, "choices_key": (level, tuple(models), ranking, expansion, synonyms, digest),
                  "stand_ins": stand_ins}
     for key in TABLE_KEYS.values():  # a new table: the old row selection means nothing
         s.pop(key, None)
@@ -355,7 +382,7 @@ figures = [("Terms", summary["terms"]),
            ("Exact code or name", summary["exact"], {"help": "Terms that are an ontology code or name"}),
            ("To review", summary["low_confidence"],
             {"help": "Low confidence: under some model the first concept's score is low or the second concept "
-                     "scores close to it (thresholds per model, chosen on the GSC+ dev file)"})]
+                     "scores close to it (thresholds per model, chosen on the GSC+ dev file). " + REVIEW_RULE})]
 if two:
     figures += [("Same first concept", f"{summary['same_top1']:,} of {summary['terms']:,}"),
                 (f"Shared in the top {result['k']}", f"{summary['mean_overlap']:.2f}",
@@ -377,6 +404,8 @@ st.caption((f"**A**: {md(labels[0])} · **B**: {md(labels[1])}. " if two else f"
            + f"One row per term: each model's first concept, ranked by that model's own {score_word.lower()}"
            f"{', with the other codes of its top ' + str(result['k']) if result['k'] > 1 else ''}. "
            "**Review** marks a low-confidence code: a low score, or a second concept close behind. "
+           + REVIEW_RULE + " **Match** says what placed the first concept and **Reading** how the clinical "
+           "vocabulary read the term. "
            "Select a row for the concepts' cards and to move its code one level up or down (**Chosen**).")
 event = st.dataframe(display, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
                      key=TABLE_KEYS[disagreeing], column_config=column_config)

@@ -60,7 +60,9 @@ from bioviz.ontology import LevelSpec  # noqa: E402
 from bioviz.ontology.model import Ontology  # noqa: E402
 from bioviz.paths import home  # noqa: E402
 from bioviz.search.clinical_text import term_key  # noqa: E402
-from bioviz.search.lexicon import DEFAULT_EXPANSION, expand_queries, expanded_forms, load_lexicon  # noqa: E402
+from bioviz.search.lexicon import (DEFAULT_EXPANSION, QueryExpansion, expand_queries, expanded_forms,  # noqa: E402
+                                   load_lexicon)
+from bioviz.search.vocabulary_vectors import similar_reading, vocabulary_vectors  # noqa: E402
 from bioviz.search.neighbours import candidate_index, rank_neighbours, resolve_query  # noqa: E402
 from bioviz.search.term_coding import encode_terms  # noqa: E402
 from bioviz.search.vocabulary import (ABBREVIATION, CLINICAL, HPO, ICD10CM, LAY, NAME,  # noqa: E402
@@ -71,6 +73,7 @@ HOLDOUT_SHARE = 0.2
 SEED = 0
 WHO_LEVEL = LevelSpec("icd10", depth=1)
 HPO_LEVEL = LevelSpec("hpo")
+SIMILAR_GRID = [(c, lead) for c in (0.7, 0.75, 0.8, 0.85, 0.9) for lead in (0.0, 0.03, 0.06)]
 
 
 def held_out(concept_id: str, seed: int = SEED, share: float = HOLDOUT_SHARE) -> bool:
@@ -163,20 +166,35 @@ def first_answers(rows: list[dict], level: LevelSpec, ontology: Ontology, model:
     infos = [resolve_query(r["query"], view, ontology) for r in rows]
     vectors = encode_terms([i.text for i in infos], model)
     out = {}
-    for name, vocabulary in vocabularies.items():
+    for name, vocabulary in list(vocabularies.items()):
         expanded = expand_queries(infos, DEFAULT_EXPANSION, lexicon, vocabulary)
-        forms = expanded_forms(expanded, model)
-        answers = []
-        for position, (info, found) in enumerate(zip(infos, expanded)):
-            own = forms.between(position, position + 1) if forms is not None else None
-            top = rank_neighbours(index, vectors[position], info, k=1, forms=own if own is not None and len(own) else None,
-                                  placed=found.placed)
-            first = top[0] if top else {}
-            answers.append({"concept": first.get("concept_id", ""), "name": first.get("name", ""),
-                            "rule": found.rule if first.get("placed") else "dense",
-                            "exact": info.resolved_by is not None})
-        out[name] = answers
+        if vocabulary is not None:  # the "similar term" rule: how each query's nearest source term scores
+            terms = vocabulary_vectors(vocabulary, model)
+            level_best = (vectors @ index.vectors.T).max(axis=1)
+            for threshold in SIMILAR_GRID:
+                readings = [similar_reading(f.text, vectors[i], float(level_best[i]), terms, min_cosine=threshold[0],
+                                            min_lead=threshold[1], names=vocabulary.names)
+                            if f.rule == "dense" and not infos[i].in_ontology else None
+                            for i, f in enumerate(expanded)]
+                swapped = [QueryExpansion(f.text, f.entries, r) if r is not None else f
+                           for f, r in zip(expanded, readings)]
+                out[f"{name}+similar {threshold[0]:.2f}/{threshold[1]:.2f}"] = _answers(
+                    infos, swapped, expanded_forms(swapped, model), index, vectors)
+        out[name] = _answers(infos, expanded, expanded_forms(expanded, model), index, vectors)
     return out
+
+
+def _answers(infos, expanded, forms, index, vectors) -> list[dict]:
+    answers = []
+    for position, (info, found) in enumerate(zip(infos, expanded)):
+        own = forms.between(position, position + 1) if forms is not None else None
+        top = rank_neighbours(index, vectors[position], info, k=1, forms=own if own is not None and len(own) else None,
+                              placed=found.placed)
+        first = top[0] if top else {}
+        answers.append({"concept": first.get("concept_id", ""), "name": first.get("name", ""),
+                        "rule": found.rule if first.get("placed") else "dense",
+                        "exact": info.resolved_by is not None})
+    return answers
 
 
 def right(answer: dict, row: dict, by_category: bool) -> float:
@@ -190,8 +208,11 @@ def figures(rows: list[dict], answers: dict[str, list[dict]], by_category: bool,
     out = {"queries": len(rows), "accuracy": {}, "rules_after": {}, "by_origin": {}}
     for name, values in hits.items():
         out["accuracy"][name] = {"acc1": round(float(values.mean()), 3), "ci": [round(v, 3) for v in bootstrap_mean_ci(values, n_boot)]}
-    delta, ci, _ = paired_mean_delta(hits["before"], hits["after"], n_boot=n_boot)
-    out["after_minus_before"] = {"delta": round(float(delta), 3), "ci": [round(v, 3) for v in ci] if ci else None}
+    out["minus_before"] = {}
+    for name, values in hits.items():
+        if name != "before":
+            delta, ci, _ = paired_mean_delta(hits["before"], values, n_boot=n_boot)
+            out["minus_before"][name] = {"delta": round(float(delta), 3), "ci": [round(v, 3) for v in ci] if ci else None}
     for answer, row in zip(answers["after"], rows):
         out["rules_after"][answer["rule"]] = out["rules_after"].get(answer["rule"], 0) + 1
     for origin in sorted({r["origin"] for r in rows}):
@@ -199,7 +220,7 @@ def figures(rows: list[dict], answers: dict[str, list[dict]], by_category: bool,
         out["by_origin"][origin] = {"queries": int(mask.sum()),
                                     **{name: round(float(values[mask].mean()), 3) for name, values in hits.items()}}
     # precision of the rules: when a rule placed the first answer, how often it was right
-    for rule in sorted(out["rules_after"]):
+    for rule in sorted(out["rules_after"]):  # noqa: B007
         mask = np.asarray([a["rule"] == rule for a in answers["after"]])
         out["rules_after"][rule] = {"queries": int(mask.sum()), "right": round(float(hits["after"][mask].mean()), 3)}
     return out

@@ -61,9 +61,7 @@ def _read(spec: LevelSpec, data: bytes, *, name: str, via: str) -> None:
     key = source_key(spec)
     errors = st.session_state.setdefault(ERRORS, {})
     try:
-        ontology = cache.level_ontology(spec)
-        # labelled with the source itself: the vocabulary places a source's own terms on its concepts by id
-        synonyms = read_user_synonyms(data, ontology, label=ontology.source)
+        synonyms = read_user_synonyms(data, cache.level_ontology(spec), label=name)  # placed by id, named by file
     except BiovizError as error:
         errors[key] = f"{name}: {error}"
         return
@@ -165,6 +163,9 @@ def rule_line(reading: QueryReading | None, *, first_placed: bool) -> str:
     """
     if reading is None or not reading.senses:
         return ""
+    if reading.ambiguous and not reading.placed:  # senses guessed from its letters alone: none placed
+        return (f"**First answer from the model's ranking:** {md(reading.text)} reads as an abbreviation no source "
+                f"lists; its {len(reading.senses)} senses guessed from its letters are listed below, none placed.")
     if not first_placed:
         senses = "its senses are listed below" if reading.ambiguous else md(reading.note)
         return (f"**The clinical vocabulary read it ({md(reading.rule)})**, but none of its concepts is among the "

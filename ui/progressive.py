@@ -214,9 +214,9 @@ _LEXICON = ThreadPoolExecutor(max_workers=1, thread_name_prefix="query-expansion
 _EXPANSIONS: dict[tuple, Future] = {}
 
 
-def _expand(info: QueryInfo, expansion: Expansion, ontology: Ontology | None,
+def _expand(info: QueryInfo, expansion: Expansion, lexicon: bool, ontology: Ontology | None,
             user: UserSynonyms | None) -> QueryExpansion:
-    lexicon = load_lexicon() if lexicon_ready() else Lexicon(())
+    lexicon = load_lexicon() if lexicon else Lexicon(())
     vocabulary = vocabulary_for(ontology, user) if ontology is not None else None
     return expand_queries([info], expansion, lexicon, vocabulary)[0]
 
@@ -243,7 +243,7 @@ def query_expansion(info: QueryInfo, expansion: Expansion, spec: LevelSpec | Non
     user = clinical_vocabulary.user_synonyms(spec) if read else None
     key = (info.text, expansion, lexicon, (clinical_vocabulary.source_key(spec),
                                            clinical_vocabulary.synonyms_digest(spec)) if read else None)
-    return _result_of(_EXPANSIONS, key, _LEXICON, _expand, info, expansion, ontology, user)
+    return _result_of(_EXPANSIONS, key, _LEXICON, _expand, info, expansion, lexicon, ontology, user)
 
 
 def query_forms(model: ModelSpec, spec: LevelSpec, expanded: QueryExpansion | None) -> tuple[QueryForm, ...]:

@@ -27,6 +27,7 @@ from bioviz.search.lexicon import DEFAULT_EXPANSION, expand_queries, expanded_fo
 from bioviz.search.neighbours import (AMONG, candidate_index, level_space, rank_neighbours, resolve_query,
                                       sparse_names)
 from bioviz.search.vectors_query import query_answer
+from bioviz.search.vocabulary_vectors import with_similar_terms
 
 DEPTH = 200  # names the partial answer's name search ranks (bioviz.search.progressive.DEPTH)
 
@@ -154,11 +155,11 @@ def run(args) -> dict:
     # --partial: the answer from what is known now, before the synonym lexicon (seconds on a first run) is read
     jobs = answer_while_encoding(args, view, query) if args.partial and args.among != "hypernyms" else []
     expansion = expansion_of(args.expand)
-    expanded = expand_queries([query], expansion, lexicon_for(args, args.quiet),
-                              vocabulary_for_args(args, ontology, args.quiet))
+    vocabulary = vocabulary_for_args(args, ontology, args.quiet)
+    expanded = expand_queries([query], expansion, lexicon_for(args, args.quiet), vocabulary)
     for job in jobs:
         wait_for(job, args.quiet)
-    indexes, vectors, infos, forms, notes = [], [], [], [], []
+    indexes, vectors, infos, notes = [], [], [], []
     for model in models:
         with progress_bar(f"encoding {len(view.names)} names ({model.spec})", disable=args.quiet) as progress:
             space, info = level_space(view, model, progress=progress)
@@ -166,8 +167,12 @@ def run(args) -> dict:
         answer = query_answer(query.text, model)  # a vectors file lacking the query: its nearest name's, noted
         vectors.append(answer.vector)
         notes.append(answer.note)
-        forms.append(expanded_forms(expanded, model))
         infos.append(info)
+    if vocabulary is not None and args.among != "hypernyms":  # a phrasing near a listed term (first model's vectors)
+        with progress_bar("encoding the clinical vocabulary's terms (once)", disable=args.quiet) as progress:
+            expanded = with_similar_terms(expanded, [query], vectors[0].reshape(1, -1), indexes[0].vectors,
+                                          vocabulary, args.model, progress=progress)
+    forms = [expanded_forms(expanded, model) for model in models]
     other = (indexes[1], vectors[1]) if args.compare else None
     with progress_bar(f"char-tfidf of {len(view.names):,} names (first query)", unit="name",
                       disable=args.quiet or not ranking.hybrid) as progress:

@@ -81,6 +81,7 @@ RULE_REVIEW: dict[str, bool | None] = {
     "abbreviation": False,
     "vocabulary": False,
     "rewritten": None,
+    "similar term": None,
 }
 
 

@@ -13,7 +13,9 @@ Rules, in order (:func:`read_query`):
 3. **rewritten** — a lay word the sources themselves pair with a clinical one (``broken`` →
    ``fracture``: HPO lists "Broken humerus" under *Humerus fracture*, ...; :func:`word_substitutions`)
    is replaced, and rule 2 is tried again.
-4. **dense** — anything else is ranked by the model as before.
+4. **similar term** — (:mod:`bioviz.search.vocabulary_vectors`, needs the model) a phrasing no source
+   lists whose nearest listed term, under the model, is close and closer than any name of the level.
+5. **dense** — anything else is ranked by the model as before.
 
 A :class:`QueryReading` carries the concepts it places (in tiers: one per sense), the long forms
 the dense ranking also scores, and the note a page or command prints ("DVT → deep vein thrombosis
@@ -29,9 +31,9 @@ from dataclasses import dataclass
 from bioviz.search.clinical_text import key_words, looks_like_abbreviation, term_key
 from bioviz.search.vocabulary import ABBREVIATION, LAY, NAME, ClinicalVocabulary, VocabularyMatch, VocabularyTerm
 
-ABBREVIATION_RULE, AMBIGUOUS, VOCABULARY, REWRITTEN, DENSE = (
-    "abbreviation", "ambiguous abbreviation", "vocabulary", "rewritten", "dense")
-RULES = (ABBREVIATION_RULE, AMBIGUOUS, VOCABULARY, REWRITTEN, DENSE)
+ABBREVIATION_RULE, AMBIGUOUS, VOCABULARY, REWRITTEN, SIMILAR, DENSE = (
+    "abbreviation", "ambiguous abbreviation", "vocabulary", "rewritten", "similar term", "dense")
+RULES = (ABBREVIATION_RULE, AMBIGUOUS, VOCABULARY, REWRITTEN, SIMILAR, DENSE)
 # English words that are also listed abbreviations: typed in lower case they are read as words.
 COMMON_WORDS = frozenset({"all", "as", "ms", "pad", "cad", "gad", "ed", "cp", "ra", "ar", "mr", "uc", "tb", "hf"})
 MAX_SENSES = 6  # senses shown for an ambiguous abbreviation
@@ -131,7 +133,8 @@ class QueryReading:
             how = ("guessed from its letters, none listed by a source; ranked by the model" if self.guessed
                    else "most supported first")
             return f"{self.text} is an ambiguous abbreviation, {len(self.senses)} senses ({how}): {listed}"
-        via = f" (read as '{first.long_form}': {self.rewrite})" if self.rule == REWRITTEN else ""
+        via = f" (read as '{first.long_form}': {self.rewrite})" if self.rule == REWRITTEN else \
+            (f" (nearest listed term '{first.long_form}')" if self.rule == SIMILAR else "")
         names = "; ".join(f"{c} {n}" for c, n in zip(first.concept_ids, first.concept_names))
         return f"{self.text} → {names}{via}, from {first.provenance}"
 

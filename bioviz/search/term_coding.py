@@ -45,6 +45,7 @@ from bioviz.search.index import NeighbourIndex
 from bioviz.search.lexicon import NO_EXPANSION, Expansion, expand_queries, expanded_forms, expansion_notes
 from bioviz.search.neighbours import QueryInfo, resolve_query
 from bioviz.search.rerank import DEFAULT_RERANKER, OntologyReranker, Reranker
+from bioviz.search.vocabulary_vectors import with_similar_terms
 from bioviz.text_clean import clean_texts
 
 MAX_TERMS = 5_000
@@ -543,7 +544,10 @@ def code_term_list(terms: Sequence[str], view, ontology: Ontology | None,
     def report_from(offset: int) -> Progress | None:
         return None if progress is None else (lambda done, _total: progress(offset + done, steps))
 
-    coding = [CodingModel(index.space.model_id, index, encode_terms(texts, model, report_from(m * len(texts))),
+    vectors = [encode_terms(texts, model, report_from(m * len(texts))) for m, (model, _) in enumerate(models)]
+    # a phrasing near a term the sources list (the first model's vectors; placement is shared by both models)
+    expanded = with_similar_terms(expanded, infos, vectors[0], models[0][1].vectors, vocabulary, models[0][0])
+    coding = [CodingModel(index.space.model_id, index, vectors[m],
                           SparseNames.build(view.names, index.space.names) if ranking.hybrid else None,
                           expanded_forms(expanded, model))
               for m, (model, index) in enumerate(models)]

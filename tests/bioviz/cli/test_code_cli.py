@@ -85,8 +85,8 @@ def test_each_first_concept_comes_with_its_parent_and_the_old_columns_keep_their
                          "--model", "char-tfidf", "-k", "2", "--out", str(out), "--quiet", "--json")
     coded = pd.read_csv(out, keep_default_na=False)
     label = "char-tfidf"
-    before = ["term", "match", *(f"{c} ({label})" for c in ("code", "name", "class", "score", "margin", "other codes")),
-              "low_confidence"]
+    before = ["term", "match", "reading",
+              *(f"{c} ({label})" for c in ("code", "name", "class", "score", "margin", "other codes")), "low_confidence"]
     assert code == 0 and list(coded.columns) == [*before, f"parent ({label})", f"parent name ({label})", "ranking"]
     rows = coded.set_index("term")
     assert tuple(rows.loc["MINI:0000011", [f"parent ({label})", f"parent name ({label})"]]) == \

@@ -163,7 +163,7 @@ def test_terms_are_encoded_in_one_batch_per_model_and_not_cached(mini, monkeypat
     assert seen[-1] == (9, 9) and (6, 9) in seen  # both models' encoding, then the coding
     assert frame["agree"].all() and set(frame["overlap"]) == {2}  # one model twice: full agreement
     assert list(export_frame(frame).columns) == [
-        "term", "match", *(f"{key} (char-tfidf ({x}))" for x in "AB"
+        "term", "match", "reading", *(f"{key} (char-tfidf ({x}))" for x in "AB"
                            for key in ("code", "name", "class", "score", "margin", "other codes")),
         "agree", "overlap", "low_confidence", "ranking"]
 
