@@ -184,7 +184,8 @@ def partial_answer() -> None:
                                           query_vector=None if vectors is None else vectors[0], lexical=lexical,
                                           k=k, restrict_class=info.class_id if restrict else None,
                                           matcher=progressive.matcher(level),
-                                          forms=progressive.query_forms(model, level, expanded)))
+                                          forms=progressive.query_forms(model, level, expanded),
+                                          placed=expanded.placed if expanded is not None else ()))
     if len(answers) == 2:  # Δ rank: where each name sits in the other model's merged ranking so far
         answers = [with_rank_changes(answers[0], answers[1]), with_rank_changes(answers[1], answers[0])]
     for column, label, answer in zip(columns, model_labels(models), answers):
@@ -281,19 +282,23 @@ else:
 for stand_in in dict.fromkeys(cache.query_note(m, ranked) for m in models if vectors_models([m])):
     if stand_in:  # a vectors file lacks the query: its nearest name's vector answered, said here
         st.warning(md(stand_in), icon=":material/swap_horiz:")
-if reading is not None:  # which rule placed the first answer, and from where
-    st.info(clinical_vocabulary.rule_line(reading, first_placed=any(rows and rows[0].get("placed")
-                                                                     for rows in rankings)),
-            icon=":material/menu_book:")
+# which rule placed the first answer, and from where: the clinical vocabulary's (boxed) or the model's ranking
+line = clinical_vocabulary.rule_line(expanded, first_placed=any(rows and rows[0].get("placed") for rows in rankings)) \
+    if expanded is not None else ""
+if reading is not None:
+    st.info(line, icon=":material/menu_book:")
     if reading.ambiguous:  # every sense, not a guess
         st.table(clinical_vocabulary.senses_table(reading).style.format(
             {"Long form": md, "Concepts": md, "From": md}), hide_index=True, border="horizontal")
     if expanded.forms:
         st.caption("Each name also keeps its best score against " + "; ".join(f"*{md(form)}*" for form in expanded.forms)
                    + " (turn *Expand synonyms* off to rank the query alone).")
-elif note:
-    st.caption(f"Expanded: {md(note)}. Each name keeps its best score against the query and the expanded "
-               "form (turn *Expand synonyms* off to rank the query alone).")
+else:
+    if line:
+        st.caption(line)
+    if note:
+        st.caption(f"Expanded: {md(note)}. Each name keeps its best score against the query and the expanded "
+                   "form (turn *Expand synonyms* off to rank the query alone).")
 if info.concept_ids and ontology is not None:
     with st.container(border=True):
         shown = info.concept_ids[0]

@@ -22,7 +22,7 @@ from bioviz.search.granularity import (DOWN, KEEP, MODEL, MOVED_DOWN, MOVED_UP, 
                                        granularity, move, with_choices, with_parents)
 from bioviz.search.hybrid import DEFAULT_RANKING, RANKING_KINDS, Ranking, ranking_of
 from bioviz.search.lexicon import NO_EXPANSION, Expansion, expansion_of
-from bioviz.search.coding_confidence import RULE_REVIEW
+from bioviz.search.coding_confidence import REVIEW_FIGURES, RULE_REVIEW
 from bioviz.search.neighbours import concept_card
 from bioviz.search.progressive import partial_coding
 from bioviz.search.term_coding import (MAX_K, MAX_TABLE_BYTES, MAX_TERMS, agreement, code_term_list,
@@ -382,12 +382,14 @@ figures = [("Terms", summary["terms"]),
            ("Exact code or name", summary["exact"], {"help": "Terms that are an ontology code or name"}),
            ("To review", summary["low_confidence"],
             {"help": "Low confidence: under some model the first concept's score is low or the second concept "
-                     "scores close to it (thresholds per model, chosen on the GSC+ dev file). " + REVIEW_RULE})]
+                     "scores close to it (thresholds per model, chosen on development sets). " + REVIEW_RULE
+                     + " " + REVIEW_FIGURES.sentence + " (med-minilm, dense)."})]
 if two:
     figures += [("Same first concept", f"{summary['same_top1']:,} of {summary['terms']:,}"),
                 (f"Shared in the top {result['k']}", f"{summary['mean_overlap']:.2f}",
                  {"help": "Concepts both models put in their top k, averaged over the terms"})]
 metric_row(figures)
+st.caption(f"Review flag: {REVIEW_FIGURES.sentence} (med-minilm, dense; benchmarks/review_flags.py). {REVIEW_RULE}")
 if result.get("invisible"):
     st.info(f"{result['invisible']:,} term(s) made only of invisible characters (control or format characters "
             "such as NUL, zero-width spaces or right-to-left marks) were skipped; such characters are taken "

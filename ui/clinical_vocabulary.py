@@ -20,6 +20,7 @@ import streamlit as st
 from bioviz.errors import BiovizError, shown
 from bioviz.ontology import LevelSpec
 from bioviz.ontology.model import Ontology
+from bioviz.search.lexicon import QueryExpansion
 from bioviz.search.query_reading import QueryReading
 from bioviz.search.vocabulary import (MAX_SYNONYMS_BYTES, ClinicalVocabulary, UserSynonyms, bundled_ready,
                                       read_user_synonyms, vocabulary_for)
@@ -156,13 +157,15 @@ def senses_table(reading: QueryReading) -> pd.DataFrame:
                         columns=["Sense", "Long form", "Concepts", "From"])
 
 
-def rule_line(reading: QueryReading | None, *, first_placed: bool) -> str:
+def rule_line(expanded: QueryExpansion, *, first_placed: bool) -> str:
     """The line above the answers: which rule placed the first answer and from where (markdown, escaped).
 
-    Empty when the vocabulary read nothing in the text (the model's ranking answers; the page says so itself).
+    ``first_placed``: whether a ranking's first row is a concept the reading placed.
     """
+    reading = expanded.reading
     if reading is None or not reading.senses:
-        return ""
+        how = "dense, with synonym expansion" if expanded.entries else "dense"
+        return f"**First answer from the model's ranking ({how}):** the clinical vocabulary names nothing in the query."
     if reading.ambiguous and not reading.placed:  # senses guessed from its letters alone: none placed
         return (f"**First answer from the model's ranking:** {md(reading.text)} reads as an abbreviation no source "
                 f"lists; its {len(reading.senses)} senses guessed from its letters are listed below, none placed.")

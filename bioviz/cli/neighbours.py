@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 from bioviz.cli.common import (add_json, add_level_options, add_ranking_options, covered_level, level_spec_from_args,
                                model_argument, rankings_from_args)
@@ -78,8 +79,6 @@ def vocabulary_for_args(args, ontology, quiet: bool):
 
     user = None
     if args.synonyms_file:
-        from pathlib import Path
-
         path = Path(args.synonyms_file)
         if not path.is_file():
             raise BiovizError(f"no synonyms file at {args.synonyms_file}")
@@ -171,7 +170,7 @@ def run(args) -> dict:
     if vocabulary is not None and args.among != "hypernyms":  # a phrasing near a listed term (first model's vectors)
         with progress_bar("encoding the clinical vocabulary's terms (once)", disable=args.quiet) as progress:
             expanded = with_similar_terms(expanded, [query], vectors[0].reshape(1, -1), indexes[0].vectors,
-                                          vocabulary, args.model, progress=progress)
+                                          vocabulary=vocabulary, model=args.model, progress=progress)
     forms = [expanded_forms(expanded, model) for model in models]
     other = (indexes[1], vectors[1]) if args.compare else None
     with progress_bar(f"char-tfidf of {len(view.names):,} names (first query)", unit="name",

@@ -56,7 +56,8 @@ def ranking_table(rows: list[dict], score_label: str = "Cosine") -> pd.DataFrame
 
 
 # What found a partial answer's name (bioviz.search.progressive), in the words the table shows.
-FOUND_BY = {"exact": "exact match", "both": "spelling + meaning", "dense": "meaning", "lexical": "spelling"}
+FOUND_BY = {"exact": "exact match", "placed": "clinical vocabulary", "both": "spelling + meaning", "dense": "meaning",
+            "lexical": "spelling"}
 
 
 def partial_ranking_table(rows) -> pd.DataFrame:

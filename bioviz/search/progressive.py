@@ -43,7 +43,7 @@ logger = logging.getLogger(__name__)
 
 RRF_K = 60  # Cormack et al.'s constant: a top rank does not swamp the other ranking
 DEPTH = 200  # names taken from each ranking: far more than any k shown, a few milliseconds to sort
-EXACT, BOTH, DENSE, LEXICAL = "exact", "both", "dense", "lexical"
+EXACT, BOTH, DENSE, LEXICAL, PLACED = "exact", "both", "dense", "lexical", "placed"
 
 
 @dataclass(frozen=True)
@@ -226,7 +226,7 @@ def dense_order(rows: np.ndarray, vectors: np.ndarray, query_vector: np.ndarray,
 def partial_neighbours(view, partial, query: QueryInfo, *, query_vector: np.ndarray | None,
                        lexical: LexicalRanking, k: int = 10, restrict_class: str | None = None,
                        matcher: NameMatcher | None = None, keep_query: bool = False,
-                       forms: Sequence[QueryForm] = ()) -> PartialAnswer:
+                       forms: Sequence[QueryForm] = (), placed: tuple[tuple[str, ...], ...] = ()) -> PartialAnswer:
     """The neighbours of a query among a level's names, from the names encoded so far and every name's spelling.
 
     Parameters
@@ -252,6 +252,10 @@ def partial_neighbours(view, partial, query: QueryInfo, *, query_vector: np.ndar
     forms : sequence of QueryForm
         The query's synonym expansion: the names of a concept one of whose names equals a form come
         first with the exact matches, and each name keeps its best rank by spelling and its best cosine.
+    placed : tuple of tuples of str
+        Concepts the clinical vocabulary places first (:attr:`bioviz.search.lexicon.QueryExpansion.placed`):
+        their names come right after the exact matches, tier by tier, each tier in the fused order
+        (``via`` ``placed``), as :func:`~bioviz.search.neighbours.rank_neighbours` places them.
 
     Returns
     -------
@@ -279,15 +283,19 @@ def partial_neighbours(view, partial, query: QueryInfo, *, query_vector: np.ndar
         rankings = [np.asarray([r for r in ranking if int(r) in allowed], dtype=np.int64) for ranking in rankings]
     sampled = partial.total / max(partial.done, 1)  # the dense ranking sees this fraction of the names
     merged = fuse(rankings, 2 * DEPTH, skip=own | set(exact), scales=[1.0, sampled])
+    placed_first = _placed_rows(view, placed, merged, skip=own | set(exact), allowed=allowed)
+    merged = [row for row in merged if row not in set(placed_first)]
+    exact = [*exact, *placed_first]
     order = (*exact, *merged)
     exact, rest = exact[:k], merged[:max(k - len(exact), 0)]
     cosine_of = dict(zip(np.asarray(partial.rows).tolist(), cosines.tolist()))
     in_lexical, in_dense = set(rankings[0].tolist()), set(rankings[1].tolist())
     concepts = set(query.concept_ids)
+    placed_set = set(placed_first)
     rows = []
     for rank, row in enumerate([*exact, *rest], start=1):
         label = int(view.labels[row])
-        via = EXACT if row in exact else BOTH if row in in_lexical and row in in_dense else \
+        via = PLACED if row in placed_set else EXACT if row in exact else BOTH if row in in_lexical and row in in_dense else \
             DENSE if row in in_dense else LEXICAL
         rows.append({"rank": rank, "row": row, "name": view.names[row], "concept_id": view.name_concepts[row],
                      "class_id": view.classes[label], "class_label": view.class_labels[label],
@@ -295,6 +303,21 @@ def partial_neighbours(view, partial, query: QueryInfo, *, query_vector: np.ndar
                      "same_class": query.class_id is not None and view.classes[label] == query.class_id,
                      "same_concept": bool(concepts) and view.name_concepts[row] in concepts})
     return PartialAnswer(tuple(rows), partial.done, partial.total, lexical.kind, tuple(int(r) for r in order))
+
+
+def _placed_rows(view, placed: tuple[tuple[str, ...], ...], merged: Sequence[int], *, skip: set,
+                 allowed: set | None) -> list[int]:
+    """The rows of the placed concepts' names, tier by tier, each tier in ``merged``'s order (then the level's)."""
+    if not placed:
+        return []
+    position = {int(row): i for i, row in enumerate(merged)}
+    out: list[int] = []
+    for tier in placed:
+        wanted = set(tier)
+        rows = [row for row, concept in enumerate(view.name_concepts) if concept in wanted and row not in skip
+                and (allowed is None or row in allowed) and row not in out]
+        out += sorted(rows, key=lambda row: position.get(row, len(position) + row))
+    return out
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ Rules, in order (:func:`read_query`):
 2. **vocabulary** — a phrase whose :func:`~bioviz.search.clinical_text.term_key` a source names
    ("kidney stones" = ICD-10-CM's "Stone in kidney") puts that concept first.
 3. **rewritten** — a lay word the sources themselves pair with a clinical one (``broken`` →
-   ``fracture``: HPO lists "Broken humerus" under *Humerus fracture*, ...; :func:`word_substitutions`)
+   ``fracture``: HPO lists "Broken humerus" under *Humerus fracture*, ...;
+   :func:`bioviz.search.word_substitutions.word_substitutions`)
    is replaced, and rule 2 is tried again.
 4. **similar term** — (:mod:`bioviz.search.vocabulary_vectors`, needs the model) a phrasing no source
    lists whose nearest listed term, under the model, is close and closer than any name of the level.
@@ -29,7 +30,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from bioviz.search.clinical_text import key_words, looks_like_abbreviation, term_key
-from bioviz.search.vocabulary import ABBREVIATION, LAY, NAME, ClinicalVocabulary, VocabularyMatch, VocabularyTerm
+from bioviz.search.vocabulary import ABBREVIATION, LAY, NAME, ClinicalVocabulary, VocabularyMatch
+from bioviz.search.word_substitutions import substitution_pairs, word_substitutions  # noqa: F401 - re-exported
 
 ABBREVIATION_RULE, AMBIGUOUS, VOCABULARY, REWRITTEN, SIMILAR, DENSE = (
     "abbreviation", "ambiguous abbreviation", "vocabulary", "rewritten", "similar term", "dense")
@@ -38,10 +40,6 @@ RULES = (ABBREVIATION_RULE, AMBIGUOUS, VOCABULARY, REWRITTEN, SIMILAR, DENSE)
 COMMON_WORDS = frozenset({"all", "as", "ms", "pad", "cad", "gad", "ed", "cp", "ra", "ar", "mr", "uc", "tb", "hf"})
 MAX_SENSES = 6  # senses shown for an ambiguous abbreviation
 MAX_PLACED = 5  # a phrase the vocabulary names under more concepts than this is too vague to place any
-MIN_SUBSTITUTION_PAIRS = 2  # a word substitution needs this many source pairs
-# A classification's own words ("Other X" for "Chronic X" in ICD-10-CM) are no clinician's word for anything.
-CLASSIFIER_WORDS = frozenset({"other", "with", "without", "and", "or", "not", "nec", "elsewhere", "classified",
-                              "specified", "unspecified", "due", "type", "disease", "disorder", "syndrome"})
 
 
 @dataclass(frozen=True)
@@ -157,8 +155,9 @@ def _target_names(matches: Iterable[VocabularyMatch], vocabulary: ClinicalVocabu
 def _curated_senses(letters: str, vocabulary: ClinicalVocabulary) -> list[Sense]:
     """Senses from bioviz's abbreviation list whose long forms the vocabulary places on this ontology."""
     out = []
-    for form in vocabulary.curated.get(letters, ()):
-        matches = vocabulary.lookup(form)
+    for spellings in vocabulary.curated.get(letters, ()):
+        form = spellings.split("|")[0].strip()
+        matches = next((found for found in (vocabulary.lookup(s) for s in spellings.split("|")) if found), [])
         if matches:
             sense = _sense(form, matches, _target_names(matches, vocabulary))
             out.append(Sense(form, sense.concept_ids[:MAX_PLACED], sense.concept_names[:MAX_PLACED],
@@ -261,35 +260,3 @@ def read_query(text: str, vocabulary: ClinicalVocabulary) -> QueryReading:
             if sense is not None:
                 return QueryReading(text, REWRITTEN, (sense,), f"{word} → {replacement}")
     return QueryReading(text)
-
-
-def word_substitutions(pairs: Iterable[tuple[str, str]], min_pairs: int = MIN_SUBSTITUTION_PAIRS) -> dict[str, tuple[str, ...]]:
-    """Lay word → clinical words, learnt from (lay or listed term, the concept's name) pairs of the sources.
-
-    A pair whose content words differ by exactly one word on each side ("Broken humerus" /
-    "Humerus fracture") pairs those two words; a substitution needs ``min_pairs`` such pairs. Each
-    word keeps its substitutes in order of pairs (at most three).
-
-    >>> word_substitutions([("Broken humerus", "Humerus fracture"), ("Broken wrist", "Wrist fracture"),
-    ...                     ("Stone in kidney", "Calculus of kidney")])
-    {'broken': ('fracture',)}
-    """
-    counts: Counter = Counter()
-    for lay, name in pairs:
-        a, b = set(key_words(lay)), set(key_words(name))
-        only_a, only_b = a - b, b - a
-        if len(only_a) == 1 and len(only_b) == 1 and a & b:
-            counts[(next(iter(only_a)), next(iter(only_b)))] += 1
-    out: dict[str, list[str]] = {}
-    for (word, replacement), n in counts.most_common():
-        if replacement in CLASSIFIER_WORDS or word in CLASSIFIER_WORDS:
-            continue
-        if n >= min_pairs and len(out.setdefault(word, [])) < 3:
-            out[word].append(replacement)
-    return {word: tuple(found) for word, found in out.items() if found}
-
-
-def substitution_pairs(terms: Iterable[VocabularyTerm]) -> list[tuple[str, str]]:
-    """(term, its concept's name) for every synonym, lay form or listed term that is not the name itself."""
-    return [(t.term, t.concept_name) for t in terms if t.term != t.concept_name]
-

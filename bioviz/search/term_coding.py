@@ -546,7 +546,8 @@ def code_term_list(terms: Sequence[str], view, ontology: Ontology | None,
 
     vectors = [encode_terms(texts, model, report_from(m * len(texts))) for m, (model, _) in enumerate(models)]
     # a phrasing near a term the sources list (the first model's vectors; placement is shared by both models)
-    expanded = with_similar_terms(expanded, infos, vectors[0], models[0][1].vectors, vocabulary, models[0][0])
+    expanded = with_similar_terms(expanded, infos, vectors[0], models[0][1].vectors, vocabulary=vocabulary,
+                                  model=models[0][0])
     coding = [CodingModel(index.space.model_id, index, vectors[m],
                           SparseNames.build(view.names, index.space.names) if ranking.hybrid else None,
                           expanded_forms(expanded, model))

