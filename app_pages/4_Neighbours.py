@@ -19,6 +19,7 @@ from bioviz.search.neighbours import (AMONG, comparison_rows, concept_card, firs
 from bioviz.ontology import DEFAULT_SPLIT
 from bioviz.search.hybrid import DEFAULT_RANKING, RANKING_KINDS, ExpandedForms, ranking_of
 from bioviz.search.lexicon import DEFAULT_EXPANSION, expand_queries, expansion_of, load_lexicon
+from bioviz.search.vocabulary_vectors import with_similar_terms
 from bioviz.search.progressive import partial_neighbours, with_rank_changes
 from ui import cache, clinical_vocabulary, progressive, state
 from ui.markdown import md, md_code
@@ -241,6 +242,10 @@ try:
         # phrase names is placed first, by its rule
         vocabulary = clinical_vocabulary.vocabulary(level, ontology) if ontology is not None else None
         expanded = expand_queries([info], expansion, lexicon, vocabulary)[0]
+        if among == "names" and vocabulary is not None:  # a phrasing near a term a source lists (first model)
+            expanded = with_similar_terms([expanded], [info], vectors[0].reshape(1, -1), indexes[0].vectors,
+                                          vocabulary=vocabulary, model=models[0],
+                                          progress=clinical_vocabulary.terms_progress())[0]
     else:
         expanded = None
     # the concepts the vocabulary places first, tier by tier, the same for both models (class names: none)

@@ -178,3 +178,17 @@ def rule_line(expanded: QueryExpansion, *, first_placed: bool) -> str:
                 f"{len(reading.senses)} senses, each listed below and placed in this order (most supported first): "
                 "which one is meant is yours to say.")
     return f"**First answer from the clinical vocabulary ({md(reading.rule)}):** {md(reading.note)}"
+
+
+def terms_progress():
+    """A progress callback for the vocabulary's terms encoded under a model, drawn only while they encode
+    (the first time per model: about a minute for WHO ICD-10; later reads are the vector cache's)."""
+    slot = st.empty()
+
+    def progress(done: int, total: int) -> None:
+        if done >= total:
+            slot.empty()
+        else:
+            slot.progress(done / max(total, 1), text=f"Encoding the clinical vocabulary's listed terms once for this "
+                                                     f"model: {done:,} of {total:,}")
+    return progress
