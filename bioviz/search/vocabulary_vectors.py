@@ -24,6 +24,7 @@ import numpy as np
 
 from bioviz.models.cached_encoding import encode_cached
 from bioviz.models.encoders import Progress
+from bioviz.models.model_spec import ModelSpec
 from bioviz.models.registry import load_encoder
 from bioviz.search.query_reading import SIMILAR, QueryReading, Sense
 from bioviz.search.vocabulary import ABBREVIATION, HPO, NAME, ClinicalVocabulary, VocabularyMatch
@@ -165,7 +166,9 @@ def with_similar_terms(expansions: Sequence, infos: Sequence, query_vectors: np.
 
     open_rows = [i for i, (found, info) in enumerate(zip(expansions, infos))
                  if not info.in_ontology and (found.reading is None or not found.reading.senses)]
-    if vocabulary is None or not open_rows:
+    # a sentence encoder's cosines only: a vectors file holds no vector for the vocabulary's terms, and
+    # char-tfidf's spelling cosines are on another scale than the thresholds were chosen on
+    if vocabulary is None or not open_rows or not ModelSpec.of(model).is_neural:
         return list(expansions)
     terms = vocabulary_vectors(vocabulary, model, progress=progress)
     readings = similar_readings([expansions[i].text for i in open_rows], np.asarray(query_vectors)[open_rows],
