@@ -74,6 +74,8 @@ def add_expand_option(parser) -> None:
 def vocabulary_for_args(args, ontology, quiet: bool):
     """The clinical vocabulary of ``ontology`` (with ``--synonyms-file``) when ``--expand``, else None."""
     if not args.expand:
+        if args.synonyms_file:
+            raise BiovizError("--synonyms-file adds to the clinical vocabulary, which --no-expand turns off: drop one")
         return None
     from bioviz.search.vocabulary import read_user_synonyms, vocabulary_for  # only an expanded query needs them
 

@@ -41,12 +41,15 @@ def _fold(text: str) -> str:
 def word_stem(word: str) -> str:
     """One word as keys compare it: British spellings folded, a plural reduced.
 
-    >>> [word_stem(w) for w in ("oesophageal", "anaemia", "tumours", "stones", "injuries", "diabetes", "abscess", "fractured")]
+    >>> [word_stem(w) for w in ("oesophageal", "anaemia", "tumours", "stones", "injuries", "diabetes", "abscesses",
+    ...                         "fractured")]
     ['esophageal', 'anemia', 'tumor', 'stone', 'injury', 'diabete', 'abscess', 'fracture']
     """
     word = word.replace("ae", "e").replace("oe", "e")
     if len(word) > 4 and word.endswith("ies"):
         word = word[:-3] + "y"
+    elif len(word) > 5 and word.endswith("sses"):  # abscesses, masses
+        word = word[:-2]
     elif len(word) > 3 and word.endswith("s") and not word.endswith(_KEEP_S):
         word = word[:-1]
     if len(word) > 5 and word.endswith("ured"):  # fractured, ruptured: the condition's own word

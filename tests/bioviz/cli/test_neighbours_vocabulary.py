@@ -82,14 +82,18 @@ def test_an_abbreviation_of_the_users_file_and_of_bioviz_list(capsys, clinic, da
     (b"term\tconcept_id\nthe wobbles\tX:1\n", "no row of the synonyms file names a concept of clinic"),
     (b"the wobbles\tCLIN:0000023\tmore\n", "synonyms file line 1: 3 tab-separated fields"),
     (b"fi\xe8vre\tCLIN:0000021\n", "the synonyms file is not UTF-8 text"),
+    (b"the wobbles\tCLIN:0000023\n--no-expand", "--no-expand turns off"),
 ])
 def test_a_missing_or_bad_synonyms_file_exits_2_with_one_line(capsys, clinic, tmp_path, content, message):
     path = tmp_path / "synonyms.tsv"
+    extra = []
     if content is not None:
-        path.write_bytes(content)
+        content, *extra = content.split(b"\n--")  # a flag to pass with the file (a file that is fine by itself)
+        path.write_bytes(content + b"\n")
+        extra = [f"--{flag.decode()}" for flag in extra]
     for command in ("neighbours", "code"):
         argv = [command, "fever", "--source", str(clinic), "--model", "char-tfidf", "--quiet",
-                "--synonyms-file", str(path)]
+                "--synonyms-file", str(path), *extra]
         if command == "code":
             terms = tmp_path / "terms.txt"
             terms.write_text("fever\n", encoding="utf-8")
