@@ -285,7 +285,8 @@ def main() -> None:
         results["sets"][name] = result
         print(json.dumps({name: result}, indent=1), flush=True)
     RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"everyday_dev_{args.model.replace('/', '_')}{'_grid' if args.grid else ''}.json"
+    label = Path(args.model).name if "/" in args.model else args.model  # a candidate's folder by its name
+    out = RESULTS / f"everyday_dev_{label}{'_grid' if args.grid else ''}.json"
     out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {out}")
 
