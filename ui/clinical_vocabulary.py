@@ -175,8 +175,8 @@ def rule_line(expanded: QueryExpansion, *, first_placed: bool) -> str:
                 f"names ranked here: {senses}")
     if reading.ambiguous:
         return (f"**First answers from the clinical vocabulary (ambiguous abbreviation):** {md(reading.text)} has "
-                f"{len(reading.senses)} senses, each listed below and placed in this order (most supported first): "
-                "which one is meant is yours to say.")
+                f"{len(reading.senses)} senses, each listed below and placed in this order (a listed abbreviation's "
+                "usual reading, else the most supported first): which one is meant is yours to say.")
     return f"**First answer from the clinical vocabulary ({md(reading.rule)}):** {md(reading.note)}"
 
 

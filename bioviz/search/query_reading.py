@@ -38,6 +38,7 @@ ABBREVIATION_RULE, AMBIGUOUS, VOCABULARY, REWRITTEN, SIMILAR, DENSE = (
 RULES = (ABBREVIATION_RULE, AMBIGUOUS, VOCABULARY, REWRITTEN, SIMILAR, DENSE)
 # English words that are also listed abbreviations: typed in lower case they are read as words.
 COMMON_WORDS = frozenset({"all", "as", "ms", "pad", "cad", "gad", "ed", "cp", "ra", "ar", "mr", "uc", "tb", "hf"})
+CURATED = "bioviz's clinical abbreviations"
 MAX_SENSES = 6  # senses shown for an ambiguous abbreviation
 MAX_PLACED = 5  # a phrase the vocabulary names under more concepts than this is too vague to place any
 
@@ -129,7 +130,7 @@ class QueryReading:
         if self.rule == AMBIGUOUS:
             listed = "; ".join(s.label for s in self.senses)
             how = ("guessed from its letters, none listed by a source; ranked by the model" if self.guessed
-                   else "most supported first")
+                   else "in their usual order" if first.provenance.startswith(CURATED) else "most supported first")
             return f"{self.text} is an ambiguous abbreviation, {len(self.senses)} senses ({how}): {listed}"
         via = f" (read as '{first.long_form}': {self.rewrite})" if self.rule == REWRITTEN else \
             (f" (nearest listed term '{first.long_form}')" if self.rule == SIMILAR else "")
@@ -161,7 +162,7 @@ def _curated_senses(letters: str, vocabulary: ClinicalVocabulary) -> list[Sense]
         if matches:
             sense = _sense(form, matches, _target_names(matches, vocabulary))
             out.append(Sense(form, sense.concept_ids[:MAX_PLACED], sense.concept_names[:MAX_PLACED],
-                             f"bioviz's clinical abbreviations, then {sense.provenance}", sense.support))
+                             f"{CURATED}, then {sense.provenance}", sense.support))
     return out
 
 

@@ -110,7 +110,7 @@ def test_an_ambiguous_abbreviation_lists_every_sense_in_order(findings, clinic_v
     assert reading.rule == AMBIGUOUS and reading.ambiguous and not reading.guessed
     assert [s.long_form for s in reading.senses] == ["multiple sclerosis", "mitral stenosis"]
     assert reading.placed == (("M:1",), ("M:2",)) and reading.forms == ("multiple sclerosis", "mitral stenosis")
-    assert reading.note.startswith("MS is an ambiguous abbreviation, 2 senses (most supported first): "
+    assert reading.note.startswith("MS is an ambiguous abbreviation, 2 senses (in their usual order): "
                                    "multiple sclerosis (M:1 Multiple sclerosis); mitral stenosis (M:2 Mitral stenosis)")
     # listed by sources for two concepts: the sense more source terms support first (not the alphabet's order)
     reading = read_query("QQ", clinic_vocabulary)
