@@ -85,15 +85,15 @@ def coding_table(frame: pd.DataFrame, labels: list[str], score_word: str, k: int
     two = len(labels) == 2
     tags = [f" {x.upper()}" if two else "" for x in "ab"[:len(labels)]]
     columns = {"term": "Term", "match": "Match"}
-    formats = {"Term": st.column_config.TextColumn(width=150 if two else 160),
+    formats = {"Term": st.column_config.TextColumn(width=120 if two else 140),
                "Match": st.column_config.TextColumn(
-                   width=90, help="What placed the first concept: exact (a code or name of the ontology), a rule of the "
+                   width=70, help="What placed the first concept: exact (a code or name of the ontology), a rule of the "
                                   "clinical vocabulary (abbreviation, ambiguous abbreviation, vocabulary, rewritten), "
                                   "or nearest (the model's ranking)")}
     for x, tag, label in zip("ab", tags, labels):
         columns |= {f"code_{x}": f"Code{tag}", f"name_{x}": f"Concept{tag}", f"score_{x}": f"Score{tag}"}
         formats |= {f"Code{tag}": st.column_config.TextColumn(width=80, help=f"The first concept's code under {label}"),
-                    f"Concept{tag}": st.column_config.TextColumn(width=130 if two else 180),
+                    f"Concept{tag}": st.column_config.TextColumn(width=120 if two else 155),
                     f"Score{tag}": st.column_config.NumberColumn(format="%.3f", width=70,
                                                                  help=f"{score_word} under {label} (1.0: exact)")}
         if len(labels) == 1 and f"parent_name_{x}" in frame.columns:  # two models': in the CSV and the panel
@@ -102,21 +102,17 @@ def coding_table(frame: pd.DataFrame, labels: list[str], score_word: str, k: int
                 width=120, help="One level up from the concept (select the row to move there)")
         if k > 1 and len(labels) == 1:  # two models' other codes would not fit beside each other: in the cards
             columns[f"others_{x}"] = f"Other codes{tag}"
-            formats[f"Other codes{tag}"] = st.column_config.TextColumn(width=140, help=f"The rest of the top {k}")
+            formats[f"Other codes{tag}"] = st.column_config.TextColumn(width=130, help=f"The rest of the top {k}")
     if two:
         columns["agree"] = "Agree"
         formats["Agree"] = st.column_config.CheckboxColumn(width=55, help="Both models give the same first concept")
     if "chosen_shown" in frame.columns:
         columns["chosen_shown"] = "Chosen"
         formats["Chosen"] = st.column_config.TextColumn(  # the code first: it stays in view when the name is cut
-            width=100 if two else 120, help=f"The concept the coder moved to (↑ a parent, ↓ a child); empty: {labels[0]}'s is kept")
+            width=95 if two else 120, help=f"The concept the coder moved to (↑ a parent, ↓ a child); empty: {labels[0]}'s is kept")
     columns["low_confidence"] = "Review"
     formats["Review"] = st.column_config.CheckboxColumn(
         width=60, help="Low confidence: a low score or a close second concept under some model. " + REVIEW_RULE)
-    if "reading" in frame.columns:  # last: a long note, cut in its cell (whole in the CSV)
-        columns["reading"] = "Reading"
-        formats["Reading"] = st.column_config.TextColumn(
-            width=200, help="How the clinical vocabulary read the term: the long form, the concept, from which source")
     display = frame[list(columns)].rename(columns=columns)
     text = [c for c in display.columns if display[c].dtype == object]
     display[text] = display[text].fillna("")
@@ -406,11 +402,21 @@ st.caption((f"**A**: {md(labels[0])} · **B**: {md(labels[1])}. " if two else f"
            + f"One row per term: each model's first concept, ranked by that model's own {score_word.lower()}"
            f"{', with the other codes of its top ' + str(result['k']) if result['k'] > 1 else ''}. "
            "**Review** marks a low-confidence code: a low score, or a second concept close behind. "
-           + REVIEW_RULE + " **Match** says what placed the first concept and **Reading** how the clinical "
-           "vocabulary read the term. "
+           + REVIEW_RULE + " **Match** says what placed the first concept; how the clinical vocabulary read each "
+           "term is under the table (and in the CSV's *reading* column). "
            "Select a row for the concepts' cards and to move its code one level up or down (**Chosen**).")
 event = st.dataframe(display, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
                      key=TABLE_KEYS[disagreeing], column_config=column_config)
+readings = frame[frame["reading"] != ""] if "reading" in frame.columns else frame.iloc[0:0]
+if len(readings):  # the notes are long: their own table below the grid, which then fits the page at 1440 px
+    with st.expander(f"How the clinical vocabulary read {len(readings):,} term{'s' if len(readings) != 1 else ''}"):
+        st.dataframe(readings[["term", "match", "reading"]].rename(
+                         columns={"term": "Term", "match": "Match", "reading": "Reading"}),
+                     hide_index=True, width="stretch",
+                     column_config={"Term": st.column_config.TextColumn(width=160),
+                                    "Match": st.column_config.TextColumn(width=120),
+                                    "Reading": st.column_config.TextColumn(
+                                        width=560, help="The long form, the concept and the source it came from")})
 # The CSV of thousands of rows is built only when the button is pressed (and that press does not rerun).
 # The choices are bound now: the press may come after later reruns have moved other codes.
 st.download_button("Download the coding (CSV)",

@@ -36,7 +36,7 @@ def test_pasted_terms_give_a_table_with_codes_scores_and_agreement(app):
     assert list(table["Term"]) == ["heart attack", "MINI:0000022", "lung infect"]  # one row per term, repeats once
     # short headers that fit their columns; the caption says which model is A and which B
     assert list(table.columns) == ["Term", "Match", *(f"{c} {x}" for x in "AB" for c in ("Code", "Concept", "Score")),
-                                   "Agree", "Chosen", "Review", "Reading"]
+                                   "Agree", "Chosen", "Review"]
     assert any("**A**: char-tfidf (A) · **B**: char-tfidf (B)" in c.value for c in at.caption)
     first = table.set_index("Term")
     assert first.loc["MINI:0000022", "Concept A"] == "asthma"
