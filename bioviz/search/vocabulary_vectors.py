@@ -17,6 +17,7 @@ Encoding the terms costs about a minute once per model for WHO ICD-10 (some 17k 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -35,6 +36,9 @@ from bioviz.search.vocabulary import ABBREVIATION, HPO, NAME, ClinicalVocabulary
 # no source names (WHO held-out concepts -0.05): a near term of another concept is placed instead. docs/models.md.
 MIN_COSINE = 0.75
 MIN_LEAD = 0.06
+MAX_KEPT = 4  # (vocabulary, model) pairs whose term vectors stay in memory: WHO ICD-10's are 26 MB each
+_encoded: dict[tuple[int, str], tuple[ClinicalVocabulary, VocabularyVectors]] = {}
+_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,8 @@ def scored_terms(vocabulary: ClinicalVocabulary) -> dict[str, list[VocabularyMat
 
 def vocabulary_vectors(vocabulary: ClinicalVocabulary, model, *, progress: Progress | None = None,
                        batch_size: int = 64) -> VocabularyVectors:
-    """Encode :func:`scored_terms` under ``model`` through the vector cache (a minute once, then a read).
+    """Encode :func:`scored_terms` under ``model`` through the vector cache (a minute once, then a read), kept in
+    memory per vocabulary and model.
 
     Parameters
     ----------
@@ -85,12 +90,24 @@ def vocabulary_vectors(vocabulary: ClinicalVocabulary, model, *, progress: Progr
     progress : callable, optional
         ``progress(done, total)`` in terms.
     """
+    encoder = load_encoder(model)
+    key = (id(vocabulary), encoder.fingerprint)
+    with _lock:  # a page reruns on every click: the 17k rows are read from the vector cache once per process
+        kept = _encoded.get(key)
+        if kept is not None and kept[0] is vocabulary:
+            return kept[1]
     found = scored_terms(vocabulary)
     terms = tuple(sorted(found))
-    if not terms:
-        return VocabularyVectors((), (), np.zeros((0, 1), dtype=np.float32))
-    vectors, _ = encode_cached(load_encoder(model), list(terms), batch_size=batch_size, progress=progress)
-    return VocabularyVectors(terms, tuple(tuple(found[t]) for t in terms), np.asarray(vectors, dtype=np.float32))
+    if terms:
+        vectors, _ = encode_cached(encoder, list(terms), batch_size=batch_size, progress=progress)
+        result = VocabularyVectors(terms, tuple(tuple(found[t]) for t in terms), np.asarray(vectors, dtype=np.float32))
+    else:
+        result = VocabularyVectors((), (), np.zeros((0, 1), dtype=np.float32))
+    with _lock:
+        if len(_encoded) >= MAX_KEPT:
+            _encoded.pop(next(iter(_encoded)))
+        _encoded[key] = (vocabulary, result)  # the vocabulary itself too: an id is only unique while it lives
+    return result
 
 
 def similar_reading(text: str, query_vector: np.ndarray, level_best: float, vectors: VocabularyVectors, *,
