@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 # Words that do not change which concept a term names: articles and prepositions, and the coders'
 # "not otherwise specified" markers ("DVT NOS" names what "DVT" names). Negations and qualifiers
@@ -34,10 +35,13 @@ _KEEP_S = ("ss", "us", "is", "ous", "sis", "xis")
 
 def _fold(text: str) -> str:
     """Case-folded, accents taken off (``Sjögren`` → ``sjogren``)."""
+    if text.isascii():  # nearly every name: no accent to take off (the character scan below was most of an index build)
+        return text.casefold()
     decomposed = unicodedata.normalize("NFKD", text.casefold())
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
+@lru_cache(maxsize=2**16)  # an ontology's few tens of thousands of words, met millions of times in an index build
 def word_stem(word: str) -> str:
     """One word as keys compare it: British spellings folded, a plural reduced.
 

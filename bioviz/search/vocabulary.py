@@ -480,12 +480,17 @@ class ClinicalVocabulary:
         kept = [term for group, (targets, _) in placed.items() if any(t not in exclude for t in targets)
                 for term in groups[group]]
         vocabulary.substitutions = word_substitutions(substitution_pairs(kept))
-        # 4. Initials of every multi-word term, for abbreviations no source lists.
-        for key, matches in vocabulary.by_key.items():
+        # 4. Initials of every multi-word term, for abbreviations no source lists (each term's once: a term names
+        # several concepts)
+        letters_of: dict[str, tuple[str, ...]] = {}
+        for matches in vocabulary.by_key.values():
             for match in matches:
                 if match.term.kind == ABBREVIATION:
                     continue
-                for letters in initials(match.term.term):
+                text = match.term.term
+                if text not in letters_of:
+                    letters_of[text] = initials(text)
+                for letters in letters_of[text]:
                     vocabulary.by_initials.setdefault(letters, []).append(match)
         return vocabulary
 
