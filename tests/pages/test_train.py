@@ -47,6 +47,11 @@ def table(at) -> list[dict]:
     return at.dataframe[0].value.to_dict("records") if at.dataframe else []
 
 
+def job_box(at):
+    """The "Selected job" selector (its key changes each time the page itself picks a job)."""
+    return next(box for box in at.selectbox if box.label == "Selected job")
+
+
 def metrics(at) -> dict:
     return {m.label: m.value for m in at.metric}
 
@@ -96,7 +101,7 @@ def test_reload_mid_training_shows_the_same_job_and_progress(page, tmp_path):
         assert not at.exception
         [row] = table(at)
         assert row["job"] == job.id and row["status"] == RUNNING and row["progress"] == "epoch 2/2"
-        assert at.selectbox(key="train_job").value == job.id
+        assert job_box(at).value == job.id
         assert at.query_params["job"] in (job.id, [job.id])
         assert any(b.label == "Cancel" for b in at.button)
         assert "standin: training 2 epochs" in at.code[0].value  # the log tail
@@ -121,9 +126,9 @@ def test_two_jobs_back_to_back_the_second_waits_visibly(page, tmp_path):
     assert rows[first.id]["status"] == RUNNING
     assert rows[second.id]["status"] == QUEUED and rows[second.id]["progress"] == "waiting (#1 in queue)"
     # The running job is shown first (its curves move), not the newer one that only waits.
-    assert at.selectbox(key="train_job").value == first.id
+    assert job_box(at).value == first.id
     assert not any("Waiting in the queue" in i.value for i in at.info)
-    at.selectbox(key="train_job").set_value(second.id).run()
+    job_box(at).set_value(second.id).run()
     assert "Waiting in the queue (#1)" in at.info[0].value
     at.button(key=f"train_cancel_{second.id}").click().run()
     assert {r["job"]: r for r in table(at)}[second.id]["status"] == "cancelled"
@@ -153,14 +158,14 @@ def test_the_selected_job_stays_selected_after_a_visit_to_another_page(tmp_home,
     newer = worker.submit({"source": "mini", "epochs": 1}, validate=False)
     wait_for(worker, newer.id, lambda j: j.finished)
     at = train_page_from_app(data_dir)
-    assert at.selectbox(key="train_job").value == newer.id  # newest first
-    at.selectbox(key="train_job").set_value(older.id).run()
+    assert job_box(at).value == newer.id  # newest first
+    job_box(at).set_value(older.id).run()
     assert at.query_params["job"] in (older.id, [older.id])
     at.switch_page("app_pages/0_Home.py").run()
     at.query_params.clear()  # a link in the page list opens a page without its parameters
     at.switch_page("app_pages/1_Train.py").run()
     assert not at.exception
-    assert at.selectbox(key="train_job").value == older.id
+    assert job_box(at).value == older.id
     assert any(f" · job {older.id} · " in m.value for m in at.markdown)  # the run's label first, the id beside it
 
 
@@ -196,7 +201,7 @@ def test_launch_a_real_run_from_the_page_and_open_it_in_views(tmp_home, data_dir
     assert job.config["shots"] == 1 and job.config["epochs"] == 2 and job.requested_device == "cpu"
     assert job.config["identity_start"] is False  # a checkbox, passed on as a switch
     assert job.config["base_weight"] == 0.3
-    assert at.selectbox(key="train_job").value == job.id
+    assert job_box(at).value == job.id
     done = wait_for(Worker(), job.id, lambda j: j.finished)
     assert done.status == SUCCEEDED, done.error
     store_with_run(done.run_dir, "benchmark:mayosrs", {

@@ -19,7 +19,7 @@ from ui import state
 from ui.markdown import md
 from ui.metric_row import metric_row
 from ui.train.executor_info import show_executor
-from ui.train.job_panel import SELECTED, jobs_blocked
+from ui.train.job_panel import jobs_blocked, select_job
 from ui.train.option_widgets import option_widget
 
 # Form widgets whose values survive a visit to another page (see ui.state.restore_form).
@@ -113,7 +113,7 @@ def few_shot_form(view: LevelView | None) -> None:
                   "base": ModelSpec.shared(base).spec, "init": init, **{k: v for k, v in values.items() if v is not None}}
         with st.spinner("Checking the configuration…"):
             job = Worker().submit(config, device=device)
-        st.session_state[SELECTED] = job.id
+        select_job(job.id)
         st.success(md(f"Job {job.id} {'started' if job.status in (STARTING, RUNNING) else 'queued'}: "
                       f"{describe_config(job.config)}"))
     except BiovizError as error:

@@ -39,6 +39,11 @@ SEEN_STATUSES = "train_seen_job_statuses"
 # leaves the page while the job table refreshes itself, and later picks a job again, so the
 # choice is kept under a key no widget owns and the widget is set from it.
 SELECTED = "train_selected_job"
+# How many times the page itself has changed the selection (a launch, a resume). The widget's key
+# carries it: a fragment rerun the browser asked for before it saw the page's new choice still
+# carries the old choice, and under one key that stale value would fire the widget's on_change
+# and select the older job again (a launch quickly after another showed the first, not the new one).
+SELECTION_GENERATION = "train_selection_generation"
 # Widths in pixels that add up to the main area at 1440 px with the sidebar open (about 980 px):
 # left to the grid, the job id, the run name and the progress words push "base" out of the frame.
 JOB_COLUMNS = {
@@ -94,15 +99,30 @@ def _delete(job_id: str) -> None:
         st.session_state["train_message"] = str(error)
 
 
+def select_job(job_id: str) -> None:
+    """Make ``job_id`` the selected job, as the page's own choice (after a launch or a resume).
+
+    The selector gets a new key, so a value the browser sent before it drew this choice cannot undo it.
+    """
+    st.session_state[SELECTED] = job_id
+    st.session_state[SELECTION_GENERATION] = st.session_state.get(SELECTION_GENERATION, 0) + 1
+
+
+def job_selector_key() -> str:
+    """The session key of the "Selected job" widget now (it changes with each choice the page makes)."""
+    return f"train_job_{st.session_state.get(SELECTION_GENERATION, 0)}"
+
+
 def _resume(job_id: str) -> None:
     try:
-        st.session_state[SELECTED] = Worker().resume(job_id).id
+        select_job(Worker().resume(job_id).id)
     except BiovizError as error:
         st.session_state["train_message"] = str(error)
 
 
-def _select() -> None:
-    st.session_state[SELECTED] = st.session_state["train_job"]
+def _select(key: str) -> None:
+    if key == job_selector_key():  # a widget of an older generation speaks for a choice since overruled
+        st.session_state[SELECTED] = st.session_state[key]
 
 
 def _log(job: Job) -> None:
@@ -248,8 +268,9 @@ def jobs_panel() -> None:
     by_id = {j.id: j for j in jobs}
     if st.session_state.get(SELECTED) not in by_id:
         st.session_state[SELECTED] = default_job(jobs)
-    st.session_state["train_job"] = st.session_state[SELECTED]
-    selected = st.selectbox("Selected job", list(by_id), key="train_job", on_change=_select,
+    key = job_selector_key()
+    st.session_state[key] = st.session_state[SELECTED]
+    selected = st.selectbox("Selected job", list(by_id), key=key, on_change=_select, args=(key,),
                             format_func=lambda i: f"{job_run_label(by_id[i])} · {by_id[i].status} · job {i}")
     state.sync_url(job=selected)
     try:

@@ -28,7 +28,7 @@ from trainer.pretrain.config import OPTIONS
 from ui import state
 from ui.markdown import md
 from ui.train.executor_info import show_executor
-from ui.train.job_panel import SELECTED, jobs_blocked
+from ui.train.job_panel import jobs_blocked, select_job
 from ui.train.option_widgets import option_widget
 
 # The settings drawn from their option metadata (ui.train.option_widgets), each under "pretrain_<field>".
@@ -174,5 +174,5 @@ def pretraining_section() -> None:
         can_submit = show_executor() and not jobs_blocked()  # a read-only home: the page said why, once
     job = pretrain_form({labels[r.path]: str(r.path) for r in runs}, device, can_submit)
     if job is not None:
-        st.session_state[SELECTED] = job.id
+        select_job(job.id)
     state.keep_form("train", ("train_mode", "train_device", *KEYS))
