@@ -37,8 +37,8 @@ from bioviz.models.load_errors import cannot_load, foreign_module_reason, foreig
 from bioviz.models.model_files import directory_fingerprint, hub_snapshot
 from bioviz.models.runs import is_run_dir, read_run
 from bioviz.models.vectors_file import cached_key, card_path, read_card
-from bioviz.models.vectors_formats import is_vectors_path, source_files
-from bioviz.server_paths import model_dirs, refusal, shared_path
+from bioviz.models.vectors_formats import is_vectors_path, metadata_path, source_files
+from bioviz.server_paths import UnsharedPathError, model_dirs, refusal, shared_path
 from bioviz.uploads import original_name
 
 _REPO = Path(__file__).resolve().parents[2]
@@ -195,7 +195,10 @@ class ModelSpec:
         ModelError
             A shared path that is not a model directory, or a damaged run.
         """
-        return cls.parse(policy_text(text))
+        model = cls.parse(policy_text(text))
+        if model.kind == "vectors":
+            check_companions(model.path, text)
+        return model
 
     @classmethod
     def from_query(cls, value: str) -> "ModelSpec":
@@ -318,6 +321,34 @@ def policy_text(text: str) -> str:
     if os.path.lexists(spec):  # the loader would read the working directory's copy
         raise refusal(spec)
     return spec
+
+
+def check_companions(path: Path, text: str) -> None:
+    """Refuse a shared vectors file whose metadata TSV or model card lies outside the model folders.
+
+    The loaders open these beside the vectors file by name, so a symlink among them would
+    read a file the policy never checked (its lines would become the names).
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The vectors file's real path (already inside a model folder).
+    text : str
+        The MODEL text as given, for the one refusal.
+
+    Raises
+    ------
+    UnsharedPathError
+        A companion that resolves outside every model folder (the same message as the file's own).
+    """
+    folders = model_dirs()
+    for companion in (metadata_path(path), card_path(path)):
+        if not os.path.lexists(companion):
+            continue
+        try:
+            shared_path(str(companion), folders)
+        except UnsharedPathError:  # the refusal names what the user gave, not the companion
+            raise refusal(text) from None
 
 
 def link_form(text: str) -> str:
