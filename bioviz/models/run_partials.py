@@ -4,9 +4,18 @@ The trainer exports a run into a hidden sibling of its target and renames it int
 end (:mod:`trainer.runs`). A process killed before the rename (``kill -9``, out of memory, a
 machine restart) leaves the sibling behind, a hundred megabytes of weights nobody will ever
 use. So the writer records itself in the folder first (:data:`OWNER_FILE`: pid, start time,
-host), and :func:`sweep_partials` (run when runs are listed, and before a run is exported)
-removes the folders whose writer is gone. Never one whose writer still runs, nor one written
-from another machine (a cluster's shared folder: its process cannot be seen from here).
+host, boot id, PID namespace), and :func:`sweep_partials` (run when runs are listed, and before
+a run is exported) removes the folders whose writer is gone. Never one whose writer still runs,
+nor one written from another machine (a cluster's shared folder: its process cannot be seen from here).
+
+A pid means something only in the PID namespace it was read in: a trainer in a container with
+host networking has this machine's host name but its own pids (pid 2 there is no process
+here). So a record is judged by its pid only when it comes from this boot
+(``/proc/sys/kernel/random/boot_id``) and this PID namespace (the inode of ``/proc/self/ns/pid``),
+neither of which another namespace on the same host can share by chance. Any other record (another
+namespace or boot, an older record without these fields, a machine without ``/proc``) is judged
+by its age like a folder with no record: removed once :data:`ORPHAN_AGE_S` old, never outside the
+runs folder.
 """
 
 from __future__ import annotations
@@ -43,20 +52,51 @@ class PartialOwner:
         Its start time in clock ticks since boot (:func:`bioviz.processes.proc_start_time`).
     host : str
         The machine it runs on.
+    boot : str or None
+        The kernel's boot id when it was recorded (None: unknown, no ``/proc``).
+    pidns : int or None
+        The inode of its PID namespace (None: unknown).
     """
 
     pid: int
     start: str | None
     host: str
+    boot: str | None = None
+    pidns: int | None = None
 
     @classmethod
     def this_process(cls) -> PartialOwner:
         """The owner record of the calling process."""
-        return cls(os.getpid(), proc_start_time(os.getpid()), socket.gethostname())
+        return cls(os.getpid(), proc_start_time(os.getpid()), socket.gethostname(), boot_id(), pid_namespace())
+
+    def elsewhere(self) -> bool:
+        """Whether it was written on another machine (its process cannot be seen from here, however old)."""
+        return self.host != socket.gethostname()
+
+    def judged_here(self) -> bool:
+        """Whether its pid names a process this one can see: this boot, this PID namespace, a start time known."""
+        here = boot_id(), pid_namespace()
+        return None not in here and (self.boot, self.pidns) == here and self.start is not None
 
     def alive(self) -> bool:
-        """Whether the writer may still be at work: it runs here, or it runs on another machine (cannot be told)."""
-        return self.host != socket.gethostname() or pid_alive(self.pid, self.start)
+        """Whether the writer may still be at work: only a record :meth:`judged_here` can tell it is not."""
+        return self.elsewhere() or not self.judged_here() or pid_alive(self.pid, self.start)
+
+
+def boot_id() -> str | None:
+    """The kernel's boot id (changes at every boot; shared by every namespace); None without ``/proc``."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip() or None
+    except (OSError, ValueError):
+        return None
+
+
+def pid_namespace() -> int | None:
+    """The inode of this process's PID namespace (two processes see the same pids only if it is the same)."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return None
 
 
 def is_partial(path: Path) -> bool:
@@ -67,8 +107,8 @@ def is_partial(path: Path) -> bool:
 def record_owner(partial: Path | str) -> None:
     """Write this process's :class:`PartialOwner` into ``partial`` (first thing after creating it)."""
     owner = PartialOwner.this_process()
-    (Path(partial) / OWNER_FILE).write_text(json.dumps({"pid": owner.pid, "start": owner.start,
-                                                        "host": owner.host}), encoding="utf-8")
+    record = {"pid": owner.pid, "start": owner.start, "host": owner.host, "boot": owner.boot, "pidns": owner.pidns}
+    (Path(partial) / OWNER_FILE).write_text(json.dumps(record), encoding="utf-8")
 
 
 def drop_owner(run: Path | str) -> None:
@@ -86,11 +126,15 @@ def read_owner(partial: Path) -> PartialOwner | None:
     try:
         data = json.loads((partial / OWNER_FILE).read_text(encoding="utf-8"))
         pid, start, host = data["pid"], data.get("start"), data["host"]
-    except (OSError, ValueError, TypeError, KeyError):
+        boot, pidns = data.get("boot"), data.get("pidns")
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
     if isinstance(pid, bool) or not isinstance(pid, int) or not 1 < pid < 2**31 or not isinstance(host, str):
         return None  # damaged: vouches for nothing, judged by its age as one without a record
-    return PartialOwner(pid, start if isinstance(start, str) else None, host)
+    if isinstance(pidns, bool) or not isinstance(pidns, int):
+        pidns = None
+    return PartialOwner(pid, start if isinstance(start, str) else None, host, boot if isinstance(boot, str) else None,
+                        pidns)
 
 
 def abandoned(partial: Path, orphan_age_s: float | None = ORPHAN_AGE_S, now: float | None = None) -> bool:
@@ -108,12 +152,16 @@ def abandoned(partial: Path, orphan_age_s: float | None = ORPHAN_AGE_S, now: flo
     Returns
     -------
     bool
-        True when its recorded process ended (or its pid was reused), or it has no record and is
-        older than ``orphan_age_s``.
+        True when its record is from this boot and PID namespace and its process ended (or its
+        pid was reused); or, for a folder with no record or a record that cannot be judged here
+        (another PID namespace or boot, or written without them), when it is older than
+        ``orphan_age_s``. Never for a record from another machine.
     """
     owner = read_owner(partial)
-    if owner is not None:
-        return not owner.alive()
+    if owner is not None and owner.elsewhere():
+        return False
+    if owner is not None and owner.judged_here():
+        return not pid_alive(owner.pid, owner.start)
     if orphan_age_s is None:
         return False
     try:

@@ -119,15 +119,16 @@ def test_listing_the_runs_removes_the_partial_folders_of_dead_writers_only(tmp_h
     import subprocess
     import sys
 
-    from bioviz.models.run_partials import record_owner
+    from bioviz.models.run_partials import boot_id, pid_namespace, record_owner
     from bioviz.processes import proc_start_time
 
     runs = runs_dir()
     ended = subprocess.Popen([sys.executable, "-c", "pass"])
     ended.wait()  # its pid is free now: the writer that was killed
     host = socket.gethostname()
-    dead = _partial(runs, "dead", {"pid": ended.pid, "start": "12345", "host": host})
-    reused = _partial(runs, "reused", {"pid": os.getpid(), "start": "1", "host": host})  # pid since reused
+    here = {"boot": boot_id(), "pidns": pid_namespace()}  # written in this boot and PID namespace (issue 41)
+    dead = _partial(runs, "dead", {"pid": ended.pid, "start": "12345", "host": host, **here})
+    reused = _partial(runs, "reused", {"pid": os.getpid(), "start": "1", "host": host, **here})  # pid since reused
     live = _partial(runs, "live", None)
     record_owner(live)  # this very process writes it
     assert json.loads((live / ".owner.json").read_text())["start"] == proc_start_time(os.getpid())
@@ -173,11 +174,12 @@ def test_an_export_outside_the_runs_folder_removes_only_partials_it_can_prove_ab
     import subprocess
     import sys
 
-    from bioviz.models.run_partials import sweep_partials
+    from bioviz.models.run_partials import boot_id, pid_namespace, sweep_partials
 
     ended = subprocess.Popen([sys.executable, "-c", "pass"])
     ended.wait()
-    dead = _partial(tmp_path, "dead", {"pid": ended.pid, "start": "12345", "host": socket.gethostname()})
+    dead = _partial(tmp_path, "dead", {"pid": ended.pid, "start": "12345", "host": socket.gethostname(),
+                                       "boot": boot_id(), "pidns": pid_namespace()})
     foreign = _partial(tmp_path, "someone-elses", None, age_s=30 * 24 * 3600)
     assert sweep_partials(tmp_path, orphan_age_s=None) == [dead]
     assert foreign.exists()
