@@ -11,14 +11,22 @@ sentence-transformers directory: the tuned model's files (modules, tokenizer, po
 ``pretrain.json``/``pretrain-terms.json``: the merged model has seen every text the tuned one
 saw, so the Evaluation page's † mark still applies) with the interpolated weights, and
 ``merge.json`` recording the ingredients by content.
+
+The merge is written into a folder of its own making (``tempfile.mkdtemp`` beside ``--out``,
+its owner recorded as a run export's is, so a killed merge is swept like one) and renamed onto
+``--out`` at the end: it deletes nothing it did not make, and any failure removes that folder.
+An ``--out`` that is a file, a symbolic link or a non-empty folder is refused in one line
+before any work (issue 41).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
+import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -27,6 +35,7 @@ import numpy as np
 from bioviz.errors import BiovizError
 from bioviz.models.model_files import directory_fingerprint
 from bioviz.models.model_spec import ModelSpec
+from bioviz.models.run_partials import PARTIAL_MARK, drop_owner, record_owner
 
 WEIGHTS_FILE = "model.safetensors"
 MERGE_FILE = "merge.json"
@@ -137,28 +146,73 @@ def merge_models(base: ModelSpec, tuned: ModelSpec, *, alpha: float, out: Path,
     Raises
     ------
     BiovizError
-        A model is not local, the architectures differ, or ``out`` is not empty.
+        A model is not local or has no weights (a vectors file, char-tfidf), the architectures
+        differ, or ``out`` is a file, a symbolic link or a non-empty folder (:func:`check_out`).
+    OSError
+        The disk refused the write; the merge's own folder is removed, nothing else touched.
     """
     if dtype not in _DTYPES:
         raise BiovizError(f"--dtype must be one of {', '.join(_DTYPES)}")
-    if not (base.is_neural and tuned.is_neural):
-        raise BiovizError("char-tfidf has no weights to merge")
+    for model in (base, tuned):
+        check_mergeable(model)
+    out = Path(out)
+    check_out(out)
     base_dir, tuned_dir = base.files(), tuned.files()
-    if out.exists() and any(out.iterdir()):
-        raise BiovizError(f"{out} is not empty: give a new directory")
     merged = interpolate(_weights(base_dir), _weights(tuned_dir), alpha=alpha)
-    partial = out.with_name(out.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    # Why the tuned model's files: its modules (Normalize), tokenizer and card describe what the merge is.
-    shutil.copytree(tuned_dir, partial, ignore=shutil.ignore_patterns(WEIGHTS_FILE, MERGE_FILE, ".*"))
-    _save_weights(merged, partial / WEIGHTS_FILE, dtype)
     record = MergeRecord(base=base.spec, tuned=tuned.spec, base_fingerprint=base.fingerprint(),
                          tuned_fingerprint=tuned.fingerprint(), alpha=float(alpha), dtype=dtype)
-    (partial / MERGE_FILE).write_text(json.dumps(asdict(record), indent=1) + "\n", encoding="utf-8")
-    if out.exists():
-        out.rmdir()
-    partial.rename(out)  # all or nothing: an interrupted merge leaves no half model under the given name
+    # A folder of its own making, beside out (one file system for the rename): never one a user had.
+    own = Path(tempfile.mkdtemp(prefix=f".{out.name}{PARTIAL_MARK}merge-", dir=out.parent))
+    try:
+        record_owner(own)  # first: a killed merge is swept like a killed run export (run_partials)
+        # Why the tuned model's files: its modules (Normalize), tokenizer and card describe what the merge is.
+        shutil.copytree(tuned_dir, own, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns(WEIGHTS_FILE, MERGE_FILE, ".*"))
+        _save_weights(merged, own / WEIGHTS_FILE, dtype)
+        (own / MERGE_FILE).write_text(json.dumps(asdict(record), indent=1) + "\n", encoding="utf-8")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(own, 0o777 & ~umask)  # mkdtemp's folder is private (0o700); a model folder is not
+        # rename(2) replaces an empty folder and refuses a non-empty one: all or nothing, and a
+        # folder filled since the check is never overwritten.
+        os.rename(own, out)
+    except BaseException:
+        shutil.rmtree(own, ignore_errors=True)
+        raise
+    drop_owner(out)
     return record
+
+
+def check_mergeable(model: ModelSpec) -> None:
+    """Refuse a model with no weights to merge, naming what it is.
+
+    Raises
+    ------
+    BiovizError
+        A vectors file or char-tfidf.
+    """
+    if model.kind == "vectors":
+        raise BiovizError(f"{model.path.name} is a vectors file: only trained runs/models with weights can be merged")
+    if not model.is_neural:
+        raise BiovizError("char-tfidf has no weights to merge")
+
+
+def check_out(out: Path) -> None:
+    """Refuse an ``--out`` the merge could not become without touching what a user has there.
+
+    Raises
+    ------
+    BiovizError
+        ``out`` is a symbolic link, a file, a non-empty folder, or its folder does not exist.
+    """
+    if out.is_symlink():
+        raise BiovizError(f"--out {out} is a symbolic link: give a new directory")
+    if out.exists() and not out.is_dir():
+        raise BiovizError(f"--out {out} is a file: give a new directory")
+    if out.is_dir() and any(out.iterdir()):
+        raise BiovizError(f"{out} is not empty: give a new directory")
+    if not out.parent.is_dir():
+        raise BiovizError(f"--out {out}: its folder {out.parent} does not exist")
 
 
 def merge_into(base: ModelSpec, directory: Path, *, alpha: float) -> MergeRecord:
@@ -188,8 +242,7 @@ def merge_into(base: ModelSpec, directory: Path, *, alpha: float) -> MergeRecord
     BiovizError
         As :func:`merge_models`.
     """
-    if not base.is_neural:
-        raise BiovizError("char-tfidf has no weights to merge")
+    check_mergeable(base)
     directory = Path(directory)
     tuned_fingerprint = directory_fingerprint(directory)
     merged = interpolate(_weights(base.files()), _weights(directory), alpha=alpha)
@@ -214,6 +267,9 @@ def main(argv: list[str] | None = None) -> int:
                               out=Path(args.out), dtype=args.dtype)
     except BiovizError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # the disk refused the write (full, read-only): one line, the merge's folder removed
+        print(f"error: cannot write the merged model: {e.strerror or e} ({e.filename or args.out})", file=sys.stderr)
         return 2
     print(json.dumps(asdict(record)))
     return 0
