@@ -4,6 +4,9 @@
 (``names`` strings and a ``vectors`` matrix, no pickle) or the TensorFlow Projector's pair
 (``x_vectors.tsv`` and ``x_metadata.tsv``), chosen by the suffix, with a model card beside it
 (``<stem>.json``: name, dimension, source), so a colleague compares without re-encoding.
+A name a spreadsheet would run as a formula (``=HYPERLINK(...)``) gets a leading single quote in
+``x_metadata.tsv``, by the CSV exports' rule (:func:`bioviz.models.vectors_formats.projector_name`),
+and bioviz drops it when it reads the pair back, so every name comes back as it was.
 :func:`pair_as_npz` turns an uploaded Projector pair into one ``.npz`` (an upload is one file).
 """
 
@@ -19,7 +22,7 @@ import numpy as np
 
 from bioviz.errors import ModelError
 from bioviz.models.vectors_file import VectorsCard, card_path
-from bioviz.models.vectors_formats import SUFFIXES, metadata_path, read_chunks
+from bioviz.models.vectors_formats import SUFFIXES, max_bytes, metadata_path, projector_name, read_chunks
 from bioviz.ontology.levels import LevelView
 from bioviz.ontology.model import Ontology
 from bioviz.paths import atomic_path, write_text_atomic
@@ -88,7 +91,7 @@ def write_vectors(names, vectors: np.ndarray, path: Path | str, card: VectorsCar
             np.savez(handle, names=np.array(names, dtype=str), vectors=vectors)
     else:
         _write_tsv(vectors, path)
-        write_text_atomic(metadata_path(path), "".join(f"{n}\n" for n in names))
+        write_text_atomic(metadata_path(path), "".join(f"{projector_name(n)}\n" for n in names))
         written.append(metadata_path(path))
     if card is not None:
         write_text_atomic(card_path(path), json.dumps({"name": card.name, "dimension": int(vectors.shape[1]),
@@ -121,7 +124,9 @@ def pair_as_npz(vectors_tsv: bytes, metadata_tsv: bytes) -> bytes:
     Raises
     ------
     ModelError
-        A pair that cannot be read (rows of different dimensions, names and rows that differ in count).
+        A pair that cannot be read (rows of different dimensions, names and rows that differ in count),
+        or whose vectors or names are over the budget of a vectors file
+        (:mod:`bioviz.models.vectors_formats`).
     """
     with tempfile.TemporaryDirectory(prefix="bioviz-pair-") as folder:
         vectors_path = Path(folder) / "upload_vectors.tsv"
@@ -134,6 +139,11 @@ def pair_as_npz(vectors_tsv: bytes, metadata_tsv: bytes) -> bytes:
             parts.append(rows)
     if not parts:
         raise ModelError("the Projector pair holds no vectors")
+    # numpy stores strings at the longest one's width: that, not the names' own size, is what the .npz holds
+    width = len(names) * max(len(n) for n in names) * 4
+    if width > max_bytes():
+        raise ModelError(f"the Projector pair's {len(names):,} names take {width / 2**20:,.0f} MB as an .npz "
+                         f"array, over the {max_bytes() / 2**20:,.0f} MB limit (BIOVIZ_MAX_VECTORS_MB)")
     buffer = io.BytesIO()
     np.savez(buffer, names=np.array(names, dtype=str), vectors=np.concatenate(parts))
     return buffer.getvalue()
