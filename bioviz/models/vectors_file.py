@@ -12,6 +12,16 @@ names each refuse the file in one line (a :class:`~bioviz.errors.ModelError`): n
 zero vector. An optional model card beside the file (``<stem>.json``: ``name``, ``dimension``,
 ``source``) gives the label and is checked against the file.
 
+Conversions are safe between processes (two app workers, the CLI and a page opening one file at
+once): a lock file per content key (``BIOVIZ_HOME/vectors/<key>.lock``, ``fcntl.flock``: the
+system releases it when its process dies) lets one process convert while the others wait, then
+open its copy. Each conversion writes its own temporary file (``<key>.<random>.part``) and removes
+only that one; a conversion that starts removes the temporary files of dead ones (their key's lock
+is free, or they are older than :data:`STALE_TEMP_S`). Every copy is read back before it is used,
+chunk by chunk (no second copy of a million rows): a row that is not finite or not of unit norm sets
+the copy aside (:func:`bioviz.cache_files.set_aside`) and it is converted again. A home the disk
+refuses (full, read-only) is one line naming the file and the folder, never a raw ``OSError``.
+
 Names are matched exactly, then normalised (invisible characters dropped, case-folded, inner spaces
 collapsed: :func:`bioviz.ontology.model.normalise_name`); :meth:`VectorsFile.rows` says which
 names have no vector, and :mod:`bioviz.models.vectors_coverage` says so on the pages and the CLI.
@@ -19,11 +29,16 @@ names have no vector, and :mod:`bioviz.models.vectors_coverage` says so on the p
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import hashlib
 import json
 import logging
 import os
+import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,9 +46,9 @@ import numpy as np
 
 from bioviz.cache_files import set_aside
 from bioviz.errors import ModelError, shown
-from bioviz.models.vectors_formats import read_chunks, source_files
+from bioviz.models.vectors_formats import chunk_rows, read_chunks, source_files
 from bioviz.ontology.model import normalise_name
-from bioviz.paths import atomic_path, home, write_text_atomic
+from bioviz.paths import atomic_path, current_umask, home, write_text_atomic
 from bioviz.text_clean import strip_invisible
 
 logger = logging.getLogger(__name__)
@@ -42,6 +57,9 @@ SCHEMA = 1  # bump when the converted form changes
 CARD_MAX_BYTES = 64 * 1024
 _HASH_CHUNK = 8 * 2**20
 _LOCK = threading.Lock()
+LOCK_WAIT_S = 3600.0  # longest wait for another process's conversion (a million rows take about a minute)
+STALE_TEMP_S = 3600.0  # a temporary file this old, not of a key being converted, belongs to a dead conversion
+UNIT_TOLERANCE = 1e-3  # |norm - 1| of a stored row; float32 rounding is about 1e-7
 _OPEN: dict[str, "VectorsFile"] = {}
 
 
@@ -162,30 +180,152 @@ def _check_names(names: list[str], path: Path) -> None:
 
 
 def _convert(path: Path, target: Path, card: VectorsCard) -> None:
-    """Read ``path`` chunk by chunk into ``target`` (``.npy``, unit rows) and ``target.names``."""
+    """Read ``path`` chunk by chunk into ``target`` (``.npy``, unit rows) and ``target.names``.
+
+    The rows go straight into a temporary ``.npy`` of this conversion's own (its header rewritten
+    with the row count at the end), renamed onto ``target`` last: the file is never held twice,
+    in memory or on the disk, and a reader never sees half of it.
+    """
     names: list[str] = []
-    parts = target.with_suffix(".part")  # rows appended as they are checked: the file is never held twice
     dim = None
-    with open(parts, "wb") as out:
-        for chunk_names, rows in read_chunks(path):
-            if rows.ndim != 2 or rows.shape[1] == 0:
-                raise ModelError(f"{path.name}: vectors have no values")
-            if dim is not None and rows.shape[1] != dim:
-                raise ModelError(f"{path.name}: rows of different dimensions ({dim} and {rows.shape[1]})")
-            dim = rows.shape[1]
-            if card.dimension is not None and dim != card.dimension:
-                raise ModelError(f"{path.name}: vectors of dimension {dim}, but its model card says {card.dimension}")
-            out.write(_check_rows(rows, chunk_names, len(names), path).tobytes())
-            names.extend(chunk_names)
-    if not names:
-        raise ModelError(f"{path.name} holds no vectors")
-    _check_names(names, path)
-    with atomic_path(target.with_suffix(".names"), suffix=".names") as tmp:
-        Path(tmp).write_text("\n".join(names), encoding="utf-8")
-    with atomic_path(target, suffix=".npy") as tmp, open(tmp, "wb") as out, open(parts, "rb") as rows_in:
-        np.lib.format.write_array_header_1_0(out, {"descr": "<f4", "fortran_order": False, "shape": (len(names), dim)})
-        while block := rows_in.read(_HASH_CHUNK):
-            out.write(block)
+    fd, temp = tempfile.mkstemp(prefix=f"{target.stem}.", suffix=".part", dir=target.parent)
+    try:
+        os.chmod(fd, 0o666 & ~current_umask())  # mkstemp makes it 0600: the copy is shared like any cache file
+        with os.fdopen(fd, "wb") as out:
+            _write_header(out, (10**15, 10**6))  # room for any shape: rewritten when the rows are counted
+            start = out.tell()
+            for chunk_names, rows in read_chunks(path):
+                if rows.ndim != 2 or rows.shape[1] == 0:
+                    raise ModelError(f"{path.name}: vectors have no values")
+                if dim is not None and rows.shape[1] != dim:
+                    raise ModelError(f"{path.name}: rows of different dimensions ({dim} and {rows.shape[1]})")
+                dim = rows.shape[1]
+                if card.dimension is not None and dim != card.dimension:
+                    raise ModelError(f"{path.name}: vectors of dimension {dim}, but its model card says "
+                                     f"{card.dimension}")
+                out.write(_check_rows(rows, chunk_names, len(names), path).tobytes())
+                names.extend(chunk_names)
+            if not names:
+                raise ModelError(f"{path.name} holds no vectors")
+            _check_names(names, path)
+            out.seek(0)
+            _write_header(out, (len(names), dim), start)
+            out.flush()
+            os.fsync(out.fileno())
+        with atomic_path(target.with_suffix(".names"), suffix=".names") as tmp:
+            Path(tmp).write_text("\n".join(names), encoding="utf-8")
+        os.replace(temp, target)  # the rows last: a reader finding them finds their names
+    finally:
+        with contextlib.suppress(OSError):  # never in place of the first error (a read-only home refuses this too)
+            os.unlink(temp)
+
+
+def _write_header(out, shape: tuple[int, int], length: int | None = None) -> None:
+    """An ``.npy`` header of float32 rows; the same ``length`` in bytes as the placeholder it replaces."""
+    np.lib.format.write_array_header_1_0(out, {"descr": "<f4", "fortran_order": False, "shape": shape})
+    if length is not None and out.tell() != length:
+        raise OSError(errno.EIO, f"npy header of {out.tell()} bytes where {length} were kept")
+
+
+def _unit_rows(vectors: np.ndarray) -> str | None:
+    """Why a converted copy cannot serve (a row not finite or not of unit norm), None when every row is sound.
+
+    Read a chunk at a time: a million 384-dimensional rows are checked without a second copy.
+    """
+    step = chunk_rows(vectors.shape[1]) if vectors.ndim == 2 else 1
+    for start in range(0, len(vectors), step):
+        block = np.asarray(vectors[start:start + step])
+        squares = np.einsum("ij,ij->i", block, block, dtype=np.float64)
+        bad = ~np.isfinite(squares) | (np.abs(np.sqrt(squares) - 1) > UNIT_TOLERANCE)
+        if bad.any():
+            return f"{int(bad.sum()):,} rows of {start + step:,} read are not unit vectors (first: row " \
+                   f"{start + int(np.flatnonzero(bad)[0]) + 1:,})"
+    return None
+
+
+class _FileLock:
+    """An exclusive ``fcntl.flock`` on ``path``, released when its process dies (a lock file is kept).
+
+    Not :mod:`filelock`: on a folder that refuses the lock file it retries for ever instead of
+    raising, and a read-only home must still open the copies it holds.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.fd = path, None
+
+    def acquire(self, wait_s: float) -> bool:
+        """Take the lock, waiting at most ``wait_s`` (0: try once); False when it is held elsewhere.
+
+        Raises
+        ------
+        OSError
+            The lock file cannot be created (a read-only or full home).
+        """
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    self.release()
+                    return False
+                time.sleep(0.05)
+
+    def release(self) -> None:
+        """Let the lock go (closing the file releases it)."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _temp_key(name: str) -> str:
+    """The content key a temporary file of the vectors folder belongs to ('' for another's: a pointer's)."""
+    key = name.lstrip(".")[:24]
+    return key if len(key) == 24 and all(c in "0123456789abcdef" for c in key) else ""
+
+
+def sweep_stale(folder: Path, own_key: str) -> list[Path]:
+    """Remove the temporary files of dead conversions in ``folder``: their key's lock is free, or they are old.
+
+    A conversion killed (SIGKILL, the machine's power) left its ``.part`` (as large as the
+    vectors) until the same file was converted again. Called when a conversion starts, under its
+    own key's lock; a temporary file of a conversion still running elsewhere (its lock held) is kept.
+
+    Returns
+    -------
+    list of Path
+        The files removed.
+    """
+    removed = []
+    now = time.time()
+    for temp in [*folder.glob("*.part"), *folder.glob(".*.tmp")]:
+        key = _temp_key(temp.name)
+        try:
+            old = now - temp.stat().st_mtime > STALE_TEMP_S
+        except OSError:
+            continue
+        if key and key != own_key and not old:
+            lock = _FileLock(folder / f"{key}.lock")
+            try:
+                if not lock.acquire(0):
+                    continue  # its conversion is running
+            except OSError:
+                continue
+            try:
+                with contextlib.suppress(FileNotFoundError):
+                    temp.unlink()
+                    removed.append(temp)
+            finally:
+                lock.release()
+        elif key == own_key or old:
+            with contextlib.suppress(FileNotFoundError):
+                temp.unlink()
+                removed.append(temp)
+    for temp in removed:
+        logger.info("removed %s, left by a conversion that did not finish", temp)
+    return removed
 
 
 @dataclass(frozen=True, eq=False)
@@ -260,10 +400,14 @@ def match_key(text: str) -> str:
 def open_vectors(path: Path | str) -> VectorsFile:
     """The vectors file at ``path``, converted on first use and memory-mapped (once per process and content).
 
+    Converted under a lock file per content key: another process converting the same file is
+    waited for, and its copy opened.
+
     Raises
     ------
     ModelError
-        A file that cannot be read, is too large, or fails a check (one line).
+        A file that cannot be read, is too large, fails a check, or cannot be converted under a
+        home the disk refuses (one line).
     """
     path = Path(os.path.realpath(path))
     card = read_card(path)
@@ -273,22 +417,54 @@ def open_vectors(path: Path | str) -> VectorsFile:
         if key in _OPEN and _OPEN[key].card == card:
             return _OPEN[key]
         target = home() / "vectors" / f"{key}.npy"
-        opened = _read_converted(target, path, key, card)
-        if opened is None:
+        lock = _FileLock(target.with_suffix(".lock"))
+        try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                _convert(path, target, card)
-            finally:
-                target.with_suffix(".part").unlink(missing_ok=True)
+            if not lock.acquire(LOCK_WAIT_S):
+                raise ModelError(f"{path.name}: another process has been converting it for "
+                                 f"{LOCK_WAIT_S / 60:.0f} minutes (lock {target.with_suffix('.lock')})")
+        except OSError as error:  # a read-only or full home: a copy already there still serves
             opened = _read_converted(target, path, key, card)
             if opened is None:
-                raise ModelError(f"{path.name}: its converted copy under {target.parent} cannot be read back")
+                raise _refused(path, target.parent, error) from None
+        else:
+            try:
+                opened = _open_locked(path, target, key, card)
+            finally:
+                lock.release()
         _OPEN[key] = opened
         return opened
 
 
+def _refused(path: Path, folder: Path, error: BaseException) -> ModelError:
+    """One line for a conversion the disk refused: the file, the folder, the reason."""
+    reason = error.strerror if isinstance(error, OSError) and error.strerror else \
+        (str(error).strip().splitlines() or [type(error).__name__])[0]
+    return ModelError(f"cannot convert {path.name} under {folder}: {reason}")
+
+
+def _open_locked(path: Path, target: Path, key: str, card: VectorsCard) -> VectorsFile:
+    """Under the key's lock: the sound converted copy, converting it when there is none."""
+    opened = _read_converted(target, path, key, card)
+    if opened is not None:
+        return opened
+    sweep_stale(target.parent, key)
+    try:
+        _convert(path, target, card)
+    except ModelError:
+        raise
+    except MemoryError:
+        raise ModelError(f"{path.name}: not enough memory to convert it") from None
+    except (OSError, UnicodeError) as error:
+        raise _refused(path, target.parent, error) from None
+    opened = _read_converted(target, path, key, card)
+    if opened is None:
+        raise ModelError(f"{path.name}: its converted copy under {target.parent} cannot be read back")
+    return opened
+
+
 def _read_converted(target: Path, path: Path, key: str, card: VectorsCard) -> VectorsFile | None:
-    """The converted copy, memory-mapped; None when there is none (a damaged one is set aside)."""
+    """The converted copy, memory-mapped and checked row by row; None when there is none (a damaged one is set aside)."""
     names_file = target.with_suffix(".names")
     if not target.is_file() or not names_file.is_file():
         return None
@@ -297,6 +473,8 @@ def _read_converted(target: Path, path: Path, key: str, card: VectorsCard) -> Ve
         names = tuple(names_file.read_text(encoding="utf-8").split("\n"))
         if vectors.ndim != 2 or vectors.dtype != np.float32 or len(vectors) != len(names):
             raise ValueError(f"{len(names)} names but a {vectors.dtype} matrix of shape {vectors.shape}")
+        if problem := _unit_rows(vectors):
+            raise ValueError(problem)
     except (OSError, ValueError) as error:
         set_aside(target, f"converted vectors unreadable: {error}")
         set_aside(names_file, "names of unreadable converted vectors")
