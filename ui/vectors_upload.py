@@ -53,6 +53,16 @@ def _stored(files) -> Path:
                         allowed=(".npz",), keep=state.uploads_in_use())
 
 
+def _one_line(error: BaseException) -> str:
+    """The note for a refused file: bioviz's own line, or the disk's (storing an upload on a full disk)."""
+    if isinstance(error, BiovizError):
+        return str(error)
+    if isinstance(error, MemoryError):
+        return "not enough memory to read these vectors"
+    where = f" ({Path(error.filename).name})" if getattr(error, "filename", None) else ""
+    return f"cannot store or read these vectors{where}: {error.strerror or error}"
+
+
 def use_vectors_upload() -> None:
     """Store the uploaded vectors file and choose it (a callback)."""
     files = st.session_state.get("_vectors_upload") or []
@@ -62,16 +72,16 @@ def use_vectors_upload() -> None:
         stored = _stored(files)
         state.remember_upload(stored)
         st.session_state[NOTE] = ("success", f"Loaded {_use(str(stored))}.")
-    except BiovizError as error:
-        st.session_state[NOTE] = ("error", str(error))
+    except (BiovizError, OSError, MemoryError) as error:
+        st.session_state[NOTE] = ("error", _one_line(error))
 
 
 def use_vectors_path() -> None:
     """Choose the vectors file typed as a server path (a callback)."""
     try:
         st.session_state[NOTE] = ("success", f"Loaded {_use(st.session_state['_vectors_path'].strip())}.")
-    except BiovizError as error:
-        st.session_state[NOTE] = ("error", str(error))
+    except (BiovizError, OSError, MemoryError) as error:
+        st.session_state[NOTE] = ("error", _one_line(error))
 
 
 def vectors_expander() -> None:
