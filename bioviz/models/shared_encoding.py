@@ -4,7 +4,9 @@ The background warm-up, a page in any session and a training job may all need th
 level's vectors under the same model. Encoding them twice on a 2-core machine makes both
 copies slower, so :func:`encode_shared` *claims* the work first: a lock file per (model
 fingerprint, exact list of names) under ``BIOVIZ_HOME/encoding`` (``fcntl.flock`` through
-``filelock``: the system releases it when its process dies). Whoever holds the claim encodes
+``filelock``: the system releases it when its process dies). A home that refuses the lock file
+(read-only, full) encodes unclaimed after its one warning: no other process can share the work
+through it. Whoever holds the claim encodes
 the missing names in chunks small enough to report every couple of seconds, stores each chunk
 in the vector cache, and rewrites a small progress file (atomically, at most every second):
 names done and total, the rate over a recent window, the time left, its pid and who it is.
@@ -50,7 +52,7 @@ from bioviz.models import ray_embedding
 from bioviz.models.cached_encoding import DELAY_ENV, EmbedStats, encode_cached  # noqa: F401 - DELAY_ENV named here too
 from bioviz.models.encoding_estimate import RateWindow, format_duration, measured_rate
 from bioviz.models.vector_cache import VectorCache, texts_digest
-from bioviz.paths import atomic_path, subdir
+from bioviz.paths import atomic_path, is_write_refusal, note_refusal, subdir
 
 logger = logging.getLogger(__name__)
 
@@ -139,6 +141,10 @@ def waiting_progress(state: dict | None, label: str, total: int) -> EncodingProg
     owner = state.get("owner") if state.get("owner") in OWNERS else "another process"
     return EncodingProgress(label, min(state["done"], total), total, _number(state.get("rate")),
                             _number(state.get("eta_s")), owner, waiting=True)
+
+
+class ClaimRefused(Exception):
+    """The claim's lock file cannot be created: the home refuses writes (read-only, full, no permission)."""
 
 
 class ClaimLost(Exception):
@@ -331,6 +337,11 @@ def _wait_for_claim(lock: FileLock, lock_path: Path, claimant: _Claimant, report
             return
         except Timeout:
             pass
+        except OSError as error:
+            if not is_write_refusal(error):
+                raise
+            note_refusal(lock_path, error)
+            raise ClaimRefused(str(lock_path)) from None
         state = read_claim(claimant.path)
         silent = silence.seconds(state, claimant.path)
         if silent >= STALE_S and _take_over(lock, lock_path, claimant, state):
@@ -465,7 +476,12 @@ def encode_shared(encoder, texts, *, batch_size: int = 64, progress: Callable[[i
             progress(state.done, state.total)
 
     started = time.perf_counter()
-    vectors, encoded = encode_level(encoder, texts, owner=owner, report=tell, batch_size=batch_size,
-                                    max_chunk=max_chunk)
+    try:
+        vectors, encoded = encode_level(encoder, texts, owner=owner, report=tell, batch_size=batch_size,
+                                        max_chunk=max_chunk)
+    except ClaimRefused:
+        # A home that refuses the lock file can share no work with another process anyway (nor
+        # store it): encode unclaimed, after the one "nothing will be saved" warning (issue 41).
+        return encode_cached(encoder, texts, batch_size=batch_size, progress=progress)
     distinct = len(dict.fromkeys(texts))
     return vectors, EmbedStats(len(texts), distinct - encoded, encoded, time.perf_counter() - started)
