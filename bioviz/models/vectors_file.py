@@ -17,9 +17,11 @@ once): a lock file per content key (``BIOVIZ_HOME/vectors/<key>.lock``, ``fcntl.
 system releases it when its process dies) lets one process convert while the others wait, then
 open its copy. Each conversion writes its own temporary file (``<key>.<random>.part``) and removes
 only that one; a conversion that starts removes the temporary files of dead ones (their key's lock
-is free, or they are older than :data:`STALE_TEMP_S`). Every copy is read back before it is used,
-chunk by chunk (no second copy of a million rows): a row that is not finite or not of unit norm sets
-the copy aside (:func:`bioviz.cache_files.set_aside`) and it is converted again. A home the disk
+is free, or they are older than :data:`STALE_TEMP_S`). Every copy is read back before it is first
+used, chunk by chunk (no second copy of a million rows): a row that is not finite or not of unit
+norm sets the copy aside (:func:`bioviz.cache_files.set_aside`) and it is converted again; a sound
+copy is noted (``<key>.checked``: its size, mtime and inode), so later opens of that same file
+skip the read. A home the disk
 refuses (full, read-only) is one line naming the file and the folder, never a raw ``OSError``.
 
 Names are matched exactly, then normalised (invisible characters dropped, case-folded, inner spaces
@@ -473,13 +475,41 @@ def _read_converted(target: Path, path: Path, key: str, card: VectorsCard) -> Ve
         names = tuple(names_file.read_text(encoding="utf-8").split("\n"))
         if vectors.ndim != 2 or vectors.dtype != np.float32 or len(vectors) != len(names):
             raise ValueError(f"{len(names)} names but a {vectors.dtype} matrix of shape {vectors.shape}")
-        if problem := _unit_rows(vectors):
+        if not _checked_before(target) and (problem := _unit_rows(vectors)):
             raise ValueError(problem)
     except (OSError, ValueError) as error:
         set_aside(target, f"converted vectors unreadable: {error}")
         set_aside(names_file, "names of unreadable converted vectors")
         return None
+    _remember_checked(target)
     if card.dimension is not None and card.dimension != vectors.shape[1]:
         raise ModelError(f"{path.name}: vectors of dimension {vectors.shape[1]}, but its model card says "
                          f"{card.dimension}")
     return VectorsFile(path, key, names, vectors, card)
+
+
+def _identity(target: Path) -> str:
+    """Size, mtime and inode of a converted copy: another file (rewritten, replaced) has another."""
+    stat = target.stat()
+    return f"{stat.st_size} {stat.st_mtime_ns} {stat.st_ino}"
+
+
+def _checked_before(target: Path) -> bool:
+    """Whether this very copy was read back row by row before (its ``.checked`` note names it).
+
+    The row check reads the whole copy (about a second a gigabyte): once per copy, not per
+    process, keeps a later open in milliseconds.
+    """
+    try:
+        return target.with_suffix(".checked").read_text(encoding="utf-8") == _identity(target)
+    except OSError:
+        return False
+
+
+def _remember_checked(target: Path) -> None:
+    """Note that this copy's rows were found sound; a disk that refuses only costs the check again."""
+    try:
+        if not _checked_before(target):
+            write_text_atomic(target.with_suffix(".checked"), _identity(target))
+    except OSError as error:
+        logger.info("cannot note that %s was checked: %s", target, error)

@@ -75,11 +75,26 @@ def test_a_converted_copy_with_zero_rows_is_set_aside_and_converted_again(tmp_ho
     np.savez(tmp_path / "v.npz", names=np.array([f"n{i}" for i in range(1_000)]), vectors=matrix)
     first = vectors_file.open_vectors(tmp_path / "v.npz")
     copy = tmp_home / "vectors" / f"{first.key}.npy"
-    stored = np.load(copy, mmap_mode="r+")
-    stored[500:] = 0  # what the race of two conversions stored, read back by a later process
-    stored.flush()
-    del stored, first
+    broken = np.array(np.load(copy))
+    broken[500:] = 0  # what the race of two conversions stored, read back by a later process
+    np.save(tmp_path / "broken.npy", broken)
+    os.replace(tmp_path / "broken.npy", copy)  # written by another process: a new file
+    del first
     monkeypatch.setattr(vectors_file, "_OPEN", {})  # another process
     again = vectors_file.open_vectors(tmp_path / "v.npz")
     np.testing.assert_allclose(np.linalg.norm(again.vectors, axis=1), 1, atol=1e-5)
     assert list((tmp_home / "vectors").glob(f"{again.key}.npy.corrupt-*"))
+
+
+def test_a_copy_read_back_once_is_not_read_again_by_later_processes(tmp_home, tmp_path, monkeypatch):
+    from bioviz.models import vectors_file
+
+    monkeypatch.setattr(vectors_file, "_OPEN", {})
+    np.savez(tmp_path / "v.npz", names=np.array(["a", "b"]), vectors=np.eye(2, 3, dtype=np.float32))
+    checks = []
+    real = vectors_file._unit_rows
+    monkeypatch.setattr(vectors_file, "_unit_rows", lambda vectors: checks.append(1) or real(vectors))
+    vectors_file.open_vectors(tmp_path / "v.npz")
+    monkeypatch.setattr(vectors_file, "_OPEN", {})
+    vectors_file.open_vectors(tmp_path / "v.npz")
+    assert len(checks) == 1  # after the conversion; the later open trusts the note of that very file

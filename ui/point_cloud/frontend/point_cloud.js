@@ -13,6 +13,8 @@
 // with the arguments (bytes arguments arrive as Uint8Array, not JSON), and this frame posts
 // componentReady, setFrameHeight and setComponentValue back. Opened on its own (the benchmark), the
 // frame is its own parent and the same render message can be posted to it directly.
+// The notebook widget (bioviz/notebook_widget.py) hosts this same file (inlined in index.html) in an iframe
+// and speaks the same protocol, so a change to the messages here is a change there too.
 "use strict";
 
 (function () {
