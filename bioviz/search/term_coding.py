@@ -20,6 +20,9 @@ are on different scales, so they are never averaged.
   later cannot score above the last one read.
 - Terms are encoded in one batch per model (:func:`encode_terms`), without the disk vector
   cache: a dataset's terms are the user's data, not the ontology's.
+- Under a vectors file a term it lacks is answered from its nearest file name; one that shares
+  no word with any file name has no vector at all: its row says ``no vector`` and why
+  (:data:`NO_VECTOR`, :func:`term_vectors`), and the rest of the list is coded (issue 41).
 - Input is bounded (:data:`MAX_TERMS`, :data:`MAX_TERM_CHARS`, :data:`MAX_TABLE_BYTES`); an
   uploaded table is only parsed (``pandas.read_csv``), never executed.
 """
@@ -34,10 +37,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from bioviz.errors import BiovizError, shown, shown_list
+from bioviz.errors import BiovizError, ModelError, shown, shown_list
 from bioviz.models.encoders import Progress
 from bioviz.models.model_spec import ModelSpec
-from bioviz.search.vectors_query import answer_vectors
+from bioviz.models.registry import load_encoder
+from bioviz.models.vectors_coverage import vectors_models
+from bioviz.search.vectors_query import answer_vectors, query_answer
 from bioviz.ontology.model import Ontology
 from bioviz.search.coding_confidence import Confidence, confidence_for, needs_review
 from bioviz.search.hybrid import ExpandedForms, NameMatcher, Ranking, SparseNames, name_scores
@@ -53,6 +58,7 @@ MAX_TERM_CHARS = 500
 MAX_TABLE_BYTES = 20 * 2**20
 MAX_K = 50
 EXACT, NEAREST = "exact", "nearest"
+NO_VECTOR = "no vector"  # the match of a term a vectors file has no vector for (nor a name to stand in)
 # Per model, the columns of a coding (suffixed _a, _b) and their names in an export.
 MODEL_COLUMNS = ("code", "name", "class", "score", "margin", "others")
 # Per model, the columns bioviz.search.granularity.with_parents adds (the first concept's parents).
@@ -169,6 +175,54 @@ def encode_terms(texts: Sequence[str], model: ModelSpec, progress: Progress | No
     fill the cache with vectors no other view asks for.
     """
     return answer_vectors(texts, model, progress=progress, use_cache=False)  # a vectors file: nearest names stand in
+
+
+def term_vectors(texts: Sequence[str], model: ModelSpec,
+                 progress: Progress | None = None) -> tuple[np.ndarray, dict[int, str]]:
+    """:func:`encode_terms`, but a term a vectors file cannot answer is a zero row and a note, not an error.
+
+    Parameters
+    ----------
+    texts : sequence of str
+    model : ModelSpec
+    progress : callable, optional
+        ``progress(done, total)`` in terms.
+
+    Returns
+    -------
+    (vectors, lacking)
+        Unit rows (zero where lacking), and ``{position: one-line note}`` of the terms that have
+        no vector: under a vectors file (or a run on one), those sharing no word with any file name.
+
+    Raises
+    ------
+    ModelError
+        The model cannot be loaded (as :func:`encode_terms`).
+    """
+    texts = list(texts)
+    if not vectors_models([model]):
+        return encode_terms(texts, model, progress), {}
+    out = np.zeros((len(texts), load_encoder(model).dim), np.float32)  # loaded once, before any term
+    lacking: dict[int, str] = {}
+    for i, text in enumerate(texts):
+        try:
+            out[i] = query_answer(text, model).vector
+        except ModelError as error:  # the model loaded: this one term has nothing near in the file
+            lacking[i] = str(error)
+    if progress is not None:
+        progress(len(texts), len(texts))
+    return out, lacking
+
+
+def _lacking_row(term: str, note: str, n_models: int) -> dict:
+    """The row of a term with no vector: no concept under any model, flagged for review, the note as its reading."""
+    row: dict = {"term": term, "match": NO_VECTOR, "reading": note}
+    for suffix in "ab"[:n_models]:
+        row |= {f"code_{suffix}": "", f"name_{suffix}": "", f"class_{suffix}": "", f"score_{suffix}": np.nan,
+                f"margin_{suffix}": np.nan, f"others_{suffix}": ""}
+    if n_models == 2:
+        row |= {"agree": False, "overlap": 0}
+    return row | {"low_confidence": True}
 
 
 def exact_concepts(info: QueryInfo) -> tuple[str, ...]:
@@ -483,6 +537,9 @@ def agreement(frame: pd.DataFrame) -> dict:
     """
     out = {"terms": len(frame), "exact": int((frame["match"] == EXACT).sum()),
            "low_confidence": int(frame["low_confidence"].sum())}
+    lacking = int((frame["match"] == NO_VECTOR).sum())
+    if lacking:  # said only when some term has none (a vectors file's list): older outputs keep their keys
+        out["no_vector"] = lacking
     if "agree" in frame.columns:
         out["same_top1"] = int(frame["agree"].sum())
         out["mean_overlap"] = round(float(frame["overlap"].mean()), 3) if len(frame) else 0.0
@@ -535,16 +592,21 @@ def code_term_list(terms: Sequence[str], view, ontology: Ontology | None,
         The level ontology's clinical vocabulary (:func:`bioviz.search.vocabulary.vocabulary_for`): with
         ``expansion`` on, each term it reads is placed by its rule (:mod:`bioviz.search.query_reading`).
     """
-    terms = list(terms)
-    infos = resolve_terms(terms, view, ontology)
+    every = list(terms)
+    infos = resolve_terms(every, view, ontology)
     texts = [info.text for info in infos]
-    expanded = expand_queries(infos, expansion, vocabulary=vocabulary)
     steps = (len(models) + 1) * len(texts)
 
     def report_from(offset: int) -> Progress | None:
         return None if progress is None else (lambda done, _total: progress(offset + done, steps))
 
-    vectors = [encode_terms(texts, model, report_from(m * len(texts))) for m, (model, _) in enumerate(models)]
+    encoded = [term_vectors(texts, model, report_from(m * len(texts))) for m, (model, _) in enumerate(models)]
+    lacking = {i: note for _, notes in reversed(encoded) for i, note in notes.items()}  # the first model's note
+    keep = [i for i in range(len(every)) if i not in lacking]
+    # Only the terms with a vector under every model are coded; the others get a marked row below.
+    terms, infos, texts = [every[i] for i in keep], [infos[i] for i in keep], [texts[i] for i in keep]
+    vectors = [v[keep] for v, _ in encoded]
+    expanded = expand_queries(infos, expansion, vocabulary=vocabulary)
     # a phrasing near a term the sources list (the first model's vectors; placement is shared by both models)
     expanded = with_similar_terms(expanded, infos, vectors[0], models[0][1].vectors, vocabulary=vocabulary,
                                   model=models[0][0])
@@ -553,9 +615,24 @@ def code_term_list(terms: Sequence[str], view, ontology: Ontology | None,
                           expanded_forms(expanded, model))
               for m, (model, index) in enumerate(models)]
     frame = code_terms(terms, infos, coding, view, ontology=ontology, k=k,
-                       progress=report_from(len(models) * len(texts)),
+                       progress=report_from(len(models) * len(every)),
                        ranking=ranking, readings=[e.reading for e in expanded])
+    if lacking:
+        frame = _with_lacking(frame, every, keep, lacking)
+        if progress is not None:
+            progress(steps, steps)
     frame.attrs["expansions"] = expansion_notes(expanded)
     # A level too small or odd for char-tfidf is ranked dense: the frame says so for the page and the CLI.
     frame.attrs["ranking_note"] = next((c.sparse.note for c in coding if c.sparse is not None and c.sparse.note), "")
     return frame
+
+
+def _with_lacking(frame: pd.DataFrame, every: list[str], keep: list[int], lacking: dict[int, str]) -> pd.DataFrame:
+    """``frame`` (the coded terms, in order) with a :data:`NO_VECTOR` row for each lacking term, in the given order."""
+    coded = iter(frame.to_dict("records"))
+    n_models = len(frame.attrs.get("models") or [])
+    kept = set(keep)
+    rows = [next(coded) if i in kept else _lacking_row(term, lacking[i], n_models) for i, term in enumerate(every)]
+    out = pd.DataFrame.from_records(rows, columns=frame.columns)
+    out.attrs.update(frame.attrs)
+    return out
