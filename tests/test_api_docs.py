@@ -84,3 +84,16 @@ def test_a_name_outside_the_api_is_an_attribute_error():
 
     with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
         bioviz.nothing_here  # noqa: B018 - the lookup is the test
+
+
+@pytest.mark.slow  # a fresh interpreter importing the API: 5-10 s
+def test_in_ipython_bad_input_is_one_error_line_without_a_traceback(tmp_path):
+    script = ("from IPython.core.interactiveshell import InteractiveShell\n"
+              "shell = InteractiveShell.instance()\n"
+              "result = shell.run_cell(\"import bioviz\\nbioviz.open_level('tests/data/mini.obo', root='NOPE:1')\")\n"
+              "print('failed:', type(result.error_in_exec).__name__)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT,
+                          env=api_environment(tmp_path / "home"), timeout=300)
+    assert "failed: UnknownConceptError" in done.stdout  # the cell still fails (nbclient, CI see it)
+    shown = (done.stdout + done.stderr).replace("failed: UnknownConceptError", "")
+    assert "UnknownConceptError: unknown concept id 'NOPE:1'" in shown and "Traceback" not in shown
