@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,11 @@ os.environ.setdefault("BIOVIZ_WARMUP", "0")
 # pinned by the tests (tests/bioviz/models/test_med_minilm.py, ...) are fp32. The tests of the
 # default itself (tests/bioviz/models/test_backend_choice.py) unset it.
 os.environ.setdefault("BIOVIZ_BACKEND", "torch")
+# The bundled packages' text (the lexicon, the clinical vocabulary: 10-20 s to read each) once for the
+# whole run and every worker, not once per fresh test home (bioviz.search.bundled_rows). Tests that
+# stub the packages' readers unset it, so their tiny lists never reach this folder.
+os.environ.setdefault("BIOVIZ_BUNDLED_CACHE",
+                      os.path.join(tempfile.gettempdir(), f"bioviz-tests-bundled-{os.getuid()}"))
 
 # Property and fuzz tests: modest example counts keep CI well under 20 minutes; no per-example
 # deadline because a shared 2-core machine makes single examples slow now and then.

