@@ -36,6 +36,7 @@ from bioviz.errors import BiovizError
 from bioviz.models.model_files import directory_fingerprint
 from bioviz.models.model_spec import ModelSpec
 from bioviz.models.run_partials import PARTIAL_MARK, drop_owner, record_owner
+from bioviz.paths import current_umask
 
 WEIGHTS_FILE = "model.safetensors"
 MERGE_FILE = "merge.json"
@@ -170,9 +171,7 @@ def merge_models(base: ModelSpec, tuned: ModelSpec, *, alpha: float, out: Path,
                         ignore=shutil.ignore_patterns(WEIGHTS_FILE, MERGE_FILE, ".*"))
         _save_weights(merged, own / WEIGHTS_FILE, dtype)
         (own / MERGE_FILE).write_text(json.dumps(asdict(record), indent=1) + "\n", encoding="utf-8")
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(own, 0o777 & ~umask)  # mkdtemp's folder is private (0o700); a model folder is not
+        os.chmod(own, 0o777 & ~current_umask())  # mkdtemp's folder is private (0o700); a model folder is not
         # rename(2) replaces an empty folder and refuses a non-empty one: all or nothing, and a
         # folder filled since the check is never overwritten.
         os.rename(own, out)
