@@ -23,19 +23,31 @@ blob: the second run on a base costs only its head.
 
 Files are shared from :data:`MIN_SHARED_BYTES` up: the weights and the tokenizer, not the
 run's own records (``run.json`` is rewritten when a run is renamed: never a shared inode).
+
+A blob is every linking run's file at once, so writing into it in place would change them all.
+Blobs are therefore stored read-only (mode 0444: a casual writer is refused; root is not), and
+loading a run (:func:`check_run_blobs`, from :func:`bioviz.models.registry.load_encoder`)
+checks each of its files that is a blob against the digest the blob is named by, once per file
+state (inode, size, mtime, ctime) in a process. A blob whose bytes no longer match is set aside
+(:func:`bioviz.cache_files.set_aside`: no later run links it) and the load is one line naming
+the run; every other run linking it is refused the same way (issue 41).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
 import re
 import secrets
 import stat
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from bioviz.cache_files import CORRUPT_MARK, set_aside
+from bioviz.errors import ModelError
 from bioviz.paths import fsync_dir, fsync_file, home_path
 
 logger = logging.getLogger(__name__)
@@ -45,6 +57,11 @@ MIN_SHARED_BYTES = 256 * 1024  # smaller files are not worth a link (configs, ru
 NEVER_SHARED = frozenset({"run.json", "split.json"})  # a run's own records: rewritten in place by renames
 _DIGEST = re.compile(r"[0-9a-f]{64}")  # a blob's name; anything else in the store is left alone
 _BLOCK = 1 << 22
+BLOB_MODE = 0o444  # a blob is every linking run's file: nobody writes into it in place
+# File states (dev, inode, size, mtime, ctime) whose bytes were checked against their blob's name in
+# this process: a load re-reads a blob only after it changed (a write, or a link: ctime moves).
+_VERIFIED: set[tuple[int, ...]] = set()
+_VERIFIED_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -138,8 +155,10 @@ def share_file(file: Path | str, store: Path | str) -> str:
                             file.name, store, error.strerror or error)
                 return "kept"
             fsync_dir(store)
+            _read_only(blob)
             return "stored"
         if found.st_ino == file.stat().st_ino and found.st_dev == file.stat().st_dev:
+            _read_only(blob)
             return "linked"  # already this blob
         if not stat.S_ISREG(found.st_mode) or found.st_size != size or not _same_bytes(blob, file):
             logger.warning("run file %s kept as its own copy: %s holds other bytes than its name says", file.name, blob)
@@ -158,8 +177,97 @@ def share_file(file: Path | str, store: Path | str) -> str:
         except OSError:
             spare.unlink(missing_ok=True)
             raise
+        _read_only(blob)  # a blob stored before blobs were read-only
         return "linked"
     return "kept"
+
+
+def _read_only(blob: Path) -> None:
+    """Make a blob (and so every run's link to it) read-only; a disk that refuses keeps it as it is."""
+    with contextlib.suppress(OSError):
+        if stat.S_IMODE(os.stat(blob).st_mode) != BLOB_MODE:
+            os.chmod(blob, BLOB_MODE)
+
+
+def _state(info: os.stat_result) -> tuple[int, ...]:
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+
+
+def _linked_files(run: Path) -> dict[tuple[int, int], Path]:
+    """``(dev, inode) -> file`` of a run's regular files that have other names (blob links), hidden ones aside."""
+    linked = {}
+    for parent, dirs, files in os.walk(run):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in files:
+            if name.startswith("."):
+                continue
+            path = Path(parent, name)
+            with contextlib.suppress(OSError):
+                info = path.lstat()
+                if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+                    linked[(info.st_dev, info.st_ino)] = path
+    return linked
+
+
+def check_run_blobs(run: Path | str, label: str, store: Path | str | None = None) -> None:
+    """Refuse a run one of whose files is a blob whose bytes no longer match the digest it is named by.
+
+    Each file is read once per state (:data:`_VERIFIED`); a run with no linked files, or no
+    store, costs a walk of its folder. A blob found bad is set aside, so no later run links it;
+    a run linking a blob set aside before is refused without reading it.
+
+    Parameters
+    ----------
+    run : path-like
+        The run's folder.
+    label : str
+        How the message names the run (its readable name and short id).
+    store : path-like, optional
+        The blob folder (default :func:`blobs_dir`).
+
+    Raises
+    ------
+    ModelError
+        One line: which run and which file was changed in place since it was stored.
+    """
+    run = Path(run)
+    linked = _linked_files(run)
+    with _VERIFIED_LOCK:
+        unchecked = {key: path for key, path in linked.items() if _file_state(path) not in _VERIFIED}
+    if not unchecked:
+        return
+    store = Path(store) if store is not None else blobs_dir()
+    try:
+        entries = [] if store.is_symlink() else list(os.scandir(store))
+    except OSError:
+        return  # no store (or none readable): nothing names what the bytes should be
+    for entry in entries:
+        digest = entry.name.split(CORRUPT_MARK)[0]
+        if not _DIGEST.fullmatch(digest):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        file = unchecked.get((info.st_dev, info.st_ino))
+        if file is None:
+            continue
+        state = _file_state(file)
+        if entry.name == digest and file_digest(file) == digest:
+            with _VERIFIED_LOCK:
+                _VERIFIED.add(state)
+            continue
+        if entry.name == digest:  # bytes changed in place since stored: no later run may link them
+            set_aside(entry.path, f"its bytes no longer match its name; {file.relative_to(run)} of {label} links it")
+        raise ModelError(f"run {label} is damaged: {file.relative_to(run)} was changed in place since it was stored "
+                         f"(blobs/{digest[:12]}… holds other bytes now); delete the run or train it again")
+
+
+def _file_state(path: Path) -> tuple[int, ...] | None:
+    try:
+        return _state(path.stat())
+    except OSError:
+        return None
 
 
 def share_files(folder: Path | str, store: Path | str | None = None, *,
@@ -214,7 +322,8 @@ def sweep_blobs(store: Path | str | None = None) -> list[Path]:
     """Remove the blobs no run links any more (their only name is the store's); return those removed.
 
     Never raises: a store that is missing, a link, unreadable or read-only is left as it is.
-    Only names of the store's own form (64 hex digits) and regular files are considered.
+    Only names of the store's own form (64 hex digits, or a blob set aside: ``<digest>.corrupt-*``)
+    and regular files are considered.
     """
     store = Path(store) if store is not None else blobs_dir()
     try:
@@ -225,7 +334,8 @@ def sweep_blobs(store: Path | str | None = None) -> list[Path]:
         return []
     removed = []
     for entry in entries:
-        if not _DIGEST.fullmatch(entry.name):
+        # a blob set aside as changed in place (check_run_blobs) goes too once no run links it
+        if not _DIGEST.fullmatch(entry.name.split(CORRUPT_MARK)[0]):
             continue
         try:
             info = entry.stat(follow_symlinks=False)

@@ -17,6 +17,7 @@ from pathlib import Path
 from bioviz.errors import ModelError
 from bioviz.models import char_tfidf
 from bioviz.models.backend_choice import check_backend, default_backend
+from bioviz.models.blob_store import check_run_blobs
 from bioviz.models.cached_encoding import encode_cached
 from bioviz.models.encoders import CharTfidfEncoder, Encoder, HeadRunEncoder, Progress, SentenceTransformerEncoder
 from bioviz.models.head_chain import HeadChain, NotAHeadChain, input_module_kinds
@@ -107,6 +108,8 @@ def _new_encoder(ref: ModelSpec, depth: int) -> Encoder:
 
 
 def _load_encoder(ref: ModelSpec, depth: int) -> Encoder:
+    if ref.kind == "run":  # a blob written in place would change every run linking it (issue 41)
+        check_run_blobs(ref.path, ref.label)
     if ref.kind == "char-tfidf":
         home = str(Path(os.environ.get("BIOVIZ_HOME", ".bioviz")).resolve())
         key: tuple = ("char-tfidf", char_tfidf.corpus_key(), home)
