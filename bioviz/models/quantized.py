@@ -2,7 +2,7 @@
 
 ``bioviz.models.registry.backend_encoder(spec, "onnx-int8")`` gives an encoder whose transformer runs as a
 dynamically quantized ONNX graph in ONNX Runtime (int8 weights per output channel, int8
-activations quantized on the fly), while tokenisation and the modules after the
+activations quantized on the fly, one scale per token: :mod:`bioviz.models.per_token_int8`), while tokenisation and the modules after the
 transformer (pooling, dense layers, normalisation) stay sentence-transformers' own, so the
 vectors are the model's up to the quantization error (docs/scale.md measures the drift).
 
@@ -40,6 +40,7 @@ from bioviz.errors import ModelError
 from bioviz.models.encoders import Encoder, HeadRunEncoder, SentenceTransformerEncoder, load_sentence_transformer, \
     token_lengths
 from bioviz.models.model_files import dimension_from_files
+from bioviz.models.per_token_int8 import per_token_scales
 from bioviz.paths import home
 from bioviz.space import l2_normalise
 
@@ -48,8 +49,12 @@ logger = logging.getLogger(__name__)
 BACKENDS = ("torch", "onnx-int8", "openvino-int8")
 # Bump when the export or the quantization changes the vectors it gives: it is part of the
 # fingerprint, so vectors cached by an older export are never served for a newer one.
-QUANT_SCHEMA = "ort-int8-1"
+# ort-int8-2: activations quantized per token (bioviz.models.per_token_int8), not per batch.
+QUANT_SCHEMA = "ort-int8-2"
 MODEL_FILE = "model_int8.onnx"
+# 7-bit weights: x86's u8 x s8 integer kernels add pairs of products in 16 bits, which saturate
+# (255 * 127 * 2 > 32,767) and gave some outputs wrong by whole units; 255 * 63 * 2 always fits.
+REDUCE_RANGE = True
 META_FILE = "export.json"
 # The tokenizer outputs a BERT-style transformer takes; a model without token types
 # (RoBERTa, DistilBERT) is exported with fewer inputs.
@@ -92,6 +97,7 @@ def read_export(folder: Path) -> dict | None:
 
 def _export(base: SentenceTransformerEncoder, folder: Path) -> None:
     """Write the int8 graph of ``base``'s transformer and its record into ``folder``."""
+    import onnx  # imported here: only an export needs it
     import torch  # imported here: seconds to import, and only an export needs it
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -124,9 +130,13 @@ def _export(base: SentenceTransformerEncoder, folder: Path) -> None:
                           dynamic_axes=axes, opset_version=17)
     # Per-channel int8 weights on the matrix products only: per-tensor scales, or quantized
     # embedding lookups, cost minilm about 0.03-0.08 of cosine against fp32; this keeps 0.99.
-    quantize_dynamic(str(fp32), str(folder / MODEL_FILE), weight_type=QuantType.QInt8, per_channel=True,
+    dynamic = folder / "model_dynamic.onnx"
+    quantize_dynamic(str(fp32), str(dynamic), weight_type=QuantType.QInt8, per_channel=True, reduce_range=REDUCE_RANGE,
                      op_types_to_quantize=["MatMul"])
     fp32.unlink()
+    # One activation scale per token, not per batch: a name's vector is the same alone or among others
+    onnx.save(per_token_scales(onnx.load(str(dynamic))), str(folder / MODEL_FILE))
+    dynamic.unlink()
     meta = {"schema": QUANT_SCHEMA, "model": base.label, "model_fingerprint": base.fingerprint,
             "inputs": inputs, "sha256": _sha256(folder / MODEL_FILE)}
     (folder / META_FILE).write_text(json.dumps(meta, indent=1), encoding="utf-8")

@@ -116,3 +116,13 @@ def test_an_int8_backend_on_a_ray_cluster_is_refused_in_one_line(capsys, data_di
     assert main(argv) == 2
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "this machine only" in error
+
+
+def test_a_names_int8_vector_is_the_same_alone_in_a_batch_and_in_another_chunking(int8_home):
+    encoder = backend_encoder("minilm", "onnx-int8")
+    others = ["Abnormal heart morphology", "x", "Closed fracture of the neck of the left femur, initial encounter",
+              *[f"finding number {i}" for i in range(20)]]
+    alone = np.concatenate([encoder.encode([name]) for name in NAMES])
+    mixed = encoder.encode([*others, *NAMES, *others], batch_size=7)[len(others):len(others) + len(NAMES)]
+    chunked = encoder.encode([*NAMES[::-1], *others], batch_size=2)[:len(NAMES)][::-1]
+    assert np.allclose(alone, mixed, atol=1e-5) and np.allclose(alone, chunked, atol=1e-5)
