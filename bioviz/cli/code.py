@@ -1,4 +1,4 @@
-"""``python -m bioviz code TERMS_FILE --source SOURCE --depth 1 --model MODEL [--model-b MODEL] -k 5 [--ranking dense|hybrid] [--no-expand] [--partial] --out coded.csv``.
+"""``python -m bioviz code TERMS_FILE --source SOURCE --depth 1 --model MODEL [--compare MODEL] -k 5 [--ranking dense|hybrid] [--no-expand] [--partial] --out coded.csv``.
 
 Codes a list of free-text terms, one row per term: each model's first concept of a level (code,
 name, class, score, margin over the second concept, the other codes of its top k, its parents
@@ -45,8 +45,9 @@ def register(subparsers) -> None:
     parser.add_argument("--model", default=DEFAULT_MODEL, type=model_argument,
                         help="med-minilm (default), minilm, char-tfidf, a sentence-transformers directory or hub id, "
                              "or a run directory")
-    parser.add_argument("--model-b", default=None, metavar="MODEL", type=model_argument,
-                        help="a second model: both models' concepts, and whether they agree")
+    # --compare, as neighbours names its second model; --model-b, its first name here, still works
+    parser.add_argument("--compare", "--model-b", dest="model_b", default=None, metavar="MODEL", type=model_argument,
+                        help="a second model: both models' concepts, and whether they agree (alias --model-b)")
     parser.add_argument("-k", type=int, default=5, help=f"concepts per term and model (1 to {MAX_K})")
     parser.add_argument("--out", default=None, help="write the coding as CSV here (else the rows are printed)")
     add_level_options(parser)

@@ -32,6 +32,9 @@ import shutil
 import tempfile
 import threading
 import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -95,6 +98,24 @@ def read_export(folder: Path) -> dict | None:
         return None
 
 
+class _DropQuantizerRecords(logging.Filter):
+    """Drops onnxruntime.quantization's own records, which it logs on the root logger."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "onnxruntime" not in record.pathname
+
+
+@contextmanager
+def _quiet_quantizer() -> Iterator[None]:
+    root = logging.getLogger()
+    dropped = _DropQuantizerRecords()
+    root.addFilter(dropped)
+    try:
+        yield
+    finally:
+        root.removeFilter(dropped)
+
+
 def _export(base: SentenceTransformerEncoder, folder: Path) -> None:
     """Write the int8 graph of ``base``'s transformer and its record into ``folder``."""
     import onnx  # imported here: only an export needs it
@@ -124,15 +145,18 @@ def _export(base: SentenceTransformerEncoder, folder: Path) -> None:
 
     fp32 = folder / "model_fp32.onnx"
     axes = {name: {0: "batch", 1: "tokens"} for name in [*inputs, "token_embeddings"]}
-    with torch.no_grad():
+    # The tracer's and the quantizer's advice (TracerWarning, "consider pre-processing") is for
+    # whoever writes an exporter, not for a user of the command or the page: kept out of their output
+    with torch.no_grad(), warnings.catch_warnings(), _quiet_quantizer():
+        warnings.simplefilter("ignore")
         torch.onnx.export(TokenEmbeddings().eval(), tuple(features[name] for name in inputs), str(fp32),
                           dynamo=False, input_names=inputs, output_names=["token_embeddings"],
                           dynamic_axes=axes, opset_version=17)
-    # Per-channel int8 weights on the matrix products only: per-tensor scales, or quantized
-    # embedding lookups, cost minilm about 0.03-0.08 of cosine against fp32; this keeps 0.99.
-    dynamic = folder / "model_dynamic.onnx"
-    quantize_dynamic(str(fp32), str(dynamic), weight_type=QuantType.QInt8, per_channel=True, reduce_range=REDUCE_RANGE,
-                     op_types_to_quantize=["MatMul"])
+        # Per-channel int8 weights on the matrix products only: per-tensor scales, or quantized
+        # embedding lookups, cost minilm about 0.03-0.08 of cosine against fp32; this keeps 0.99.
+        dynamic = folder / "model_dynamic.onnx"
+        quantize_dynamic(str(fp32), str(dynamic), weight_type=QuantType.QInt8, per_channel=True,
+                         reduce_range=REDUCE_RANGE, op_types_to_quantize=["MatMul"])
     fp32.unlink()
     # One activation scale per token, not per batch: a name's vector is the same alone or among others
     onnx.save(per_token_scales(onnx.load(str(dynamic))), str(folder / MODEL_FILE))

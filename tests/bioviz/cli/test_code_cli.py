@@ -97,3 +97,12 @@ def test_each_first_concept_comes_with_its_parent_and_the_old_columns_keep_their
     code, stdout, _ = run_cli(capsys, "code", str(terms), "--source", str(data_dir / "mini.obo"), "--depth", "1",
                               "--model", "char-tfidf", "-k", "1", "--quiet", "--json")
     assert json.loads(stdout)["codes"][0][f"parent name ({label})"] == "heart disease"
+
+
+def test_the_second_model_is_compare_as_in_neighbours_and_model_b_still_works():
+    from bioviz.cli import build_parser  # the whole CLI's parser, as main builds it
+
+    parser = build_parser(["code"])
+    for flag in ("--compare", "--model-b"):
+        args = parser.parse_args(["code", "terms.txt", "--model", "char-tfidf", flag, "minilm"])
+        assert args.model_b.spec == "minilm"

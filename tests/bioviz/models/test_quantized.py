@@ -1,7 +1,9 @@
 """bioviz.models.quantized: the onnx-int8 backend, exported once, reused, cached apart from torch."""
 
 import json
+import logging
 import shutil
+import warnings
 
 import numpy as np
 import pytest
@@ -27,11 +29,26 @@ def onnx_exports(tmp_path_factory):
     home = tmp_path_factory.mktemp("onnx-home")
     patch = pytest.MonkeyPatch()
     patch.setenv("BIOVIZ_HOME", str(home))
+    records = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = records.append
+    logging.getLogger().addHandler(handler)
     try:
-        quantized.ensure_export(load_encoder("minilm"))
+        with warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always")
+            quantized.ensure_export(load_encoder("minilm"))
     finally:
+        logging.getLogger().removeHandler(handler)
         patch.undo()
+    EXPORT_NOISE.extend([str(w.message) for w in warned] + [r.getMessage() for r in records])
     return home / "onnx"
+
+
+EXPORT_NOISE: list[str] = []  # warnings and root-logger records seen while the session's export was made
+
+
+def test_the_export_keeps_the_tracers_and_the_quantizers_advice_to_itself(onnx_exports):
+    assert EXPORT_NOISE == []  # issue 42: TracerWarning and "consider pre-processing" reached the CLI's output
 
 
 @pytest.fixture
@@ -126,3 +143,20 @@ def test_a_names_int8_vector_is_the_same_alone_in_a_batch_and_in_another_chunkin
     mixed = encoder.encode([*others, *NAMES, *others], batch_size=7)[len(others):len(others) + len(NAMES)]
     chunked = encoder.encode([*NAMES[::-1], *others], batch_size=2)[:len(NAMES)][::-1]
     assert np.allclose(alone, mixed, atol=1e-5) and np.allclose(alone, chunked, atol=1e-5)
+
+
+def test_a_level_exported_with_embed_out_ranks_as_the_model_that_made_it(capsys, data_dir, int8_home, tmp_path):
+    """Issue 42: ``embed --out`` read back gave neighbours 2 and 3 the other way round (per-batch int8 scales)."""
+    out = tmp_path / "mini_int8.npz"
+    level = [str(data_dir / "mini.obo"), "--depth", "1", "--quiet"]
+    assert main(["embed", *level, "--model", "minilm", "--backend", "onnx-int8", "--batch-size", "3",
+                 "--out", str(out)]) == 0
+    capsys.readouterr()
+    for query in ("atrial fibrillation", "bronchitis", "lung disease"):
+        answers = []
+        for model in (["--model", "minilm", "--backend", "onnx-int8"], ["--model", str(out)]):
+            assert main(["neighbours", query, *level, "-k", "6", "--json", *model]) == 0
+            answers.append(json.loads(capsys.readouterr().out)["neighbours"])
+        model_rows, file_rows = answers
+        assert [r["name"] for r in model_rows] == [r["name"] for r in file_rows], query
+        assert np.allclose([r["score"] for r in model_rows], [r["score"] for r in file_rows], atol=1e-5), query
