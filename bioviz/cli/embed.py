@@ -60,24 +60,25 @@ def run(args) -> dict:
     where = executor_name(args.executor)
     if args.backend not in (None, "torch"):
         # The int8 export lives in this machine's BIOVIZ_HOME: it runs here, not on a cluster.
-        if args.out:
-            raise BiovizError(f"--out writes the model's own vectors: drop --backend {args.backend}")
         if args.executor == "ray":
             raise BiovizError(f"--backend {args.backend} encodes on this machine only; drop --executor ray")
-        return run_backend(args, view)
-    # Without --backend: the default backend (onnx-int8 on a CPU), except where the model's own
-    # vectors are wanted (--out writes a vectors file others open as a model) or a cluster
-    # encodes (its workers load the model as trained, by name).
-    backend = "torch" if args.backend is None and (args.out or where == "ray") else args.backend
-    with backend_override(backend), ray_embedding.executor(where), \
-            progress_bar(f"encoding ({args.model.spec})", disable=args.quiet) as progress:
-        space, info = level_space(view, args.model, batch_size=args.batch_size, progress=progress,
-                                  use_cache=not args.no_cache)
-    result = {"source": view.source, "level": view.title, "model": space.model_id, "executor": where, **info}
-    if coverage:
-        result["coverage"] = coverage
-    if args.out:
-        result["out"] = [str(p) for p in _export(args, view, space)]
+        if not args.out:
+            return run_backend(args, view)
+    # Without --backend: the default backend (onnx-int8 on a CPU), as the pages and neighbours use, so
+    # a file written with --out ranks as the model does there (int8 vectors do not depend on their
+    # batch: bioviz.models.per_token_int8); --backend torch writes the model as trained. A cluster
+    # encodes in torch (its workers load the model as trained, by name).
+    backend = "torch" if args.backend is None and where == "ray" else args.backend
+    with backend_override(backend):
+        with ray_embedding.executor(where), \
+                progress_bar(f"encoding ({args.model.spec})", disable=args.quiet) as progress:
+            space, info = level_space(view, args.model, batch_size=args.batch_size, progress=progress,
+                                      use_cache=not args.no_cache)
+        result = {"source": view.source, "level": view.title, "model": space.model_id, "executor": where, **info}
+        if coverage:
+            result["coverage"] = coverage
+        if args.out:
+            result["out"] = [str(p) for p in _export(args, view, space)]
     return result
 
 

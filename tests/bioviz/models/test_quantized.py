@@ -148,14 +148,15 @@ def test_a_names_int8_vector_is_the_same_alone_in_a_batch_and_in_another_chunkin
 def test_a_level_exported_with_embed_out_ranks_as_the_model_that_made_it(capsys, data_dir, int8_home, tmp_path):
     """Issue 42: ``embed --out`` read back gave neighbours 2 and 3 the other way round (per-batch int8 scales)."""
     out = tmp_path / "mini_int8.npz"
-    level = [str(data_dir / "mini.obo"), "--depth", "1", "--quiet"]
-    assert main(["embed", *level, "--model", "minilm", "--backend", "onnx-int8", "--batch-size", "3",
-                 "--out", str(out)]) == 0
+    level = ["--depth", "1", "--quiet"]
+    assert main(["embed", str(data_dir / "mini.obo"), *level, "--model", "minilm", "--backend", "onnx-int8",
+                 "--batch-size", "3", "--out", str(out)]) == 0
     capsys.readouterr()
     for query in ("atrial fibrillation", "bronchitis", "lung disease"):
         answers = []
         for model in (["--model", "minilm", "--backend", "onnx-int8"], ["--model", str(out)]):
-            assert main(["neighbours", query, *level, "-k", "6", "--json", *model]) == 0
+            assert main(["neighbours", query, "--source", str(data_dir / "mini.obo"), *level, "-k", "6", "--json",
+                         *model]) == 0
             answers.append(json.loads(capsys.readouterr().out)["neighbours"])
         model_rows, file_rows = answers
         assert [r["name"] for r in model_rows] == [r["name"] for r in file_rows], query
