@@ -166,7 +166,10 @@ class VectorCache:
         conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None)
         try:
             conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode=WAL")
+            # Asked before it is set: setting it, even to what it is, waits for a process stopped inside
+            # a transaction (SIGSTOP, a debugger) for the whole busy timeout, then fails the open.
+            if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                conn.execute("PRAGMA journal_mode=WAL")
             # NORMAL is durable at each checkpoint and never corrupts in WAL mode; FULL would
             # fsync every insert for vectors that can always be recomputed.
             conn.execute("PRAGMA synchronous=NORMAL")
@@ -177,6 +180,9 @@ class VectorCache:
             conn.close()
 
     def _create_schema(self, conn: sqlite3.Connection) -> None:
+        if _has_tables(conn) and _has_counts(conn):  # read, not written: no write lock to wait for
+            self._has_schema = True
+            return
         try:
             conn.executescript(_SCHEMA)
             if not _has_counts(conn):
@@ -489,6 +495,12 @@ class VectorCache:
                 file.unlink()
         logger.info("cleared %d cached vectors%s", deleted, f" of {model}" if model else "")
         return deleted
+
+
+def _has_tables(conn: sqlite3.Connection) -> bool:
+    """True when the ``vectors`` and ``models`` tables exist."""
+    found = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return {"vectors", "models"} <= found
 
 
 def _has_counts(conn: sqlite3.Connection) -> bool:
