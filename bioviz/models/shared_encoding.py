@@ -330,6 +330,7 @@ def _take_over(lock: FileLock, lock_path: Path, claimant: _Claimant, seen: dict 
 def _wait_for_claim(lock: FileLock, lock_path: Path, claimant: _Claimant, report) -> None:
     """Poll until this process holds the claim, reporting the claimant's progress; take a silent one's over."""
     silence = _Silence()
+    known = None  # the holder's last readable report: its file is removed a moment before its lock is released
     while True:
         try:
             lock.acquire(timeout=0)
@@ -351,8 +352,9 @@ def _wait_for_claim(lock: FileLock, lock_path: Path, claimant: _Claimant, report
                            "this process took its claim over", owner, pid, silent, claimant.total, claimant.label)
             claimant.taken_over = owner
             return
+        known = state or known
         if report is not None:
-            report(waiting_progress(state, claimant.label, claimant.total))
+            report(waiting_progress(known, claimant.label, claimant.total))
         time.sleep(POLL_S)
 
 
