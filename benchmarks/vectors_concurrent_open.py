@@ -14,7 +14,6 @@ and a checksum of rows and names: equal checksums are the same vectors. Load ave
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import subprocess
@@ -30,33 +29,13 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
-def child(file: Path, out: Path) -> None:
-    """Open ``file`` (this process's BIOVIZ_HOME) and write what came back to ``out``."""
-    from bioviz.errors import BiovizError  # imported here: the parent process never opens the file
-    from bioviz.models.vectors_file import open_vectors
-
-    started = time.perf_counter()
-    try:
-        opened = open_vectors(file)
-    except BiovizError as error:
-        out.write_text(json.dumps({"error": str(error), "seconds": round(time.perf_counter() - started, 2)}))
-        return
-    seconds = time.perf_counter() - started
-    digest, zero, non_unit = hashlib.sha256(), 0, 0
-    for begin in range(0, len(opened.vectors), 65_536):
-        block = np.asarray(opened.vectors[begin:begin + 65_536], dtype=np.float32)
-        norms = np.sqrt(np.einsum("ij,ij->i", block, block))
-        zero += int((norms == 0).sum())
-        non_unit += int((np.abs(norms - 1) > 1e-3).sum())
-        digest.update(block.tobytes())
-    digest.update("\n".join(opened.names).encode())
-    out.write_text(json.dumps({"rows": len(opened.vectors), "zero_rows": zero, "non_unit_rows": non_unit,
-                               "seconds": round(seconds, 2), "checksum": digest.hexdigest()[:16]}))
+# The same child as tests/reliability/test_vectors_concurrent.py: opens the file, writes rows, checks and checksum
+CHILD = ROOT / "tests" / "reliability" / "vectors_open_child.py"
 
 
 def _start(file: Path, out: Path, home: Path) -> subprocess.Popen:
     env = {**os.environ, "BIOVIZ_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, __file__, "--child", str(file), str(out)], env=env, cwd=ROOT)
+    return subprocess.Popen([sys.executable, str(CHILD), str(file), str(out)], env=env, cwd=ROOT)
 
 
 def main() -> None:
@@ -65,11 +44,7 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=64)
     parser.add_argument("--gap", type=float, default=2.5, help="seconds between the two processes' starts")
     parser.add_argument("--out", type=Path, help="write the figures as JSON here too")
-    parser.add_argument("--child", nargs=2, type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.child:
-        child(*args.child)
-        return
     with tempfile.TemporaryDirectory(prefix="bioviz-concurrent-") as folder:
         folder = Path(folder)
         matrix = np.random.default_rng(0).normal(size=(args.names, args.dim)).astype(np.float32)

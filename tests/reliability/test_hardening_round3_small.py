@@ -9,6 +9,7 @@ import tempfile
 
 from bioviz.models.runs import list_runs, runs_dir
 from bioviz.paths import current_umask, share_tree
+from tests.support.partial_runs import partial_folder
 
 
 def test_a_run_folder_is_shared_as_the_umask_says_not_0700(tmp_path):
@@ -97,19 +98,6 @@ def test_cancels_racing_in_threads_change_the_job_once(tmp_home):
         Worker().cancel(job.id)
 
 
-def _partial(runs, name: str, owner: dict | None, age_s: float = 0.0):
-    """A run's temporary export folder as a trainer leaves it, with the owner record ``owner``."""
-    import time
-
-    partial = runs / f".{name}.partial-abcd1234"
-    partial.mkdir()
-    (partial / "model.safetensors").write_bytes(b"\0" * 1024)
-    if owner is not None:
-        (partial / ".owner.json").write_text(json.dumps(owner))
-    if age_s:
-        then = time.time() - age_s
-        os.utime(partial, (then, then))
-    return partial
 
 
 def test_listing_the_runs_removes_the_partial_folders_of_dead_writers_only(tmp_home):
@@ -127,14 +115,15 @@ def test_listing_the_runs_removes_the_partial_folders_of_dead_writers_only(tmp_h
     ended.wait()  # its pid is free now: the writer that was killed
     host = socket.gethostname()
     here = {"boot": boot_id(), "pidns": pid_namespace()}  # written in this boot and PID namespace (issue 41)
-    dead = _partial(runs, "dead", {"pid": ended.pid, "start": "12345", "host": host, **here})
-    reused = _partial(runs, "reused", {"pid": os.getpid(), "start": "1", "host": host, **here})  # pid since reused
-    live = _partial(runs, "live", None)
+    dead = partial_folder(runs, "dead", {"pid": ended.pid, "start": "12345", "host": host, **here})
+    # a pid since reused by another process
+    reused = partial_folder(runs, "reused", {"pid": os.getpid(), "start": "1", "host": host, **here})
+    live = partial_folder(runs, "live", None)
     record_owner(live)  # this very process writes it
     assert json.loads((live / ".owner.json").read_text())["start"] == proc_start_time(os.getpid())
-    remote = _partial(runs, "remote", {"pid": ended.pid, "start": "12345", "host": host + "-elsewhere"})
-    fresh_orphan = _partial(runs, "fresh", None)  # no record yet: created an instant ago
-    old_orphan = _partial(runs, "old", None, age_s=2 * 24 * 3600)  # left by a trainer before the records
+    remote = partial_folder(runs, "remote", {"pid": ended.pid, "start": "12345", "host": host + "-elsewhere"})
+    fresh_orphan = partial_folder(runs, "fresh", None)  # no record yet: created an instant ago
+    old_orphan = partial_folder(runs, "old", None, age_s=2 * 24 * 3600)  # left by a trainer before the records
     assert list_runs() == []
     assert not dead.exists() and not reused.exists() and not old_orphan.exists()
     assert live.exists() and remote.exists() and fresh_orphan.exists()
@@ -178,8 +167,8 @@ def test_an_export_outside_the_runs_folder_removes_only_partials_it_can_prove_ab
 
     ended = subprocess.Popen([sys.executable, "-c", "pass"])
     ended.wait()
-    dead = _partial(tmp_path, "dead", {"pid": ended.pid, "start": "12345", "host": socket.gethostname(),
+    dead = partial_folder(tmp_path, "dead", {"pid": ended.pid, "start": "12345", "host": socket.gethostname(),
                                        "boot": boot_id(), "pidns": pid_namespace()})
-    foreign = _partial(tmp_path, "someone-elses", None, age_s=30 * 24 * 3600)
+    foreign = partial_folder(tmp_path, "someone-elses", None, age_s=30 * 24 * 3600)
     assert sweep_partials(tmp_path, orphan_age_s=None) == [dead]
     assert foreign.exists()

@@ -14,12 +14,12 @@ import os
 import socket
 import subprocess
 import sys
-import time
 
 import pytest
 
 from bioviz.models import run_partials
 from bioviz.models.run_partials import ORPHAN_AGE_S, abandoned, record_owner, sweep_partials
+from tests.support.partial_runs import partial_folder
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/ns"), reason="needs Linux /proc")
 
@@ -30,16 +30,6 @@ def _dead_pid() -> int:
     return ended.pid
 
 
-def _partial(folder, name: str, owner: dict | None, age_s: float = 0.0):
-    partial = folder / f".{name}.partial-abcd1234"
-    partial.mkdir()
-    (partial / "model.safetensors").write_bytes(b"\0" * 64)
-    if owner is not None:
-        (partial / ".owner.json").write_text(json.dumps(owner))
-    if age_s:
-        then = time.time() - age_s
-        os.utime(partial, (then, then))
-    return partial
 
 
 def _here(pid: int, **changes) -> dict:
@@ -63,16 +53,17 @@ def test_the_owner_record_names_the_boot_the_namespace_and_the_start(tmp_path):
 
 def test_a_writer_in_another_pid_namespace_is_not_swept_while_young(tmp_path):
     """Before the fix the sweep removed it: its pid is dead here, in the sweep's namespace."""
-    other = _partial(tmp_path, "container", _here(_dead_pid(), pidns=run_partials.pid_namespace() + 1))
+    other = partial_folder(tmp_path, "container", _here(_dead_pid(), pidns=run_partials.pid_namespace() + 1))
     assert sweep_partials(tmp_path) == []
     assert other.exists()
 
 
 def test_records_that_cannot_be_judged_here_go_only_when_old(tmp_path):
     pid = _dead_pid()
-    young = [_partial(tmp_path, "ns", _here(pid, pidns=1)), _partial(tmp_path, "boot", _here(pid, boot="other")),
-             _partial(tmp_path, "legacy", {"pid": pid, "start": "12345", "host": socket.gethostname()})]
-    old = [_partial(tmp_path, name, record, age_s=ORPHAN_AGE_S + 3600) for name, record in
+    young = [partial_folder(tmp_path, "ns", _here(pid, pidns=1)),
+             partial_folder(tmp_path, "boot", _here(pid, boot="other")),
+             partial_folder(tmp_path, "legacy", {"pid": pid, "start": "12345", "host": socket.gethostname()})]
+    old = [partial_folder(tmp_path, name, record, age_s=ORPHAN_AGE_S + 3600) for name, record in
            (("ns-old", _here(pid, pidns=1)), ("legacy-old", {"pid": pid, "host": socket.gethostname()}))]
     assert sorted(sweep_partials(tmp_path)) == sorted(old)
     assert all(p.exists() for p in young)
@@ -81,9 +72,9 @@ def test_records_that_cannot_be_judged_here_go_only_when_old(tmp_path):
 
 
 def test_a_dead_or_reused_writer_of_this_namespace_is_swept(tmp_path):
-    dead = _partial(tmp_path, "dead", _here(_dead_pid()))
-    reused = _partial(tmp_path, "reused", _here(os.getpid(), start="1"))
-    live = _partial(tmp_path, "live", None)
+    dead = partial_folder(tmp_path, "dead", _here(_dead_pid()))
+    reused = partial_folder(tmp_path, "reused", _here(os.getpid(), start="1"))
+    live = partial_folder(tmp_path, "live", None)
     record_owner(live)
     assert sorted(sweep_partials(tmp_path, orphan_age_s=None)) == sorted([dead, reused])
     assert live.exists()
