@@ -9,24 +9,24 @@ load on first use, so ``import bioviz.errors`` (the command line, the app) stays
 __version__ = "0.1.0"
 
 # name -> the module that defines it; read by __getattr__ on first use
-_PUBLIC = {name: "api" for name in ("Level", "open_level", "encode", "neighbours", "code_terms", "projection",
+PUBLIC_NAMES = {name: "api" for name in ("Level", "open_level", "encode", "neighbours", "code_terms", "projection",
                                      "similarity", "hierarchy", "evaluate", "paired_differences", "train", "wait")}
-_PUBLIC.update({"PointCloudWidget": "notebook_widget", "point_cloud": "notebook_widget",
+PUBLIC_NAMES.update({"PointCloudWidget": "notebook_widget", "point_cloud": "notebook_widget",
                 "BiovizError": "errors"})
 
-__all__ = sorted(_PUBLIC)
+__all__ = sorted(PUBLIC_NAMES)
 
 
 def __getattr__(name: str):
     """The public API's names, imported when first asked for (PEP 562)."""
-    if name not in _PUBLIC:
+    if name not in PUBLIC_NAMES:
         raise AttributeError(f"module 'bioviz' has no attribute {name!r}")
     from importlib import import_module  # light, but only a first use of the API needs it
 
-    value = getattr(import_module(f"bioviz.{_PUBLIC[name]}"), name)
+    value = getattr(import_module(f"bioviz.{PUBLIC_NAMES[name]}"), name)
     globals()[name] = value  # later uses skip this function
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_PUBLIC])
+    return sorted([*globals(), *PUBLIC_NAMES])

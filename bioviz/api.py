@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from bioviz import PUBLIC_NAMES
 from bioviz.errors import BiovizError, ModelError
 from bioviz.models.model_spec import DEFAULT_MODEL, ModelSpec
 from bioviz.models.runs import model_labels
@@ -37,8 +38,8 @@ if TYPE_CHECKING:  # annotations only: pandas, plotly and the job queue load whe
     import plotly.graph_objects as go
     from trainer.jobs.store import Job
 
-__all__ = ["Level", "open_level", "encode", "neighbours", "code_terms", "projection", "similarity", "hierarchy",
-           "evaluate", "paired_differences", "train", "wait"]
+# The public names are listed once, in bioviz/__init__.py (which loads them lazily): this module's are those
+__all__ = [name for name, module in PUBLIC_NAMES.items() if module == "api"]
 
 BASELINE_MODEL = "minilm"  # the CLI's default MODEL of embed and project (neighbours and code: med-minilm)
 WAIT_POLL_S = 0.5  # how often :func:`wait` looks at the job table
